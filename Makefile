@@ -1,0 +1,31 @@
+# matchmaking: PGXS build.  Warnings-as-errors come from PG_CFLAGS (set by
+# test/scripts/build.sh), never hard-coded here, so a newer compiler's new
+# warning cannot break a user's build.
+
+EXTENSION = matchmaking
+MODULE_big = matchmaking
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+DATA = $(wildcard matchmaking--*.sql)
+PG_CPPFLAGS = -I$(srcdir)/src
+
+# pg_regress: setup first (creates the extension), then every area in order.
+REGRESS = setup $(filter-out setup,$(sort $(basename $(notdir $(wildcard sql/*.sql)))))
+REGRESS_OPTS = --inputdir=. --load-extension=plpgsql
+
+# Isolation specs live in test/specs with their expected output in test/expected.
+ISOLATION = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test
+
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+
+EXTRA_CLEAN = results/ regression.diffs regression.out output_iso/ tmp_check/ \
+	$(patsubst %.c,%,$(wildcard test/bench/*.c))
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# Lets the test scripts read the lists above.
+print-%:
+	@echo $($*)

@@ -1,0 +1,140 @@
+/*
+ * queue_config.h
+ *	  A queue's configuration (mm.queues.config), parsed and validated.
+ *
+ * queue_config.c turns the jsonb into this struct, refusing anything invalid
+ * with the JSON path of the first problem (e.g. "rules[2].max").  The tick and
+ * the ticket validation read only this struct, never the jsonb, so a rule
+ * type's options are parsed in exactly one place.
+ */
+#ifndef MM_QUEUE_CONFIG_H
+#define MM_QUEUE_CONFIG_H
+
+#include "postgres.h"
+#include "utils/jsonb.h"
+
+#define MM_MAX_MATCH_SIZE 200
+#define MM_MAX_TEAMS 100
+#define MM_MAX_RULES 64
+#define MM_MAX_EXPANSION_STEPS 64
+#define MM_MAX_NAME_LENGTH 64
+
+typedef enum MmRuleType
+{
+	MM_RULE_STRING_EQUALITY,
+	MM_RULE_DIFFERENCE,
+	MM_RULE_LATENCY,
+	MM_RULE_TEAM_DIFFERENCE,
+	MM_RULE_TEAM_SIZE_BALANCE
+	/* later: set_intersection, match_total, comparison, blocklist, compound */
+} MmRuleType;
+
+/* Where a rule reads a player's value from. */
+typedef enum MmRuleSource
+{
+	MM_SOURCE_TICKET,			/* the attributes sent with the ticket */
+	MM_SOURCE_PLAYER,			/* later: mm.players.attributes */
+	MM_SOURCE_RATING			/* later: the stored rating */
+} MmRuleSource;
+
+/* How a party's values combine into the ticket's value (difference rules). */
+typedef enum MmMerge
+{
+	MM_MERGE_AVERAGE,
+	MM_MERGE_MIN,
+	MM_MERGE_MAX
+} MmMerge;
+
+typedef enum MmExpansionKind
+{
+	MM_EXPANSION_NONE,
+	MM_EXPANSION_LINEAR,		/* threshold + delta per every_seconds, capped at limit */
+	MM_EXPANSION_CUSTOM			/* steps[k] from k+1 periods of every_seconds on */
+} MmExpansionKind;
+
+typedef struct MmExpansion
+{
+	MmExpansionKind kind;
+	double		every_seconds;	/* > 0 */
+	/* linear */
+	double		delta;
+	double		limit;			/* the threshold never passes it */
+	/* custom: step k applies once the age reaches (k+1) * every_seconds */
+	int			nsteps;
+	double	   *steps;
+	bool	   *step_off;		/* JSON null: the rule is off from that step on */
+} MmExpansion;
+
+typedef struct MmRuleConfig
+{
+	char	   *name;
+	MmRuleType	type;
+	double		weight;			/* default 1; ranks acceptable candidates */
+	char	   *attribute;		/* NULL for rules without one (latency, team_size_balance) */
+	int			attribute_depth; /* attribute is a dotted path: number of keys */
+	char	  **attribute_path; /* the keys of the dotted path */
+	MmRuleSource source;
+
+	/* when a player lacks the attribute */
+	bool		has_default;
+	bool		default_is_string;
+	double		default_number;
+	char	   *default_string;
+	bool		missing_matches_any; /* "when_missing": "match_any" */
+
+	double		seconds_until_optional; /* < 0: never optional */
+
+	/*
+	 * The rule's threshold at step 0: difference and team_difference "max",
+	 * latency "max_ms", team_size_balance "max_difference".  Unused for
+	 * string_equality.
+	 */
+	double		threshold;
+	MmMerge		merge;			/* difference only */
+
+	MmExpansion expansion;
+} MmRuleConfig;
+
+typedef struct MmTeamConfig
+{
+	char	   *name;
+	int			min;
+	int			max;
+} MmTeamConfig;
+
+typedef struct MmQueueConfig
+{
+	int			match_min;		/* players, >= 2 */
+	int			match_max;		/* players, <= MM_MAX_MATCH_SIZE */
+	int			nteams;			/* 0: free-for-all of match_size */
+	MmTeamConfig *teams;
+	double		ticket_timeout_seconds; /* <= 0: tickets never time out */
+	double		acceptance_timeout_seconds; /* later; parsed and kept */
+	bool		show_player_count;
+	bool		show_time_to_match;
+	int			nrules;
+	MmRuleConfig *rules;
+	int			max_party_size; /* the largest party a ticket may hold */
+} MmQueueConfig;
+
+/*
+ * Parses and validates a queue config.  Allocates in CurrentMemoryContext.
+ * On any problem raises ERROR (22023 invalid_parameter_value, or 22032
+ * invalid_json_text for values of the wrong JSON type) whose message names
+ * the path of the first problem, e.g. "rules[2].max".
+ */
+extern MmQueueConfig *MmParseQueueConfig(Jsonb *config);
+
+/*
+ * A rule's threshold at a given age of the oldest ticket in a candidate match.
+ * Returns false when the rule is off at that age (optional after
+ * seconds_until_optional, or a null expansion step).  *step receives the
+ * expansion step (0 = the base threshold).
+ */
+extern bool MmRuleThresholdAt(const MmRuleConfig *rule, double age_seconds,
+							  double *threshold, int *step);
+
+/* Checks a queue name against the naming rule; raises ERROR otherwise. */
+extern void MmValidateQueueName(const char *name);
+
+#endif							/* MM_QUEUE_CONFIG_H */

@@ -1,0 +1,38 @@
+/*
+ * sql_arrays.h
+ *	  Validated access to the float8[] and int4[] arguments of SQL functions.
+ *
+ * Every SQL entry point that takes an array goes through these helpers, so
+ * that NULL elements, multi-dimensional arrays, NaN/Infinity and oversized
+ * arrays are refused the same way everywhere, with the argument's name in the
+ * message.
+ */
+#ifndef MM_SQL_ARRAYS_H
+#define MM_SQL_ARRAYS_H
+
+#include "postgres.h"
+#include "utils/array.h"
+
+/* The largest array any rating or balancing function accepts. */
+#define MM_MAX_ARRAY_ELEMENTS 10000
+
+/*
+ * Returns the elements of a one-dimensional float8[] without NULLs as a
+ * palloc'd C array and sets *count.  An empty array gives *count = 0.  When
+ * require_finite, NaN and +-Infinity are refused.  max_count bounds the length.
+ */
+extern double *MmFloat8Array(ArrayType *array, const char *argname,
+							 int max_count, bool require_finite, int *count);
+
+/* Same for int4[]. */
+extern int32 *MmInt4Array(ArrayType *array, const char *argname,
+						  int max_count, int *count);
+
+/* Builds a one-dimensional float8[] / int4[] from C values. */
+extern ArrayType *MmBuildFloat8Array(const double *values, int count);
+extern ArrayType *MmBuildInt4Array(const int32 *values, int count);
+
+/* Refuses NaN and +-Infinity in a scalar argument, naming it. */
+extern void MmCheckFinite(double value, const char *argname);
+
+#endif							/* MM_SQL_ARRAYS_H */

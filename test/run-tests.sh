@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The full test suite: pg_regress, isolation specs and TAP tests, against a
+# freshly built and installed extension on a throwaway cluster.
+#   bash test/run-tests.sh            # everything
+#   MM_SUITES="regress" bash test/run-tests.sh   # a subset: regress isolation tap
+source "$(dirname "$0")/scripts/common.sh"
+
+mm_init 54329
+suites=${MM_SUITES:-"regress isolation tap"}
+
+mm_install_packages
+mm_prepare_pgroot
+mm_fresh_workdir
+trap mm_cluster_stop EXIT
+trap 'exit 130' INT TERM
+mm_build_install
+mm_cluster_start
+
+cd "$MM_TREE"
+passed=0
+failed=0
+status=0
+
+# Counts the per-test "ok"/"FAILED" lines pg_regress and pg_isolation_regress print.
+count_results() {
+	local p f
+	p=$(grep -E "\.\.\. +ok" "$1" | wc -l || true)
+	f=$(grep -E '\.\.\. +FAILED' "$1" | wc -l || true)
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+print_diffs() {
+	[ -f "$1" ] && { echo "---- $1 ----"; head -c 20000 "$1"; }
+}
+
+for suite in $suites; do
+	case $suite in
+	regress)
+		mm_log "pg_regress"
+		tests=$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-REGRESS)
+		if ! mm_as_user "$MM_PGXS_DIR/src/test/regress/pg_regress" --inputdir=. \
+			--bindir="$MM_BINDIR" --dbname=contrib_regression $tests 2>&1 | tee regress.log; then
+			status=1
+			print_diffs regression.diffs
+		fi
+		count_results regress.log
+		;;
+	isolation)
+		tests=$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-ISOLATION)
+		[ -z "$tests" ] && continue
+		mm_log "isolation specs"
+		if ! mm_as_user "$MM_PGXS_DIR/src/test/isolation/pg_isolation_regress" --inputdir=test \
+			--outputdir=output_iso --bindir="$MM_BINDIR" --dbname=isolation_regression \
+			$tests 2>&1 | tee isolation.log; then
+			status=1
+			print_diffs output_iso/regression.diffs
+		fi
+		count_results isolation.log
+		;;
+	tap)
+		tests=$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-PROVE_TESTS)
+		[ -z "$tests" ] && continue
+		mm_log "TAP tests"
+		rm -rf tmp_check; mm_as_user mkdir -p tmp_check
+		if ! mm_as_user env TESTDIR="$MM_TREE" PG_REGRESS="$MM_PGXS_DIR/src/test/regress/pg_regress" \
+			MM_BINDIR="$MM_BINDIR" prove -I "$MM_PGXS_DIR/src/test/perl" -I test/t $tests 2>&1 | tee tap.log; then
+			status=1
+			for f in tmp_check/log/regress_log_*; do [ -f "$f" ] && tail -n 60 "$f"; done
+		fi
+		t=$(sed -n 's/.*Tests=\([0-9]*\).*/\1/p' tap.log | tail -1)
+		fl=$(grep -cE '^not ok' tap.log || true)
+		passed=$((passed + ${t:-0} - fl))
+		failed=$((failed + fl))
+		[ "$status" -ne 0 ] && [ "$fl" -eq 0 ] && grep -q 'Result: FAIL' tap.log && failed=$((failed + 1))
+		;;
+	*) echo "unknown suite $suite" >&2; exit 2 ;;
+	esac
+done
+
+# a suite that failed without a per-test FAILED line (a crash, a harness error) still counts
+[ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] || status=1
+exit $status
