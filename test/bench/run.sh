@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Benchmarks: ratios measured in one run on one throwaway cluster (machines are
+# noisy, so every figure is reported next to its baseline from the same run).
+#   bash test/bench/run.sh              # every benchmark
+#   bash test/bench/run.sh ratings      # those whose file name starts with "ratings"
+source "$(dirname "$0")/../scripts/common.sh"
+
+mm_init 54331
+mm_install_packages
+mm_prepare_pgroot
+mm_fresh_workdir
+trap mm_cluster_stop EXIT
+trap 'exit 130' INT TERM
+mm_build_install
+mm_cluster_start "max_parallel_workers_per_gather = 2" "shared_buffers = '1GB'" "work_mem = '64MB'"
+
+mm_psql -d postgres -c "CREATE DATABASE mm_bench"
+export PGDATABASE=mm_bench
+mm_psql -c "CREATE EXTENSION matchmaking"
+
+for f in "$MM_TREE"/test/bench/${1:-}*.sql; do
+	[ -f "$f" ] || continue
+	mm_log "benchmark $(basename "$f")"
+	mm_as_user psql -X -v ON_ERROR_STOP=1 -q -f "$f"
+done
+for f in "$MM_TREE"/test/bench/${1:-}*.sh; do
+	[ -f "$f" ] || continue
+	[ "$(basename "$f")" = run.sh ] && continue
+	mm_log "benchmark $(basename "$f")"
+	mm_as_user bash "$f"
+done
