@@ -130,7 +130,7 @@ SELECT p.player, (mm.glicko2_period(p.rating, p.rd, p.volatility,
   FROM ratings_glicko2_players p LEFT JOIN ratings_glicko2_games g USING (player)
  GROUP BY p.player;
 SELECT count(*) AS players,
-       count(*) FILTER (WHERE u.rd > p0.rd) AS idle_players,
+       count(*) FILTER (WHERE u.rating = p0.rating AND u.rd > p0.rd) AS players_without_games,
        max(abs(u.rating - a.rating)) < 1e-6 AS rating_equal,
        max(abs(u.rd - a.rd)) < 1e-6 AS rd_equal,
        max(abs(u.volatility - a.volatility)) < 1e-9 AS volatility_equal
@@ -148,10 +148,10 @@ SET max_parallel_workers_per_gather = 2;
 SET parallel_leader_participation = off;
 SET enable_hashagg = off;
 EXPLAIN (COSTS OFF)
-SELECT g.player, mm.glicko2_period(p.rating, p.rd, p.volatility,
+SELECT p.player, mm.glicko2_period(p.rating, p.rd, p.volatility,
                                    g.opponent_rating, g.opponent_rd, g.score)
-  FROM ratings_glicko2_games g JOIN ratings_glicko2_players p USING (player)
- GROUP BY g.player;
+  FROM ratings_glicko2_players p LEFT JOIN ratings_glicko2_games g USING (player)
+ GROUP BY p.player;
 -- Workers Launched, read from EXPLAIN ANALYZE (JSON, so nothing else varies).
 CREATE FUNCTION pg_temp.workers_launched(query text) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
@@ -163,15 +163,15 @@ BEGIN
 	         WHERE jsonb_typeof(m.value) = 'object' AND m.value ? 'Workers Launched');
 END $$;
 SELECT pg_temp.workers_launched($$
-	SELECT g.player, mm.glicko2_period(p.rating, p.rd, p.volatility,
+	SELECT p.player, mm.glicko2_period(p.rating, p.rd, p.volatility,
 	                                   g.opponent_rating, g.opponent_rd, g.score)
-	  FROM ratings_glicko2_games g JOIN ratings_glicko2_players p USING (player)
-	 GROUP BY g.player$$) > 0 AS workers_launched;
+	  FROM ratings_glicko2_players p LEFT JOIN ratings_glicko2_games g USING (player)
+	 GROUP BY p.player$$) > 0 AS workers_launched;
 CREATE TEMP TABLE ratings_glicko2_parallel AS
-SELECT g.player, (mm.glicko2_period(p.rating, p.rd, p.volatility,
+SELECT p.player, (mm.glicko2_period(p.rating, p.rd, p.volatility,
                                     g.opponent_rating, g.opponent_rd, g.score)).*
-  FROM ratings_glicko2_games g JOIN ratings_glicko2_players p USING (player)
- GROUP BY g.player;
+  FROM ratings_glicko2_players p LEFT JOIN ratings_glicko2_games g USING (player)
+ GROUP BY p.player;
 RESET ALL;
 SELECT count(*) AS players,
        max(abs(u.rating - a.rating)) < 1e-6 AS rating_equal,

@@ -17,7 +17,7 @@ END $$;
 --   new account, under 25 games (30): win rate > 0.70: 20, MVP rate > 0.40: 10
 --   outlier (15, +10 when headshot_rate is known): KDA > 3.5: 15, headshots > 0.60: 10
 --   no learning curve, at least 5 recent ratings (20): CV < 0.05 with < 20 games: 20
--- "flat" ratings have CV 0.0005, "rising" ones CV 0.16.
+-- "flat" ratings have CV 0.0007, "rising" ones CV 0.2.
 SELECT n, note, round(mm.smurf_score(g, w, k, m, r, h)::numeric, 4) AS score,
        round(mm.smurf_score(g, w, k, m, r, h)::numeric, 10) = round(expected, 10) AS as_expected
   FROM (VALUES
