@@ -78,17 +78,24 @@ typedef struct VolatilityProblem
 } VolatilityProblem;
 
 /*
- * Glickman's f(x), whose root is the log of the new volatility squared.
+ * Glickman's f(x), whose root is the log of the new volatility squared, given
+ * ex = e^x (the callers often know it without calling exp()).
  */
-static double
-VolatilityObjective(const VolatilityProblem *problem, double x)
+static inline double
+VolatilityObjectiveExp(const VolatilityProblem *problem, double x, double ex)
 {
-	double		ex = exp(x);
 	double		denominator = problem->phi_squared_plus_v + ex;
 
 	return ex * (problem->delta_squared - problem->phi_squared_plus_v - ex) /
 		(2.0 * denominator * denominator) -
 		(x - problem->a) * problem->inverse_tau_squared;
+}
+
+/* f(x) */
+static inline double
+VolatilityObjective(const VolatilityProblem *problem, double x)
+{
+	return VolatilityObjectiveExp(problem, x, exp(x));
 }
 
 /*
@@ -111,14 +118,23 @@ Glicko2Volatility(double sigma, double phi, double v, double delta, double tau)
 	problem.phi_squared_plus_v = phi * phi + v;
 	problem.inverse_tau_squared = 1.0 / (tau * tau);
 
+	/* A = a, where e^a is sigma^2 */
 	big_a = problem.a;
+	f_a = VolatilityObjectiveExp(&problem, big_a, sigma * sigma);
 	if (problem.delta_squared > problem.phi_squared_plus_v)
-		big_b = log(problem.delta_squared - problem.phi_squared_plus_v);
+	{
+		/* B = ln(delta^2 - phi^2 - v), where e^B is that difference */
+		double		difference = problem.delta_squared - problem.phi_squared_plus_v;
+
+		big_b = log(difference);
+		f_b = VolatilityObjectiveExp(&problem, big_b, difference);
+	}
 	else
 	{
+		/* B = a - k tau for the first k = 1, 2, ... with f(a - k tau) >= 0 */
 		int			k = 1;
 
-		while (VolatilityObjective(&problem, problem.a - k * tau) < 0.0)
+		while ((f_b = VolatilityObjective(&problem, problem.a - k * tau)) < 0.0)
 		{
 			if (++k > GLICKO2_MAX_BRACKET_STEPS)
 				return NAN;
@@ -126,8 +142,6 @@ Glicko2Volatility(double sigma, double phi, double v, double delta, double tau)
 		big_b = problem.a - k * tau;
 	}
 
-	f_a = VolatilityObjective(&problem, big_a);
-	f_b = VolatilityObjective(&problem, big_b);
 	while (fabs(big_b - big_a) > GLICKO2_EPSILON)
 	{
 		double		big_c;

@@ -1,13 +1,14 @@
 -- Ratings benchmark (run by: bash test/bench/run.sh ratings)
 --
--- 1. mm.glicko2_update over 1M rows (3 games per row, like Glickman's example),
---    in ns per call, against the same algorithm written in PL/pgSQL below,
---    which runs over the first 50k rows of the same table (per-call times are
---    compared; PL/pgSQL over 1M rows would take minutes).  Serial plans only.
+-- 1. mm.glicko2_update over 1M rows (rating periods of 3 games, like
+--    Glickman's example, then of 10 games), in ns per call, against the same
+--    algorithm written in PL/pgSQL below, which runs over a 50k-row copy of
+--    the first rows (per-call times are compared; PL/pgSQL over 1M rows would
+--    take minutes).  Serial plans only.  See ratings_update.psql.
 -- 2. The aggregate mm.glicko2_period over 1M games grouped by 10k players,
 --    serial and with 2 parallel workers.
--- Every timing is the best of 5 interleaved runs; the scan-only baseline of each table is
--- reported so the function's own cost can be read off.
+-- Every timing is the best of 5 interleaved runs; the scan-only baseline of
+-- each table is reported so the function's own cost can be read off.
 
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
@@ -140,51 +141,15 @@ CREATE TEMP TABLE bench_results (
 	n int, benchmark text, calls bigint, ms float8, ns_per_call float8, note text);
 
 -- ---------------------------------------------------------------------------
--- 1. glicko2_update: 1M rating periods of 3 games each
+-- 1. glicko2_update: 1M rating periods of 3 games (Glickman's example), then
+--    of 10 games (Glickman recommends 10 to 15 games per player and period)
 -- ---------------------------------------------------------------------------
-SELECT setseed(0.5) \g /dev/null
-CREATE UNLOGGED TABLE bench_periods AS
-SELECT i AS id, 1200 + random() * 600 AS rating, 50 + random() * 250 AS rd,
-       0.04 + random() * 0.04 AS volatility,
-       ARRAY[1100 + random() * 800, 1100 + random() * 800, 1100 + random() * 800] AS opponent_ratings,
-       ARRAY[30 + random() * 300, 30 + random() * 300, 30 + random() * 300] AS opponent_rds,
-       ARRAY[floor(random() * 3) / 2, floor(random() * 3) / 2, floor(random() * 3) / 2] AS scores
-  FROM generate_series(1, 1000000) AS i;
--- the PL/pgSQL version runs over a copy of the first 50k rows, so that both
--- scans read only the rows they compute
-CREATE UNLOGGED TABLE bench_periods_50k AS SELECT * FROM bench_periods WHERE id <= 50000;
-VACUUM ANALYZE bench_periods, bench_periods_50k;
--- warm the cache
-SELECT count(*) FROM bench_periods \g /dev/null
-SELECT count(*) FROM bench_periods_50k \g /dev/null
-
-\echo 'C and PL/pgSQL give the same results (first 1000 rows):'
-
--- The two versions agree (sanity check on the rows the PL/pgSQL one runs over).
-SELECT count(*) AS rows_compared,
-       max(abs((c).rating - (p).rating)) AS max_rating_diff,
-       max(abs((c).rd - (p).rd)) AS max_rd_diff,
-       max(abs((c).volatility - (p).volatility)) AS max_volatility_diff
-  FROM (SELECT mm.glicko2_update(rating, rd, volatility, opponent_ratings, opponent_rds, scores) AS c,
-               pg_temp.plpgsql_glicko2_update(rating, rd, volatility, opponent_ratings,
-                                              opponent_rds, scores) AS p
-          FROM bench_periods WHERE id <= 1000) s;
-
-SELECT pg_temp.best_ms(ARRAY[
-	$$SELECT sum(rating) FROM bench_periods$$,
-	$$SELECT sum((mm.glicko2_update(rating, rd, volatility, opponent_ratings, opponent_rds,
-	                                scores)).rating) FROM bench_periods$$,
-	$$SELECT sum(rating) FROM bench_periods_50k$$,
-	$$SELECT sum((pg_temp.plpgsql_glicko2_update(rating, rd, volatility, opponent_ratings,
-	                                             opponent_rds, scores)).rating) FROM bench_periods_50k$$],
-	ARRAY[0, 0, 0, 0], 5) AS ms \gset
-INSERT INTO bench_results VALUES
-	(1, 'scan only (baseline), 1M rows', 1000000, (:'ms'::float8[])[1], NULL, 'sum(rating): reading the rows'),
-	(2, 'glicko2_update in C, 1M rows', 1000000, (:'ms'::float8[])[2], NULL, 'includes the scan'),
-	(3, 'scan only (baseline), 50k rows', 50000, (:'ms'::float8[])[3], NULL, 'sum(rating): reading the rows'),
-	(4, 'glicko2_update in PL/pgSQL, 50k rows', 50000, (:'ms'::float8[])[4], NULL, 'includes the scan');
-UPDATE bench_results SET ns_per_call = ms * 1e6 / calls;
-DROP TABLE bench_periods, bench_periods_50k;
+\set games 3
+\set base 0
+\ir ratings_update.psql
+\set games 10
+\set base 10
+\ir ratings_update.psql
 
 -- ---------------------------------------------------------------------------
 -- 2. glicko2_period: 1M games of 10k players, GROUP BY player
@@ -220,9 +185,9 @@ SELECT pg_temp.workers_launched(:'period_query') AS serial_workers \gset
 SET max_parallel_workers_per_gather = 2;
 SELECT pg_temp.workers_launched(:'period_query') AS parallel_workers \gset
 INSERT INTO bench_results VALUES
-	(5, 'glicko2_period, 1M games, 10k players, serial', 1000000, (:'ms'::float8[])[1], NULL,
+	(25, 'glicko2_period, 1M games, 10k players, serial', 1000000, (:'ms'::float8[])[1], NULL,
 	 'workers launched: ' || :serial_workers),
-	(6, 'glicko2_period, 1M games, 10k players, parallel', 1000000, (:'ms'::float8[])[2], NULL,
+	(26, 'glicko2_period, 1M games, 10k players, parallel', 1000000, (:'ms'::float8[])[2], NULL,
 	 'workers launched: ' || :parallel_workers);
 \echo 'The parallel plan of glicko2_period:'
 EXPLAIN (COSTS OFF) :period_query;
@@ -251,19 +216,21 @@ SELECT benchmark, calls AS "rows", round(ms::numeric, 1) AS "total ms",
   FROM bench_results ORDER BY n;
 
 \echo 'Summary'
-SELECT 'glicko2_update: C vs PL/pgSQL, ns per call (scan included)' AS measure,
+SELECT 'glicko2_update, ' || g.games || ' games: C vs PL/pgSQL, ns per call (scan included)' AS measure,
        round(c.ns_per_call::numeric) || ' vs ' || round(p.ns_per_call::numeric) AS figures,
        round((p.ns_per_call / c.ns_per_call)::numeric, 1) || 'x' AS ratio
-  FROM bench_results c, bench_results p WHERE c.n = 2 AND p.n = 4
+  FROM (VALUES (0, 3), (10, 10)) AS g(base, games), bench_results c, bench_results p
+ WHERE c.n = g.base + 2 AND p.n = g.base + 4
 UNION ALL
-SELECT 'glicko2_update: C vs PL/pgSQL, ns per call (scan subtracted)',
+SELECT 'glicko2_update, ' || g.games || ' games: C vs PL/pgSQL, ns per call (scan subtracted)',
        round((c.ns_per_call - cb.ns_per_call)::numeric) || ' vs '
          || round((p.ns_per_call - pb.ns_per_call)::numeric),
        round(((p.ns_per_call - pb.ns_per_call) / (c.ns_per_call - cb.ns_per_call))::numeric, 1) || 'x'
-  FROM bench_results c, bench_results cb, bench_results p, bench_results pb
- WHERE c.n = 2 AND cb.n = 1 AND p.n = 4 AND pb.n = 3
+  FROM (VALUES (0, 3), (10, 10)) AS g(base, games), bench_results c, bench_results cb,
+       bench_results p, bench_results pb
+ WHERE c.n = g.base + 2 AND cb.n = g.base + 1 AND p.n = g.base + 4 AND pb.n = g.base + 3
 UNION ALL
 SELECT 'glicko2_period: serial vs parallel, ms',
        round(s.ms::numeric) || ' vs ' || round(p.ms::numeric),
        round((s.ms / p.ms)::numeric, 2) || 'x faster in parallel'
-  FROM bench_results s, bench_results p WHERE s.n = 5 AND p.n = 6;
+  FROM bench_results s, bench_results p WHERE s.n = 25 AND p.n = 26;
