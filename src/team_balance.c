@@ -672,6 +672,7 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 	if (b.exact_sizes)
 	{
 		int			sum = 0;
+		int			largest_team = 0;
 
 		for (int t = 0; t < k; t++)
 		{
@@ -679,14 +680,16 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 				return false;
 			b.cap[t] = input->team_size[t];
 			sum += b.cap[t];
+			largest_team = Max(largest_team, b.cap[t]);
 		}
-		if (sum != n || !SolveWithCapacities(&b, exact))
+		if (sum != n || largest_unit > largest_team ||
+			!SolveWithCapacities(&b, exact))
 			return false;
 	}
 	else
 	{
 		/* sizes as even as the parties allow, then the best spread */
-		if (largest_unit > n - (k - 1))
+		if (b.unit_count < k)
 			return false;		/* some team would stay empty */
 		for (int diff = n % k == 0 ? 0 : 1; !b.found; diff++)
 		{
