@@ -8,13 +8,7 @@ source "$(dirname "$0")/scripts/common.sh"
 mm_init 54329
 suites=${MM_SUITES:-"regress isolation tap"}
 
-mm_install_packages
-mm_prepare_pgroot
-mm_fresh_workdir
-trap mm_cluster_stop EXIT
-trap 'exit 130' INT TERM
-mm_build_install
-mm_cluster_start
+mm_setup_throwaway
 
 cd "$MM_TREE"
 passed=0

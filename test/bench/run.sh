@@ -6,13 +6,7 @@
 source "$(dirname "$0")/../scripts/common.sh"
 
 mm_init 54331
-mm_install_packages
-mm_prepare_pgroot
-mm_fresh_workdir
-trap mm_cluster_stop EXIT
-trap 'exit 130' INT TERM
-mm_build_install
-mm_cluster_start "max_parallel_workers_per_gather = 2" "shared_buffers = '1GB'" "work_mem = '64MB'"
+mm_setup_throwaway "max_parallel_workers_per_gather = 2" "shared_buffers = '1GB'" "work_mem = '64MB'"
 
 mm_psql -d postgres -c "CREATE DATABASE mm_bench"
 export PGDATABASE=mm_bench

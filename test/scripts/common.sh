@@ -138,3 +138,16 @@ mm_cluster_stop() {
 mm_psql() {
 	mm_as_user psql -X -v ON_ERROR_STOP=1 -q "$@"
 }
+
+# The whole set-up every entry script does: packages, a fresh work directory,
+# build and install, then a started cluster (extra postgresql.conf lines as
+# arguments) that is stopped on exit, failure or Ctrl-C.
+mm_setup_throwaway() {
+	mm_install_packages ${MM_EXTRA_PACKAGES:-}
+	mm_prepare_pgroot
+	mm_fresh_workdir
+	trap mm_cluster_stop EXIT
+	trap 'exit 130' INT TERM
+	mm_build_install
+	mm_cluster_start "$@"
+}
