@@ -113,6 +113,8 @@ mm_cluster_start() {
 		echo "unix_socket_directories = '$MM_SOCKDIR'"
 		echo "shared_preload_libraries = 'pg_cron'"
 		echo "cron.database_name = '${MM_CRON_DB:-postgres}'"
+		# pg_cron runs jobs over libpq; the cluster listens on its socket only
+		echo "cron.host = '$MM_SOCKDIR'"
 		echo "max_connections = 100"
 		echo "max_worker_processes = 16"
 		echo "fsync = off"
