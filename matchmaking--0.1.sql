@@ -802,19 +802,19 @@ $$;
 CREATE TRIGGER match_results_queue BEFORE INSERT OR UPDATE OF match_id, queue ON mm.match_results
 	FOR EACH ROW EXECUTE FUNCTION mm.match_results_set_queue();
 
--- Argument checks shared by the metrics functions: a positive window ending
+-- Argument checks shared by the metrics functions: a positive time_window ending
 -- at a finite `now`.
-CREATE FUNCTION mm.metrics_check_window(window interval, now timestamptz)
+CREATE FUNCTION mm.metrics_check_window(time_window interval, now timestamptz)
 RETURNS void
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	IF window IS NULL THEN
-		RAISE EXCEPTION 'window must not be null' USING ERRCODE = 'null_value_not_allowed';
+	IF time_window IS NULL THEN
+		RAISE EXCEPTION 'time_window must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF window <= '0'::interval THEN
-		RAISE EXCEPTION 'window must be positive: %', window USING ERRCODE = 'invalid_parameter_value';
+	IF time_window <= '0'::interval THEN
+		RAISE EXCEPTION 'time_window must be positive: %', time_window USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	IF now IS NULL THEN
 		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -825,7 +825,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION mm.metrics_check_window(interval, timestamptz) IS
-'Raises an error unless window is positive and now finite (shared by the metrics functions)';
+'Raises an error unless time_window is positive and now finite (shared by the metrics functions)';
 
 -- The queues a metrics function covers: the named one (which must exist), or
 -- every queue for NULL.  An array, so the queries use the (queue, ...) indexes.
@@ -848,10 +848,10 @@ COMMENT ON FUNCTION mm.metrics_queues(text) IS
 'The queue names a metrics function covers: the given queue, or all queues for NULL';
 
 -- Ticket figures of one queue (or all queues pooled, for NULL) over the
--- window (now - window, now]: who is searching at `now`, time to match of the
+-- time_window (now - time_window, now]: who is searching at `now`, time to match of the
 -- tickets matched in the window, the share of the window's tickets matched
 -- within 120 s, timeouts and cancellations in the window.
-CREATE FUNCTION mm.ticket_metrics(queue text DEFAULT NULL, window interval DEFAULT '1 hour',
+CREATE FUNCTION mm.ticket_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
 								  now timestamptz DEFAULT now())
 RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
 			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
@@ -865,9 +865,9 @@ DECLARE
 	since timestamptz;
 	fill_within constant interval := '120 seconds';
 BEGIN
-	PERFORM mm.metrics_check_window(window, now);
+	PERFORM mm.metrics_check_window(time_window, now);
 	queues := mm.metrics_queues(queue);
-	since := now - window;
+	since := now - time_window;
 
 	SELECT count(*), coalesce(sum(t.player_count), 0),
 		   extract(epoch FROM now - min(t.created_at))::float8
@@ -908,10 +908,10 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION mm.ticket_metrics(text, interval, timestamptz) IS
-'Ticket figures of a queue (all queues pooled for NULL) over (now - window, now]: searching, time to match, fill rate, timeouts';
+'Ticket figures of a queue (all queues pooled for NULL) over (now - time_window, now]: searching, time to match, fill rate, timeouts';
 
--- Per queue ticket figures over a window (the view mm.queue_stats is the last hour).
-CREATE FUNCTION mm.queue_stats(window interval, now timestamptz DEFAULT now())
+-- Per queue ticket figures over a time_window (the view mm.queue_stats is the last hour).
+CREATE FUNCTION mm.queue_stats(time_window interval, now timestamptz DEFAULT now())
 RETURNS TABLE (queue text, searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
 			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
 			   time_to_match_p95_s float8, time_to_match_p99_s float8,
@@ -920,10 +920,10 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	PERFORM mm.metrics_check_window(window, now);
+	PERFORM mm.metrics_check_window(time_window, now);
 	RETURN QUERY
 	SELECT q.name, s.*
-	  FROM mm.queues q CROSS JOIN LATERAL mm.ticket_metrics(q.name, window, now) s
+	  FROM mm.queues q CROSS JOIN LATERAL mm.ticket_metrics(q.name, time_window, now) s
 	 ORDER BY q.name;
 END;
 $$;
@@ -932,7 +932,7 @@ COMMENT ON FUNCTION mm.queue_stats(interval, timestamptz) IS
 
 CREATE VIEW mm.queue_stats AS
 	SELECT * FROM mm.queue_stats('1 hour'::interval, pg_catalog.now());
-COMMENT ON VIEW mm.queue_stats IS 'mm.queue_stats(window) over the last hour';
+COMMENT ON VIEW mm.queue_stats IS 'mm.queue_stats(time_window) over the last hour';
 
 -- The winner of a result: winner_team, else the team holding a unique rank 1.
 CREATE FUNCTION mm.result_winner(winner_team text, ranks jsonb)
@@ -947,11 +947,11 @@ $$;
 COMMENT ON FUNCTION mm.result_winner(text, jsonb) IS
 'The winning team of a result: winner_team, else the team with a unique rank 1 in ranks';
 
--- Per match figures of matches formed in (now - window, now]: our stored
+-- Per match figures of matches formed in (now - time_window, now]: our stored
 -- quality; the seed's score 1 - |avg team 1 - avg team 2| / global average
 -- skill (teams apart: highest minus lowest team average; global: every player
 -- of the queue's matches in the window); average latency in the chosen region.
-CREATE FUNCTION mm.match_details(queue text DEFAULT NULL, window interval DEFAULT '1 hour',
+CREATE FUNCTION mm.match_details(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
 								 now timestamptz DEFAULT now(), skill_attribute text DEFAULT 'skill')
 RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
 			   teams integer, quality float8, seed_quality float8, team_skill_gap float8,
@@ -962,7 +962,7 @@ AS $$
 DECLARE
 	queues text[];
 BEGIN
-	PERFORM mm.metrics_check_window(window, now);
+	PERFORM mm.metrics_check_window(time_window, now);
 	IF skill_attribute IS NULL THEN
 		RAISE EXCEPTION 'skill_attribute must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
@@ -971,7 +971,7 @@ BEGIN
 	WITH m AS (
 		SELECT mt.id, mt.queue, mt.created_at, mt.region, mt.quality
 		  FROM mm.matches mt
-		 WHERE mt.queue = ANY (queues) AND mt.created_at > now - window AND mt.created_at <= now
+		 WHERE mt.queue = ANY (queues) AND mt.created_at > now - time_window AND mt.created_at <= now
 	), p AS (
 		SELECT m.id AS match_id, m.queue, mp.team,
 			   CASE WHEN jsonb_typeof(tp.attributes -> skill_attribute) = 'number'
@@ -1015,7 +1015,7 @@ COMMENT ON FUNCTION mm.match_details(text, interval, timestamptz, text) IS
 -- results reported in the window: how often the predicted favourite won
 -- against the average predicted probability, and the share of players who
 -- left in the first 20% of the match (start: the match's created_at).
-CREATE FUNCTION mm.match_metrics(queue text DEFAULT NULL, window interval DEFAULT '1 hour',
+CREATE FUNCTION mm.match_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
 								 now timestamptz DEFAULT now())
 RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, seed_quality_avg float8,
 			   latency_avg_ms float8, results bigint, favourite_win_rate float8,
@@ -1028,13 +1028,13 @@ DECLARE
 	queues text[];
 	since timestamptz;
 BEGIN
-	PERFORM mm.metrics_check_window(window, now);
+	PERFORM mm.metrics_check_window(time_window, now);
 	queues := mm.metrics_queues(queue);
-	since := now - window;
+	since := now - time_window;
 
 	SELECT count(*), avg(d.players), avg(d.quality), avg(d.seed_quality), avg(d.latency_avg_ms)
 	  INTO matches, players_per_match, quality_avg, seed_quality_avg, latency_avg_ms
-	  FROM mm.match_details(queue, window, now) d;
+	  FROM mm.match_details(queue, time_window, now) d;
 
 	SELECT count(*),
 		   avg((o.winner = o.predicted_favourite)::integer) FILTER (WHERE o.predicted),
@@ -1064,8 +1064,8 @@ $$;
 COMMENT ON FUNCTION mm.match_metrics(text, interval, timestamptz) IS
 'Match figures of a queue (all pooled for NULL): quality, seed quality, latency, players per match, win-rate balance, early quits';
 
--- Per queue match figures over a window (the view mm.match_stats is the last hour).
-CREATE FUNCTION mm.match_stats(window interval, now timestamptz DEFAULT now())
+-- Per queue match figures over a time_window (the view mm.match_stats is the last hour).
+CREATE FUNCTION mm.match_stats(time_window interval, now timestamptz DEFAULT now())
 RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg float8,
 			   seed_quality_avg float8, latency_avg_ms float8, results bigint,
 			   favourite_win_rate float8, favourite_predicted_rate float8,
@@ -1074,10 +1074,10 @@ LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	PERFORM mm.metrics_check_window(window, now);
+	PERFORM mm.metrics_check_window(time_window, now);
 	RETURN QUERY
 	SELECT q.name, s.*
-	  FROM mm.queues q CROSS JOIN LATERAL mm.match_metrics(q.name, window, now) s
+	  FROM mm.queues q CROSS JOIN LATERAL mm.match_metrics(q.name, time_window, now) s
 	 ORDER BY q.name;
 END;
 $$;
@@ -1086,7 +1086,7 @@ COMMENT ON FUNCTION mm.match_stats(interval, timestamptz) IS
 
 CREATE VIEW mm.match_stats AS
 	SELECT * FROM mm.match_stats('1 hour'::interval, pg_catalog.now());
-COMMENT ON VIEW mm.match_stats IS 'mm.match_stats(window) over the last hour';
+COMMENT ON VIEW mm.match_stats IS 'mm.match_stats(time_window) over the last hour';
 
 -- One row per minute [minute, minute + 1 min) from from_time's minute up to
 -- to_time, for dashboards: tickets created and matched, time to match of the
@@ -1117,7 +1117,7 @@ BEGIN
 	IF to_time - from_time > '7 days'::interval THEN
 		RAISE EXCEPTION 'from_time and to_time must be at most 7 days apart'
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'Use mm.queue_stats(window, now) for longer spans.';
+				  HINT = 'Use mm.queue_stats(time_window, now) for longer spans.';
 	END IF;
 	PERFORM mm.metrics_queues(queue);
 	first_minute := date_trunc('minute', from_time);
@@ -1246,7 +1246,7 @@ COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
 
 -- The analysts' report: each figure beside the seed's target.  meets_target
 -- is NULL when there is no data for the figure (or it has no target).
-CREATE FUNCTION mm.health_report(queue text DEFAULT NULL, window interval DEFAULT '1 hour',
+CREATE FUNCTION mm.health_report(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
 								 now timestamptz DEFAULT now())
 RETURNS TABLE (metric text, value numeric, target text, meets_target boolean)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -1256,8 +1256,8 @@ DECLARE
 	t record;
 	m record;
 BEGIN
-	SELECT * INTO t FROM mm.ticket_metrics(queue, window, now);
-	SELECT * INTO m FROM mm.match_metrics(queue, window, now);
+	SELECT * INTO t FROM mm.ticket_metrics(queue, time_window, now);
+	SELECT * INTO m FROM mm.match_metrics(queue, time_window, now);
 	RETURN QUERY
 	SELECT r.metric, round(r.value::numeric, 3), r.target,
 		   CASE r.op WHEN '>' THEN r.value > r.bound WHEN '<' THEN r.value < r.bound
