@@ -536,7 +536,7 @@ PreparePlayers(SearchState *s)
 /*
  * Splits the gathered tickets into teams of the given sizes (or, failing
  * that, any sizes within the teams' bounds) and checks the team rules.
- * Sets ticket_team, actual_size and *closeness_sum/*weight_sum.
+ * Sets ticket_team, actual_size and the balance term of the quality.
  */
 static bool
 FormTeams(SearchState *s, const int *sizes, double *balance_term)

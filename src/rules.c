@@ -45,7 +45,8 @@ JsonbNumberValue(const JsonbValue *v, double *result)
 
 	if (v == NULL || v->type != jbvNumeric)
 		return false;
-	d = numeric_float8_no_overflow(v->val.numeric);
+	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+											 NumericGetDatum(v->val.numeric)));
 	if (isnan(d) || isinf(d))
 		return false;
 	*result = d;

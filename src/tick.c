@@ -129,18 +129,18 @@ PreparePlans(void)
 	KeepPlan(&PlanInsertMatches,
 			 "INSERT INTO mm.matches (queue, status, created_at, updated_at, region, quality, rule_steps)"
 			 " SELECT $1, 'ready', $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb)"
-			 " FROM pg_catalog.unnest($3, $4, $5) WITH ORDINALITY AS u(region, quality, steps, ord)"
+			 " FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) WITH ORDINALITY AS u(region, quality, steps, ord)"
 			 " ORDER BY u.ord RETURNING id",
 			 5, matches_args);
 	KeepPlan(&PlanInsertPlayers,
 			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)"
 			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team"
-			 " FROM pg_catalog.unnest($2, $3, $4, $5) AS u(match_id, player_id, ticket_id, team)",
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(match_id, player_id, ticket_id, team)",
 			 5, players_args);
 	KeepPlan(&PlanUpdateTickets,
 			 "UPDATE mm.tickets t SET status = 'matched', matched_at = $1, updated_at = $1,"
 			 " match_id = u.match_id"
-			 " FROM pg_catalog.unnest($2, $3) AS u(ticket_id, match_id)"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(ticket_id, match_id)"
 			 " WHERE t.id OPERATOR(pg_catalog.=) u.ticket_id",
 			 3, tickets_args);
 	/* the player may queue again: the one-active-ticket index is released */
