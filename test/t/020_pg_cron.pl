@@ -85,6 +85,22 @@ is( $node->safe_psql(
 	SELECT count(*) FROM pg_stat_activity
 	 WHERE query = 'CALL mm.tick_loop(''duel'')' AND state = 'active'}),
 	'1', 'one loop of the queue runs');
+# Even while the loop's tick runs long (here: waiting for a lock on the
+# queue's row), a second loop returns at once instead of ticking beside it.
+my $blocker = $node->background_psql('postgres');
+$blocker->query_safe("BEGIN; SELECT name FROM mm.queues WHERE name = 'duel' FOR UPDATE");
+ok( defined wait_for(
+		q{SELECT count(*) FROM pg_stat_activity
+		   WHERE query = 'CALL mm.tick_loop(''duel'')' AND wait_event_type = 'Lock'},
+		'1', 5),
+	"the loop's tick is blocked");
+$start = time;
+$node->safe_psql('postgres', "CALL mm.tick_loop('duel')");
+ok(time - $start < 1, 'a second loop returns at once while the tick runs long');
+$blocker->query_safe('COMMIT');
+$blocker->quit;
+ok(defined wait_for("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", '0', 5),
+	'the blocked tick went on');
 
 # --- a LISTEN client hears match_found within 3 seconds of the commit
 my $listener = $node->background_psql('postgres');
