@@ -193,6 +193,15 @@ SELECT m.id AS match_id, r.rule ->> 'name' AS name, r.rule ->> 'type' AS type, r
   FROM prop_m m, jsonb_array_elements(m.config -> 'rules') r(rule);
 UPDATE prop_rules SET threshold = 0 WHERE type = 'string_equality' AND equality_on;
 
+-- The recomputation agrees with the queue's own threshold function
+-- (mm.rule_threshold, the C code the tick uses) on every match and rule.
+SELECT count(*) AS recomputation_disagreeing FROM prop_rules r JOIN prop_m m ON m.id = r.match_id,
+       LATERAL mm.rule_threshold(m.config, r.name, m.age) c
+ WHERE CASE WHEN r.threshold IS NULL THEN NOT coalesce((c ->> 'off')::boolean, false)
+            WHEN r.type = 'string_equality' THEN coalesce((c ->> 'off')::boolean, false)
+            ELSE coalesce((c ->> 'off')::boolean, false)
+                 OR abs((c ->> 'threshold')::float8 - r.threshold) > 1e-9 END;
+
 -- The expansion steps were really exercised: some matches were formed with
 -- a widened threshold, and some with a rule switched off.
 SELECT count(*) FILTER (WHERE type = 'difference' AND threshold > (rule ->> 'max')::float8) > 0

@@ -144,7 +144,9 @@ is($ev->{queue}, 'ffa200', 'compact event names the queue');
 is($ev->{match_id},
 	$node->safe_psql('postgres', "SELECT id FROM mm.matches WHERE queue = 'ffa200'"),
 	'compact event carries the match id');
-# whatever ids it keeps must be real: the client reads the rest with SQL
+is(scalar(@{ $ev->{tickets} // [] }), 200, 'compact event keeps the 200 ticket ids');
+ok(!exists $ev->{teams}, 'compact event drops the teams and player ids');
+# the client reads the rest with SQL
 is($node->safe_psql('postgres', "SELECT count(*) FROM mm.match_players m JOIN mm.matches x ON x.id = m.match_id WHERE x.queue = 'ffa200'"),
 	'200', 'the match has its 200 players in mm.match_players');
 
