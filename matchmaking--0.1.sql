@@ -188,9 +188,10 @@ BEGIN
 	   AND t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed']);
 	IF active_count OPERATOR(pg_catalog.>) 0 THEN
 		IF NOT coalesce(drop_queue.force, false) THEN
-			RAISE EXCEPTION 'queue "%" has % active tickets', drop_queue.name, active_count
+			RAISE EXCEPTION 'queue "%" still has active tickets', drop_queue.name
 				USING ERRCODE = 'object_in_use',
-					  DETAIL = 'Tickets that are searching or proposed block dropping the queue.',
+					  DETAIL = pg_catalog.format('%s searching or proposed ticket(s) block dropping the queue.',
+												 active_count),
 					  HINT = 'Cancel them first, or call mm.drop_queue(name, force => true) to cancel them.';
 		END IF;
 		-- cancel each like mm.cancel_ticket, so every client hears of it
@@ -216,10 +217,209 @@ COMMENT ON FUNCTION mm.drop_queue(text, boolean) IS
 -- Section: tickets (src/tickets.c)
 -- ===================================================================
 
+CREATE FUNCTION mm.tickets_validate() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'mm_tickets_validate'
+	LANGUAGE C;
+COMMENT ON FUNCTION mm.tickets_validate() IS
+	'Trigger: validates a new ticket''s players against its queue and sets status searching and player_count';
+
+CREATE TRIGGER tickets_validate BEFORE INSERT ON mm.tickets
+	FOR EACH ROW EXECUTE FUNCTION mm.tickets_validate();
+
+-- Set-based, once per statement: creates the players and the ticket_players
+-- rows of every ticket the statement inserted (one INSERT, a multi-row INSERT
+-- or a COPY).  ON CONFLICT on the partial unique index skips a player who
+-- already has an active ticket (also one committed concurrently, or one
+-- earlier in the same statement); the anti-join finds who was skipped.
+CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	dup_ticket bigint;
+	dup_player text;
+	holder_ticket bigint;
+	holder_status text;
+BEGIN
+	INSERT INTO mm.players (id)
+	SELECT DISTINCT p.value OPERATOR(pg_catalog.->>) 'id'
+	  FROM new_tickets t, pg_catalog.jsonb_array_elements(t.players) p
+	ON CONFLICT (id) DO NOTHING;
+
+	WITH new_players AS (
+		SELECT t.id AS ticket_id, p.value OPERATOR(pg_catalog.->>) 'id' AS player_id, t.queue,
+			   coalesce(p.value OPERATOR(pg_catalog.->) 'attributes', '{}') AS attributes,
+			   coalesce(p.value OPERATOR(pg_catalog.->) 'latencies', '{}') AS latencies,
+			   t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed']) AS active,
+			   p.ord
+		  FROM new_tickets t, pg_catalog.jsonb_array_elements(t.players) WITH ORDINALITY p(value, ord)
+	), inserted AS (
+		INSERT INTO mm.ticket_players (ticket_id, player_id, queue, attributes, latencies, active)
+		SELECT np.ticket_id, np.player_id, np.queue, np.attributes, np.latencies, np.active
+		  FROM new_players np
+		ON CONFLICT (player_id) WHERE active DO NOTHING
+		RETURNING ticket_id, player_id
+	)
+	SELECT np.ticket_id, np.player_id INTO dup_ticket, dup_player
+	  FROM new_players np
+	 WHERE NOT EXISTS (SELECT FROM inserted i
+						WHERE i.ticket_id OPERATOR(pg_catalog.=) np.ticket_id
+						  AND i.player_id OPERATOR(pg_catalog.=) np.player_id)
+	 ORDER BY np.ticket_id, np.ord
+	 LIMIT 1;
+
+	IF dup_player IS NOT NULL THEN
+		SELECT tp.ticket_id, t.status INTO holder_ticket, holder_status
+		  FROM mm.ticket_players tp JOIN mm.tickets t ON t.id OPERATOR(pg_catalog.=) tp.ticket_id
+		 WHERE tp.player_id OPERATOR(pg_catalog.=) dup_player AND tp.active
+		   AND tp.ticket_id OPERATOR(pg_catalog.<>) dup_ticket
+		 ORDER BY tp.ticket_id LIMIT 1;
+		IF holder_ticket IS NULL THEN
+			RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
+				USING ERRCODE = 'unique_violation';
+		END IF;
+		RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
+			USING ERRCODE = 'unique_violation',
+				  DETAIL = pg_catalog.format('Ticket %s holds the player and is %s.',
+											 holder_ticket, holder_status),
+				  HINT = 'A player can be in one searching or proposed ticket at a time; cancel that ticket first.';
+	END IF;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_insert() IS
+	'Trigger: creates the players and ticket_players rows of the inserted tickets; one active ticket per player';
+
+CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
+	REFERENCING NEW TABLE AS new_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_insert();
+
+-- Keeps ticket_players.active in step with the ticket's status, for any
+-- writer (the tick writes statuses in bulk): active while searching or
+-- proposed.  One statement per UPDATE, whatever the number of rows.
+CREATE FUNCTION mm.tickets_after_update() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	UPDATE mm.ticket_players tp
+	   SET active = n.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed'])
+	  FROM new_tickets n
+	 WHERE tp.ticket_id OPERATOR(pg_catalog.=) n.id
+	   AND tp.active IS DISTINCT FROM (n.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed']));
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_update() IS
+	'Trigger: sets ticket_players.active from the new status of the updated tickets';
+
+CREATE TRIGGER tickets_after_update AFTER UPDATE ON mm.tickets
+	REFERENCING NEW TABLE AS new_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_update();
+
+-- A ticket's queue and players are fixed once it exists (ticket_players
+-- mirrors them); the WHEN clause keeps the tick's status updates free of it.
+CREATE FUNCTION mm.tickets_refuse_change() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	RAISE EXCEPTION 'the queue and players of ticket % cannot be changed', OLD.id
+		USING ERRCODE = 'feature_not_supported',
+			  HINT = 'Cancel the ticket and create a new one.';
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_refuse_change() IS
+	'Trigger: refuses changes to a ticket''s queue or players';
+
+CREATE TRIGGER tickets_refuse_change BEFORE UPDATE OF queue, players ON mm.tickets
+	FOR EACH ROW
+	WHEN (OLD.queue IS DISTINCT FROM NEW.queue OR OLD.players IS DISTINCT FROM NEW.players)
+	EXECUTE FUNCTION mm.tickets_refuse_change();
+
+CREATE FUNCTION mm.create_ticket(queue text, players jsonb,
+								 now timestamptz DEFAULT pg_catalog.now()) RETURNS bigint
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ticket_id bigint;
+BEGIN
+	IF create_ticket.now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- the triggers validate and create the players, as for a plain INSERT
+	INSERT INTO mm.tickets (queue, players, created_at)
+	VALUES (create_ticket.queue, create_ticket.players, create_ticket.now)
+	RETURNING id INTO ticket_id;
+	RETURN ticket_id;
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) IS
+	'Puts a ticket (one player or a party) into a queue; returns its id. Same as INSERT INTO mm.tickets';
+
+CREATE FUNCTION mm.cancel_ticket(ticket_id bigint) RETURNS boolean
+	LANGUAGE plpgsql STRICT
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ticket_status text;
+	ticket_queue text;
+BEGIN
+	-- waits for a tick that holds the ticket, then sees its outcome
+	SELECT t.status, t.queue INTO ticket_status, ticket_queue
+	  FROM mm.tickets t WHERE t.id OPERATOR(pg_catalog.=) cancel_ticket.ticket_id
+	   FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'ticket % does not exist', cancel_ticket.ticket_id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF ticket_status OPERATOR(pg_catalog.<>) ALL (ARRAY['searching', 'proposed']) THEN
+		RETURN false;
+	END IF;
+
+	UPDATE mm.tickets t SET status = 'cancelled', updated_at = pg_catalog.now()
+	 WHERE t.id OPERATOR(pg_catalog.=) cancel_ticket.ticket_id;
+	-- delivered at commit only
+	PERFORM pg_catalog.pg_notify('mm_events', pg_catalog.jsonb_build_object(
+		'event', 'ticket_cancelled',
+		'queue', ticket_queue,
+		'tickets', pg_catalog.jsonb_build_array(cancel_ticket.ticket_id))::text);
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_ticket(bigint) IS
+	'Cancels a searching or proposed ticket (true), or returns false when it was no longer active; NOTIFYs mm_events';
+
 
 -- ===================================================================
 -- Section: tick and events (src/tick.c, src/rules.c, src/events.c)
 -- ===================================================================
+
+CREATE FUNCTION mm.tick(queue text DEFAULT NULL,
+						now timestamptz DEFAULT pg_catalog.now())
+RETURNS integer
+LANGUAGE C VOLATILE CALLED ON NULL INPUT
+AS 'MODULE_PATHNAME', 'mm_tick';
+COMMENT ON FUNCTION mm.tick(text, timestamptz) IS
+'Forms matches in a queue (all queues when NULL) as of now; returns the number of matches formed';
+
+CREATE FUNCTION mm.last_tick_stats(
+	OUT queue text,
+	OUT locked_out boolean,
+	OUT tickets_loaded integer,
+	OUT tickets_timed_out integer,
+	OUT matches integer,
+	OUT players_matched integer,
+	OUT load_ms float8,
+	OUT compute_ms float8,
+	OUT write_ms float8,
+	OUT memory_bytes bigint)
+RETURNS SETOF record
+LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'mm_last_tick_stats';
+COMMENT ON FUNCTION mm.last_tick_stats() IS
+'Per queue, what the last mm.tick() of this session did: tickets, matches, phase timings and peak memory';
 
 
 -- ===================================================================
