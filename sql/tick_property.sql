@@ -154,6 +154,8 @@ SELECT mp.match_id, mp.ticket_id, mp.player_id, mp.team,
   FROM mm.match_players mp
   JOIN mm.ticket_players tp ON tp.ticket_id = mp.ticket_id AND tp.player_id = mp.player_id
  WHERE mp.queue LIKE 'prop\_%';
+CREATE INDEX ON prop_mp (match_id);
+ANALYZE prop_m, prop_mp;
 
 -- A rule's threshold at an age, recomputed from the config (NULL: the rule is
 -- off).  Linear: base + delta per full every_seconds, capped at limit.
@@ -192,6 +194,7 @@ SELECT m.id AS match_id, r.rule ->> 'name' AS name, r.rule ->> 'type' AS type, r
                   AND m.age >= (r.rule ->> 'seconds_until_optional')::float8) AS equality_on
   FROM prop_m m, jsonb_array_elements(m.config -> 'rules') r(rule);
 UPDATE prop_rules SET threshold = 0 WHERE type = 'string_equality' AND equality_on;
+ANALYZE prop_rules;
 
 -- The recomputation agrees with the queue's own threshold function
 -- (mm.rule_threshold, the C code the tick uses) on every match and rule.
@@ -257,11 +260,11 @@ UNION ALL
 -- team_size_balance: team sizes (including empty teams) within the threshold.
 SELECT 'team_size_balance', count(*) FROM (
   SELECT r.match_id FROM prop_rules r JOIN prop_m m ON m.id = r.match_id,
-         jsonb_array_elements(m.config -> 'teams') team
+         jsonb_array_elements(m.config -> 'teams') tdef(def)
    WHERE r.type = 'team_size_balance' AND r.threshold IS NOT NULL
    GROUP BY r.match_id, r.name, r.threshold
-  HAVING max((SELECT count(*) FROM prop_mp p WHERE p.match_id = r.match_id AND p.team = team ->> 'name'))
-       - min((SELECT count(*) FROM prop_mp p WHERE p.match_id = r.match_id AND p.team = team ->> 'name'))
+  HAVING max((SELECT count(*) FROM prop_mp p WHERE p.match_id = r.match_id AND p.team = tdef.def ->> 'name'))
+       - min((SELECT count(*) FROM prop_mp p WHERE p.match_id = r.match_id AND p.team = tdef.def ->> 'name'))
        > r.threshold) x
 ORDER BY 1;
 
@@ -283,9 +286,9 @@ SELECT 'match size out of bounds' AS problem, count(*) AS matches FROM prop_m m
        NOT BETWEEN (m.config #>> '{match_size,min}')::int AND (m.config #>> '{match_size,max}')::int
 UNION ALL
 SELECT 'team size out of bounds', count(DISTINCT m.id) FROM prop_m m,
-       jsonb_array_elements(coalesce(m.config -> 'teams', '[]')) team
- WHERE (SELECT count(*) FROM prop_mp p WHERE p.match_id = m.id AND p.team = team ->> 'name')
-       NOT BETWEEN (team ->> 'min')::int AND (team ->> 'max')::int
+       jsonb_array_elements(coalesce(m.config -> 'teams', '[]')) tdef(def)
+ WHERE (SELECT count(*) FROM prop_mp p WHERE p.match_id = m.id AND p.team = tdef.def ->> 'name')
+       NOT BETWEEN (tdef.def ->> 'min')::int AND (tdef.def ->> 'max')::int
 UNION ALL
 SELECT 'player on a team the queue lacks', count(DISTINCT m.id) FROM prop_m m JOIN prop_mp p ON p.match_id = m.id
  WHERE m.config ? 'teams'
@@ -344,11 +347,12 @@ SELECT 'searching past its timeout', count(*) FROM mm.tickets t JOIN mm.queues q
    AND t.created_at + (q.config ->> 'ticket_timeout_seconds')::float8 * interval '1 second'
        <= timestamptz '2026-01-01 00:08:00+00'
 UNION ALL
-SELECT 'timed out too early or without a timeout', count(*) FROM mm.tickets t JOIN mm.queues q ON q.name = t.queue
+SELECT 'timed out too early, or not by a tick', count(*) FROM mm.tickets t JOIN mm.queues q ON q.name = t.queue
  WHERE t.queue LIKE 'prop\_%' AND t.status = 'timed_out'
    AND (NOT q.config ? 'ticket_timeout_seconds'
-        OR t.created_at + (q.config ->> 'ticket_timeout_seconds')::float8 * interval '1 second'
-           > timestamptz '2026-01-01 00:08:00+00')
+        OR t.updated_at - t.created_at
+           < (q.config ->> 'ticket_timeout_seconds')::float8 * interval '1 second'
+        OR NOT EXISTS (SELECT 1 FROM prop_ticks k WHERE k.queue = t.queue AND k.now = t.updated_at))
 UNION ALL
 SELECT 'cancel that returned true but did not cancel', count(*) FROM prop_cancels c
   JOIN mm.ticket_players tp ON tp.player_id = 'prop-' || c.n || '-1'

@@ -29,7 +29,8 @@ q() { psql -X -v ON_ERROR_STOP=1 -q -At "$@"; }
 q <<'SQL'
 DROP TABLE IF EXISTS bench_tick_runs;
 CREATE TABLE bench_tick_runs (size int, run int, kind text, ms float8, matches int,
-	tickets_matched int, players_matched int, peak_kb bigint, compute_ms float8);
+	tickets_matched int, players_matched int, peak_kb bigint, compute_ms float8,
+	load_ms float8, write_ms float8, context_bytes bigint, tickets_loaded int);
 DROP TABLE IF EXISTS bench_tick_enqueue;
 CREATE TABLE bench_tick_enqueue (size int, ms float8);
 -- The backend's memory figures (kB) from /proc/self/status.
@@ -87,21 +88,18 @@ BEGIN;
 SELECT mm.tick(:'queue', :'now') AS m \gset
 SELECT count(*) AS p, count(DISTINCT ticket_id) AS t FROM mm.match_players WHERE queue = :'queue' \gset
 ROLLBACK;
-SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-                WHERE n.nspname = 'mm' AND p.proname = 'last_tick_stats') AS has_stats \gset
 
--- the floor, as one statement: read the searching tickets and their players
--- FOR UPDATE (oldest first), write :m matches, :p match-player rows and :t
+-- the floor, as one statement: read the searching tickets (id, created_at,
+-- players, as the tick's load does) FOR UPDATE SKIP LOCKED oldest first, write :m matches, :p match-player rows and :t
 -- ticket rows (the :t oldest tickets, ten by ten)
 PREPARE floor AS
 WITH picked AS MATERIALIZED (
-	SELECT t.id, pg_catalog.row_number() OVER (ORDER BY t.created_at, t.id) - 1 AS rn
-	  FROM (SELECT t.id, t.created_at, tp.attributes, tp.latencies
-	          FROM mm.tickets t JOIN mm.ticket_players tp ON tp.ticket_id = t.id
+	SELECT t.id, t.players, pg_catalog.row_number() OVER (ORDER BY t.created_at, t.id) - 1 AS rn
+	  FROM (SELECT t.id, t.created_at, t.players
+	          FROM mm.tickets t
 	         WHERE t.queue = :'queue' AND t.status = 'searching'
 	         ORDER BY t.created_at, t.id
-	           FOR UPDATE OF t SKIP LOCKED) t
-	 WHERE t.attributes IS NOT NULL AND t.latencies IS NOT NULL),
+	           FOR UPDATE SKIP LOCKED) t),
 matched AS MATERIALIZED (SELECT * FROM picked WHERE rn < :t),
 new_matches AS (
 	INSERT INTO mm.matches (queue, status, created_at, updated_at, region, quality, rule_steps)
@@ -112,9 +110,9 @@ new_matches AS (
 numbered AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) - 1 AS k FROM new_matches),
 new_players AS (
 	INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)
-	SELECT n.id, :'queue', tp.player_id, m.id, CASE WHEN m.rn % 10 < 5 THEN 'red' ELSE 'blue' END
-	  FROM matched m JOIN numbered n ON n.k = m.rn / 10
-	  JOIN mm.ticket_players tp ON tp.ticket_id = m.id
+	SELECT n.id, :'queue', p.value ->> 'id', m.id, CASE WHEN m.rn % 10 < 5 THEN 'red' ELSE 'blue' END
+	  FROM matched m JOIN numbered n ON n.k = m.rn / 10,
+	       jsonb_array_elements(m.players) p
 	RETURNING 1),
 updated AS (
 	UPDATE mm.tickets t SET status = 'matched', match_id = n.id, matched_at = timestamptz :'now',
@@ -135,7 +133,7 @@ SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
 EXECUTE floor \gset
 SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
 ROLLBACK;
-INSERT INTO bench_tick_runs VALUES (:size, :run, 'floor', (:t1 - :t0) * 1000, :m, :floor_tickets, :floor_players, NULL, NULL);
+INSERT INTO bench_tick_runs VALUES (:size, :run, 'floor', (:t1 - :t0) * 1000, :m, :floor_tickets, :floor_players, NULL, NULL, NULL, NULL, NULL, NULL);
 VACUUM mm.tickets, mm.ticket_players, mm.matches, mm.match_players;
 SELECT bench_proc_kb('VmRSS') AS rss_before, bench_reset_peak() \gset
 BEGIN;
@@ -144,13 +142,9 @@ SELECT mm.tick(:'queue', :'now') AS tick_matches \gset
 SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
 SELECT bench_proc_kb('VmHWM') AS hwm \gset
 SELECT count(*) AS tick_players, count(DISTINCT ticket_id) AS tick_tickets FROM mm.match_players WHERE queue = :'queue' \gset
-\if :has_stats
-SELECT (mm.last_tick_stats() ->> 'compute_ms')::float8 AS compute_ms \gset
-\else
-\set compute_ms NULL
-\endif
+SELECT load_ms, compute_ms, write_ms, memory_bytes, tickets_loaded FROM mm.last_tick_stats() WHERE queue = :'queue' \gset
 ROLLBACK;
-INSERT INTO bench_tick_runs VALUES (:size, :run, 'tick', (:t1 - :t0) * 1000, :tick_matches, :tick_tickets, :tick_players, :hwm - :rss_before, :compute_ms);
+INSERT INTO bench_tick_runs VALUES (:size, :run, 'tick', (:t1 - :t0) * 1000, :tick_matches, :tick_tickets, :tick_players, :hwm - :rss_before, :compute_ms, :load_ms, :write_ms, :memory_bytes, :tickets_loaded);
 SQL
 		done
 	} | q -v size="$size" -v queue="$queue" -v now="$now"
@@ -169,18 +163,28 @@ SELECT e.size AS tickets,
        round(f.ms::numeric, 1) AS floor_ms,
        round((k.ms / f.ms)::numeric, 2) AS tick_over_floor,
        round((k.tickets_matched / (k.ms / 1000))::numeric) AS matched_per_s,
-       k.peak_kb AS tick_peak_kb,
-       round((k.peak_kb * 1024.0 / e.size)::numeric) AS peak_bytes_per_ticket,
-       round(k.compute_ms::numeric, 1) AS compute_ms
+       round(k.load_ms::numeric, 1) AS load_ms,
+       round(k.compute_ms::numeric, 1) AS compute_ms,
+       round(k.write_ms::numeric, 1) AS write_ms,
+       k.peak_kb AS rss_peak_kb,
+       round((k.peak_kb * 1024.0 / e.size)::numeric) AS rss_bytes_per_ticket,
+       round(k.context_bytes / 1024.0) AS context_peak_kb,
+       round((k.context_bytes::numeric / e.size)) AS context_bytes_per_ticket
   FROM bench_tick_enqueue e
   JOIN LATERAL (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS ms,
                        max(matches) AS matches, max(tickets_matched) AS tickets_matched,
                        percentile_disc(0.5) WITHIN GROUP (ORDER BY peak_kb) AS peak_kb,
-                       percentile_disc(0.5) WITHIN GROUP (ORDER BY compute_ms) AS compute_ms
+                       percentile_disc(0.5) WITHIN GROUP (ORDER BY load_ms) AS load_ms,
+                       percentile_disc(0.5) WITHIN GROUP (ORDER BY compute_ms) AS compute_ms,
+                       percentile_disc(0.5) WITHIN GROUP (ORDER BY write_ms) AS write_ms,
+                       max(context_bytes) AS context_bytes
                   FROM bench_tick_runs r WHERE r.size = e.size AND r.kind = 'tick') k ON true
   JOIN LATERAL (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS ms
                   FROM bench_tick_runs r WHERE r.size = e.size AND r.kind = 'floor') f ON true
  ORDER BY e.size;
-SELECT size, kind, run, round(ms::numeric, 1) AS ms, matches, tickets_matched, peak_kb, round(compute_ms::numeric, 1) AS compute_ms
+-- every run
+SELECT size, run, kind, round(ms::numeric, 1) AS ms, matches, tickets_matched, players_matched,
+       tickets_loaded, round(load_ms::numeric, 1) AS load_ms, round(compute_ms::numeric, 1) AS compute_ms,
+       round(write_ms::numeric, 1) AS write_ms, peak_kb AS rss_peak_kb, context_bytes
   FROM bench_tick_runs ORDER BY size, run, kind;
 SQL
