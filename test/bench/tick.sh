@@ -27,6 +27,7 @@ now="2026-01-01 00:10:00+00"
 q() { psql -X -v ON_ERROR_STOP=1 -q -At "$@"; }
 
 q <<'SQL'
+SET client_min_messages = warning;
 DROP TABLE IF EXISTS bench_tick_runs;
 CREATE TABLE bench_tick_runs (size int, run int, kind text, ms float8, matches int,
 	tickets_matched int, players_matched int, peak_kb bigint, compute_ms float8,
