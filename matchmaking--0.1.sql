@@ -114,6 +114,11 @@ CREATE TABLE mm.match_players (
 CREATE UNIQUE INDEX match_players_ticket_once ON mm.match_players (ticket_id, player_id);
 COMMENT ON TABLE mm.match_players IS 'Who plays in each match, on which team';
 
+-- (queues helper) The foreign key from ticket_players to players needs an
+-- index on the referencing side, or deleting players scans ticket_players
+-- once per player; it also serves a player's ticket history.
+CREATE INDEX ticket_players_player ON mm.ticket_players (player_id);
+
 
 -- Added by the scheduling and metrics concern (doc/schedule_metrics.md).
 -- Outcomes of matches, for the analysts' balance and early-quit figures.  The
@@ -273,6 +278,9 @@ CREATE TRIGGER tickets_validate BEFORE INSERT ON mm.tickets
 CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
+	-- the row estimate of jsonb_array_elements (100 per ticket) would
+	-- otherwise make a bulk load pay for JIT compilation
+	SET jit = off
 	AS $$
 DECLARE
 	dup_ticket bigint;
@@ -339,6 +347,7 @@ CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
 CREATE FUNCTION mm.tickets_after_update() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
+	SET jit = off
 	AS $$
 BEGIN
 	UPDATE mm.ticket_players tp
