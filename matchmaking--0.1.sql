@@ -1374,12 +1374,13 @@ BEGIN
 		   avg((o.winner = o.predicted_favourite)::integer) FILTER (WHERE o.predicted),
 		   avg(o.favourite_win_probability) FILTER (WHERE o.predicted)
 	  INTO results, favourite_win_rate, favourite_predicted_rate
-	  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
-				   r.favourite_win_probability,
-				   r.predicted_favourite IS NOT NULL
-				   AND mm.result_winner(r.winner_team, r.ranks) IS NOT NULL AS predicted
-			  FROM mm.match_results r
-			 WHERE r.queue = ANY (queues) AND r.reported_at > since AND r.reported_at <= now) o;
+	  FROM (SELECT w.winner, w.predicted_favourite, w.favourite_win_probability,
+				   w.predicted_favourite IS NOT NULL AND w.winner IS NOT NULL AS predicted
+			  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
+						   r.favourite_win_probability
+					  FROM mm.match_results r
+					 WHERE r.queue = ANY (queues) AND r.reported_at > since AND r.reported_at <= now
+					OFFSET 0) w) o;	-- OFFSET 0: the winner is worked out once per result
 	win_rate_balance_points := 100 * abs(favourite_win_rate - favourite_predicted_rate);
 
 	-- per result lookups by primary key (an aggregate LATERAL is not flattened)
