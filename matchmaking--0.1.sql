@@ -698,6 +698,8 @@ BEGIN
 	RETURN NULL;
 END;
 $$;
+COMMENT ON FUNCTION mm.schedule_jobs_after_delete() IS
+'Trigger: removes the pg_cron job of a deleted mm.schedule_jobs row';
 CREATE TRIGGER schedule_jobs_remove_cron_job AFTER DELETE ON mm.schedule_jobs
 	FOR EACH ROW EXECUTE FUNCTION mm.schedule_jobs_after_delete();
 
@@ -1104,6 +1106,8 @@ BEGIN
 	RETURN NEW;
 END;
 $$;
+COMMENT ON FUNCTION mm.match_results_set_queue() IS
+'Trigger: copies the match''s queue into a result row (refuses a match that does not exist)';
 CREATE TRIGGER match_results_queue BEFORE INSERT OR UPDATE OF match_id, queue ON mm.match_results
 	FOR EACH ROW EXECUTE FUNCTION mm.match_results_set_queue();
 
