@@ -47,6 +47,7 @@ AppendHead(StringInfo buf, const char *event, const char *queue)
 	escape_json(buf, queue);
 }
 
+/* The match_found payload, compact when the full one is too large. */
 char *
 MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
 					double quality, int nteams, const MmEventTeam *teams,
@@ -94,6 +95,7 @@ MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
 	return buf.data;
 }
 
+/* Queues a match_found notification (sent at commit). */
 void
 MmNotifyMatchFound(const char *queue, int64 match_id, const char *region,
 				   double quality, int nteams, const MmEventTeam *teams,
@@ -106,6 +108,7 @@ MmNotifyMatchFound(const char *queue, int64 match_id, const char *region,
 	pfree(payload);
 }
 
+/* Queues ticket events, split so each payload stays under the limit. */
 void
 MmNotifyTickets(const char *event, const char *queue, int ntickets, const int64 *ticket_ids)
 {

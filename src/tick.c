@@ -189,10 +189,13 @@ Int8Array(const int64 *values, int n)
 {
 	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
 	int			i;
+	ArrayType  *result;
 
 	for (i = 0; i < n; i++)
 		datums[i] = Int64GetDatum(values[i]);
-	return construct_array(datums, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	result = construct_array(datums, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(datums);
+	return result;
 }
 
 /* Builds a one-dimensional array of text; NULL strings become NULL elements. */
@@ -204,26 +207,39 @@ TextArray(const char **values, int n)
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	int			i;
+	ArrayType  *result;
 
 	for (i = 0; i < n; i++)
 	{
 		nulls[i] = values[i] == NULL;
 		datums[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(values[i]);
 	}
-	return construct_md_array(datums, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+	result = construct_md_array(datums, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+	/* the array holds copies: free the elements (one per player at 100k tickets) */
+	for (i = 0; i < n; i++)
+		if (!nulls[i])
+			pfree(DatumGetPointer(datums[i]));
+	pfree(datums);
+	pfree(nulls);
+	return result;
 }
 
+/* Builds a one-dimensional array of float8. */
 static ArrayType *
 Float8Array(const double *values, int n)
 {
 	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
 	int			i;
+	ArrayType  *result;
 
 	for (i = 0; i < n; i++)
 		datums[i] = Float8GetDatum(values[i]);
-	return construct_array(datums, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	result = construct_array(datums, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(datums);
+	return result;
 }
 
+/* Orders int64 ids ascending, for qsort. */
 static int
 CompareInt64(const void *a, const void *b)
 {
@@ -610,7 +626,8 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 	INSTR_TIME_SET_CURRENT(start);
 	result = MmSearchMatches(&context, tickets, ntickets);
 	stats->compute_ms = ElapsedMs(start);
-	stats->memory_bytes = MemoryContextMemAllocated(queue_context, true);
+	/* the search's structures were freed on return: count them at their peak */
+	stats->memory_bytes = MemoryContextMemAllocated(queue_context, true) + result->scratch_bytes;
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (result->nmatches > 0)
