@@ -54,6 +54,7 @@ MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
 					int ntickets, const int64 *ticket_ids)
 {
 	StringInfoData buf;
+	char	   *quality_text;
 	int			t,
 				p;
 
@@ -61,7 +62,9 @@ MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
 	AppendHead(&buf, "match_found", queue);
 	appendStringInfo(&buf, ", \"match_id\": " INT64_FORMAT ", \"region\": ", match_id);
 	AppendJsonString(&buf, region);
-	appendStringInfo(&buf, ", \"quality\": %s, \"teams\": [", float8out_internal(quality));
+	quality_text = float8out_internal(quality);
+	appendStringInfo(&buf, ", \"quality\": %s, \"teams\": [", quality_text);
+	pfree(quality_text);
 	for (t = 0; t < nteams; t++)
 	{
 		appendStringInfoString(&buf, t > 0 ? ", {\"name\": " : "{\"name\": ");
