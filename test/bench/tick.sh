@@ -10,10 +10,12 @@
 #     players FOR UPDATE SKIP LOCKED (oldest first, as the tick does) and
 #     writes as many match, match-player and ticket rows as the tick did.
 # Reports the median time of each, tick/floor, tickets matched per second,
-# the backend's peak memory during the tick (VmHWM from /proc after resetting
-# it with clear_refs, minus the resident size before the tick; the shared
-# buffers were already touched by the warm-up, so this is the tick's private
-# peak), and the matching compute without SPI I/O when the tick exposes it.
+# the tick's phases (load, compute without SPI I/O, write) and the peak of its
+# memory context from mm.last_tick_stats(), and, measured from outside in a
+# fresh backend, the growth of the backend's private resident memory during
+# the tick (VmHWM from /proc/self/status after resetting it through
+# /proc/self/clear_refs, minus shared and file-backed pages and the private
+# memory before; a lower bound of the private peak).
 #
 # Run by: bash test/bench/run.sh tick   (env: PGHOST/PGPORT/PGDATABASE set by run.sh)
 #   MM_BENCH_TICK_SIZES="1000 10000" to choose sizes, MM_BENCH_TICK_RUNS=3 runs per size.
@@ -33,6 +35,8 @@ CREATE TABLE bench_tick_runs (size int, run int, kind text, ms float8, matches i
 	tickets_matched int, players_matched int, peak_kb bigint, compute_ms float8,
 	load_ms float8, write_ms float8, context_bytes bigint, tickets_loaded int);
 DROP TABLE IF EXISTS bench_tick_enqueue;
+DROP TABLE IF EXISTS bench_tick_memory;
+CREATE TABLE bench_tick_memory (size int, anon_growth_kb bigint, context_bytes bigint);
 CREATE TABLE bench_tick_enqueue (size int, ms float8);
 -- The backend's memory figures (kB) from /proc/self/status.
 CREATE OR REPLACE FUNCTION bench_proc_kb(field text) RETURNS bigint LANGUAGE sql AS $$
@@ -136,19 +140,32 @@ SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
 ROLLBACK;
 INSERT INTO bench_tick_runs VALUES (:size, :run, 'floor', (:t1 - :t0) * 1000, :m, :floor_tickets, :floor_players, NULL, NULL, NULL, NULL, NULL, NULL);
 VACUUM mm.tickets, mm.ticket_players, mm.matches, mm.match_players;
-SELECT bench_proc_kb('VmRSS') AS rss_before, bench_reset_peak() \gset
 BEGIN;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
 SELECT mm.tick(:'queue', :'now') AS tick_matches \gset
 SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
-SELECT bench_proc_kb('VmHWM') AS hwm \gset
 SELECT count(*) AS tick_players, count(DISTINCT ticket_id) AS tick_tickets FROM mm.match_players WHERE queue = :'queue' \gset
 SELECT load_ms, compute_ms, write_ms, memory_bytes, tickets_loaded FROM mm.last_tick_stats() WHERE queue = :'queue' \gset
 ROLLBACK;
-INSERT INTO bench_tick_runs VALUES (:size, :run, 'tick', (:t1 - :t0) * 1000, :tick_matches, :tick_tickets, :tick_players, :hwm - :rss_before, :compute_ms, :load_ms, :write_ms, :memory_bytes, :tickets_loaded);
+INSERT INTO bench_tick_runs VALUES (:size, :run, 'tick', (:t1 - :t0) * 1000, :tick_matches, :tick_tickets, :tick_players, NULL, :compute_ms, :load_ms, :write_ms, :memory_bytes, :tickets_loaded);
 SQL
 		done
 	} | q -v size="$size" -v queue="$queue" -v now="$now"
+
+	# memory, in a fresh backend: the read touches the shared buffers first,
+	# then the peak resident size is reset and the tick runs; its private
+	# growth is at least VmHWM - shared - file-backed - private before
+	q -v size="$size" -v queue="$queue" -v now="$now" <<'SQL'
+SELECT count(*) FROM (SELECT id FROM mm.tickets WHERE queue = :'queue' AND status = 'searching'
+                       ORDER BY created_at, id) t \gset
+SELECT bench_proc_kb('RssAnon') AS anon0, bench_reset_peak() \gset
+BEGIN;
+SELECT mm.tick(:'queue', :'now') \gset
+SELECT bench_proc_kb('VmHWM') AS hwm, bench_proc_kb('RssShmem') AS shmem, bench_proc_kb('RssFile') AS file \gset
+SELECT memory_bytes FROM mm.last_tick_stats() WHERE queue = :'queue' \gset
+ROLLBACK;
+INSERT INTO bench_tick_memory VALUES (:size, :hwm - :shmem - :file - :anon0, :memory_bytes);
+SQL
 done
 
 # the report: medians per size
@@ -167,14 +184,13 @@ SELECT e.size AS tickets,
        round(k.load_ms::numeric, 1) AS load_ms,
        round(k.compute_ms::numeric, 1) AS compute_ms,
        round(k.write_ms::numeric, 1) AS write_ms,
-       k.peak_kb AS rss_peak_kb,
-       round((k.peak_kb * 1024.0 / e.size)::numeric) AS rss_bytes_per_ticket,
        round(k.context_bytes / 1024.0) AS context_peak_kb,
-       round((k.context_bytes::numeric / e.size)) AS context_bytes_per_ticket
+       round((k.context_bytes::numeric / e.size)) AS context_bytes_per_ticket,
+       mem.anon_growth_kb AS rss_growth_kb,
+       round((mem.anon_growth_kb * 1024.0 / e.size)::numeric) AS rss_bytes_per_ticket
   FROM bench_tick_enqueue e
   JOIN LATERAL (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS ms,
                        max(matches) AS matches, max(tickets_matched) AS tickets_matched,
-                       percentile_disc(0.5) WITHIN GROUP (ORDER BY peak_kb) AS peak_kb,
                        percentile_disc(0.5) WITHIN GROUP (ORDER BY load_ms) AS load_ms,
                        percentile_disc(0.5) WITHIN GROUP (ORDER BY compute_ms) AS compute_ms,
                        percentile_disc(0.5) WITHIN GROUP (ORDER BY write_ms) AS write_ms,
@@ -182,10 +198,11 @@ SELECT e.size AS tickets,
                   FROM bench_tick_runs r WHERE r.size = e.size AND r.kind = 'tick') k ON true
   JOIN LATERAL (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS ms
                   FROM bench_tick_runs r WHERE r.size = e.size AND r.kind = 'floor') f ON true
+  LEFT JOIN bench_tick_memory mem ON mem.size = e.size
  ORDER BY e.size;
 -- every run
 SELECT size, run, kind, round(ms::numeric, 1) AS ms, matches, tickets_matched, players_matched,
        tickets_loaded, round(load_ms::numeric, 1) AS load_ms, round(compute_ms::numeric, 1) AS compute_ms,
-       round(write_ms::numeric, 1) AS write_ms, peak_kb AS rss_peak_kb, context_bytes
+       round(write_ms::numeric, 1) AS write_ms, context_bytes
   FROM bench_tick_runs ORDER BY size, run, kind;
 SQL
