@@ -178,16 +178,25 @@ typedef struct ValueEntry
 } ValueEntry;
 
 /* Orders tickets by main value, then age. */
-static int
-CompareByValue(const void *a, const void *b)
+static inline int
+CompareValueEntries(const ValueEntry *x, const ValueEntry *y)
 {
-	const ValueEntry *x = a;
-	const ValueEntry *y = b;
-
 	if (x->value != y->value)
 		return x->value < y->value ? -1 : 1;
 	return (x->ticket > y->ticket) - (x->ticket < y->ticket);
 }
+
+/*
+ * SortValueEntries(): the one O(N log N) step of the search, so a sort
+ * specialised by PostgreSQL's template (the comparison inlined) rather than
+ * qsort with a function pointer.
+ */
+#define ST_SORT SortValueEntries
+#define ST_ELEMENT_TYPE ValueEntry
+#define ST_COMPARE(a, b) CompareValueEntries(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /* Orders ints ascending (ticket indexes: age order). */
 static int
@@ -256,7 +265,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 				s->any_list[s->nany++] = i;
 		}
 		s->alive_any = s->nany;
-		qsort(entries, s->nsorted, sizeof(ValueEntry), CompareByValue);
+		SortValueEntries(entries, s->nsorted);
 		s->sorted = palloc(sizeof(int) * Max(s->nsorted, 1));
 		s->sorted_value = palloc(sizeof(double) * Max(s->nsorted, 1));
 		s->next_sorted = palloc(sizeof(int) * (s->nsorted + 1));
