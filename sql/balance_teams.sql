@@ -35,8 +35,8 @@ SELECT mm.balance_teams('{1500,1400,1300,1200,1100,1000,900,800}', 2,
 						'{7,7,9,9,9,1,2,3}') AS teams;
 -- A party of three in a 2-team game of 5: the only even split puts it alone.
 SELECT mm.balance_teams('{10,10,10,1,1}', 2, '{1,1,1,2,3}') AS teams;
--- Parties of 3 and 3 plus 2 solo players in two teams: 4 v 4 is impossible
--- (3+1 v 3+1 is fine), and 3 parties of 2 into 2 teams must be 4 v 2.
+-- Two parties of 3 plus 2 solo players: 4 v 4 means one solo player joins
+-- each party (18 v 6).  Three parties of 2 into 2 teams must be 4 v 2.
 SELECT mm.balance_teams('{5,5,5,1,1,1,3,3}', 2, '{1,1,1,2,2,2,3,4}') AS teams;
 SELECT mm.balance_teams('{9,9,1,1,5,5}', 2, '{1,1,2,2,3,3}') AS teams,
 	   (pg_temp.bt_summary('{9,9,1,1,5,5}',
@@ -71,7 +71,7 @@ CREATE TEMP TABLE bt_player AS
 SELECT c, i,
 	   round((CASE WHEN c % 5 = 0 THEN -500 ELSE 1000 END
 			  + random() * 1000)::numeric, 1)::float8 AS rating,
-	   CASE WHEN with_parties AND random() < 0.4 THEN floor(random() * 3)::int
+	   CASE WHEN with_parties AND random() < 0.6 THEN floor(random() * 4)::int
 			ELSE 100 + i END AS party,
 	   CASE WHEN i = 1 THEN 0 ELSE power(k, i - 2)::bigint END AS digit
   FROM bt_case, generate_series(1, n) i
@@ -79,7 +79,11 @@ SELECT c, i,
 -- parties that leave fewer groups than teams are an error case, tested below
 DELETE FROM bt_case c
  WHERE (SELECT count(DISTINCT party) FROM bt_player p WHERE p.c = c.c) < c.k;
-SELECT count(*) AS cases, sum(power(k, n - 1)) AS assignments FROM bt_case;
+SELECT k AS teams, count(*) AS cases, min(n) AS min_players, max(n) AS max_players,
+	   count(*) FILTER (WHERE EXISTS (SELECT 1 FROM bt_player p WHERE p.c = bt_case.c
+									 GROUP BY party HAVING count(*) > 1)) AS with_a_party,
+	   sum(power(k, n - 1)) AS assignments
+  FROM bt_case GROUP BY k ORDER BY k;
 
 SET work_mem = '64MB';
 CREATE TEMP TABLE bt_brute AS

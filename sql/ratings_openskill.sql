@@ -66,7 +66,8 @@ SELECT mu[1] > 25 AND mu[2] > 25 AND mu[3] < 25 AS winners_gain,
   FROM (SELECT array_agg(mu ORDER BY ord) mu, array_agg(sigma ORDER BY ord) sigma
 		  FROM mm.openskill_rate('{25,25,25}', '{2,8,8}', '{1,1,2}', '{1,1,2}')
 			   WITH ORDINALITY r(mu, sigma, ord)) s;
--- Huge mu differences do not overflow exp(): the favourite barely moves.
+-- Huge mu differences do not overflow exp(): a certain result teaches
+-- nothing, so mu stays and sigma is the sigma after tau, sqrt(1 + tau^2).
 SELECT round(mu::numeric, 6) AS mu, round(sigma::numeric, 6) AS sigma
   FROM mm.openskill_rate('{1e6,0}', '{1,1}', '{1,2}', '{1,2}') WITH ORDINALITY r(mu, sigma, o)
  ORDER BY o;
@@ -88,17 +89,20 @@ SELECT array(SELECT round(p::numeric, 6)
 			   FROM unnest(mm.openskill_predict_win(
 					'{25.704020819730385,24.94415013523696,29.292922890627658,25.059411748211403,21.598674363731682}',
 					'{7.893074938449104,8.156810439252277,8.011452568371537,8.155255551436932,7.891245891696633}',
-					'{1,1,2,3,3}')) p) AS three_teams;
--- published: 0.4947495579286258, 0.08348570519328442, 0.42176473687808974
+					'{1,2,3,4,5}')) p) AS five_player_ffa;
+-- published: 0.20522540383388552, 0.19504283187751015, 0.25268360117768013,
+-- 0.19657935197103676, 0.15046881113988744
 
 -- Ascending team-number order, whatever the input order: team 3 first.
-SELECT mm.openskill_predict_win(ARRAY[25,25,40,40], ARRAY[5,5,5,5], '{7,7,3,3}') AS by_team_number;
+SELECT array(SELECT round(p::numeric, 12) FROM unnest(mm.openskill_predict_win(
+		ARRAY[25,25,40,40], ARRAY[5,5,5,5], '{7,7,3,3}')) p) AS by_team_number;
 -- Equal teams: equal shares, for 2, 3 and 5 teams.
 SELECT mm.openskill_predict_win('{30,20,30,20}', '{4,6,4,6}', '{1,1,2,2}') AS two_equal,
-	   mm.openskill_predict_win('{25,25,25}', '{8,8,8}', '{1,2,3}') AS three_equal,
+	   array(SELECT round(p::numeric, 12) FROM unnest(mm.openskill_predict_win(
+			'{25,25,25}', '{8,8,8}', '{1,2,3}')) p) AS three_equal,
 	   array(SELECT round(p::numeric, 12) FROM unnest(mm.openskill_predict_win(
 			'{25,25,25,25,25}', '{8,8,8,8,8}', '{1,2,3,4,5}')) p) AS five_equal;
--- Sums to 1 on 200 random games of 2..8 teams of 1..4 players.
+-- Sums to 1 on 200 random games of 2..8 teams and 2..32 players.
 SELECT setseed(0.27);
 CREATE TEMP TABLE os_game AS
 SELECT g, array_agg(15 + random() * 20 ORDER BY i) AS mu,
@@ -115,11 +119,12 @@ SELECT count(*) AS games,
 -- openskill_rate on the same games (rank = team number): one row per player,
 -- finite, sigma positive and not above sigma after tau.
 SELECT count(*) AS players,
-	   count(*) FILTER (WHERE r.sigma > 0
-						AND r.sigma <= sqrt(s.sigma ^ 2 + (25/300.0) ^ 2)) AS sigma_ok
+	   count(*) FILTER (WHERE r.new_sigma > 0
+						AND r.new_sigma <= sqrt(s.sigma ^ 2 + (25/300.0) ^ 2)) AS sigma_ok,
+	   count(*) FILTER (WHERE r.new_mu BETWEEN -1000 AND 1000) AS mu_finite
   FROM os_game,
-	   LATERAL mm.openskill_rate(mu, sigma, team, team) WITH ORDINALITY r(mu, sigma, ord),
-	   LATERAL (SELECT sigma[r.ord::int] AS sigma) s;
+	   LATERAL mm.openskill_rate(mu, sigma, team, team) WITH ORDINALITY r(new_mu, new_sigma, ord),
+	   LATERAL (SELECT os_game.sigma[r.ord::int] AS sigma) s;
 DROP TABLE os_game;
 
 -- NULL arguments: STRICT.

@@ -17,8 +17,8 @@
  *	 - take the window from the value-sorted array (binary search), skip dead
  *	   entries with a union-find "next alive" pointer, and sort it by age
  *	   (cheap when the window is small).
- * The walk starts first and switches to the window after 2W + 64 fruitless
- * steps, W being the window's alive count (a Fenwick tree).
+ * The walk starts first (unless W <= 32) and switches to the window after
+ * 2W + 64 steps, W being the window's alive count (a Fenwick tree).
  *
  * The greedy then takes compatible candidates oldest first (every ticket rule
  * checked incrementally through its handler) up to a target number of

@@ -32,6 +32,15 @@
  * ------------------------------------------------------------------------
  */
 
+/* log(exp(x) + exp(y)) without overflow. */
+static inline double
+LogAddExp(double x, double y)
+{
+	double		hi = Max(x, y);
+
+	return hi + log1p(exp(Min(x, y) - hi));
+}
+
 /*
  * One game of team_count teams.  Teams are given in ascending rank order
  * (rank_sorted[0] is the best; equal values are ties), each with its summed
@@ -46,56 +55,67 @@
  * number of teams tied with q, team i gets
  *	 omega_i = sigma_i^2 / c * sum_{q ranked at or above i} (1[i=q] - e_i/S_q) / a_q
  *	 delta_i = gamma_i * sigma_i^2 / c^2 * sum_{same q} (e_i/S_q)(1 - e_i/S_q) / a_q
- * with gamma_i = sigma_i / c.  Since every tie group contributes a_q equal
- * terms, the sums reduce to running sums of 1/S and 1/S^2 over tie groups,
- * which makes a game O(teams).
+ * with gamma_i = sigma_i / c.  Every tie group contributes a_q equal terms,
+ * so with G the group of i the sums are 1/a_i - (e_i/S_G) * A_G and
+ * (e_i/S_G) * A_G - (e_i/S_G)^2 * B_G, where A_G = sum over groups H up to G
+ * of S_G/S_H and B_G the same of (S_G/S_H)^2: running sums, so a game is
+ * O(teams) after sorting.  Everything is kept as ratios in [0, 1] computed
+ * from logarithms, so large mu differences neither overflow nor give 0/0.
  */
 static void
 OpenSkillTeamUpdates(int team_count, const int *rank_sorted,
 					 const double *team_mu, const double *team_sigma_sq,
 					 double beta, double *omega, double *delta, double *scratch)
 {
-	double	   *e = scratch;
-	double	   *suffix = scratch + team_count;
+	double	   *log_e = scratch;
+	double	   *log_suffix = scratch + team_count;	/* log S from t down */
 	double		c_sq = 0.0;
 	double		c;
-	double		mu_max = team_mu[0];
-	double		inv_s = 0.0;	/* sum over tie groups so far of 1/S */
-	double		inv_s_sq = 0.0; /* ... of 1/S^2 */
+	double		a_sum = 0.0;	/* A_G */
+	double		b_sum = 0.0;	/* B_G */
+	double		prev_log_s = 0.0;
 
 	for (int t = 0; t < team_count; t++)
-	{
 		c_sq += team_sigma_sq[t] + beta * beta;
-		mu_max = Max(mu_max, team_mu[t]);
-	}
 	c = sqrt(c_sq);
 
-	/* exp((mu - max)/c): the same quotients without overflow */
 	for (int t = 0; t < team_count; t++)
-		e[t] = exp((team_mu[t] - mu_max) / c);
-	suffix[team_count - 1] = e[team_count - 1];
+		log_e[t] = team_mu[t] / c;
+	log_suffix[team_count - 1] = log_e[team_count - 1];
 	for (int t = team_count - 2; t >= 0; t--)
-		suffix[t] = suffix[t + 1] + e[t];
+		log_suffix[t] = LogAddExp(log_suffix[t + 1], log_e[t]);
 
 	for (int start = 0; start < team_count;)
 	{
 		int			end = start;
-		double		s;
 		int			ties;
+		double		log_s;
 
 		while (end + 1 < team_count && rank_sorted[end + 1] == rank_sorted[start])
 			end++;
 		ties = end - start + 1;
-		s = suffix[start];		/* the group and every team ranked below */
-		inv_s += 1.0 / s;
-		inv_s_sq += 1.0 / (s * s);
+		log_s = log_suffix[start];	/* the group and every team below it */
+		if (start == 0)
+		{
+			a_sum = 1.0;
+			b_sum = 1.0;
+		}
+		else
+		{
+			double		ratio = exp(log_s - prev_log_s);	/* S_G / S_prev <= 1 */
+
+			a_sum = 1.0 + a_sum * ratio;
+			b_sum = 1.0 + b_sum * ratio * ratio;
+		}
+		prev_log_s = log_s;
 
 		for (int t = start; t <= end; t++)
 		{
 			double		sigma_sq = team_sigma_sq[t];
 			double		gamma = sqrt(sigma_sq) / c;
-			double		omega_sum = 1.0 / ties - e[t] * inv_s;
-			double		delta_sum = e[t] * inv_s - e[t] * e[t] * inv_s_sq;
+			double		share = exp(log_e[t] - log_s);	/* e_t / S_G */
+			double		omega_sum = 1.0 / ties - share * a_sum;
+			double		delta_sum = share * a_sum - share * share * b_sum;
 
 			omega[t] = omega_sum * sigma_sq / c;
 			delta[t] = gamma * delta_sum * sigma_sq / c_sq;
