@@ -444,16 +444,89 @@ TicketJoin(SearchState *s, int i)
 	s->chosen_players += t->nplayers;
 }
 
+/* Search nodes allowed to PlaceParties before it gives the benefit of the doubt. */
+#define MM_PARTY_PLACEMENT_BUDGET 10000
+
+/*
+ * Places parties[i..n-1] (largest first) into the rooms left on each team.
+ * Teams with the same room left are interchangeable, so only the first of
+ * them is tried.
+ */
+static bool
+PlaceParties(const int *parties, int n, int i, int *room, int nteams, int *budget)
+{
+	int			t,
+				u;
+
+	if (i == n || --(*budget) <= 0)
+		return true;
+	for (t = 0; t < nteams; t++)
+	{
+		bool		tried = false;
+
+		if (room[t] < parties[i])
+			continue;
+		for (u = 0; u < t && !tried; u++)
+			tried = room[u] == room[t];
+		if (tried)
+			continue;
+		room[t] -= parties[i];
+		if (PlaceParties(parties, n, i + 1, room, nteams, budget))
+		{
+			room[t] += parties[i];
+			return true;
+		}
+		room[t] += parties[i];
+	}
+	return false;
+}
+
+/*
+ * Whether the parties gathered so far, with one more of extra players, can
+ * each sit on one team of the given sizes.  Solo players fill whatever room
+ * is left, so only parties matter.
+ */
+static bool
+PartiesFit(const SearchState *s, const int *sizes, int extra)
+{
+	int			parties[MM_MAX_MATCH_SIZE];
+	int			room[MM_MAX_TEAMS];
+	int			n = 0;
+	int			k,
+				t,
+				budget = MM_PARTY_PLACEMENT_BUDGET;
+
+	for (k = 0; k < s->nchosen; k++)
+		if (s->tickets[s->chosen[k]].nplayers > 1)
+			parties[n++] = s->tickets[s->chosen[k]].nplayers;
+	parties[n++] = extra;
+	/* largest first (insertion sort: a match holds few parties) */
+	for (k = 1; k < n; k++)
+	{
+		int			p = parties[k];
+
+		for (t = k; t > 0 && parties[t - 1] < p; t--)
+			parties[t] = parties[t - 1];
+		parties[t] = p;
+	}
+	for (t = 0; t < s->config->nteams; t++)
+		room[t] = sizes[t];
+	return PlaceParties(parties, n, 0, room, s->config->nteams, &budget);
+}
+
 /*
  * Greedy: the anchor, then compatible candidates oldest first, until the
- * match holds target players.  Returns the players gathered.
+ * match holds target players.  With teams (sizes not NULL) a party joins only
+ * if every party can still sit on one team.  Returns the players gathered;
+ * *packing_skipped tells whether a party was left out for that reason.
  */
 static int
-Gather(SearchState *s, int target)
+Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 {
 	int			r;
 	int			k;
 
+	*packing_skipped = false;
 	for (r = 0; r < s->config->nrules; r++)
 		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
 			s->handlers[r]->state_init(s->context, &s->states[r]);
@@ -461,17 +534,28 @@ Gather(SearchState *s, int target)
 	s->chosen_players = 0;
 	if (s->tickets[s->anchor].nplayers > target || !TicketFits(s, &s->tickets[s->anchor]))
 		return 0;
+	if (sizes != NULL && s->tickets[s->anchor].nplayers > 1 &&
+		!PartiesFit(s, sizes, s->tickets[s->anchor].nplayers))
+		return 0;
 	TicketJoin(s, s->anchor);
 	for (k = 0; s->chosen_players < target; k++)
 	{
 		int			i = CandidateAt(s, k);
+		int			np;
 
 		if (i < 0)
 			break;
-		if (s->chosen_players + s->tickets[i].nplayers > target)
+		np = s->tickets[i].nplayers;
+		if (s->chosen_players + np > target)
 			continue;
-		if (TicketFits(s, &s->tickets[i]))
-			TicketJoin(s, i);
+		if (!TicketFits(s, &s->tickets[i]))
+			continue;
+		if (sizes != NULL && np > 1 && !PartiesFit(s, sizes, np))
+		{
+			*packing_skipped = true;
+			continue;
+		}
+		TicketJoin(s, i);
 	}
 	return s->chosen_players;
 }
@@ -731,7 +815,9 @@ SearchAnchor(SearchState *s)
 	if (config->nteams == 0)
 	{
 		/* free-for-all: as many as match_size.max allows, at least min */
-		if (Gather(s, config->match_max) >= config->match_min)
+		bool		packing_skipped;
+
+		if (Gather(s, config->match_max, NULL, &packing_skipped) >= config->match_min)
 			EmitMatch(s, 0, 0);
 		return;
 	}
@@ -743,14 +829,19 @@ SearchAnchor(SearchState *s)
 					weight_sum = 0,
 					team_spread = 0;
 		int			got;
+		bool		packing_skipped;
 
 		if (total > reachable || !EvenTeamSizes(config, total, max_spread, s->team_size))
 			continue;
-		got = Gather(s, total);
+		got = Gather(s, total, s->team_size, &packing_skipped);
 		if (got < total)
 		{
-			/* a smaller target gathers the same tickets, up to got players */
-			reachable = got;
+			/*
+			 * A smaller target gathers the same tickets, up to got players,
+			 * unless other team sizes would have let a party in.
+			 */
+			if (!packing_skipped)
+				reachable = got;
 			continue;
 		}
 		if (!FormTeams(s, s->team_size, &team_spread))

@@ -260,15 +260,24 @@ ReadOpenSkillGame(FunctionCallInfo fcinfo, int rank_arg, OpenSkillGame *game)
 					 errmsg("sigma[%d] must be greater than zero", i + 1),
 					 errdetail("Got %g.", game->sigma[i])));
 
-	/* group players by team number */
-	order = (int *) palloc(sizeof(int) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		order[i] = i;
-	qsort_arg(order, n, sizeof(int), CompareByTeam, game->team);
+	/* group players by team number (often already in order: skip the sort) */
+	order = (int *) palloc(sizeof(int) * 4 * Max(n, 1));
+	game->team_of = order + n;
+	game->team_number = (int32 *) (order + 2 * n);
+	game->team_rank = (int32 *) (order + 3 * n);
+	{
+		bool		sorted = true;
 
-	game->team_of = (int *) palloc(sizeof(int) * Max(n, 1));
-	game->team_number = (int32 *) palloc(sizeof(int32) * Max(n, 1));
-	game->team_rank = (int32 *) palloc(sizeof(int32) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+		{
+			order[i] = i;
+			if (i > 0 && game->team[i] < game->team[i - 1])
+				sorted = false;
+		}
+		if (!sorted)
+			qsort_arg(order, n, sizeof(int), CompareByTeam, game->team);
+	}
+
 	game->team_count = 0;
 	for (int j = 0; j < n; j++)
 	{
@@ -361,43 +370,59 @@ mm_openskill_rate(PG_FUNCTION_ARGS)
 	n = game.players;
 	teams = game.team_count;
 
+	/* one block for all the working arrays of this call */
+	sigma_tau = (double *) palloc(sizeof(double) * (n + 10 * teams));
+	team_mu = sigma_tau + n;
+	team_sigma_sq = team_mu + teams;
+	sorted_mu = team_sigma_sq + teams;
+	sorted_sigma_sq = sorted_mu + teams;
+	sorted_omega = sorted_sigma_sq + teams;
+	sorted_delta = sorted_omega + teams;
+	omega = sorted_delta + teams;
+	delta = omega + teams;
+	scratch = delta + teams;	/* 2 * teams */
+	by_rank = (int *) palloc(sizeof(int) * 2 * teams);
+	rank_sorted = (int32 *) (by_rank + teams);
+
 	/* tau first: sigma' = sqrt(sigma^2 + tau^2) */
-	sigma_tau = (double *) palloc(sizeof(double) * n);
 	for (int i = 0; i < n; i++)
 		sigma_tau[i] = sqrt(game.sigma[i] * game.sigma[i] + OPENSKILL_TAU * OPENSKILL_TAU);
-
-	team_mu = (double *) palloc(sizeof(double) * teams);
-	team_sigma_sq = (double *) palloc(sizeof(double) * teams);
 	SumTeams(&game, sigma_tau, team_mu, team_sigma_sq);
 
-	/* the model wants the teams in rank order */
-	by_rank = (int *) palloc(sizeof(int) * teams);
-	for (int t = 0; t < teams; t++)
-		by_rank[t] = t;
-	qsort_arg(by_rank, teams, sizeof(int), CompareTeamsByRank, game.team_rank);
-	rank_sorted = (int32 *) palloc(sizeof(int32) * teams);
-	sorted_mu = (double *) palloc(sizeof(double) * teams);
-	sorted_sigma_sq = (double *) palloc(sizeof(double) * teams);
-	sorted_omega = (double *) palloc(sizeof(double) * teams);
-	sorted_delta = (double *) palloc(sizeof(double) * teams);
-	for (int s = 0; s < teams; s++)
+	/* the model wants the teams in rank order (often they already are) */
 	{
-		rank_sorted[s] = game.team_rank[by_rank[s]];
-		sorted_mu[s] = team_mu[by_rank[s]];
-		sorted_sigma_sq[s] = team_sigma_sq[by_rank[s]];
+		bool		sorted = true;
+
+		for (int t = 0; t < teams; t++)
+		{
+			by_rank[t] = t;
+			if (t > 0 && game.team_rank[t] < game.team_rank[t - 1])
+				sorted = false;
+		}
+		if (!sorted)
+			qsort_arg(by_rank, teams, sizeof(int), CompareTeamsByRank, game.team_rank);
 	}
-	scratch = (double *) palloc(sizeof(double) * 2 * teams);
+	for (int r = 0; r < teams; r++)
+	{
+		rank_sorted[r] = game.team_rank[by_rank[r]];
+		sorted_mu[r] = team_mu[by_rank[r]];
+		sorted_sigma_sq[r] = team_sigma_sq[by_rank[r]];
+	}
 	OpenSkillTeamUpdates(teams, rank_sorted, sorted_mu, sorted_sigma_sq,
 						 OPENSKILL_BETA, sorted_omega, sorted_delta, scratch);
-	omega = (double *) palloc(sizeof(double) * teams);
-	delta = (double *) palloc(sizeof(double) * teams);
-	for (int s = 0; s < teams; s++)
+	for (int r = 0; r < teams; r++)
 	{
-		omega[by_rank[s]] = sorted_omega[s];
-		delta[by_rank[s]] = sorted_delta[s];
+		omega[by_rank[r]] = sorted_omega[r];
+		delta[by_rank[r]] = sorted_delta[r];
 	}
 
-	InitMaterializedSRF(fcinfo, 0);
+	/*
+	 * The expected descriptor (copied) is much cheaper than building one
+	 * from the catalogs on every call; set-returning calls in the select
+	 * list may not provide it.
+	 */
+	InitMaterializedSRF(fcinfo, rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
+						rsinfo->expectedDesc != NULL ? MAT_SRF_USE_EXPECTED_DESC : 0);
 	for (int i = 0; i < n; i++)
 	{
 		int			t = game.team_of[i];
