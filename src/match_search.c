@@ -17,8 +17,8 @@
  *	 - take the window from the value-sorted array (binary search), skip dead
  *	   entries with a union-find "next alive" pointer, and sort it by age
  *	   (cheap when the window is small).
- * The walk starts first and switches to the window after 2W + 64 fruitless
- * steps, W being the window's alive count (a Fenwick tree).
+ * The walk starts first (unless W <= 32) and switches to the window after
+ * 2W + 64 steps, W being the window's alive count (a Fenwick tree).
  *
  * The greedy then takes compatible candidates oldest first (every ticket rule
  * checked incrementally through its handler) up to a target number of
@@ -31,6 +31,8 @@
 #include "postgres.h"
 
 #include <math.h>
+
+#include "utils/memutils.h"
 
 #include "match_search.h"
 #include "team_balance.h"
@@ -93,6 +95,7 @@ typedef struct SearchState
 	int		   *ticket_team;
 	const MmTicket **chosen_tickets;
 
+	MemoryContext result_context;	/* the caller's: the matches live there */
 	MmSearchResult *result;
 	int			matches_allocated;
 } SearchState;
@@ -109,6 +112,7 @@ FindNextAlive(int *next, int i)
 	return i;
 }
 
+/* Adds delta at a sorted position of the Fenwick tree of alive counts. */
 static void
 FenwickAdd(int *tree, int n, int pos, int delta)
 {
@@ -166,20 +170,35 @@ RemoveTicket(SearchState *s, int i)
 	}
 }
 
-static const double *SortValues;
+/* A ticket's main value, for the one sort by value. */
+typedef struct ValueEntry
+{
+	double		value;
+	int			ticket;
+} ValueEntry;
 
 /* Orders tickets by main value, then age. */
-static int
-CompareByValue(const void *a, const void *b)
+static inline int
+CompareValueEntries(const ValueEntry *x, const ValueEntry *y)
 {
-	int			x = *(const int *) a;
-	int			y = *(const int *) b;
-
-	if (SortValues[x] != SortValues[y])
-		return SortValues[x] < SortValues[y] ? -1 : 1;
-	return (x > y) - (x < y);
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return (x->ticket > y->ticket) - (x->ticket < y->ticket);
 }
 
+/*
+ * SortValueEntries(): the one O(N log N) step of the search, so a sort
+ * specialised by PostgreSQL's template (the comparison inlined) rather than
+ * qsort with a function pointer.
+ */
+#define ST_SORT SortValueEntries
+#define ST_ELEMENT_TYPE ValueEntry
+#define ST_COMPARE(a, b) CompareValueEntries(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* Orders ints ascending (ticket indexes: age order). */
 static int
 CompareInt(const void *a, const void *b)
 {
@@ -191,7 +210,8 @@ CompareInt(const void *a, const void *b)
 
 /* Builds the pool structures. */
 static void
-SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int ntickets)
+SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int ntickets,
+		   MemoryContext result_context)
 {
 	const MmQueueConfig *config = context->config;
 	int			nrules = config->nrules;
@@ -199,6 +219,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	int			maxp = Max(config->match_max, 1);
 
 	memset(s, 0, sizeof(*s));
+	s->result_context = result_context;
 	s->context = context;
 	s->config = config;
 	s->tickets = tickets;
@@ -225,9 +246,8 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 
 	if (s->main_rule >= 0)
 	{
-		double	   *values = palloc(sizeof(double) * Max(ntickets, 1));
+		ValueEntry *entries = palloc(sizeof(ValueEntry) * Max(ntickets, 1));
 
-		s->sorted = palloc(sizeof(int) * Max(ntickets, 1));
 		s->any_list = palloc(sizeof(int) * Max(ntickets, 1));
 		s->pos_of = palloc(sizeof(int) * Max(ntickets, 1));
 		for (i = 0; i < ntickets; i++)
@@ -235,22 +255,25 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 			const MmRuleValue *v = &tickets[i].values[s->main_rule];
 
 			s->pos_of[i] = -1;
-			values[i] = v->number;
 			if (v->kind == MM_VALUE_PRESENT)
-				s->sorted[s->nsorted++] = i;
+			{
+				entries[s->nsorted].value = v->number;
+				entries[s->nsorted].ticket = i;
+				s->nsorted++;
+			}
 			else if (v->kind == MM_VALUE_ANY)
 				s->any_list[s->nany++] = i;
 		}
 		s->alive_any = s->nany;
-		SortValues = values;
-		qsort(s->sorted, s->nsorted, sizeof(int), CompareByValue);
-		SortValues = NULL;
+		SortValueEntries(entries, s->nsorted);
+		s->sorted = palloc(sizeof(int) * Max(s->nsorted, 1));
 		s->sorted_value = palloc(sizeof(double) * Max(s->nsorted, 1));
 		s->next_sorted = palloc(sizeof(int) * (s->nsorted + 1));
 		s->fenwick = palloc0(sizeof(int) * (s->nsorted + 1));
 		for (i = 0; i < s->nsorted; i++)
 		{
-			s->sorted_value[i] = values[s->sorted[i]];
+			s->sorted[i] = entries[i].ticket;
+			s->sorted_value[i] = entries[i].value;
 			s->pos_of[s->sorted[i]] = i;
 			s->next_sorted[i] = i;
 			/* O(n) Fenwick build: each node adds itself to its parent */
@@ -259,7 +282,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 				s->fenwick[i + 1 + ((i + 1) & (-(i + 1)))] += s->fenwick[i + 1];
 		}
 		s->next_sorted[s->nsorted] = s->nsorted;
-		pfree(values);
+		pfree(entries);
 	}
 
 	s->rule_on = palloc(sizeof(bool) * Max(nrules, 1));
@@ -278,9 +301,10 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->team_size = palloc(sizeof(int) * Max(config->nteams, 1));
 	s->actual_size = palloc(sizeof(int) * Max(config->nteams, 1));
 
-	s->result = palloc0(sizeof(MmSearchResult));
+	s->result = MemoryContextAllocZero(result_context, sizeof(MmSearchResult));
 	s->matches_allocated = 16;
-	s->result->matches = palloc(sizeof(MmFoundMatch) * s->matches_allocated);
+	s->result->matches = MemoryContextAlloc(result_context,
+											sizeof(MmFoundMatch) * s->matches_allocated);
 }
 
 /* Whether a ticket lies in the anchor's window of the main rule. */
@@ -406,6 +430,7 @@ TicketFits(SearchState *s, const MmTicket *t)
 	return true;
 }
 
+/* Adds a ticket to the candidate match and every ticket rule's state. */
 static void
 TicketJoin(SearchState *s, int i)
 {
@@ -419,16 +444,89 @@ TicketJoin(SearchState *s, int i)
 	s->chosen_players += t->nplayers;
 }
 
+/* Search nodes allowed to PlaceParties before it gives the benefit of the doubt. */
+#define MM_PARTY_PLACEMENT_BUDGET 10000
+
+/*
+ * Places parties[i..n-1] (largest first) into the rooms left on each team.
+ * Teams with the same room left are interchangeable, so only the first of
+ * them is tried.
+ */
+static bool
+PlaceParties(const int *parties, int n, int i, int *room, int nteams, int *budget)
+{
+	int			t,
+				u;
+
+	if (i == n || --(*budget) <= 0)
+		return true;
+	for (t = 0; t < nteams; t++)
+	{
+		bool		tried = false;
+
+		if (room[t] < parties[i])
+			continue;
+		for (u = 0; u < t && !tried; u++)
+			tried = room[u] == room[t];
+		if (tried)
+			continue;
+		room[t] -= parties[i];
+		if (PlaceParties(parties, n, i + 1, room, nteams, budget))
+		{
+			room[t] += parties[i];
+			return true;
+		}
+		room[t] += parties[i];
+	}
+	return false;
+}
+
+/*
+ * Whether the parties gathered so far, with one more of extra players, can
+ * each sit on one team of the given sizes.  Solo players fill whatever room
+ * is left, so only parties matter.
+ */
+static bool
+PartiesFit(const SearchState *s, const int *sizes, int extra)
+{
+	int			parties[MM_MAX_MATCH_SIZE];
+	int			room[MM_MAX_TEAMS];
+	int			n = 0;
+	int			k,
+				t,
+				budget = MM_PARTY_PLACEMENT_BUDGET;
+
+	for (k = 0; k < s->nchosen; k++)
+		if (s->tickets[s->chosen[k]].nplayers > 1)
+			parties[n++] = s->tickets[s->chosen[k]].nplayers;
+	parties[n++] = extra;
+	/* largest first (insertion sort: a match holds few parties) */
+	for (k = 1; k < n; k++)
+	{
+		int			p = parties[k];
+
+		for (t = k; t > 0 && parties[t - 1] < p; t--)
+			parties[t] = parties[t - 1];
+		parties[t] = p;
+	}
+	for (t = 0; t < s->config->nteams; t++)
+		room[t] = sizes[t];
+	return PlaceParties(parties, n, 0, room, s->config->nteams, &budget);
+}
+
 /*
  * Greedy: the anchor, then compatible candidates oldest first, until the
- * match holds target players.  Returns the players gathered.
+ * match holds target players.  With teams (sizes not NULL) a party joins only
+ * if every party can still sit on one team.  Returns the players gathered;
+ * *packing_skipped tells whether a party was left out for that reason.
  */
 static int
-Gather(SearchState *s, int target)
+Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 {
 	int			r;
 	int			k;
 
+	*packing_skipped = false;
 	for (r = 0; r < s->config->nrules; r++)
 		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
 			s->handlers[r]->state_init(s->context, &s->states[r]);
@@ -436,17 +534,28 @@ Gather(SearchState *s, int target)
 	s->chosen_players = 0;
 	if (s->tickets[s->anchor].nplayers > target || !TicketFits(s, &s->tickets[s->anchor]))
 		return 0;
+	if (sizes != NULL && s->tickets[s->anchor].nplayers > 1 &&
+		!PartiesFit(s, sizes, s->tickets[s->anchor].nplayers))
+		return 0;
 	TicketJoin(s, s->anchor);
 	for (k = 0; s->chosen_players < target; k++)
 	{
 		int			i = CandidateAt(s, k);
+		int			np;
 
 		if (i < 0)
 			break;
-		if (s->chosen_players + s->tickets[i].nplayers > target)
+		np = s->tickets[i].nplayers;
+		if (s->chosen_players + np > target)
 			continue;
-		if (TicketFits(s, &s->tickets[i]))
-			TicketJoin(s, i);
+		if (!TicketFits(s, &s->tickets[i]))
+			continue;
+		if (sizes != NULL && np > 1 && !PartiesFit(s, sizes, np))
+		{
+			*packing_skipped = true;
+			continue;
+		}
+		TicketJoin(s, i);
 	}
 	return s->chosen_players;
 }
@@ -642,8 +751,8 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 	m = &s->result->matches[s->result->nmatches++];
 	m->ntickets = s->nchosen;
 	m->nplayers = s->chosen_players;
-	m->tickets = palloc(sizeof(int) * s->nchosen);
-	m->ticket_team = palloc(sizeof(int) * s->nchosen);
+	m->tickets = MemoryContextAlloc(s->result_context, sizeof(int) * 2 * s->nchosen);
+	m->ticket_team = m->tickets + s->nchosen;
 	for (k = 0; k < s->nchosen; k++)
 	{
 		m->tickets[k] = s->chosen[k];
@@ -654,7 +763,8 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 
 	/* ticket rules: weighted closeness; region from the first latency rule */
 	m->region = -1;
-	m->rule_steps = palloc(sizeof(MmRuleStep) * Max(config->nrules, 1));
+	m->rule_steps = MemoryContextAlloc(s->result_context,
+									   sizeof(MmRuleStep) * Max(config->nrules, 1));
 	for (r = 0; r < config->nrules; r++)
 	{
 		const MmRuleConfig *rule = &config->rules[r];
@@ -705,7 +815,9 @@ SearchAnchor(SearchState *s)
 	if (config->nteams == 0)
 	{
 		/* free-for-all: as many as match_size.max allows, at least min */
-		if (Gather(s, config->match_max) >= config->match_min)
+		bool		packing_skipped;
+
+		if (Gather(s, config->match_max, NULL, &packing_skipped) >= config->match_min)
 			EmitMatch(s, 0, 0);
 		return;
 	}
@@ -717,14 +829,19 @@ SearchAnchor(SearchState *s)
 					weight_sum = 0,
 					team_spread = 0;
 		int			got;
+		bool		packing_skipped;
 
 		if (total > reachable || !EvenTeamSizes(config, total, max_spread, s->team_size))
 			continue;
-		got = Gather(s, total);
+		got = Gather(s, total, s->team_size, &packing_skipped);
 		if (got < total)
 		{
-			/* a smaller target gathers the same tickets, up to got players */
-			reachable = got;
+			/*
+			 * A smaller target gathers the same tickets, up to got players,
+			 * unless other team sizes would have let a party in.
+			 */
+			if (!packing_skipped)
+				reachable = got;
 			continue;
 		}
 		if (!FormTeams(s, s->team_size, &team_spread))
@@ -749,13 +866,19 @@ SearchAnchor(SearchState *s)
 	}
 }
 
+/* Anchors oldest first; see the file header and match_search.h. */
 MmSearchResult *
 MmSearchMatches(const MmRuleContext *context, MmTicket *tickets, int ntickets)
 {
 	SearchState s;
 	int			a;
+	MemoryContext result_context = CurrentMemoryContext;
+	MemoryContext scratch;
 
-	SearchInit(&s, context, tickets, ntickets);
+	/* the pool structures go when the search ends; the matches stay */
+	scratch = AllocSetContextCreate(result_context, "mm match search", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(scratch);
+	SearchInit(&s, context, tickets, ntickets, result_context);
 	for (a = 0; a < ntickets; a++)
 	{
 		if (s.dead[a])
@@ -765,5 +888,8 @@ MmSearchMatches(const MmRuleContext *context, MmTicket *tickets, int ntickets)
 		s.anchor = a;
 		SearchAnchor(&s);
 	}
+	s.result->scratch_bytes = (int64) MemoryContextMemAllocated(scratch, true);
+	MemoryContextSwitchTo(result_context);
+	MemoryContextDelete(scratch);
 	return s.result;
 }

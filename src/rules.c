@@ -37,7 +37,11 @@ ClosenessOf(double used, double allowed)
 	return c;
 }
 
-/* A jsonb number as a double; false when it is not a finite number. */
+/*
+ * A jsonb number as a double; false when it is not a finite number.  Whole
+ * numbers within int4 (skills, latencies) take a fast exact path; others go
+ * through numeric's text conversion.
+ */
 static bool
 JsonbNumberValue(const JsonbValue *v, double *result)
 {
@@ -45,8 +49,19 @@ JsonbNumberValue(const JsonbValue *v, double *result)
 
 	if (v == NULL || v->type != jbvNumeric)
 		return false;
+	if (DatumGetInt32(DirectFunctionCall1(numeric_scale, NumericGetDatum(v->val.numeric))) == 0)
+	{
+		bool		error = false;
+		int32		i = numeric_int4_opt_error(v->val.numeric, &error);
+
+		if (!error)
+		{
+			*result = (double) i;
+			return true;
+		}
+	}
 	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
-											 NumericGetDatum(v->val.numeric)));
+										   NumericGetDatum(v->val.numeric)));
 	if (isnan(d) || isinf(d))
 		return false;
 	*result = d;
@@ -171,6 +186,7 @@ DifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	value->number = merged;
 }
 
+/* An empty range: no value has joined yet. */
 static void
 RangeStateInit(const MmRuleContext *context, MmRuleState *state)
 {
@@ -192,6 +208,7 @@ DifferenceCanAdd(const MmRuleContext *context, const MmRuleState *state,
 	return Max(state->max, value->number) - Min(state->min, value->number) <= threshold;
 }
 
+/* Widens the range with a joining ticket's value. */
 static void
 DifferenceAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
 {
@@ -252,6 +269,7 @@ StringEqualityExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	}
 }
 
+/* No string chosen yet: the first present value sets it. */
 static void
 StringEqualityStateInit(const MmRuleContext *context, MmRuleState *state)
 {
@@ -259,6 +277,7 @@ StringEqualityStateInit(const MmRuleContext *context, MmRuleState *state)
 	state->string = NULL;
 }
 
+/* Joins with the same string, or matching anything. */
 static bool
 StringEqualityCanAdd(const MmRuleContext *context, const MmRuleState *state,
 					 const MmRuleValue *value, double threshold)
@@ -270,6 +289,7 @@ StringEqualityCanAdd(const MmRuleContext *context, const MmRuleState *state,
 	return !state->has_value || strcmp(state->string, value->string) == 0;
 }
 
+/* The first present string becomes the match's string. */
 static void
 StringEqualityAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
 {
@@ -307,14 +327,21 @@ InternRegion(MmRuleContext *context, const char *name, int len)
 	return context->nregions++;
 }
 
-/* Compares region latencies by region index, for the sorted ticket list. */
-static int
-CompareRegionLatency(const void *a, const void *b)
+/* Sorts a player's few regions by region index (insertion sort: 1 to ~10). */
+static void
+SortRegionLatencies(MmRegionLatency *list, int n)
 {
-	const MmRegionLatency *x = a;
-	const MmRegionLatency *y = b;
+	int			i,
+				j;
 
-	return (x->region > y->region) - (x->region < y->region);
+	for (i = 1; i < n; i++)
+	{
+		MmRegionLatency item = list[i];
+
+		for (j = i; j > 0 && list[j - 1].region > item.region; j--)
+			list[j] = list[j - 1];
+		list[j] = item;
+	}
 }
 
 /*
@@ -383,7 +410,7 @@ LatencyExtract(MmRuleContext *context, const MmRuleConfig *rule,
 					nmine++;
 				}
 			}
-			qsort(mine, nmine, sizeof(MmRegionLatency), CompareRegionLatency);
+			SortRegionLatencies(mine, nmine);
 		}
 
 		if (!any_reported)
@@ -485,6 +512,7 @@ LatencyCanAdd(const MmRuleContext *context, const MmRuleState *state,
 	return false;
 }
 
+/* Raises each region's worst latency; closes regions the ticket cannot play in. */
 static void
 LatencyAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
 {
@@ -528,6 +556,7 @@ LatencyCloseness(const MmRuleContext *context, const MmRuleState *state, double 
 	return ClosenessOf(worst, threshold);
 }
 
+/* The open region with the lowest worst latency (see rules.h). */
 int
 MmBestRegion(const MmRuleContext *context, const MmRuleState *state, double *worst)
 {
@@ -551,6 +580,7 @@ MmBestRegion(const MmRuleContext *context, const MmRuleState *state, double *wor
 
 /* ---- team_difference: max between the teams' average values -------------- */
 
+/* Each player's number; the team averages are taken after teams exist. */
 static void
 TeamDifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 					  const MmPlayerInput *players, int nplayers, MmRuleValue *value)
@@ -611,6 +641,7 @@ TeamDifferenceCheck(const MmRuleConfig *rule, int rule_index, const MmTeamsView 
 
 /* ---- team_size_balance: max_difference between team sizes ---------------- */
 
+/* Rules that read nothing from the players (team_size_balance). */
 static void
 NoValueExtract(MmRuleContext *context, const MmRuleConfig *rule,
 			   const MmPlayerInput *players, int nplayers, MmRuleValue *value)
@@ -618,6 +649,7 @@ NoValueExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	value->kind = MM_VALUE_PRESENT;
 }
 
+/* The spread between the largest and the smallest team. */
 static bool
 TeamSizeBalanceCheck(const MmRuleConfig *rule, int rule_index, const MmTeamsView *teams,
 					 double threshold, double *closeness)
@@ -653,6 +685,7 @@ static const MmRuleHandler RuleHandlers[] = {
 	NoValueExtract, NULL, NULL, NULL, NULL, TeamSizeBalanceCheck},
 };
 
+/* The handler of a rule type, from the table above. */
 const MmRuleHandler *
 MmRuleHandlerFor(MmRuleType type)
 {
@@ -667,6 +700,7 @@ MmRuleHandlerFor(MmRuleType type)
 	return NULL;				/* keep the compiler quiet */
 }
 
+/* Starts a per-tick context with no region known yet. */
 void
 MmRuleContextInit(MmRuleContext *context, const MmQueueConfig *config)
 {
@@ -676,6 +710,7 @@ MmRuleContextInit(MmRuleContext *context, const MmQueueConfig *config)
 	context->regions = palloc(sizeof(char *) * context->regions_allocated);
 }
 
+/* Every rule's value of one ticket, through its handler. */
 void
 MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
 					  const MmPlayerInput *players, int nplayers)

@@ -52,15 +52,12 @@ typedef struct Balancer
 	double		eps;			/* spreads closer than this count as equal */
 
 	/*
-	 * Size rules.  Exact: team t has exactly cap[t] players.  Free: every
-	 * team has size_lo..size_hi players and the largest and smallest teams
-	 * differ by at most size_diff.
+	 * Team t gets exactly cap[t] players: the given sizes, or (free sizes)
+	 * each candidate size vector in turn.  exact_sizes says the sizes were
+	 * given, so team numbers carry meaning.
 	 */
 	bool		exact_sizes;
 	int			cap[MM_BALANCE_MAX_PLAYERS];
-	int			size_lo;
-	int			size_hi;
-	int			size_diff;
 
 	/* Current partial assignment. */
 	int			team_size[MM_BALANCE_MAX_PLAYERS];
@@ -411,10 +408,10 @@ ImproveBySwaps(Balancer *b)
 
 /*
  * Lower bound of the final spread below the current partial assignment at
- * depth d (units d.. still to place), or +Infinity when the size rules can
- * no longer be met.  Team t still receives m players; its final total lies
- * between its total plus the m weakest and plus the m strongest remaining
- * ratings, and the strongest final total is at least the average.
+ * depth d (units d.. still to place).  Team t still receives m = cap[t] -
+ * size players; its final total lies between its total plus the m weakest and
+ * plus the m strongest remaining ratings, and the strongest final total is at
+ * least the average (the weakest at most).
  */
 static double
 SpreadLowerBound(const Balancer *b, int d)
@@ -424,41 +421,18 @@ SpreadLowerBound(const Balancer *b, int d)
 	double		avg = b->rating_total / b->k;
 	double		max_low = -INFINITY;
 	double		min_high = INFINITY;
-	int			need_sum = 0;
-	int			room_sum = 0;
 
 	for (int t = 0; t < b->k; t++)
 	{
-		int			mlo,
-					mhi;
-		double		low = INFINITY;
-		double		high = -INFINITY;
+		int			m = b->cap[t] - b->team_size[t];
 
-		if (b->exact_sizes)
-			mlo = mhi = b->cap[t] - b->team_size[t];
-		else
-		{
-			mlo = Max(0, b->size_lo - b->team_size[t]);
-			mhi = Min(r, b->size_hi - b->team_size[t]);
-		}
-		if (mlo > mhi || mlo > r)
-			return INFINITY;
-		need_sum += mlo;
-		room_sum += mhi;
-		for (int m = mlo; m <= mhi; m++)
-		{
-			low = Min(low, pre[m]);
-			high = Max(high, pre[r] - pre[r - m]);
-		}
-		max_low = Max(max_low, b->team_total[t] + low);
-		min_high = Min(min_high, b->team_total[t] + high);
+		max_low = Max(max_low, b->team_total[t] + pre[m]);
+		min_high = Min(min_high, b->team_total[t] + (pre[r] - pre[r - m]));
 	}
-	if (need_sum > r || room_sum < r)
-		return INFINITY;
 	return Max(max_low, avg) - Min(min_high, avg);
 }
 
-/* Depth-first branch and bound over units d.. (exact mode). */
+/* Depth-first branch and bound over units d.. under the capacities cap[]. */
 static void
 BranchAndBound(Balancer *b, int d)
 {
@@ -470,25 +444,10 @@ BranchAndBound(Balancer *b, int d)
 
 	if (d == b->unit_count)
 	{
-		if (!b->exact_sizes)
-		{
-			int			smallest = b->team_size[0];
-			int			largest = b->team_size[0];
-
-			for (int t = 1; t < b->k; t++)
-			{
-				smallest = Min(smallest, b->team_size[t]);
-				largest = Max(largest, b->team_size[t]);
-			}
-			if (smallest < b->size_lo || largest - smallest > b->size_diff)
-				return;
-		}
 		OfferSolution(b);
 		return;
 	}
-	if (b->found && SpreadLowerBound(b, d) >= b->best_spread - b->eps)
-		return;
-	if (!b->found && isinf(SpreadLowerBound(b, d)))
+	if (SpreadLowerBound(b, d) >= b->best_spread - b->eps)
 		return;
 
 	size = b->units[d].size;
@@ -496,15 +455,15 @@ BranchAndBound(Balancer *b, int d)
 	for (int i = 0; i < b->k; i++)
 	{
 		int			t = order[i];
-		int			limit = b->exact_sizes ? b->cap[t] : b->size_hi;
 		bool		same = false;
 
-		if (b->team_size[t] + size > limit)
+		if (b->team_size[t] + size > b->cap[t])
 			continue;
 
 		/*
 		 * Symmetry: a team in exactly the same state as one already tried
-		 * here (typically two empty teams) leads to mirror-image solutions.
+		 * here (typically two empty teams of the same size) leads to
+		 * mirror-image solutions.
 		 */
 		for (int j = 0; j < tried_count && !same; j++)
 		{
@@ -512,7 +471,7 @@ BranchAndBound(Balancer *b, int d)
 
 			same = b->team_size[o] == b->team_size[t] &&
 				b->team_total[o] == b->team_total[t] &&
-				(!b->exact_sizes || b->cap[o] == b->cap[t]);
+				b->cap[o] == b->cap[t];
 		}
 		if (same)
 			continue;
@@ -548,26 +507,47 @@ PrepareBounds(Balancer *b, const double *ratings)
 }
 
 /*
- * Enumerates team size vectors (non-increasing, every team at least one
- * player, largest minus smallest at most diff) and stops at the first under
- * which the parties can be placed; cap[] then holds it.  pos is the team
- * being sized, left the players still to distribute.
+ * Solves under the capacities in cap[]: the heuristic, then (exact) the
+ * branch and bound.  Returns false when the parties do not fit.
  */
 static bool
-TrySizeVectors(Balancer *b, int pos, int left, int diff)
+SolveWithCapacities(Balancer *b, bool exact)
+{
+	if (!GreedyFill(b))
+		return false;
+	ImproveBySwaps(b);
+	OfferSolution(b);
+	if (exact)
+	{
+		ClearTeams(b);
+		BranchAndBound(b, 0);
+	}
+	return true;
+}
+
+/*
+ * Free sizes: enumerates team size vectors (non-increasing, every team at
+ * least one player, largest minus smallest at most diff) and solves under
+ * each in which the parties fit: all of them when exact, else only the first.
+ * pos is the team being sized, left the players still to distribute.
+ */
+static void
+TrySizeVectors(Balancer *b, int pos, int left, int diff, bool exact)
 {
 	int			teams_left = b->k - pos;
 	int			upper = pos == 0 ? left : Min(b->cap[pos - 1], left);
 	int			lower = pos == 0 ? 1 : Max(1, b->cap[0] - diff);
 
 	if (++b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
-		return false;
+		return;
 	if (teams_left == 1)
 	{
-		if (left < lower || left > upper)
-			return false;
-		b->cap[pos] = left;
-		return GreedyFill(b);
+		if (left >= lower && left <= upper)
+		{
+			b->cap[pos] = left;
+			SolveWithCapacities(b, exact);
+		}
+		return;
 	}
 	/* most even first: the smallest possible largest team */
 	for (int s = (left + teams_left - 1) / teams_left; s <= upper; s++)
@@ -581,12 +561,10 @@ TrySizeVectors(Balancer *b, int pos, int left, int diff)
 			(long) (teams_left - 1) * rest_lower > left - s)
 			continue;
 		b->cap[pos] = s;
-		if (TrySizeVectors(b, pos + 1, left - s, diff))
-			return true;
-		if (b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
-			return false;
+		TrySizeVectors(b, pos + 1, left - s, diff, exact);
+		if ((b->found && !exact) || b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
+			return;
 	}
-	return false;
 }
 
 /*
@@ -634,6 +612,7 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 	int			k = input->team_count;
 	int			largest_unit = 0;
 	double		abs_total = 0.0;
+	bool		exact;
 
 	if (n < 1 || n > MM_BALANCE_MAX_PLAYERS || k < 2 || k > n)
 		return false;
@@ -684,9 +663,16 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 			b.unit_of[p] = old_to_new[b.unit_of[p]];
 	}
 
+	exact = n <= MM_BALANCE_EXACT_MAX;
+	if (exact)
+		PrepareBounds(&b, input->ratings);
+	b.found = false;
+	b.placement_nodes = 0;
+
 	if (b.exact_sizes)
 	{
 		int			sum = 0;
+		int			largest_team = 0;
 
 		for (int t = 0; t < k; t++)
 		{
@@ -694,41 +680,23 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 				return false;
 			b.cap[t] = input->team_size[t];
 			sum += b.cap[t];
+			largest_team = Max(largest_team, b.cap[t]);
 		}
-		b.placement_nodes = 0;
-		if (sum != n || !GreedyFill(&b))
+		if (sum != n || largest_unit > largest_team ||
+			!SolveWithCapacities(&b, exact))
 			return false;
 	}
 	else
 	{
-		/* the smallest size difference the parties allow */
-		int			diff = n % k == 0 ? 0 : 1;
-
-		if (largest_unit > n - (k - 1))
+		/* sizes as even as the parties allow, then the best spread */
+		if (b.unit_count < k)
 			return false;		/* some team would stay empty */
-		b.placement_nodes = 0;
-		for (;; diff++)
+		for (int diff = n % k == 0 ? 0 : 1; !b.found; diff++)
 		{
-			if (TrySizeVectors(&b, 0, n, diff))
-				break;
 			if (diff >= n || b.placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
 				return false;
+			TrySizeVectors(&b, 0, n, diff, exact);
 		}
-		b.size_diff = diff;
-		b.size_lo = Max(1, (n + k - 1) / k - diff);
-		b.size_hi = n / k + diff;
-	}
-
-	/* GreedyFill left a valid assignment: improve it, keep it as the seed */
-	ImproveBySwaps(&b);
-	b.found = false;
-	OfferSolution(&b);
-
-	if (n <= MM_BALANCE_EXACT_MAX)
-	{
-		PrepareBounds(&b, input->ratings);
-		ClearTeams(&b);
-		BranchAndBound(&b, 0);
 	}
 
 	for (int p = 0; p < n; p++)
