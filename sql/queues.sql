@@ -54,6 +54,13 @@ SELECT r AS rule FROM jsonb_array_elements(mm.validate_queue_config('{"match_siz
    "expansion": {"every_seconds": 5, "delta": 10}},
   {"name": "sizes", "type": "team_size_balance", "max_difference": 0,
    "expansion": {"every_seconds": 20, "steps": [1, 2]}}]}')->'rules') AS r;
+-- team_size_balance's linear expansion stops at 200 players (an int) without a limit
+SELECT mm.validate_queue_config('{"teams": [{"name": "a", "min": 1, "max": 4}, {"name": "b", "min": 1, "max": 4}],
+  "rules": [{"name": "sizes", "type": "team_size_balance", "max_difference": 0,
+             "expansion": {"every_seconds": 20, "delta": 1}}]}') #> '{rules,0,expansion}' AS expansion;
+SELECT mm.rule_threshold('{"teams": [{"name": "a", "min": 1, "max": 4}, {"name": "b", "min": 1, "max": 4}],
+  "rules": [{"name": "sizes", "type": "team_size_balance", "max_difference": 0,
+             "expansion": {"every_seconds": 1, "delta": 7}}]}', 'sizes', 1e12) AS far_future;
 
 --
 -- Teams and match_size.  Without match_size it comes from the teams; with

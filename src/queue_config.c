@@ -214,7 +214,8 @@ ReadExpansion(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 		MissingKey(path, "delta", "(linear expansion) unless steps are given (custom expansion)");
 	e->kind = MM_EXPANSION_LINEAR;
 	WITH_KEY(path, "delta", e->delta = ReadExpansionValue(path, v, rule));
-	e->limit = get_float8_infinity();
+	/* a player count never needs more than the largest match: keep it an int */
+	e->limit = rule->type == MM_RULE_TEAM_SIZE_BALANCE ? MM_MAX_MATCH_SIZE : get_float8_infinity();
 	if ((v = MmJsonGet(f, lengthof(f), "limit")))
 	{
 		WITH_KEY(path, "limit",
