@@ -764,6 +764,7 @@ TickQueueGuarded(const char *queue, TimestampTz now, MemoryContext caller_contex
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 errmsg("mm.tick skipped queue \"%s\": %s", queue, edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) :
 				 errdetail("The tick of this queue was rolled back; the other queues were ticked."),
 				 edata->hint ? errhint("%s", edata->hint) : 0));
 		FreeErrorData(edata);
