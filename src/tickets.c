@@ -59,6 +59,13 @@ static SPIPlanPtr queue_config_plan = NULL;
 /*
  * The parsed config of a queue, from the cache when the same command already
  * read it, else from mm.queues.  Raises 42704 when the queue does not exist.
+ *
+ * Read without a row lock, on purpose: a ticket validated against the config
+ * an mm.alter_queue is replacing is no different from the tickets already
+ * searching when the alter commits, which stay and are never re-validated
+ * (the tick treats a value a new rule lacks as missing).  A FOR SHARE here
+ * would only make every ticket insert wait for an alter and write a row lock
+ * on the queue per command.
  */
 static MmQueueConfig *
 GetQueueConfig(const char *queue)
