@@ -428,7 +428,7 @@ CREATE FUNCTION mm.drop_queue(name text, force boolean DEFAULT false) RETURNS vo
 	AS $$
 DECLARE
 	active_count bigint;
-	ticket_id bigint;
+	cancelled_ids bigint[];
 BEGIN
 	-- FOR UPDATE also blocks new tickets (their foreign key check locks the row)
 	PERFORM FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) drop_queue.name FOR UPDATE;
@@ -448,15 +448,18 @@ BEGIN
 												 active_count),
 					  HINT = 'Cancel them first, or call mm.drop_queue(name, force => true) to cancel them.';
 		END IF;
-		-- cancel each like mm.cancel_ticket, so every client hears of it
-		FOR ticket_id IN
-			SELECT t.id FROM mm.tickets t
+		-- cancel them all in one statement (the queue row lock keeps new
+		-- tickets out; a ticket locked by a tick is waited for), then tell
+		-- every client in ticket_cancelled events split under 8000 bytes
+		WITH cancelled AS (
+			UPDATE mm.tickets t SET status = 'cancelled', updated_at = pg_catalog.now()
 			 WHERE t.queue OPERATOR(pg_catalog.=) drop_queue.name
 			   AND t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed'])
-			 ORDER BY t.id
-		LOOP
-			PERFORM mm.cancel_ticket(ticket_id);
-		END LOOP;
+			RETURNING t.id)
+		SELECT pg_catalog.array_agg(c.id ORDER BY c.id) INTO cancelled_ids FROM cancelled c;
+		IF cancelled_ids IS NOT NULL THEN
+			PERFORM mm.notify_ticket_event('ticket_cancelled', drop_queue.name, cancelled_ids);
+		END IF;
 	END IF;
 
 	-- tickets, their players, matches and match players go with the queue
@@ -678,6 +681,13 @@ LANGUAGE C VOLATILE STRICT
 AS 'MODULE_PATHNAME', 'mm_last_tick_stats';
 COMMENT ON FUNCTION mm.last_tick_stats() IS
 'Per queue, what the last mm.tick() of this session did: tickets, matches, phase timings and peak memory';
+
+CREATE FUNCTION mm.notify_ticket_event(event text, queue text, tickets bigint[])
+RETURNS void
+LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'mm_notify_ticket_event';
+COMMENT ON FUNCTION mm.notify_ticket_event(text, text, bigint[]) IS
+'Queues ticket_cancelled or ticket_timed_out events on mm_events for the tickets, split under 8000 bytes; sent at commit';
 
 
 -- ===================================================================

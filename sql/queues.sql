@@ -43,7 +43,8 @@ SELECT jsonb_pretty(mm.validate_queue_config('{
 
 -- The smallest config, and every rule type with its options.
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}}');
-SELECT r AS rule FROM jsonb_array_elements(mm.validate_queue_config('{"match_size": {"min": 2, "max": 8}, "rules": [
+SELECT r AS rule FROM jsonb_array_elements(mm.validate_queue_config('{"match_size": {"min": 2, "max": 8},
+  "teams": [{"name": "a", "min": 1, "max": 4}, {"name": "b", "min": 1, "max": 4}], "rules": [
   {"name": "mode", "type": "string_equality", "attribute": "prefs.mode", "default": "classic"},
   {"name": "map", "type": "string_equality", "attribute": "map", "when_missing": "match_any"},
   {"name": "lvl", "type": "difference", "attribute": "level", "max": 5, "merge": "max",
@@ -53,6 +54,13 @@ SELECT r AS rule FROM jsonb_array_elements(mm.validate_queue_config('{"match_siz
    "expansion": {"every_seconds": 5, "delta": 10}},
   {"name": "sizes", "type": "team_size_balance", "max_difference": 0,
    "expansion": {"every_seconds": 20, "steps": [1, 2]}}]}')->'rules') AS r;
+-- team_size_balance's linear expansion stops at 200 players (an int) without a limit
+SELECT mm.validate_queue_config('{"teams": [{"name": "a", "min": 1, "max": 4}, {"name": "b", "min": 1, "max": 4}],
+  "rules": [{"name": "sizes", "type": "team_size_balance", "max_difference": 0,
+             "expansion": {"every_seconds": 20, "delta": 1}}]}') #> '{rules,0,expansion}' AS expansion;
+SELECT mm.rule_threshold('{"teams": [{"name": "a", "min": 1, "max": 4}, {"name": "b", "min": 1, "max": 4}],
+  "rules": [{"name": "sizes", "type": "team_size_balance", "max_difference": 0,
+             "expansion": {"every_seconds": 1, "delta": 7}}]}', 'sizes', 1e12) AS far_future;
 
 --
 -- Teams and match_size.  Without match_size it comes from the teams; with
@@ -200,6 +208,14 @@ SELECT c.n, c.label, pg_temp.check_config(c.config) AS result
 	(143, 'step huge', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "p", "type": "latency", "max_ms": 1, "expansion": {"every_seconds": 5, "steps": [1e300]}}]}'),
 	(144, 'null before a number', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "p", "type": "latency", "max_ms": 1, "expansion": {"every_seconds": 5, "steps": [null, 5]}}]}'),
 	(145, 'expansion unknown key', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "p", "type": "latency", "max_ms": 1, "expansion": {"every_seconds": 5, "deltaa": 1}}]}'),
+	-- team rules need teams (the tick has no teams to compare in a free-for-all)
+	(128, 'team_difference without teams', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "t", "type": "team_difference", "attribute": "skill", "max": 1}]}'),
+	(129, 'team_size_balance without teams', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "s", "type": "latency", "max_ms": 1}, {"name": "b", "type": "team_size_balance", "max_difference": 1}]}'),
+	-- team_size_balance counts players: its expansion takes integers 0..200
+	(146, 'team_size_balance delta fraction', '{"teams": [{"name": "a", "min": 1, "max": 2}, {"name": "b", "min": 1, "max": 2}], "rules": [{"name": "b", "type": "team_size_balance", "max_difference": 0, "expansion": {"every_seconds": 5, "delta": 0.5}}]}'),
+	(147, 'team_size_balance limit 1e12', '{"teams": [{"name": "a", "min": 1, "max": 2}, {"name": "b", "min": 1, "max": 2}], "rules": [{"name": "b", "type": "team_size_balance", "max_difference": 0, "expansion": {"every_seconds": 5, "delta": 1, "limit": 1e12}}]}'),
+	(148, 'team_size_balance step 201', '{"teams": [{"name": "a", "min": 1, "max": 2}, {"name": "b", "min": 1, "max": 2}], "rules": [{"name": "b", "type": "team_size_balance", "max_difference": 0, "expansion": {"every_seconds": 5, "steps": [1, 201]}}]}'),
+	(149, 'team_size_balance step fraction', '{"teams": [{"name": "a", "min": 1, "max": 2}, {"name": "b", "min": 1, "max": 2}], "rules": [{"name": "b", "type": "team_size_balance", "max_difference": 0, "expansion": {"every_seconds": 5, "steps": [1.5, null]}}]}'),
 	-- the first problem wins: rules[1] is reported, not rules[2]
 	(150, 'first problem', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "a", "type": "latency", "max_ms": 1}, {"name": "b", "type": "latency", "max_ms": -1}, {"name": "c", "type": "latency"}]}'))
 	AS c(n, label, config)
@@ -208,6 +224,7 @@ SELECT c.n, c.label, pg_temp.check_config(c.config) AS result
 -- The errors as a client sees them, with their hints.
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "s", "type": "difference", "attribute": "skill", "max": 1, "wieght": 2}]}');
 SELECT mm.validate_queue_config(NULL);
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "t", "type": "team_difference", "attribute": "skill", "max": 1}]}');
 
 -- Limits that are still accepted: 64 rules, 64 steps, 100 teams, 200 players.
 SELECT jsonb_array_length(mm.validate_queue_config(jsonb_build_object('match_size', '{"min": 2, "max": 200}'::jsonb,
@@ -230,7 +247,8 @@ CREATE TEMP TABLE threshold_config AS SELECT '{"match_size": {"min": 2, "max": 4
   {"name": "region", "type": "latency", "max_ms": 50, "seconds_until_optional": 40,
    "expansion": {"every_seconds": 15, "steps": [60]}},
   {"name": "mode", "type": "string_equality", "attribute": "mode", "seconds_until_optional": 30},
-  {"name": "fixed", "type": "team_size_balance", "max_difference": 1}]}'::jsonb AS config;
+  {"name": "fixed", "type": "team_size_balance", "max_difference": 1}],
+  "teams": [{"name": "a", "min": 1, "max": 2}, {"name": "b", "min": 1, "max": 2}]}'::jsonb AS config;
 
 -- linear, capped at limit 220 (step 3 reaches it and stays)
 SELECT age, mm.rule_threshold(config, 'skill', age)

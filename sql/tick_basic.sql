@@ -124,4 +124,63 @@ ROLLBACK;
 SELECT * FROM pg_temp.tickets('tb_empty');
 SELECT count(*) FROM mm.matches WHERE queue = 'tb_empty';
 
-SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['tb_ffa', 'tb_all_1', 'tb_all_2', 'tb_empty']) q;
+--
+-- Rows the validation trigger would have refused (it is disabled here, as
+-- for a corrupt table): the tick copes.
+--
+ALTER TABLE mm.tickets DISABLE TRIGGER tickets_validate;
+
+-- A ticket created at -infinity is infinitely old: its rules are fully
+-- expanded (the age is computed without overflow), so x and y match.
+SELECT mm.create_queue('tb_inf', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 0,
+             "expansion": {"every_seconds": 1, "delta": 1000}}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tb_inf', '[{"id": "inf_x", "attributes": {"skill": 0}}]', '-infinity'),
+  ('tb_inf', '[{"id": "inf_y", "attributes": {"skill": 500}}]', '2026-01-01 00:00:00+00');
+SELECT mm.tick('tb_inf', '2026-01-01 00:00:00+00');
+SELECT * FROM pg_temp.matches('tb_inf');
+
+-- One queue whose tick fails (a ticket without players) does not stop a tick
+-- of all queues: that queue's tick is rolled back (its old ticket is not
+-- timed out) and reported as a WARNING, and the other queues are ticked.
+SELECT mm.create_queue('tb_bad', '{"match_size": {"min": 2, "max": 2}, "ticket_timeout_seconds": 60}');
+SELECT mm.create_queue('tb_good', '{"match_size": {"min": 2, "max": 2}}');
+INSERT INTO mm.tickets (id, queue, players, created_at) VALUES
+  (990001, 'tb_bad', '[]', '2026-01-01 00:00:00+00');
+ALTER TABLE mm.tickets ENABLE TRIGGER tickets_validate;
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tb_bad', '[{"id": "bad_old"}]', '2025-12-31 00:00:00+00'),
+  ('tb_good', '[{"id": "good_1"}]', '2026-01-01 00:00:00+00'),
+  ('tb_good', '[{"id": "good_2"}]', '2026-01-01 00:00:01+00');
+-- (tb_empty's r1 and r2, whose earlier tick was rolled back, match too)
+SELECT mm.tick(NULL, '2026-01-01 00:00:05+00') AS total \gset
+SELECT :total = sum(matches) AS total_is_sum FROM mm.last_tick_stats();
+SELECT queue, tickets_loaded, tickets_timed_out, matches FROM mm.last_tick_stats() WHERE queue LIKE 'tb\_%' ORDER BY queue;
+SELECT * FROM pg_temp.tickets('tb_bad');
+SELECT * FROM pg_temp.matches('tb_good');
+-- a tick of that queue alone raises the error
+SELECT mm.tick('tb_bad', '2026-01-01 00:00:05+00');
+
+-- Match ids are paired with their matches whatever order the identity
+-- hands them out in (here descending): each match's region is where its
+-- players are.
+SELECT last_value AS matches_seq_last, is_called AS matches_seq_called FROM mm.matches_id_seq \gset
+ALTER TABLE mm.matches ALTER COLUMN id SET INCREMENT BY -1 RESTART WITH 1000000;
+SELECT mm.create_queue('tb_ids', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "ping", "type": "latency", "max_ms": 50}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tb_ids', '[{"id": "ids_eu1", "latencies": {"eu": 10}}]', '2026-01-01 00:00:00+00'),
+  ('tb_ids', '[{"id": "ids_us1", "latencies": {"us": 10}}]', '2026-01-01 00:00:01+00'),
+  ('tb_ids', '[{"id": "ids_eu2", "latencies": {"eu": 20}}]', '2026-01-01 00:00:02+00'),
+  ('tb_ids', '[{"id": "ids_us2", "latencies": {"us": 20}}]', '2026-01-01 00:00:03+00');
+SELECT mm.tick('tb_ids', '2026-01-01 00:00:05+00');
+SELECT m.region, string_agg(mp.player_id, ' ' ORDER BY mp.player_id) AS players,
+	   bool_and(mp.player_id LIKE 'ids_' || m.region || '%') AS paired_right
+  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+ WHERE m.queue = 'tb_ids' GROUP BY m.id, m.region ORDER BY m.region;
+ALTER TABLE mm.matches ALTER COLUMN id SET INCREMENT BY 1;
+SELECT setval('mm.matches_id_seq', :matches_seq_last, :'matches_seq_called') > 0 AS sequence_restored;
+
+SELECT mm.drop_queue(q, force => true)
+  FROM unnest(ARRAY['tb_ffa', 'tb_all_1', 'tb_all_2', 'tb_empty', 'tb_inf', 'tb_bad', 'tb_good', 'tb_ids']) q;

@@ -143,6 +143,23 @@ SELECT dblink_disconnect('tick_other');
 -- the events of these ticks
 SELECT channel, pg_temp.readable(payload) FROM pg_temp.wait_events(1);
 
+-- drop_queue(force) cancels its tickets in one statement and announces them
+-- in a few ticket_cancelled events, split under 8000 bytes (not one per ticket)
+SELECT mm.create_queue('te_drop', '{"match_size": {"min": 2, "max": 2}}');
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT 'te_drop', format('[{"id": "drop%s"}]', g)::jsonb, '2026-01-01 00:00:00+00'
+  FROM generate_series(1, 2000) g;
+CREATE TEMP TABLE te_drop_tickets AS SELECT id FROM mm.tickets WHERE queue = 'te_drop';
+SELECT mm.drop_queue('te_drop', force => true);
+SELECT count(DISTINCT e.payload) BETWEEN 2 AND 10 AS batched,
+	   count(t) AS tickets,
+	   count(DISTINCT t) AS distinct_tickets,
+	   count(*) FILTER (WHERE t::text::bigint NOT IN (SELECT id FROM te_drop_tickets)) AS strangers,
+	   max(octet_length(payload::text)) < 8000 AS under_limit,
+	   bool_and(payload ->> 'event' = 'ticket_cancelled' AND payload ->> 'queue' = 'te_drop') AS all_cancelled
+  FROM pg_temp.wait_events(2, 2000) e, jsonb_array_elements(e.payload -> 'tickets') t;
+DELETE FROM mm.players WHERE id LIKE 'drop%';
+
 SELECT dblink_disconnect('tick_listener');
 SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['te_q', 'te_big', 'te_lock']) q;
 DROP EXTENSION dblink;

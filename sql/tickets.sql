@@ -192,6 +192,28 @@ SELECT mm.create_ticket('tk-teams', '[{"id": "tk-f3"}, {"id": "tk-f4"}]', '2026-
 ROLLBACK;
 
 --
+-- created_at and attribute numbers (at the end: refused inserts use up ids).
+--
+-- an infinite now (the ticket's created_at): the tick and the metrics subtract it
+SELECT mm.create_ticket('tk-teams', '[{"id": "tk-x1"}]', 'infinity');
+SELECT mm.create_ticket('tk-teams', '[{"id": "tk-x1"}]', '-infinity');
+SELECT pg_temp.try($$INSERT INTO mm.tickets (queue, players, created_at) VALUES ('tk-teams', '[{"id": "tk-x1"}]', 'infinity')$$);
+-- Every number in the attributes is range-checked, read by a rule or not:
+-- a rule added later by alter_queue would read it.
+SELECT c.n, c.label, pg_temp.check_ticket(c.queue, c.players) AS result
+  FROM (VALUES
+	(51, 'unused attribute huge', 'tk-teams', '[{"id": "tk-n1", "attributes": {"skill": 1e308}}]'::jsonb),
+	(52, 'unused attribute nested in an array', 'tk-teams', '[{"id": "tk-n1", "attributes": {"a": {"b": [1, 2, -1.5e12]}}}]'),
+	(53, 'unused attribute of the second player', 'tk-ffa', '[{"id": "tk-n1", "attributes": {"skill": 1}, "latencies": {"eu": 1}}, {"id": "tk-n2", "attributes": {"skill": 1, "xp": -1e13}, "latencies": {"eu": 1}}]'))
+	AS c(n, label, queue, players)
+ ORDER BY c.n;
+SELECT mm.create_ticket('tk-teams', '[{"id": "tk-n1", "attributes": {"id": 76561198000000000}}]', '2026-01-01 10:00');
+-- numbers at the limit, in attributes no rule reads, are accepted
+BEGIN;
+SELECT mm.create_ticket('tk-teams', '[{"id": "tk-x1", "attributes": {"xp": 1e12, "h": [-1e12, 0.5]}}]', '2026-01-01 10:00') > 0 AS accepted;
+ROLLBACK;
+
+--
 -- Clean up.
 --
 SELECT mm.drop_queue('tk-ffa', force => true);

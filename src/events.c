@@ -8,8 +8,12 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/json.h"
 
@@ -133,4 +137,47 @@ MmNotifyTickets(const char *event, const char *queue, int ntickets, const int64 
 		Async_Notify(MM_EVENTS_CHANNEL, buf.data);
 	}
 	pfree(buf.data);
+}
+
+PG_FUNCTION_INFO_V1(mm_notify_ticket_event);
+
+/*
+ * mm.notify_ticket_event(event text, queue text, tickets bigint[]) RETURNS void
+ *
+ * Queues a ticket event for SQL callers (mm.drop_queue's bulk cancel), split
+ * under the payload limit exactly as the tick's ticket_timed_out.
+ */
+Datum
+mm_notify_ticket_event(PG_FUNCTION_ARGS)
+{
+	char	   *event = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *queue = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(2);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n,
+				i;
+	int64	   *ids;
+
+	if (strcmp(event, "ticket_cancelled") != 0 && strcmp(event, "ticket_timed_out") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("event must be ticket_cancelled or ticket_timed_out")));
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("tickets must be a one-dimensional array")));
+	deconstruct_array(array, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, &nulls, &n);
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("tickets must not contain nulls")));
+		ids[i] = DatumGetInt64(elems[i]);
+	}
+	MmNotifyTickets(event, queue, n, ids);
+	PG_RETURN_VOID();
 }

@@ -147,6 +147,19 @@ ReadAttribute(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	rule->attribute_path = keys;
 }
 
+/*
+ * A threshold value of an expansion (delta, limit, a step).  team_size_balance
+ * counts players, so its thresholds are integers 0..MM_MAX_MATCH_SIZE like
+ * its max_difference (the balancer works on int); others are numbers >= 0.
+ */
+static double
+ReadExpansionValue(MmJsonPath *path, JsonbValue *value, const MmRuleConfig *rule)
+{
+	if (rule->type == MM_RULE_TEAM_SIZE_BALANCE)
+		return MmJsonInteger(path, value, 0, MM_MAX_MATCH_SIZE);
+	return MmJsonNumber(path, value, 0, false, MM_JSON_MAX_NUMBER);
+}
+
 /* Parses an "expansion" object of a rule. */
 static void
 ReadExpansion(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
@@ -190,7 +203,7 @@ ReadExpansion(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 			else if (step->type != jbvNumeric)
 				MmJsonError(path, "must be a number or null");
 			else
-				e->steps[i] = MmJsonNumber(path, step, 0, false, MM_JSON_MAX_NUMBER);
+				e->steps[i] = ReadExpansionValue(path, step, rule);
 			MmJsonPathPop(path, o2);
 			MmJsonPathPop(path, o1);
 		}
@@ -200,12 +213,13 @@ ReadExpansion(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	if (!(v = MmJsonGet(f, lengthof(f), "delta")))
 		MissingKey(path, "delta", "(linear expansion) unless steps are given (custom expansion)");
 	e->kind = MM_EXPANSION_LINEAR;
-	WITH_KEY(path, "delta", e->delta = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
-	e->limit = get_float8_infinity();
+	WITH_KEY(path, "delta", e->delta = ReadExpansionValue(path, v, rule));
+	/* a player count never needs more than the largest match: keep it an int */
+	e->limit = rule->type == MM_RULE_TEAM_SIZE_BALANCE ? MM_MAX_MATCH_SIZE : get_float8_infinity();
 	if ((v = MmJsonGet(f, lengthof(f), "limit")))
 	{
 		WITH_KEY(path, "limit",
-				 e->limit = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER);
+				 e->limit = ReadExpansionValue(path, v, rule);
 				 if (e->limit < rule->threshold)
 				 MmJsonError(path, "must be >= the rule's base threshold (%s)",
 							 float8out_internal(rule->threshold)));
@@ -570,6 +584,14 @@ MmParseQueueConfig(Jsonb *jb)
 			int			o2 = MmJsonPathPushIndex(path, i);
 
 			ReadRule(path, getIthJsonbValueFromContainer(rules, i), &config->rules[i]);
+			/* the tick would skip them silently in a free-for-all */
+			if (config->nteams == 0 &&
+				(config->rules[i].type == MM_RULE_TEAM_DIFFERENCE ||
+				 config->rules[i].type == MM_RULE_TEAM_SIZE_BALANCE))
+				WITH_KEY(path, "type",
+						 MmJsonErrorHint(path, "Give the queue \"teams\", or use a difference rule for a free-for-all.",
+										 "rule type %s requires teams",
+										 rule_type_names[config->rules[i].type]));
 			for (j = 0; j < i; j++)
 				if (strcmp(config->rules[j].name, config->rules[i].name) == 0)
 					WITH_KEY(path, "name",

@@ -8,7 +8,9 @@
  * neither matched nor waited for), extract their rule values, search
  * (match_search.c, pure C), write matches, match players and ticket states in
  * bulk (arrays unnested by prepared plans kept across calls) and queue the
- * events, which PostgreSQL sends at commit.
+ * events, which PostgreSQL sends at commit.  The queue's config row is read
+ * FOR SHARE, so mm.alter_queue and mm.drop_queue wait for the tick's commit.
+ * In all-queues mode each queue runs in its own subtransaction.
  *
  * Memory: everything of one queue lives in a per-queue context deleted when
  * the queue is done, so nothing grows across queues or calls.
@@ -17,11 +19,13 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -30,6 +34,7 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "events.h"
@@ -70,6 +75,7 @@ static SPIPlanPtr PlanQueueConfig = NULL;
 static SPIPlanPtr PlanQueueNames = NULL;
 static SPIPlanPtr PlanTimeout = NULL;
 static SPIPlanPtr PlanLoad = NULL;
+static SPIPlanPtr PlanMatchIds = NULL;
 static SPIPlanPtr PlanInsertMatches = NULL;
 static SPIPlanPtr PlanInsertPlayers = NULL;
 static SPIPlanPtr PlanUpdateTickets = NULL;
@@ -106,13 +112,22 @@ PreparePlans(void)
 {
 	Oid			text1[] = {TEXTOID};
 	Oid			timeout_args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID};
+	Oid			int4_1[] = {INT4OID};
+	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
 
-	/* KEY SHARE: the queue cannot be dropped under the tick; alter may go on */
+	/*
+	 * FOR SHARE: conflicts with the UPDATE of mm.alter_queue and the FOR
+	 * UPDATE of mm.drop_queue, so a queue's config cannot change while a tick
+	 * of it is in flight (alter waits for the tick's commit), and a tick that
+	 * starts while an alter is in flight waits for it and reads the new
+	 * config.  Ticks share the lock (they exclude each other by the advisory
+	 * lock), and so do ticket inserts (their foreign key check takes KEY
+	 * SHARE).
+	 */
 	KeepPlan(&PlanQueueConfig,
-			 "SELECT config FROM mm.queues WHERE name OPERATOR(pg_catalog.=) $1 FOR KEY SHARE",
+			 "SELECT config FROM mm.queues WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE",
 			 1, text1);
 	KeepPlan(&PlanQueueNames, "SELECT name FROM mm.queues ORDER BY name", 0, NULL);
 	KeepPlan(&PlanTimeout,
@@ -132,12 +147,16 @@ PreparePlans(void)
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
 			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
 			 1, text1);
+	/* match ids are drawn first, so each is paired with its match by position */
+	KeepPlan(&PlanMatchIds,
+			 "SELECT pg_catalog.nextval(CAST('mm.matches_id_seq' AS pg_catalog.regclass))"
+			 " FROM pg_catalog.generate_series(1, $1)",
+			 1, int4_1);
 	KeepPlan(&PlanInsertMatches,
-			 "INSERT INTO mm.matches (queue, status, created_at, updated_at, region, quality, rule_steps)"
-			 " SELECT $1, 'ready', $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb)"
-			 " FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) WITH ORDINALITY AS u(region, quality, steps, ord)"
-			 " ORDER BY u.ord RETURNING id",
-			 5, matches_args);
+			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps)"
+			 " SELECT u.id, $1, 'ready', $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb)"
+			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(id, region, quality, steps)",
+			 6, matches_args);
 	KeepPlan(&PlanInsertPlayers,
 			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)"
 			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team"
@@ -379,6 +398,8 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			Jsonb	   *jb;
 			TimestampTz created_at;
 
+			/* parsing 100k tickets takes a while: let a cancel or timeout act */
+			CHECK_FOR_INTERRUPTS();
 			if (n == allocated)
 			{
 				allocated *= 2;
@@ -387,7 +408,8 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			ticket = &tickets[n++];
 			ticket->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
 			created_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull));
-			ticket->age_seconds = Max(0.0, (double) (now - created_at) / USECS_PER_SEC);
+			/* in double: int64 now - created_at can overflow (-infinity) */
+			ticket->age_seconds = Max(0.0, ((double) now - (double) created_at) / USECS_PER_SEC);
 			raw = SPI_getbinval(tuple, desc, 3, &isnull);
 			jb = DatumGetJsonbP(raw);
 			ParseTicket(context, ticket, jb, players);
@@ -456,7 +478,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			   *t_match;
 	const char **mp_player,
 			  **mp_team;
-	Datum		values[5];
+	Datum		values[6];
 	int			rc,
 				i,
 				k,
@@ -475,16 +497,19 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 		ntickets += m->ntickets;
 	}
 
-	/* mm.matches: identities are drawn in insertion order, which is u.ord */
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = TimestampTzGetDatum(now);
-	values[2] = PointerGetDatum(TextArray(regions, nm));
-	values[3] = PointerGetDatum(Float8Array(qualities, nm));
-	values[4] = PointerGetDatum(TextArray(steps, nm));
-	rc = SPI_execute_plan(PlanInsertMatches, values, NULL, false, 0);
+	/*
+	 * mm.matches: the ids are drawn from the identity's sequence first and
+	 * inserted explicitly, so match_ids[i] is the id of matches[i] whatever
+	 * order the sequence hands them out in.
+	 */
+	values[0] = Int32GetDatum(nm);
+	rc = SPI_execute_plan(PlanMatchIds, values, NULL, false, 0);
 	BackToQueueContext();
-	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) nm)
-		elog(ERROR, "inserting matches failed: %s", SPI_result_code_string(rc));
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "drawing match ids failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) nm)
+		elog(ERROR, "drawing match ids returned " UINT64_FORMAT " ids instead of %d",
+			 SPI_processed, nm);
 	for (i = 0; i < nm; i++)
 	{
 		bool		isnull;
@@ -493,7 +518,20 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 												   SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
-	qsort(match_ids, nm, sizeof(int64), CompareInt64);
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = PointerGetDatum(TextArray(regions, nm));
+	values[3] = PointerGetDatum(Float8Array(qualities, nm));
+	values[4] = PointerGetDatum(TextArray(steps, nm));
+	values[5] = PointerGetDatum(Int8Array(match_ids, nm));
+	rc = SPI_execute_plan(PlanInsertMatches, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "inserting matches failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) nm)
+		elog(ERROR, "inserting matches wrote " UINT64_FORMAT " rows instead of %d",
+			 SPI_processed, nm);
 
 	/* mm.match_players and the tickets */
 	mp_match = palloc(sizeof(int64) * nplayers);
@@ -533,16 +571,22 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	pfree(mp_team);
 	rc = SPI_execute_plan(PlanInsertPlayers, values, NULL, false, 0);
 	BackToQueueContext();
-	if (rc != SPI_OK_INSERT || SPI_processed != (uint64) nplayers)
+	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "inserting match players failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) nplayers)
+		elog(ERROR, "inserting match players wrote " UINT64_FORMAT " rows instead of %d",
+			 SPI_processed, nplayers);
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = PointerGetDatum(Int8Array(t_ids, ntickets));
 	values[2] = PointerGetDatum(Int8Array(t_match, ntickets));
 	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
 	BackToQueueContext();
-	if (rc != SPI_OK_UPDATE || SPI_processed != (uint64) ntickets)
+	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "marking tickets matched failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) ntickets)
+		elog(ERROR, "marking tickets matched updated " UINT64_FORMAT " tickets instead of %d",
+			 SPI_processed, ntickets);
 
 	/* events: one match_found per match, sent at commit */
 	for (i = 0; i < nm; i++)
@@ -660,11 +704,84 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 }
 
 /*
+ * Ticks one queue of an all-queues tick in a subtransaction, so that a queue
+ * that fails (bad data, a constraint the matches violate) cannot stop the
+ * others: its writes and events are rolled back and the error becomes a
+ * WARNING naming the queue.  A cancel or statement timeout still ends the
+ * whole tick.  This is the pattern of PL/pgSQL's exception blocks: the SPI
+ * connection made outside survives the subtransaction's abort (spi.c drops
+ * only what the subtransaction made), and the caller's memory context and
+ * resource owner are restored on both paths.
+ */
+static int
+TickQueueGuarded(const char *queue, TimestampTz now, MemoryContext caller_context)
+{
+	MemoryContext old_context = CurrentMemoryContext;
+	ResourceOwner old_owner = CurrentResourceOwner;
+	volatile int matches = 0;
+	int			stats_index = LastStatsCount;
+
+	BeginInternalSubTransaction(NULL);
+	/* run in the caller's context, not the subtransaction's */
+	MemoryContextSwitchTo(old_context);
+	PG_TRY();
+	{
+		matches = TickQueue(queue, now, false, caller_context);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(old_context);
+		CurrentResourceOwner = old_owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(old_context);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(old_context);
+		CurrentResourceOwner = old_owner;
+		/* the failed queue's memory: TickQueue did not get to delete it */
+		if (QueueContext != NULL)
+		{
+			MemoryContextDelete(QueueContext);
+			QueueContext = NULL;
+		}
+		/* nothing of the queue's tick remains: neither do its counts */
+		if (LastStatsCount > stats_index)
+		{
+			MmTickStats *stats = &LastStats[stats_index];
+			char		name[MM_MAX_NAME_LENGTH + 1];
+
+			strlcpy(name, stats->queue, sizeof(name));
+			memset(stats, 0, sizeof(*stats));
+			strlcpy(stats->queue, name, sizeof(stats->queue));
+			LastStatsCount = stats_index + 1;
+		}
+		/* like PL/pgSQL's OTHERS, never swallow a cancel */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(edata);
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("mm.tick skipped queue \"%s\": %s", queue, edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) :
+				 errdetail("The tick of this queue was rolled back; the other queues were ticked."),
+				 edata->hint ? errhint("%s", edata->hint) : 0));
+		FreeErrorData(edata);
+		matches = 0;
+	}
+	PG_END_TRY();
+	return matches;
+}
+
+/*
  * mm.tick(queue text DEFAULT NULL, now timestamptz DEFAULT now()) RETURNS integer
  *
  * Forms matches in one queue (all queues, by name, when queue is NULL) and
  * returns how many.  An unknown queue is an error; a queue another tick is
- * working on counts 0.
+ * working on counts 0.  With all queues, a queue whose tick fails is rolled
+ * back alone and reported as a WARNING (TickQueueGuarded); a single queue's
+ * failure is the caller's error.
  */
 Datum
 mm_tick(PG_FUNCTION_ARGS)
@@ -712,7 +829,7 @@ mm_tick(PG_FUNCTION_ARGS)
 														SPI_tuptable->tupdesc, 1));
 		SPI_freetuptable(SPI_tuptable);
 		for (i = 0; i < n; i++)
-			total += TickQueue(names[i], now, false, caller_context);
+			total += TickQueueGuarded(names[i], now, caller_context);
 	}
 
 	if ((rc = SPI_finish()) != SPI_OK_FINISH)

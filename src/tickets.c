@@ -24,11 +24,13 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 
 #include "json_walk.h"
 #include "queue_config.h"
@@ -57,6 +59,13 @@ static SPIPlanPtr queue_config_plan = NULL;
 /*
  * The parsed config of a queue, from the cache when the same command already
  * read it, else from mm.queues.  Raises 42704 when the queue does not exist.
+ *
+ * Read without a row lock, on purpose: a ticket validated against the config
+ * an mm.alter_queue is replacing is no different from the tickets already
+ * searching when the alter commits, which stay and are never re-validated
+ * (the tick treats a value a new rule lacks as missing).  A FOR SHARE here
+ * would only make every ticket insert wait for an alter and write a row lock
+ * on the queue per command.
  */
 static MmQueueConfig *
 GetQueueConfig(const char *queue)
@@ -208,6 +217,50 @@ CheckRuleAttributes(MmJsonPath *path, JsonbValue *attributes, const MmQueueConfi
 	}
 }
 
+/*
+ * Range-checks every number anywhere in a player's attributes (nested objects
+ * and arrays included), not only those the queue's rules read now: a rule
+ * added later by mm.alter_queue reads the searching tickets as they are, and
+ * the rule arithmetic (differences, averages, quality) is only safe for
+ * magnitudes up to MM_JSON_MAX_NUMBER.
+ */
+static void
+CheckAttributeNumbers(MmJsonPath *path, JsonbContainer *container)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			index = 0;
+	int			old = -1;
+
+	check_stack_depth();
+	it = JsonbIteratorInit(container);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			old = MmJsonPathPushKey(path, v.val.string.val, v.val.string.len);
+			continue;
+		}
+		if (tok == WJB_ELEM)
+			old = MmJsonPathPushIndex(path, index++);
+		else if (tok != WJB_VALUE)
+			continue;
+		if (v.type == jbvBinary)
+			CheckAttributeNumbers(path, v.val.binary.data);
+		else if (v.type == jbvNumeric)
+		{
+			double		x = MmJsonNumericToDouble(v.val.numeric);
+
+			if (!isfinite(x) || fabs(x) > MM_JSON_MAX_NUMBER)
+				MmJsonErrorHint(path,
+								"Any numeric attribute can become a rule's value when the queue is altered; send larger numbers, such as ids, as strings.",
+								"must be a number between -1e12 and 1e12");
+		}
+		MmJsonPathPop(path, old);
+	}
+}
+
 /* Checks "latencies": an object of region -> milliseconds >= 0. */
 static void
 CheckLatencies(MmJsonPath *path, JsonbValue *latencies)
@@ -312,6 +365,12 @@ ValidatePlayers(Jsonb *players, const MmQueueConfig *config, const char *queue)
 			MmJsonPathPop(path, old2);
 		}
 		CheckRuleAttributes(path, v, config);
+		if (v != NULL)
+		{
+			old2 = MmJsonPathPushKey(path, "attributes", 10);
+			CheckAttributeNumbers(path, v->val.binary.data);
+			MmJsonPathPop(path, old2);
+		}
 
 		old2 = MmJsonPathPushKey(path, "latencies", 9);
 		if ((v = MmJsonGet(f, lengthof(f), "latencies")))
@@ -337,6 +396,7 @@ mm_tickets_validate(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	HeapTuple	tuple;
 	Datum		value;
+	Datum		created_at;
 	bool		isnull;
 	char	   *queue;
 	MmQueueConfig *config;
@@ -369,6 +429,21 @@ mm_tickets_validate(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("ticket players must not be null")));
 
+	/*
+	 * The tick computes ages as now - created_at, and the metrics subtract
+	 * created_at from matched_at: an infinite created_at breaks both.
+	 */
+	created_at = heap_getattr(tuple, SPI_fnumber(tupdesc, "created_at"), tupdesc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ticket created_at must not be null")));
+	if (TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(created_at)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ticket created_at must be a finite timestamp"),
+				 errhint("mm.create_ticket takes created_at from its now argument.")));
+
 	config = GetQueueConfig(queue);
 	count = ValidatePlayers(DatumGetJsonbP(value), config, queue);
 
@@ -386,11 +461,8 @@ mm_tickets_validate(PG_FUNCTION_ARGS)
 	nulls[3] = true;
 	/* updated_at starts as created_at, so an explicit "now" is kept */
 	cols[4] = SPI_fnumber(tupdesc, "updated_at");
-	values[4] = heap_getattr(tuple, SPI_fnumber(tupdesc, "created_at"), tupdesc, &nulls[4]);
-	if (nulls[4])
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("ticket created_at must not be null")));
+	values[4] = created_at;
+	nulls[4] = false;
 
 	tuple = heap_modify_tuple_by_cols(tuple, tupdesc, 5, cols, values, nulls);
 	return PointerGetDatum(tuple);
