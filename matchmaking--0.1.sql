@@ -119,6 +119,98 @@ COMMENT ON TABLE mm.match_players IS 'Who plays in each match, on which team';
 -- Section: queues (src/queue_config.c)
 -- ===================================================================
 
+CREATE FUNCTION mm.queues_validate() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'mm_queues_validate'
+	LANGUAGE C;
+COMMENT ON FUNCTION mm.queues_validate() IS
+	'Trigger: validates the name and config of every write to mm.queues';
+
+CREATE TRIGGER queues_validate BEFORE INSERT OR UPDATE ON mm.queues
+	FOR EACH ROW EXECUTE FUNCTION mm.queues_validate();
+
+CREATE FUNCTION mm.validate_queue_config(config jsonb) RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'mm_validate_queue_config'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION mm.validate_queue_config(jsonb) IS
+	'Validates a queue config like a write to mm.queues would; returns it with every default filled in';
+
+CREATE FUNCTION mm.rule_threshold(config jsonb, rule text, age_seconds float8) RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'mm_rule_threshold'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION mm.rule_threshold(jsonb, text, float8) IS
+	'Diagnostic: a rule''s expansion step and threshold when the oldest ticket is age_seconds old';
+
+CREATE FUNCTION mm.create_queue(name text, config jsonb) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	-- the trigger validates name and config
+	INSERT INTO mm.queues (name, config) VALUES (create_queue.name, create_queue.config);
+END
+$$;
+COMMENT ON FUNCTION mm.create_queue(text, jsonb) IS
+	'Creates a queue; the config is validated (errors name the JSON path)';
+
+CREATE FUNCTION mm.alter_queue(name text, config jsonb) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	UPDATE mm.queues q SET config = alter_queue.config
+	 WHERE q.name OPERATOR(pg_catalog.=) alter_queue.name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', alter_queue.name
+			USING ERRCODE = 'undefined_object';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.alter_queue(text, jsonb) IS
+	'Replaces a queue''s config (validated); searching tickets stay and are matched under the new config';
+
+CREATE FUNCTION mm.drop_queue(name text, force boolean DEFAULT false) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	active_count bigint;
+	ticket_id bigint;
+BEGIN
+	-- FOR UPDATE also blocks new tickets (their foreign key check locks the row)
+	PERFORM FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) drop_queue.name FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', drop_queue.name
+			USING ERRCODE = 'undefined_object';
+	END IF;
+
+	SELECT pg_catalog.count(*) INTO active_count FROM mm.tickets t
+	 WHERE t.queue OPERATOR(pg_catalog.=) drop_queue.name
+	   AND t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed']);
+	IF active_count OPERATOR(pg_catalog.>) 0 THEN
+		IF NOT coalesce(drop_queue.force, false) THEN
+			RAISE EXCEPTION 'queue "%" has % active tickets', drop_queue.name, active_count
+				USING ERRCODE = 'object_in_use',
+					  DETAIL = 'Tickets that are searching or proposed block dropping the queue.',
+					  HINT = 'Cancel them first, or call mm.drop_queue(name, force => true) to cancel them.';
+		END IF;
+		-- cancel each like mm.cancel_ticket, so every client hears of it
+		FOR ticket_id IN
+			SELECT t.id FROM mm.tickets t
+			 WHERE t.queue OPERATOR(pg_catalog.=) drop_queue.name
+			   AND t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed'])
+			 ORDER BY t.id
+		LOOP
+			PERFORM mm.cancel_ticket(ticket_id);
+		END LOOP;
+	END IF;
+
+	-- tickets, their players, matches and match players go with the queue
+	DELETE FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) drop_queue.name;
+END
+$$;
+COMMENT ON FUNCTION mm.drop_queue(text, boolean) IS
+	'Drops a queue with its tickets and matches; refused while tickets are active unless force cancels them';
+
 
 -- ===================================================================
 -- Section: tickets (src/tickets.c)

@@ -18,6 +18,9 @@
 #define MM_MAX_RULES 64
 #define MM_MAX_EXPANSION_STEPS 64
 #define MM_MAX_NAME_LENGTH 64
+#define MM_MAX_ATTRIBUTE_DEPTH 8	/* keys in a rule's dotted attribute path */
+#define MM_MAX_ATTRIBUTE_LENGTH 256
+#define MM_MAX_CONFIG_BYTES 65536	/* the jsonb's size */
 
 typedef enum MmRuleType
 {
@@ -109,7 +112,9 @@ typedef struct MmQueueConfig
 	int			nteams;			/* 0: free-for-all of match_size */
 	MmTeamConfig *teams;
 	double		ticket_timeout_seconds; /* <= 0: tickets never time out */
-	double		acceptance_timeout_seconds; /* later; parsed and kept */
+	double		acceptance_timeout_seconds; /* later; parsed and kept; <= 0: none */
+	char	   *rating_system;	/* "elo", "glicko2", "openskill"; NULL: no rating */
+	char	   *rating_pool;	/* NULL when not given */
 	bool		show_player_count;
 	bool		show_time_to_match;
 	int			nrules;
@@ -119,11 +124,20 @@ typedef struct MmQueueConfig
 
 /*
  * Parses and validates a queue config.  Allocates in CurrentMemoryContext.
- * On any problem raises ERROR (22023 invalid_parameter_value, or 22032
- * invalid_json_text for values of the wrong JSON type) whose message names
- * the path of the first problem, e.g. "rules[2].max".
+ * On any problem raises ERROR 22023 (invalid_parameter_value) with the
+ * message "invalid queue config at <path>: <problem>", e.g.
+ * "invalid queue config at rules[2].max: must be a number >= 0".
+ *
+ * match_min/match_max are the effective bounds: with teams, match_size is
+ * narrowed to what the teams can hold (and taken from the teams when absent).
  */
 extern MmQueueConfig *MmParseQueueConfig(Jsonb *config);
+
+/* The parsed config with every default filled in, as jsonb. */
+extern Jsonb *MmQueueConfigToJsonb(const MmQueueConfig *config);
+
+/* The rule of that name, or NULL. */
+extern const MmRuleConfig *MmFindRule(const MmQueueConfig *config, const char *name);
 
 /*
  * A rule's threshold at a given age of the oldest ticket in a candidate match.

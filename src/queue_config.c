@@ -1,0 +1,897 @@
+/*
+ * queue_config.c
+ *	  Parsing and validation of a queue's configuration (mm.queues.config).
+ *
+ * MmParseQueueConfig walks the jsonb once and fills an MmQueueConfig; every
+ * problem is refused with the JSON path of the first problem (json_walk.c).
+ * The tick and the ticket validation only ever read the parsed struct, so a
+ * rule type's options are parsed and checked here and nowhere else.
+ *
+ * Also here: the queue name rule, a rule's threshold at an age (the expansion
+ * schedule), the validation trigger on mm.queues and two diagnostic SQL
+ * functions (mm.validate_queue_config, mm.rule_threshold).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "json_walk.h"
+#include "queue_config.h"
+
+PG_FUNCTION_INFO_V1(mm_validate_queue_config);
+PG_FUNCTION_INFO_V1(mm_rule_threshold);
+PG_FUNCTION_INFO_V1(mm_queues_validate);
+
+#define lengthof_fields(f) ((int) lengthof(f))
+
+/*
+ * What is wrong with a name (queue, team, rule, rating pool), or NULL when it
+ * is valid: 1-64 characters, ^[A-Za-z0-9][A-Za-z0-9_-]*$.
+ */
+static const char *
+NameProblem(const char *name)
+{
+	size_t		len = strlen(name);
+	size_t		i;
+
+	if (len == 0)
+		return "must not be empty";
+	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+		  (name[0] >= '0' && name[0] <= '9')))
+		return "must start with a letter or a digit";
+	for (i = 1; i < len; i++)
+	{
+		char		c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return "may contain only letters, digits, '_' and '-'";
+	}
+	if (len > MM_MAX_NAME_LENGTH)
+		return "must be at most 64 characters";
+	return NULL;
+}
+
+/*
+ * Checks a queue name; raises 42602 invalid_name otherwise.
+ */
+void
+MmValidateQueueName(const char *name)
+{
+	const char *problem = NameProblem(name);
+
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid queue name \"%s\": %s", name, problem),
+				 errhint("A queue name has 1 to 64 characters: letters, digits, '_' and '-', starting with a letter or a digit.")));
+}
+
+/* Reads a name-like string (team, rule, pool) at the current path. */
+static char *
+ReadName(MmJsonPath *path, JsonbValue *value)
+{
+	char	   *name;
+	const char *problem;
+
+	if (value->type != jbvString)
+		MmJsonError(path, "must be a string");
+	name = pnstrdup(value->val.string.val, value->val.string.len);
+	problem = NameProblem(name);
+	if (problem != NULL)
+		MmJsonError(path, "%s", problem);
+	return name;
+}
+
+/*
+ * Reads field "key" of an already read object with a reader that needs the
+ * path to point at the key.  Helpers below push and pop around each read.
+ */
+#define WITH_KEY(path, key, stmt) \
+	do { \
+		int			_old = MmJsonPathPushKey((path), (key), strlen(key)); \
+		stmt; \
+		MmJsonPathPop((path), _old); \
+	} while (0)
+
+/* Raises "is required" for a missing key. */
+static void
+pg_attribute_noreturn()
+MissingKey(MmJsonPath *path, const char *key, const char *why)
+{
+	MmJsonPathPushKey(path, key, strlen(key));
+	if (why)
+		MmJsonError(path, "is required %s", why);
+	MmJsonError(path, "is required");
+}
+
+/* Splits and checks a dotted attribute path, e.g. "stats.skill". */
+static void
+ReadAttribute(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
+{
+	char	   *attr = MmJsonString(path, value, 1, MM_MAX_ATTRIBUTE_LENGTH);
+	char	   *copy = pstrdup(attr);
+	char	   *start = copy;
+	int			depth = 0;
+	char	  **keys = palloc(sizeof(char *) * MM_MAX_ATTRIBUTE_DEPTH);
+
+	for (;;)
+	{
+		char	   *dot = strchr(start, '.');
+
+		if (dot)
+			*dot = '\0';
+		if (*start == '\0')
+			MmJsonError(path, "must be a dotted path of non-empty keys, e.g. \"stats.skill\"");
+		if (depth == MM_MAX_ATTRIBUTE_DEPTH)
+			MmJsonError(path, "has more than %d keys", MM_MAX_ATTRIBUTE_DEPTH);
+		keys[depth++] = start;
+		if (!dot)
+			break;
+		start = dot + 1;
+	}
+	rule->attribute = attr;
+	rule->attribute_depth = depth;
+	rule->attribute_path = keys;
+}
+
+/* Parses an "expansion" object of a rule. */
+static void
+ReadExpansion(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
+{
+	MmJsonField f[] = {{"every_seconds"}, {"delta"}, {"limit"}, {"steps"}};
+	JsonbValue *v;
+	MmExpansion *e = &rule->expansion;
+
+	MmJsonReadObject(path, value, f, lengthof_fields(f));
+
+	if (!(v = MmJsonGet(f, lengthof(f), "every_seconds")))
+		MissingKey(path, "every_seconds", NULL);
+	WITH_KEY(path, "every_seconds",
+			 e->every_seconds = MmJsonNumber(path, v, 0, true, MM_JSON_MAX_NUMBER));
+
+	if ((v = MmJsonGet(f, lengthof(f), "steps")))
+	{
+		JsonbContainer *steps;
+		int			i;
+
+		if (MmJsonGet(f, lengthof(f), "delta") || MmJsonGet(f, lengthof(f), "limit"))
+			WITH_KEY(path, "steps",
+					 MmJsonError(path, "cannot be combined with delta or limit"));
+		WITH_KEY(path, "steps",
+				 steps = MmJsonArray(path, v, 1, MM_MAX_EXPANSION_STEPS, &e->nsteps));
+		e->kind = MM_EXPANSION_CUSTOM;
+		e->steps = palloc0(sizeof(double) * e->nsteps);
+		e->step_off = palloc0(sizeof(bool) * e->nsteps);
+		for (i = 0; i < e->nsteps; i++)
+		{
+			JsonbValue *step = getIthJsonbValueFromContainer(steps, i);
+			int			o1 = MmJsonPathPushKey(path, "steps", 5);
+			int			o2 = MmJsonPathPushIndex(path, i);
+
+			if (step->type == jbvNull)
+			{
+				if (i != e->nsteps - 1)
+					MmJsonError(path, "null (rule off) is allowed only as the last step");
+				e->step_off[i] = true;
+			}
+			else if (step->type != jbvNumeric)
+				MmJsonError(path, "must be a number or null");
+			else
+				e->steps[i] = MmJsonNumber(path, step, 0, false, MM_JSON_MAX_NUMBER);
+			MmJsonPathPop(path, o2);
+			MmJsonPathPop(path, o1);
+		}
+		return;
+	}
+
+	if (!(v = MmJsonGet(f, lengthof(f), "delta")))
+		MissingKey(path, "delta", "(linear expansion) unless steps are given (custom expansion)");
+	e->kind = MM_EXPANSION_LINEAR;
+	WITH_KEY(path, "delta", e->delta = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
+	e->limit = get_float8_infinity();
+	if ((v = MmJsonGet(f, lengthof(f), "limit")))
+	{
+		WITH_KEY(path, "limit",
+				 e->limit = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER);
+				 if (e->limit < rule->threshold)
+				 MmJsonError(path, "must be >= the rule's base threshold (%s)",
+							 float8out_internal(rule->threshold)));
+	}
+}
+
+static const char *const rule_type_names[] = {
+	"string_equality", "difference", "latency", "team_difference", "team_size_balance"
+};
+
+/* Whether a rule type reads a player attribute. */
+static bool
+RuleHasAttribute(MmRuleType type)
+{
+	return type == MM_RULE_STRING_EQUALITY || type == MM_RULE_DIFFERENCE ||
+		type == MM_RULE_TEAM_DIFFERENCE;
+}
+
+/* The name of the key holding a rule type's threshold, or NULL. */
+static const char *
+RuleThresholdKey(MmRuleType type)
+{
+	switch (type)
+	{
+		case MM_RULE_DIFFERENCE:
+		case MM_RULE_TEAM_DIFFERENCE:
+			return "max";
+		case MM_RULE_LATENCY:
+			return "max_ms";
+		case MM_RULE_TEAM_SIZE_BALANCE:
+			return "max_difference";
+		case MM_RULE_STRING_EQUALITY:
+			return NULL;
+	}
+	return NULL;
+}
+
+/* Parses one element of "rules". */
+static void
+ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
+{
+	MmJsonField f[] = {
+		{"name"}, {"type"}, {"weight"}, {"attribute"}, {"source"}, {"default"},
+		{"when_missing"}, {"seconds_until_optional"}, {"max"}, {"max_ms"},
+		{"max_difference"}, {"merge"}, {"expansion"}
+	};
+	JsonbValue *v;
+	char	   *s;
+	int			i;
+	const char *threshold_key;
+	const char *type_name;
+
+	MmJsonReadObject(path, value, f, lengthof_fields(f));
+	memset(rule, 0, sizeof(MmRuleConfig));
+
+	if (!(v = MmJsonGet(f, lengthof(f), "name")))
+		MissingKey(path, "name", NULL);
+	WITH_KEY(path, "name", rule->name = ReadName(path, v));
+
+	if (!(v = MmJsonGet(f, lengthof(f), "type")))
+		MissingKey(path, "type", NULL);
+	WITH_KEY(path, "type",
+			 s = MmJsonString(path, v, 0, 64);
+			 for (i = 0; i < (int) lengthof(rule_type_names); i++)
+				 if (strcmp(s, rule_type_names[i]) == 0)
+					 break;
+			 if (i == (int) lengthof(rule_type_names))
+				 MmJsonError(path, "must be one of string_equality, difference, latency, team_difference, team_size_balance"));
+	rule->type = (MmRuleType) i;
+	type_name = rule_type_names[i];
+	threshold_key = RuleThresholdKey(rule->type);
+
+	/* Keys that belong to other rule types. */
+	{
+		static const char *const typed_keys[] = {
+			"attribute", "default", "when_missing", "max", "max_ms", "max_difference",
+			"merge", "expansion"
+		};
+
+		for (i = 0; i < (int) lengthof(typed_keys); i++)
+		{
+			const char *key = typed_keys[i];
+			bool		allowed;
+
+			if (!MmJsonGet(f, lengthof(f), key))
+				continue;
+			if (strcmp(key, "attribute") == 0 || strcmp(key, "default") == 0 ||
+				strcmp(key, "when_missing") == 0)
+				allowed = RuleHasAttribute(rule->type);
+			else if (strcmp(key, "merge") == 0)
+				allowed = rule->type == MM_RULE_DIFFERENCE;
+			else if (strcmp(key, "expansion") == 0)
+				allowed = rule->type != MM_RULE_STRING_EQUALITY;
+			else
+				allowed = threshold_key != NULL && strcmp(key, threshold_key) == 0;
+			if (!allowed)
+				WITH_KEY(path, key,
+						 MmJsonError(path, "is not allowed for rule type %s", type_name));
+		}
+	}
+
+	rule->weight = 1.0;
+	if ((v = MmJsonGet(f, lengthof(f), "weight")))
+		WITH_KEY(path, "weight", rule->weight = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
+
+	rule->source = MM_SOURCE_TICKET;
+	if ((v = MmJsonGet(f, lengthof(f), "source")))
+		WITH_KEY(path, "source",
+				 s = MmJsonString(path, v, 0, 64);
+				 if (strcmp(s, "player") == 0 || strcmp(s, "rating") == 0)
+					 MmJsonError(path, "source \"%s\" is not supported yet; only \"ticket\" is (player and rating sources come in a later version)", s);
+				 if (strcmp(s, "ticket") != 0)
+					 MmJsonError(path, "must be \"ticket\""));
+
+	if (RuleHasAttribute(rule->type))
+	{
+		if (!(v = MmJsonGet(f, lengthof(f), "attribute")))
+			MissingKey(path, "attribute", psprintf("for rule type %s", type_name));
+		WITH_KEY(path, "attribute", ReadAttribute(path, v, rule));
+
+		if ((v = MmJsonGet(f, lengthof(f), "default")))
+		{
+			if (MmJsonGet(f, lengthof(f), "when_missing"))
+				WITH_KEY(path, "when_missing", MmJsonError(path, "cannot be combined with default"));
+			rule->has_default = true;
+			if (rule->type == MM_RULE_STRING_EQUALITY)
+			{
+				rule->default_is_string = true;
+				WITH_KEY(path, "default",
+						 rule->default_string = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH));
+			}
+			else
+				WITH_KEY(path, "default",
+						 rule->default_number = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER));
+		}
+		if ((v = MmJsonGet(f, lengthof(f), "when_missing")))
+			WITH_KEY(path, "when_missing",
+					 if (v->type != jbvString ||
+						 v->val.string.len != 9 || memcmp(v->val.string.val, "match_any", 9) != 0)
+					 MmJsonError(path, "must be \"match_any\"");
+					 rule->missing_matches_any = true);
+	}
+
+	rule->seconds_until_optional = -1;
+	if ((v = MmJsonGet(f, lengthof(f), "seconds_until_optional")))
+		WITH_KEY(path, "seconds_until_optional",
+				 rule->seconds_until_optional = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
+
+	if (threshold_key != NULL)
+	{
+		if (!(v = MmJsonGet(f, lengthof(f), threshold_key)))
+			MissingKey(path, threshold_key, psprintf("for rule type %s", type_name));
+		if (rule->type == MM_RULE_TEAM_SIZE_BALANCE)
+			WITH_KEY(path, threshold_key,
+					 rule->threshold = MmJsonInteger(path, v, 0, MM_MAX_MATCH_SIZE));
+		else
+			WITH_KEY(path, threshold_key,
+					 rule->threshold = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
+	}
+
+	rule->merge = MM_MERGE_AVERAGE;
+	if ((v = MmJsonGet(f, lengthof(f), "merge")))
+		WITH_KEY(path, "merge",
+				 s = MmJsonString(path, v, 0, 64);
+				 if (strcmp(s, "average") == 0)
+					 rule->merge = MM_MERGE_AVERAGE;
+				 else if (strcmp(s, "min") == 0)
+					 rule->merge = MM_MERGE_MIN;
+				 else if (strcmp(s, "max") == 0)
+					 rule->merge = MM_MERGE_MAX;
+				 else
+					 MmJsonError(path, "must be one of average, min, max"));
+
+	rule->expansion.kind = MM_EXPANSION_NONE;
+	if ((v = MmJsonGet(f, lengthof(f), "expansion")))
+		WITH_KEY(path, "expansion", ReadExpansion(path, v, rule));
+}
+
+/* Parses "match_size". */
+static void
+ReadMatchSize(MmJsonPath *path, JsonbValue *value, MmQueueConfig *config)
+{
+	MmJsonField f[] = {{"min"}, {"max"}};
+	JsonbValue *v;
+
+	MmJsonReadObject(path, value, f, lengthof_fields(f));
+	if (!(v = MmJsonGet(f, lengthof(f), "min")))
+		MissingKey(path, "min", NULL);
+	WITH_KEY(path, "min", config->match_min = MmJsonInteger(path, v, 2, MM_MAX_MATCH_SIZE));
+	if (!(v = MmJsonGet(f, lengthof(f), "max")))
+		MissingKey(path, "max", NULL);
+	WITH_KEY(path, "max",
+			 config->match_max = MmJsonInteger(path, v, 2, MM_MAX_MATCH_SIZE);
+			 if (config->match_max < config->match_min)
+				 MmJsonError(path, "must be >= match_size.min (%d)", config->match_min));
+}
+
+/* Parses one element of "teams". */
+static void
+ReadTeam(MmJsonPath *path, JsonbValue *value, MmTeamConfig *team)
+{
+	MmJsonField f[] = {{"name"}, {"min"}, {"max"}};
+	JsonbValue *v;
+
+	MmJsonReadObject(path, value, f, lengthof_fields(f));
+	if (!(v = MmJsonGet(f, lengthof(f), "name")))
+		MissingKey(path, "name", NULL);
+	WITH_KEY(path, "name", team->name = ReadName(path, v));
+	if (!(v = MmJsonGet(f, lengthof(f), "min")))
+		MissingKey(path, "min", NULL);
+	WITH_KEY(path, "min", team->min = MmJsonInteger(path, v, 1, MM_MAX_MATCH_SIZE));
+	if (!(v = MmJsonGet(f, lengthof(f), "max")))
+		MissingKey(path, "max", NULL);
+	WITH_KEY(path, "max",
+			 team->max = MmJsonInteger(path, v, 1, MM_MAX_MATCH_SIZE);
+			 if (team->max < team->min)
+				 MmJsonError(path, "must be >= the team's min (%d)", team->min));
+}
+
+/*
+ * Parses and validates a queue config; see queue_config.h.
+ */
+MmQueueConfig *
+MmParseQueueConfig(Jsonb *jb)
+{
+	MmJsonField f[] = {
+		{"match_size"}, {"teams"}, {"ticket_timeout_seconds"},
+		{"acceptance_timeout_seconds"}, {"rating"}, {"statistics"}, {"rules"}
+	};
+	MmJsonPath	pathbuf;
+	MmJsonPath *path = &pathbuf;
+	MmQueueConfig *config = palloc0(sizeof(MmQueueConfig));
+	JsonbValue	root;
+	JsonbValue *v;
+	int			i,
+				j;
+
+	MmJsonPathInit(path, "queue config");
+	if (VARSIZE(jb) > MM_MAX_CONFIG_BYTES)
+		MmJsonError(path, "larger than %d bytes", MM_MAX_CONFIG_BYTES);
+	MmJsonRoot(jb, &root);
+	MmJsonReadObject(path, &root, f, lengthof_fields(f));
+
+	if ((v = MmJsonGet(f, lengthof(f), "match_size")))
+		WITH_KEY(path, "match_size", ReadMatchSize(path, v, config));
+	else if (!MmJsonGet(f, lengthof(f), "teams"))
+		MissingKey(path, "match_size", "unless teams are given");
+
+	if ((v = MmJsonGet(f, lengthof(f), "teams")))
+	{
+		JsonbContainer *teams;
+		int			sum_min = 0;
+		int			sum_max = 0;
+		int			o;
+
+		o = MmJsonPathPushKey(path, "teams", 5);
+		teams = MmJsonArray(path, v, 2, MM_MAX_TEAMS, &config->nteams);
+		config->teams = palloc0(sizeof(MmTeamConfig) * config->nteams);
+		for (i = 0; i < config->nteams; i++)
+		{
+			int			o2 = MmJsonPathPushIndex(path, i);
+
+			ReadTeam(path, getIthJsonbValueFromContainer(teams, i), &config->teams[i]);
+			for (j = 0; j < i; j++)
+				if (strcmp(config->teams[j].name, config->teams[i].name) == 0)
+					WITH_KEY(path, "name",
+							 MmJsonError(path, "duplicate team name \"%s\"", config->teams[i].name));
+			sum_min += config->teams[i].min;
+			sum_max += config->teams[i].max;
+			MmJsonPathPop(path, o2);
+		}
+		if (MmJsonGet(f, lengthof(f), "match_size"))
+		{
+			/* Both given: they must overlap; keep the overlap. */
+			if (sum_min > config->match_max)
+				MmJsonError(path, "the teams' min add up to %d, more than match_size.max (%d)",
+							sum_min, config->match_max);
+			if (sum_max < config->match_min)
+				MmJsonError(path, "the teams' max add up to %d, less than match_size.min (%d)",
+							sum_max, config->match_min);
+			config->match_min = Max(config->match_min, sum_min);
+			config->match_max = Min(config->match_max, sum_max);
+		}
+		else
+		{
+			/* match_size taken from the teams. */
+			if (sum_max > MM_MAX_MATCH_SIZE)
+				MmJsonError(path, "the teams' max add up to %d, more than the limit of %d players per match",
+							sum_max, MM_MAX_MATCH_SIZE);
+			config->match_min = sum_min;
+			config->match_max = sum_max;
+		}
+		MmJsonPathPop(path, o);
+
+		/*
+		 * A party always plays on one team, and the other teams still need
+		 * their minimum, so the largest party is the largest team max that
+		 * leaves room for the other teams' min within match_max.
+		 */
+		config->max_party_size = 0;
+		for (i = 0; i < config->nteams; i++)
+		{
+			int			room = config->match_max - (sum_min - config->teams[i].min);
+			int			fits = Min(config->teams[i].max, room);
+
+			config->max_party_size = Max(config->max_party_size, fits);
+		}
+	}
+	else
+		config->max_party_size = config->match_max;
+
+	if ((v = MmJsonGet(f, lengthof(f), "ticket_timeout_seconds")))
+		WITH_KEY(path, "ticket_timeout_seconds",
+				 config->ticket_timeout_seconds = MmJsonNumber(path, v, 0, true, MM_JSON_MAX_NUMBER));
+	if ((v = MmJsonGet(f, lengthof(f), "acceptance_timeout_seconds")))
+		WITH_KEY(path, "acceptance_timeout_seconds",
+				 config->acceptance_timeout_seconds = MmJsonNumber(path, v, 0, true, MM_JSON_MAX_NUMBER));
+
+	if ((v = MmJsonGet(f, lengthof(f), "rating")))
+	{
+		MmJsonField rf[] = {{"system"}, {"pool"}};
+		JsonbValue *rv;
+		int			o = MmJsonPathPushKey(path, "rating", 6);
+
+		MmJsonReadObject(path, v, rf, lengthof_fields(rf));
+		if (!(rv = MmJsonGet(rf, lengthof(rf), "system")))
+			MissingKey(path, "system", NULL);
+		WITH_KEY(path, "system",
+				 config->rating_system = MmJsonString(path, rv, 0, 64);
+				 if (strcmp(config->rating_system, "elo") != 0 &&
+					 strcmp(config->rating_system, "glicko2") != 0 &&
+					 strcmp(config->rating_system, "openskill") != 0)
+					 MmJsonError(path, "must be one of elo, glicko2, openskill"));
+		if ((rv = MmJsonGet(rf, lengthof(rf), "pool")))
+			WITH_KEY(path, "pool", config->rating_pool = ReadName(path, rv));
+		MmJsonPathPop(path, o);
+	}
+
+	if ((v = MmJsonGet(f, lengthof(f), "statistics")))
+	{
+		MmJsonField sf[] = {{"show_player_count"}, {"show_time_to_match"}};
+		JsonbValue *sv;
+		int			o = MmJsonPathPushKey(path, "statistics", 10);
+
+		MmJsonReadObject(path, v, sf, lengthof_fields(sf));
+		if ((sv = MmJsonGet(sf, lengthof(sf), "show_player_count")))
+			WITH_KEY(path, "show_player_count", config->show_player_count = MmJsonBool(path, sv));
+		if ((sv = MmJsonGet(sf, lengthof(sf), "show_time_to_match")))
+			WITH_KEY(path, "show_time_to_match", config->show_time_to_match = MmJsonBool(path, sv));
+		MmJsonPathPop(path, o);
+	}
+
+	if ((v = MmJsonGet(f, lengthof(f), "rules")))
+	{
+		JsonbContainer *rules;
+		int			o = MmJsonPathPushKey(path, "rules", 5);
+
+		rules = MmJsonArray(path, v, 0, MM_MAX_RULES, &config->nrules);
+		config->rules = palloc0(sizeof(MmRuleConfig) * Max(config->nrules, 1));
+		for (i = 0; i < config->nrules; i++)
+		{
+			int			o2 = MmJsonPathPushIndex(path, i);
+
+			ReadRule(path, getIthJsonbValueFromContainer(rules, i), &config->rules[i]);
+			for (j = 0; j < i; j++)
+				if (strcmp(config->rules[j].name, config->rules[i].name) == 0)
+					WITH_KEY(path, "name",
+							 MmJsonError(path, "duplicate rule name \"%s\"", config->rules[i].name));
+			MmJsonPathPop(path, o2);
+		}
+		MmJsonPathPop(path, o);
+	}
+
+	return config;
+}
+
+/*
+ * A rule's threshold at an age; see queue_config.h.
+ *
+ * Linear: base + delta * floor(age / every_seconds), never past limit; the
+ * step stops growing once the limit is reached.  Custom: step k (0-based)
+ * applies from (k + 1) * every_seconds on, the last one stays; a null step
+ * switches the rule off.  Once seconds_until_optional is reached the rule is
+ * off whatever the step.
+ */
+bool
+MmRuleThresholdAt(const MmRuleConfig *rule, double age_seconds, double *threshold, int *step)
+{
+	const MmExpansion *e = &rule->expansion;
+	double		t = rule->threshold;
+	int			s = 0;
+	bool		on = true;
+
+	if (!(age_seconds > 0))		/* negative, zero or NaN */
+		age_seconds = 0;
+
+	if (e->kind == MM_EXPANSION_LINEAR)
+	{
+		double		periods = floor(age_seconds / e->every_seconds);
+
+		if (e->delta > 0)
+		{
+			/* the first period at which the limit is reached */
+			double		to_limit = isinf(e->limit) ? 1e9 : ceil((e->limit - rule->threshold) / e->delta);
+
+			periods = Min(periods, Min(to_limit, 1e9));
+			t = Min(rule->threshold + e->delta * periods, e->limit);
+			s = (int) periods;
+		}
+	}
+	else if (e->kind == MM_EXPANSION_CUSTOM)
+	{
+		double		periods = floor(age_seconds / e->every_seconds);
+
+		if (periods >= 1)
+		{
+			int			k = (int) Min(periods, (double) e->nsteps) - 1;
+
+			s = k + 1;
+			if (e->step_off[k])
+				on = false;
+			else
+				t = e->steps[k];
+		}
+	}
+
+	if (rule->seconds_until_optional >= 0 && age_seconds >= rule->seconds_until_optional)
+		on = false;
+
+	*threshold = t;
+	*step = s;
+	return on;
+}
+
+/*
+ * The rule named name, or NULL.
+ */
+const MmRuleConfig *
+MmFindRule(const MmQueueConfig *config, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < config->nrules; i++)
+		if (strcmp(config->rules[i].name, name) == 0)
+			return &config->rules[i];
+	return NULL;
+}
+
+/* Appends a finite number as JSON (non-finite as null). */
+static void
+AppendNumber(StringInfo buf, double x)
+{
+	if (isfinite(x))
+		appendStringInfoString(buf, float8out_internal(x));
+	else
+		appendStringInfoString(buf, "null");
+}
+
+/* Appends "key": "string". */
+static void
+AppendKeyString(StringInfo buf, const char *key, const char *value, bool comma)
+{
+	if (comma)
+		appendStringInfoString(buf, ", ");
+	escape_json(buf, key);
+	appendStringInfoString(buf, ": ");
+	if (value)
+		escape_json(buf, value);
+	else
+		appendStringInfoString(buf, "null");
+}
+
+/* Appends "key": number. */
+static void
+AppendKeyNumber(StringInfo buf, const char *key, double value)
+{
+	appendStringInfoString(buf, ", ");
+	escape_json(buf, key);
+	appendStringInfoString(buf, ": ");
+	AppendNumber(buf, value);
+}
+
+/*
+ * The parsed config as jsonb with every default filled in: what the tick
+ * will use (effective match_size, max_party_size, each rule's options).
+ */
+Jsonb *
+MmQueueConfigToJsonb(const MmQueueConfig *config)
+{
+	StringInfoData buf;
+	int			i,
+				k;
+	static const char *const merge_names[] = {"average", "min", "max"};
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"match_size\": {\"min\": %d, \"max\": %d}",
+					 config->match_min, config->match_max);
+	appendStringInfoString(&buf, ", \"teams\": [");
+	for (i = 0; i < config->nteams; i++)
+	{
+		appendStringInfoString(&buf, i > 0 ? ", {" : "{");
+		AppendKeyString(&buf, "name", config->teams[i].name, false);
+		appendStringInfo(&buf, ", \"min\": %d, \"max\": %d}",
+						 config->teams[i].min, config->teams[i].max);
+	}
+	appendStringInfo(&buf, "], \"max_party_size\": %d", config->max_party_size);
+	AppendKeyNumber(&buf, "ticket_timeout_seconds",
+					config->ticket_timeout_seconds > 0 ? config->ticket_timeout_seconds : NAN);
+	AppendKeyNumber(&buf, "acceptance_timeout_seconds",
+					config->acceptance_timeout_seconds > 0 ? config->acceptance_timeout_seconds : NAN);
+	appendStringInfoString(&buf, ", \"rating\": ");
+	if (config->rating_system)
+	{
+		appendStringInfoChar(&buf, '{');
+		AppendKeyString(&buf, "system", config->rating_system, false);
+		AppendKeyString(&buf, "pool", config->rating_pool, true);
+		appendStringInfoChar(&buf, '}');
+	}
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfo(&buf, ", \"statistics\": {\"show_player_count\": %s, \"show_time_to_match\": %s}",
+					 config->show_player_count ? "true" : "false",
+					 config->show_time_to_match ? "true" : "false");
+	appendStringInfoString(&buf, ", \"rules\": [");
+	for (i = 0; i < config->nrules; i++)
+	{
+		const MmRuleConfig *r = &config->rules[i];
+		const char *threshold_key = RuleThresholdKey(r->type);
+
+		appendStringInfoString(&buf, i > 0 ? ", {" : "{");
+		AppendKeyString(&buf, "name", r->name, false);
+		AppendKeyString(&buf, "type", rule_type_names[r->type], true);
+		AppendKeyNumber(&buf, "weight", r->weight);
+		AppendKeyString(&buf, "source", "ticket", true);
+		if (r->attribute)
+		{
+			AppendKeyString(&buf, "attribute", r->attribute, true);
+			if (r->has_default && r->default_is_string)
+				AppendKeyString(&buf, "default", r->default_string, true);
+			else if (r->has_default)
+				AppendKeyNumber(&buf, "default", r->default_number);
+			if (r->missing_matches_any)
+				AppendKeyString(&buf, "when_missing", "match_any", true);
+		}
+		AppendKeyNumber(&buf, "seconds_until_optional",
+						r->seconds_until_optional >= 0 ? r->seconds_until_optional : NAN);
+		if (threshold_key)
+			AppendKeyNumber(&buf, threshold_key, r->threshold);
+		if (r->type == MM_RULE_DIFFERENCE)
+			AppendKeyString(&buf, "merge", merge_names[r->merge], true);
+		if (r->expansion.kind == MM_EXPANSION_LINEAR)
+		{
+			appendStringInfoString(&buf, ", \"expansion\": {\"every_seconds\": ");
+			AppendNumber(&buf, r->expansion.every_seconds);
+			AppendKeyNumber(&buf, "delta", r->expansion.delta);
+			AppendKeyNumber(&buf, "limit", r->expansion.limit);
+			appendStringInfoChar(&buf, '}');
+		}
+		else if (r->expansion.kind == MM_EXPANSION_CUSTOM)
+		{
+			appendStringInfoString(&buf, ", \"expansion\": {\"every_seconds\": ");
+			AppendNumber(&buf, r->expansion.every_seconds);
+			appendStringInfoString(&buf, ", \"steps\": [");
+			for (k = 0; k < r->expansion.nsteps; k++)
+			{
+				if (k > 0)
+					appendStringInfoString(&buf, ", ");
+				AppendNumber(&buf, r->expansion.step_off[k] ? NAN : r->expansion.steps[k]);
+			}
+			appendStringInfoString(&buf, "]}");
+		}
+		appendStringInfoChar(&buf, '}');
+	}
+	appendStringInfoString(&buf, "]}");
+
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+/*
+ * mm.validate_queue_config(config jsonb) RETURNS jsonb: validates a config
+ * like a write to mm.queues would, and returns it normalised.
+ */
+Datum
+mm_validate_queue_config(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("queue config must not be null")));
+	PG_RETURN_JSONB_P(MmQueueConfigToJsonb(MmParseQueueConfig(PG_GETARG_JSONB_P(0))));
+}
+
+/*
+ * mm.rule_threshold(config jsonb, rule text, age_seconds float8) RETURNS
+ * jsonb: a diagnostic showing a rule's expansion step at an age, in the form
+ * stored in mm.matches.rule_steps: {"step": 1, "threshold": 150} or
+ * {"step": 2, "off": true} (string_equality has no threshold).
+ */
+Datum
+mm_rule_threshold(PG_FUNCTION_ARGS)
+{
+	MmQueueConfig *config = MmParseQueueConfig(PG_GETARG_JSONB_P(0));
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	double		age = PG_GETARG_FLOAT8(2);
+	const MmRuleConfig *rule;
+	double		threshold;
+	int			step;
+	bool		on;
+	StringInfoData buf;
+
+	if (!isfinite(age) || age < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("age_seconds must be a finite number >= 0")));
+	rule = MmFindRule(config, name);
+	if (rule == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("rule \"%s\" is not in the queue config", name)));
+	on = MmRuleThresholdAt(rule, age, &threshold, &step);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"step\": %d", step);
+	if (!on)
+		appendStringInfoString(&buf, ", \"off\": true");
+	else if (rule->type != MM_RULE_STRING_EQUALITY)
+		AppendKeyNumber(&buf, "threshold", threshold);
+	appendStringInfoChar(&buf, '}');
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
+}
+
+/*
+ * BEFORE INSERT OR UPDATE row trigger on mm.queues: validates the name and
+ * the config of every write, also direct INSERT/UPDATE, and keeps
+ * updated_at current on UPDATE.
+ */
+Datum
+mm_queues_validate(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	tupdesc;
+	HeapTuple	tuple;
+	Datum		value;
+	bool		isnull;
+	MemoryContext parse_context;
+	MemoryContext old_context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) || TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("mm_queues_validate must be a BEFORE INSERT OR UPDATE row trigger")));
+
+	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+
+	value = heap_getattr(tuple, SPI_fnumber(tupdesc, "name"), tupdesc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("queue name must not be null")));
+	MmValidateQueueName(TextDatumGetCString(value));
+
+	value = heap_getattr(tuple, SPI_fnumber(tupdesc, "config"), tupdesc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("queue config must not be null")));
+
+	/* Parse in a short-lived context: only the verdict is needed here. */
+	parse_context = AllocSetContextCreate(CurrentMemoryContext, "mm queue config",
+										  ALLOCSET_SMALL_SIZES);
+	old_context = MemoryContextSwitchTo(parse_context);
+	(void) MmParseQueueConfig(DatumGetJsonbP(value));
+	MemoryContextSwitchTo(old_context);
+	MemoryContextDelete(parse_context);
+
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		int			col = SPI_fnumber(tupdesc, "updated_at");
+		Datum		now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+		bool		now_null = false;
+
+		tuple = heap_modify_tuple_by_cols(tuple, tupdesc, 1, &col, &now, &now_null);
+	}
+	return PointerGetDatum(tuple);
+}
