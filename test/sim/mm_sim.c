@@ -379,8 +379,9 @@ CreateFlexMatchQueues(void)
 		params[0] = name;
 		params[1] = FlexMatchConfig(modes[i].team_min, modes[i].team_max);
 		/* a fresh queue each run: earlier runs' tickets would skew the figures */
-		PQclear(SimExec(conn, "DELETE FROM mm.queues WHERE name OPERATOR(pg_catalog.=) $1",
-						1, params, PGRES_COMMAND_OK));
+		PQclear(SimExec(conn, "SELECT mm.drop_queue(q.name, force => true)"
+						"  FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
+						1, params, PGRES_TUPLES_OK));
 		PQclear(SimExec(conn, "SELECT mm.create_queue($1, $2::jsonb)", 2, params,
 						PGRES_TUPLES_OK));
 		q = AddQueue(name);
