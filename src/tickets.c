@@ -1,0 +1,397 @@
+/*
+ * tickets.c
+ *	  Validation of tickets on their way into mm.tickets.
+ *
+ * A BEFORE INSERT row trigger checks a ticket's players against its queue's
+ * config (parsed by queue_config.c) and fills the columns the tick relies on
+ * (status 'searching', player_count).  It runs for mm.create_ticket, a plain
+ * INSERT, a multi-row INSERT and COPY alike.  The set-based work that follows
+ * (mm.players and mm.ticket_players rows, one active ticket per player) is
+ * done by statement-level triggers in SQL (Section: tickets).
+ *
+ * A bulk load validates many tickets of few queues, so the parsed configs are
+ * cached for the duration of one SQL command: a queue's config cannot change
+ * while the command that inserts its tickets runs.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "json_walk.h"
+#include "queue_config.h"
+
+PG_FUNCTION_INFO_V1(mm_tickets_validate);
+
+#define MM_MAX_PLAYER_ID_LENGTH 128
+#define MM_MAX_REGIONS 64
+#define MM_MAX_REGION_LENGTH 64
+#define MM_MAX_TICKET_BYTES (1024 * 1024)
+
+/* A parsed queue config, valid for one SQL command. */
+typedef struct CachedQueueConfig
+{
+	char	   *name;
+	MmQueueConfig *config;
+	struct CachedQueueConfig *next;
+} CachedQueueConfig;
+
+static MemoryContext queue_cache_context = NULL;
+static LocalTransactionId queue_cache_lxid = InvalidLocalTransactionId;
+static CommandId queue_cache_cid = InvalidCommandId;
+static CachedQueueConfig *queue_cache = NULL;
+static SPIPlanPtr queue_config_plan = NULL;
+
+/*
+ * The parsed config of a queue, from the cache when the same command already
+ * read it, else from mm.queues.  Raises 42704 when the queue does not exist.
+ */
+static MmQueueConfig *
+GetQueueConfig(const char *queue)
+{
+	CommandId	cid = GetCurrentCommandId(false);
+	CachedQueueConfig *entry;
+	Datum		arg;
+	Datum		config_datum;
+	bool		isnull;
+	MemoryContext old_context;
+	MmQueueConfig *config;
+	int			ret;
+
+	if (queue_cache_context == NULL)
+		queue_cache_context = AllocSetContextCreate(TopMemoryContext,
+													"mm queue config cache",
+													ALLOCSET_SMALL_SIZES);
+	if (queue_cache_lxid != MyProc->lxid || queue_cache_cid != cid)
+	{
+		MemoryContextReset(queue_cache_context);
+		queue_cache = NULL;
+		queue_cache_lxid = MyProc->lxid;
+		queue_cache_cid = cid;
+	}
+	for (entry = queue_cache; entry != NULL; entry = entry->next)
+		if (strcmp(entry->name, queue) == 0)
+			return entry->config;
+
+	if ((ret = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(ret));
+	if (queue_config_plan == NULL)
+	{
+		Oid			argtypes[1] = {TEXTOID};
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare("SELECT config FROM mm.queues WHERE name OPERATOR(pg_catalog.=) $1",
+						   1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if ((ret = SPI_keepplan(plan)) != 0)
+			elog(ERROR, "SPI_keepplan failed: %s", SPI_result_code_string(ret));
+		queue_config_plan = plan;
+	}
+	arg = CStringGetTextDatum(queue);
+	ret = SPI_execute_plan(queue_config_plan, &arg, NULL, true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("queue \"%s\" does not exist", queue)));
+	config_datum = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		elog(ERROR, "queue \"%s\" has a null config", queue);
+
+	/* Copy out of SPI memory and parse into the cache. */
+	old_context = MemoryContextSwitchTo(queue_cache_context);
+	config = MmParseQueueConfig(DatumGetJsonbPCopy(config_datum));
+	entry = palloc(sizeof(CachedQueueConfig));
+	entry->name = pstrdup(queue);
+	entry->config = config;
+	entry->next = queue_cache;
+	queue_cache = entry;
+	MemoryContextSwitchTo(old_context);
+
+	if ((ret = SPI_finish()) != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(ret));
+	return config;
+}
+
+/*
+ * Follows a rule's dotted attribute path in a player's attributes.  Returns
+ * false when a key on the way is missing or not an object.
+ */
+static bool
+FindAttribute(JsonbContainer *attributes, const MmRuleConfig *rule, JsonbValue *result)
+{
+	JsonbContainer *container = attributes;
+	int			i;
+
+	for (i = 0; i < rule->attribute_depth; i++)
+	{
+		const char *key = rule->attribute_path[i];
+
+		if (container == NULL || !JsonContainerIsObject(container))
+			return false;
+		if (getKeyJsonValueFromContainer(container, key, strlen(key), result) == NULL)
+			return false;
+		container = result->type == jbvBinary ? result->val.binary.data : NULL;
+	}
+	return true;
+}
+
+/* Pushes a rule's attribute path (attributes.a.b) onto a player's path. */
+static void
+PushAttributePath(MmJsonPath *path, const MmRuleConfig *rule)
+{
+	int			i;
+
+	MmJsonPathPushKey(path, "attributes", 10);
+	for (i = 0; i < rule->attribute_depth; i++)
+		MmJsonPathPushKey(path, rule->attribute_path[i], strlen(rule->attribute_path[i]));
+}
+
+/*
+ * Checks a player's attributes against the queue's rules: a rule's attribute
+ * must have the rule's type (string for string_equality, number otherwise),
+ * and may be missing only when the rule has a default or "when_missing".
+ */
+static void
+CheckRuleAttributes(MmJsonPath *path, JsonbValue *attributes, const MmQueueConfig *config)
+{
+	int			i;
+
+	for (i = 0; i < config->nrules; i++)
+	{
+		const MmRuleConfig *rule = &config->rules[i];
+		JsonbValue	value;
+		int			old = path->path.len;
+		bool		found;
+
+		if (rule->attribute == NULL || rule->source != MM_SOURCE_TICKET)
+			continue;
+		found = attributes != NULL && FindAttribute(attributes->val.binary.data, rule, &value);
+		if (!found)
+		{
+			if (rule->has_default || rule->missing_matches_any)
+				continue;
+			PushAttributePath(path, rule);
+			MmJsonError(path, "is required by rule \"%s\"", rule->name);
+		}
+		PushAttributePath(path, rule);
+		if (rule->type == MM_RULE_STRING_EQUALITY)
+		{
+			if (value.type != jbvString)
+				MmJsonError(path, "must be a string (rule \"%s\")", rule->name);
+		}
+		else
+		{
+			double		x;
+
+			if (value.type != jbvNumeric)
+				MmJsonError(path, "must be a number (rule \"%s\")", rule->name);
+			x = MmJsonNumericToDouble(value.val.numeric);
+			if (!isfinite(x) || fabs(x) > MM_JSON_MAX_NUMBER)
+				MmJsonError(path, "must be a number between -1e12 and 1e12 (rule \"%s\")", rule->name);
+		}
+		MmJsonPathPop(path, old);
+	}
+}
+
+/* Checks "latencies": an object of region -> milliseconds >= 0. */
+static void
+CheckLatencies(MmJsonPath *path, JsonbValue *latencies)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			nregions;
+
+	if (!MmJsonIsObject(latencies))
+		MmJsonError(path, "must be an object of region -> milliseconds");
+	nregions = JsonContainerSize(latencies->val.binary.data);
+	if (nregions > MM_MAX_REGIONS)
+		MmJsonError(path, "has %d regions, more than the limit of %d", nregions, MM_MAX_REGIONS);
+
+	it = JsonbIteratorInit(latencies->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		int			old;
+		int			nchars;
+
+		if (tok != WJB_KEY)
+			continue;
+		old = MmJsonPathPushKey(path, v.val.string.val, v.val.string.len);
+		nchars = pg_mbstrlen_with_len(v.val.string.val, v.val.string.len);
+		if (nchars == 0 || nchars > MM_MAX_REGION_LENGTH)
+			MmJsonError(path, "a region name must have 1 to %d characters", MM_MAX_REGION_LENGTH);
+		tok = JsonbIteratorNext(&it, &v, true);
+		Assert(tok == WJB_VALUE);
+		(void) MmJsonNumber(path, &v, 0, false, MM_JSON_MAX_NUMBER);
+		MmJsonPathPop(path, old);
+	}
+}
+
+/*
+ * Validates a ticket's players against its queue's config and returns the
+ * number of players.  Errors read "invalid ticket at players[1].id: ...".
+ */
+static int
+ValidatePlayers(Jsonb *players, const MmQueueConfig *config, const char *queue)
+{
+	MmJsonPath	pathbuf;
+	MmJsonPath *path = &pathbuf;
+	JsonbValue	root;
+	JsonbContainer *array;
+	int			count;
+	int			i,
+				j;
+	char	  **ids;
+	bool		needs_latencies = false;
+	const char *latency_rule = NULL;
+
+	MmJsonPathInit(path, "ticket");
+	MmJsonPathPushKey(path, "players", 7);
+	if (VARSIZE(players) > MM_MAX_TICKET_BYTES)
+		MmJsonError(path, "larger than %d bytes", MM_MAX_TICKET_BYTES);
+	MmJsonRoot(players, &root);
+	array = MmJsonArray(path, &root, 1, MM_MAX_MATCH_SIZE, &count);
+	if (count > config->max_party_size)
+		MmJsonErrorHint(path,
+						config->nteams > 0 ?
+						"A party plays on one team, and the other teams still need their minimum." : NULL,
+						"has %d players, more than the largest party queue \"%s\" allows (%d)",
+						count, queue, config->max_party_size);
+
+	for (i = 0; i < config->nrules; i++)
+		if (config->rules[i].type == MM_RULE_LATENCY)
+		{
+			needs_latencies = true;
+			latency_rule = config->rules[i].name;
+			break;
+		}
+
+	ids = palloc(sizeof(char *) * count);
+	for (i = 0; i < count; i++)
+	{
+		MmJsonField f[] = {{"id"}, {"attributes"}, {"latencies"}};
+		JsonbValue *player = getIthJsonbValueFromContainer(array, i);
+		JsonbValue *v;
+		int			old = MmJsonPathPushIndex(path, i);
+		int			old2;
+
+		MmJsonReadObject(path, player, f, lengthof(f));
+
+		if (!(v = MmJsonGet(f, lengthof(f), "id")))
+		{
+			MmJsonPathPushKey(path, "id", 2);
+			MmJsonError(path, "is required");
+		}
+		old2 = MmJsonPathPushKey(path, "id", 2);
+		ids[i] = MmJsonString(path, v, 1, MM_MAX_PLAYER_ID_LENGTH);
+		for (j = 0; j < i; j++)
+			if (strcmp(ids[j], ids[i]) == 0)
+				MmJsonError(path, "duplicate player id \"%s\" in the ticket", ids[i]);
+		MmJsonPathPop(path, old2);
+
+		if ((v = MmJsonGet(f, lengthof(f), "attributes")))
+		{
+			old2 = MmJsonPathPushKey(path, "attributes", 10);
+			if (!MmJsonIsObject(v))
+				MmJsonError(path, "must be an object");
+			MmJsonPathPop(path, old2);
+		}
+		CheckRuleAttributes(path, v, config);
+
+		old2 = MmJsonPathPushKey(path, "latencies", 9);
+		if ((v = MmJsonGet(f, lengthof(f), "latencies")))
+			CheckLatencies(path, v);
+		if (needs_latencies && (v == NULL || JsonContainerSize(v->val.binary.data) == 0))
+			MmJsonError(path, "at least one region is required by rule \"%s\"", latency_rule);
+		MmJsonPathPop(path, old2);
+
+		MmJsonPathPop(path, old);
+	}
+	return count;
+}
+
+/*
+ * BEFORE INSERT row trigger on mm.tickets: validates the players against the
+ * queue's config and sets status 'searching', player_count, updated_at =
+ * created_at and no match.
+ */
+Datum
+mm_tickets_validate(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	TupleDesc	tupdesc;
+	HeapTuple	tuple;
+	Datum		value;
+	bool		isnull;
+	char	   *queue;
+	MmQueueConfig *config;
+	int			count;
+	int			cols[6];
+	Datum		values[6];
+	bool		nulls[6];
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("mm_tickets_validate must be a BEFORE INSERT row trigger")));
+
+	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	tuple = trigdata->tg_trigtuple;
+
+	value = heap_getattr(tuple, SPI_fnumber(tupdesc, "queue"), tupdesc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ticket queue must not be null")));
+	queue = TextDatumGetCString(value);
+
+	value = heap_getattr(tuple, SPI_fnumber(tupdesc, "players"), tupdesc, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ticket players must not be null")));
+
+	config = GetQueueConfig(queue);
+	count = ValidatePlayers(DatumGetJsonbP(value), config, queue);
+
+	cols[0] = SPI_fnumber(tupdesc, "status");
+	values[0] = CStringGetTextDatum("searching");
+	nulls[0] = false;
+	cols[1] = SPI_fnumber(tupdesc, "player_count");
+	values[1] = Int32GetDatum(count);
+	nulls[1] = false;
+	cols[2] = SPI_fnumber(tupdesc, "match_id");
+	values[2] = (Datum) 0;
+	nulls[2] = true;
+	cols[3] = SPI_fnumber(tupdesc, "matched_at");
+	values[3] = (Datum) 0;
+	nulls[3] = true;
+	/* updated_at starts as created_at, so an explicit "now" is kept */
+	cols[4] = SPI_fnumber(tupdesc, "updated_at");
+	values[4] = heap_getattr(tuple, SPI_fnumber(tupdesc, "created_at"), tupdesc, &nulls[4]);
+	if (nulls[4])
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ticket created_at must not be null")));
+
+	tuple = heap_modify_tuple_by_cols(tuple, tupdesc, 5, cols, values, nulls);
+	return PointerGetDatum(tuple);
+}
