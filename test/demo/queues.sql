@@ -12,6 +12,7 @@
 --   widens to 200 (400 between teams) at 20 s and 1000 (2000) at 40 s,
 --   latency to 120 ms at 30 s and 2000 ms at 120 s; tickets time out at 120 s.
 
+\o /dev/null
 SELECT mm.create_queue('ranked_5v5', $$
 {"match_size": {"min": 10, "max": 10},
  "teams": [{"name": "red", "min": 5, "max": 5}, {"name": "blue", "min": 5, "max": 5}],
@@ -52,6 +53,7 @@ SELECT mm.create_queue('rd_' || mode, pg_catalog.format($$
 $$, 2 * team_min, 2 * team_max, team_min, team_max, team_min, team_max)::jsonb)
   FROM (VALUES ('classic', 4, 6), ('survival', 1, 3), ('practice', 2, 8)) AS m(mode, team_min, team_max)
  ORDER BY mode;
+\o
 
 SELECT name, config->'match_size' AS match_size, jsonb_array_length(config->'rules') AS rules
   FROM mm.queues ORDER BY name;

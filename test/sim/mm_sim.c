@@ -1167,11 +1167,11 @@ PrepareSchema(void)
 
 		/* a run tag is reused from scratch: its old players and tickets go */
 		PQclear(SimExec(conn,
-						"UPDATE mm.tickets t SET status = 'cancelled'"
-						"  FROM mm.ticket_players tp"
-						" WHERE tp.ticket_id OPERATOR(pg_catalog.=) t.id AND tp.active"
-						"   AND pg_catalog.starts_with(tp.player_id, $1 OPERATOR(pg_catalog.||) '-')",
-						1, params, PGRES_COMMAND_OK));
+						"SELECT mm.cancel_ticket(t.ticket_id)"
+						"  FROM (SELECT DISTINCT tp.ticket_id FROM mm.ticket_players tp"
+						"         WHERE tp.active AND pg_catalog.starts_with(tp.player_id,"
+						"                                 $1 OPERATOR(pg_catalog.||) '-')) t",
+						1, params, PGRES_TUPLES_OK));
 		PQclear(SimExec(conn, "DELETE FROM mm_sim.players WHERE run OPERATOR(pg_catalog.=) $1",
 						1, params, PGRES_COMMAND_OK));
 	}
