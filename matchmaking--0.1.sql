@@ -574,6 +574,31 @@ COMMENT ON FUNCTION mm.cancel_ticket(bigint) IS
 -- Section: tick and events (src/tick.c, src/rules.c, src/events.c)
 -- ===================================================================
 
+CREATE FUNCTION mm.tick(queue text DEFAULT NULL,
+						now timestamptz DEFAULT pg_catalog.now())
+RETURNS integer
+LANGUAGE C VOLATILE CALLED ON NULL INPUT
+AS 'MODULE_PATHNAME', 'mm_tick';
+COMMENT ON FUNCTION mm.tick(text, timestamptz) IS
+'Forms matches in a queue (all queues when NULL) as of now; returns the number of matches formed';
+
+CREATE FUNCTION mm.last_tick_stats(
+	OUT queue text,
+	OUT locked_out boolean,
+	OUT tickets_loaded integer,
+	OUT tickets_timed_out integer,
+	OUT matches integer,
+	OUT players_matched integer,
+	OUT load_ms float8,
+	OUT compute_ms float8,
+	OUT write_ms float8,
+	OUT memory_bytes bigint)
+RETURNS SETOF record
+LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'mm_last_tick_stats';
+COMMENT ON FUNCTION mm.last_tick_stats() IS
+'Per queue, what the last mm.tick() of this session did: tickets, matches, phase timings and peak memory';
+
 
 -- ===================================================================
 -- Section: scheduling (pg_cron; src/schedule*.c or SQL)

@@ -1,0 +1,49 @@
+/*
+ * events.h
+ *	  Notifications on the mm_events channel (sent at commit only).
+ *
+ * Every state change the extension announces goes through here, so the
+ * payloads keep one shape: a JSON object with "event" and "queue", then the
+ * event's fields.  Payloads are built to stay under PostgreSQL's 8000-byte
+ * NOTIFY limit: a match_found that would be larger goes out compact (ids
+ * only, "truncated": true); a ticket list that would be larger is split into
+ * several notifications of the same event.
+ */
+#ifndef MM_EVENTS_H
+#define MM_EVENTS_H
+
+#include "postgres.h"
+
+#define MM_EVENTS_CHANNEL "mm_events"
+/* Async_Notify refuses payloads of 8000 bytes or more. */
+#define MM_EVENT_PAYLOAD_MAX 7999
+
+/* One team of a match, for the match_found payload. */
+typedef struct MmEventTeam
+{
+	const char *name;			/* NULL: the single side of a free-for-all */
+	int			nplayers;
+	const char **player_ids;
+} MmEventTeam;
+
+/*
+ * match_found: {"event", "queue", "match_id", "region", "quality",
+ * "teams": [{"name", "players": [ids]}], "tickets": [ids]}.
+ */
+extern void MmNotifyMatchFound(const char *queue, int64 match_id, const char *region,
+							   double quality, int nteams, const MmEventTeam *teams,
+							   int ntickets, const int64 *ticket_ids);
+
+/*
+ * A ticket event (ticket_timed_out, ticket_cancelled):
+ * {"event", "queue", "tickets": [ids]}.  Nothing is sent for no tickets.
+ */
+extern void MmNotifyTickets(const char *event, const char *queue,
+							int ntickets, const int64 *ticket_ids);
+
+/* The match_found payload, exposed for tests of its size handling. */
+extern char *MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
+								 double quality, int nteams, const MmEventTeam *teams,
+								 int ntickets, const int64 *ticket_ids);
+
+#endif							/* MM_EVENTS_H */

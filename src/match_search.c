@@ -1,0 +1,761 @@
+/*
+ * match_search.c
+ *	  Forms matches among a queue's searching tickets (pure C, no SPI).
+ *
+ * Oldest tickets first: each ticket in turn (oldest first) is the anchor of a
+ * candidate match and the oldest ticket in it, so its age selects every
+ * rule's expansion step.  The anchor leaves the pool whether it matches or
+ * not, so later anchors only see younger tickets.
+ *
+ * Candidates come in age order (oldest first) from the pool of younger alive
+ * tickets, restricted to the window [v - t, v + t] of the main numeric rule
+ * (the first difference rule): every ticket of a valid match is within t of
+ * the anchor.  Two ways to produce them, both O(result) and never O(N) per
+ * anchor when the window is small:
+ *	 - walk the pool in age order and keep those in the window (cheap when the
+ *	   window holds a large share of the pool: a few steps per candidate);
+ *	 - take the window from the value-sorted array (binary search), skip dead
+ *	   entries with a union-find "next alive" pointer, and sort it by age
+ *	   (cheap when the window is small).
+ * The walk starts first and switches to the window after 2W + 64 fruitless
+ * steps, W being the window's alive count (a Fenwick tree).
+ *
+ * The greedy then takes compatible candidates oldest first (every ticket rule
+ * checked incrementally through its handler) up to a target number of
+ * players.  Targets go from the largest match to the smallest (team sizes
+ * filled as evenly as their bounds allow and team_size_balance permits), so
+ * a smaller match forms only when no larger one did.  Teams are balanced by
+ * MmBalanceTeams with exact sizes (parties stay on one team), then the team
+ * rules are checked.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "match_search.h"
+#include "team_balance.h"
+
+/* The search's working state over one queue's tickets. */
+typedef struct SearchState
+{
+	const MmRuleContext *context;
+	const MmQueueConfig *config;
+	MmTicket   *tickets;
+	int			ntickets;
+	const MmRuleHandler **handlers;
+
+	/* the pool: alive tickets */
+	bool	   *dead;
+	int		   *next_age;		/* union-find: next alive ticket index >= i */
+
+	/* main numeric rule: value-sorted array of tickets with a value */
+	int			main_rule;		/* -1: none */
+	int			nsorted;
+	int		   *sorted;			/* ticket indexes by (value, index) */
+	double	   *sorted_value;
+	int		   *pos_of;			/* sorted position of each ticket, -1 */
+	int		   *next_sorted;	/* union-find: next alive position >= p */
+	int		   *fenwick;		/* alive counts over sorted positions */
+	int			alive_any;		/* alive tickets whose main value is ANY */
+	int		   *any_list;		/* those tickets in age order */
+	int			nany;
+
+	/* the balancing attribute: first team_difference, else first difference */
+	int			balance_rule;
+
+	/* per anchor */
+	int			anchor;
+	bool	   *rule_on;
+	double	   *rule_threshold;
+	int		   *rule_step;
+	MmRuleState *states;
+	bool		windowed;
+	double		window_lo;
+	double		window_hi;
+	int		   *cand;			/* candidates produced so far, in age order */
+	int			ncand;
+	bool		cand_done;
+	bool		cand_walking;	/* still walking the pool in age order */
+	int			walk_cursor;
+	long		walk_budget;
+
+	/* greedy scratch */
+	int		   *chosen;
+	int			nchosen;
+	int			chosen_players;
+
+	/* team scratch */
+	double	   *ratings;
+	int		   *party;
+	int		   *team_of;
+	int		   *team_size;
+	int		   *actual_size;
+	int		   *ticket_team;
+	const MmTicket **chosen_tickets;
+
+	MmSearchResult *result;
+	int			matches_allocated;
+} SearchState;
+
+/* Smallest alive index >= i (path halving). */
+static int
+FindNextAlive(int *next, int i)
+{
+	while (next[i] != i)
+	{
+		next[i] = next[next[i]];
+		i = next[i];
+	}
+	return i;
+}
+
+static void
+FenwickAdd(int *tree, int n, int pos, int delta)
+{
+	for (pos++; pos <= n; pos += pos & (-pos))
+		tree[pos] += delta;
+}
+
+/* Alive count over sorted positions [0, pos). */
+static int
+FenwickPrefix(const int *tree, int pos)
+{
+	int			sum = 0;
+
+	for (; pos > 0; pos -= pos & (-pos))
+		sum += tree[pos];
+	return sum;
+}
+
+/* First sorted position whose value is >= v (or > v when strict). */
+static int
+LowerBound(const SearchState *s, double v, bool strict)
+{
+	int			lo = 0,
+				hi = s->nsorted;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (s->sorted_value[mid] < v || (strict && s->sorted_value[mid] == v))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Takes a ticket out of the pool. */
+static void
+RemoveTicket(SearchState *s, int i)
+{
+	s->dead[i] = true;
+	s->next_age[i] = i + 1;
+	if (s->main_rule >= 0)
+	{
+		int			pos = s->pos_of[i];
+
+		if (pos >= 0)
+		{
+			s->next_sorted[pos] = pos + 1;
+			FenwickAdd(s->fenwick, s->nsorted, pos, -1);
+		}
+		else if (s->tickets[i].values[s->main_rule].kind == MM_VALUE_ANY)
+			s->alive_any--;
+	}
+}
+
+static const double *SortValues;
+
+/* Orders tickets by main value, then age. */
+static int
+CompareByValue(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	if (SortValues[x] != SortValues[y])
+		return SortValues[x] < SortValues[y] ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+static int
+CompareInt(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Builds the pool structures. */
+static void
+SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int ntickets)
+{
+	const MmQueueConfig *config = context->config;
+	int			nrules = config->nrules;
+	int			i;
+	int			maxp = Max(config->match_max, 1);
+
+	memset(s, 0, sizeof(*s));
+	s->context = context;
+	s->config = config;
+	s->tickets = tickets;
+	s->ntickets = ntickets;
+	s->handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
+	s->main_rule = -1;
+	s->balance_rule = -1;
+	for (i = 0; i < nrules; i++)
+	{
+		s->handlers[i] = MmRuleHandlerFor(config->rules[i].type);
+		if (config->rules[i].type == MM_RULE_DIFFERENCE && s->main_rule < 0)
+			s->main_rule = i;
+	}
+	for (i = 0; i < nrules && s->balance_rule < 0; i++)
+		if (config->rules[i].type == MM_RULE_TEAM_DIFFERENCE)
+			s->balance_rule = i;
+	if (s->balance_rule < 0)
+		s->balance_rule = s->main_rule;
+
+	s->dead = palloc0(sizeof(bool) * ntickets);
+	s->next_age = palloc(sizeof(int) * (ntickets + 1));
+	for (i = 0; i <= ntickets; i++)
+		s->next_age[i] = i;
+
+	if (s->main_rule >= 0)
+	{
+		double	   *values = palloc(sizeof(double) * Max(ntickets, 1));
+
+		s->sorted = palloc(sizeof(int) * Max(ntickets, 1));
+		s->any_list = palloc(sizeof(int) * Max(ntickets, 1));
+		s->pos_of = palloc(sizeof(int) * Max(ntickets, 1));
+		for (i = 0; i < ntickets; i++)
+		{
+			const MmRuleValue *v = &tickets[i].values[s->main_rule];
+
+			s->pos_of[i] = -1;
+			values[i] = v->number;
+			if (v->kind == MM_VALUE_PRESENT)
+				s->sorted[s->nsorted++] = i;
+			else if (v->kind == MM_VALUE_ANY)
+				s->any_list[s->nany++] = i;
+		}
+		s->alive_any = s->nany;
+		SortValues = values;
+		qsort(s->sorted, s->nsorted, sizeof(int), CompareByValue);
+		SortValues = NULL;
+		s->sorted_value = palloc(sizeof(double) * Max(s->nsorted, 1));
+		s->next_sorted = palloc(sizeof(int) * (s->nsorted + 1));
+		s->fenwick = palloc0(sizeof(int) * (s->nsorted + 1));
+		for (i = 0; i < s->nsorted; i++)
+		{
+			s->sorted_value[i] = values[s->sorted[i]];
+			s->pos_of[s->sorted[i]] = i;
+			s->next_sorted[i] = i;
+			/* O(n) Fenwick build: each node adds itself to its parent */
+			s->fenwick[i + 1] += 1;
+			if (i + 1 + ((i + 1) & (-(i + 1))) <= s->nsorted)
+				s->fenwick[i + 1 + ((i + 1) & (-(i + 1)))] += s->fenwick[i + 1];
+		}
+		s->next_sorted[s->nsorted] = s->nsorted;
+		pfree(values);
+	}
+
+	s->rule_on = palloc(sizeof(bool) * Max(nrules, 1));
+	s->rule_threshold = palloc(sizeof(double) * Max(nrules, 1));
+	s->rule_step = palloc(sizeof(int) * Max(nrules, 1));
+	s->states = palloc0(sizeof(MmRuleState) * Max(nrules, 1));
+	for (i = 0; i < nrules; i++)
+		s->states[i].region_worst = palloc(sizeof(double) * Max(context->nregions, 1));
+	s->cand = palloc(sizeof(int) * Max(ntickets, 1));
+	s->chosen = palloc(sizeof(int) * maxp);
+	s->chosen_tickets = palloc(sizeof(MmTicket *) * maxp);
+	s->ratings = palloc(sizeof(double) * maxp);
+	s->party = palloc(sizeof(int) * maxp);
+	s->team_of = palloc(sizeof(int) * maxp);
+	s->ticket_team = palloc(sizeof(int) * maxp);
+	s->team_size = palloc(sizeof(int) * Max(config->nteams, 1));
+	s->actual_size = palloc(sizeof(int) * Max(config->nteams, 1));
+
+	s->result = palloc0(sizeof(MmSearchResult));
+	s->matches_allocated = 16;
+	s->result->matches = palloc(sizeof(MmFoundMatch) * s->matches_allocated);
+}
+
+/* Whether a ticket lies in the anchor's window of the main rule. */
+static inline bool
+InWindow(const SearchState *s, int i)
+{
+	const MmRuleValue *v;
+
+	if (!s->windowed)
+		return true;
+	v = &s->tickets[i].values[s->main_rule];
+	if (v->kind == MM_VALUE_ANY)
+		return true;
+	return v->kind == MM_VALUE_PRESENT && v->number >= s->window_lo && v->number <= s->window_hi;
+}
+
+/* Collects the rest of the window (index >= from) in age order at once. */
+static void
+CollectWindow(SearchState *s, int from)
+{
+	int			start = s->ncand;
+	int			pos = LowerBound(s, s->window_lo, false);
+	int			k;
+
+	for (pos = FindNextAlive(s->next_sorted, pos);
+		 pos < s->nsorted && s->sorted_value[pos] <= s->window_hi;
+		 pos = FindNextAlive(s->next_sorted, pos + 1))
+	{
+		if (s->sorted[pos] >= from)
+			s->cand[s->ncand++] = s->sorted[pos];
+	}
+	for (k = 0; k < s->nany; k++)
+	{
+		int			i = s->any_list[k];
+
+		if (i >= from && !s->dead[i])
+			s->cand[s->ncand++] = i;
+	}
+	qsort(s->cand + start, s->ncand - start, sizeof(int), CompareInt);
+	s->cand_done = true;
+}
+
+/* Starts the candidate stream of an anchor. */
+static void
+CandidatesStart(SearchState *s)
+{
+	const MmRuleValue *v;
+
+	s->ncand = 0;
+	s->cand_done = false;
+	s->cand_walking = true;
+	s->walk_cursor = s->anchor + 1;
+	s->walk_budget = -1;		/* unlimited */
+	s->windowed = false;
+	if (s->main_rule < 0 || !s->rule_on[s->main_rule])
+		return;
+	v = &s->tickets[s->anchor].values[s->main_rule];
+	if (v->kind != MM_VALUE_PRESENT)
+		return;
+
+	s->windowed = true;
+	s->window_lo = v->number - s->rule_threshold[s->main_rule];
+	s->window_hi = v->number + s->rule_threshold[s->main_rule];
+	{
+		int			lo = LowerBound(s, s->window_lo, false);
+		int			hi = LowerBound(s, s->window_hi, true);
+		long		alive = FenwickPrefix(s->fenwick, hi) - FenwickPrefix(s->fenwick, lo) + s->alive_any;
+
+		if (alive <= 32)
+			CollectWindow(s, s->walk_cursor);
+		else
+			s->walk_budget = 2 * alive + 64;
+	}
+}
+
+/* The k-th candidate of the anchor (age order), or -1 when there is none. */
+static int
+CandidateAt(SearchState *s, int k)
+{
+	while (k >= s->ncand)
+	{
+		int			i;
+
+		if (s->cand_done)
+			return -1;
+		if (s->walk_budget == 0)
+		{
+			CollectWindow(s, s->walk_cursor);
+			continue;
+		}
+		if (s->walk_budget > 0)
+			s->walk_budget--;
+		i = FindNextAlive(s->next_age, s->walk_cursor);
+		if (i >= s->ntickets)
+		{
+			s->cand_done = true;
+			return -1;
+		}
+		s->walk_cursor = i + 1;
+		if (InWindow(s, i))
+			s->cand[s->ncand++] = i;
+	}
+	return s->cand[k];
+}
+
+/* Whether a ticket can join the candidate match, rule by rule. */
+static bool
+TicketFits(SearchState *s, const MmTicket *t)
+{
+	int			r;
+
+	for (r = 0; r < s->config->nrules; r++)
+	{
+		if (!s->rule_on[r])
+			continue;
+		if (t->values[r].kind == MM_VALUE_MISSING)
+			return false;
+		if (s->handlers[r]->scope == MM_SCOPE_TICKETS &&
+			!s->handlers[r]->can_add(s->context, &s->states[r], &t->values[r],
+									 s->rule_threshold[r]))
+			return false;
+	}
+	return true;
+}
+
+static void
+TicketJoin(SearchState *s, int i)
+{
+	const MmTicket *t = &s->tickets[i];
+	int			r;
+
+	for (r = 0; r < s->config->nrules; r++)
+		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
+			s->handlers[r]->add(s->context, &s->states[r], &t->values[r]);
+	s->chosen[s->nchosen++] = i;
+	s->chosen_players += t->nplayers;
+}
+
+/*
+ * Greedy: the anchor, then compatible candidates oldest first, until the
+ * match holds target players.  Returns the players gathered.
+ */
+static int
+Gather(SearchState *s, int target)
+{
+	int			r;
+	int			k;
+
+	for (r = 0; r < s->config->nrules; r++)
+		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
+			s->handlers[r]->state_init(s->context, &s->states[r]);
+	s->nchosen = 0;
+	s->chosen_players = 0;
+	if (s->tickets[s->anchor].nplayers > target || !TicketFits(s, &s->tickets[s->anchor]))
+		return 0;
+	TicketJoin(s, s->anchor);
+	for (k = 0; s->chosen_players < target; k++)
+	{
+		int			i = CandidateAt(s, k);
+
+		if (i < 0)
+			break;
+		if (s->chosen_players + s->tickets[i].nplayers > target)
+			continue;
+		if (TicketFits(s, &s->tickets[i]))
+			TicketJoin(s, i);
+	}
+	return s->chosen_players;
+}
+
+/*
+ * Team sizes for a total, as even as the teams' bounds allow (water
+ * filling: this minimises the largest team and maximises the smallest at
+ * once).  False when the bounds cannot make the total or the spread exceeds
+ * max_spread (< 0: no limit).
+ */
+static bool
+EvenTeamSizes(const MmQueueConfig *config, int total, int max_spread, int *sizes)
+{
+	int			t;
+	int			rest = total;
+	int			lo,
+				hi;
+
+	for (t = 0; t < config->nteams; t++)
+	{
+		sizes[t] = config->teams[t].min;
+		rest -= sizes[t];
+	}
+	if (rest < 0)
+		return false;
+	while (rest > 0)
+	{
+		int			best = -1;
+
+		for (t = 0; t < config->nteams; t++)
+			if (sizes[t] < config->teams[t].max && (best < 0 || sizes[t] < sizes[best]))
+				best = t;
+		if (best < 0)
+			return false;
+		sizes[best]++;
+		rest--;
+	}
+	lo = hi = sizes[0];
+	for (t = 1; t < config->nteams; t++)
+	{
+		lo = Min(lo, sizes[t]);
+		hi = Max(hi, sizes[t]);
+	}
+	return max_spread < 0 || hi - lo <= max_spread;
+}
+
+/* Fills chosen_tickets and the balancing ratings of the gathered players. */
+static int
+PreparePlayers(SearchState *s)
+{
+	int			k,
+				p,
+				n = 0;
+	double		sum = 0;
+	int			known = 0;
+	double		fill;
+
+	for (k = 0; k < s->nchosen; k++)
+	{
+		const MmTicket *t = &s->tickets[s->chosen[k]];
+
+		s->chosen_tickets[k] = t;
+		for (p = 0; p < t->nplayers; p++)
+		{
+			double		v = NAN;
+
+			if (s->balance_rule >= 0 && t->values[s->balance_rule].player_values != NULL)
+				v = t->values[s->balance_rule].player_values[p];
+			s->ratings[n] = v;
+			s->party[n] = k;
+			if (!isnan(v))
+			{
+				sum += v;
+				known++;
+			}
+			n++;
+		}
+	}
+	/* players without a value count as the match's average */
+	fill = known > 0 ? sum / known : 0;
+	for (p = 0; p < n; p++)
+		if (isnan(s->ratings[p]))
+			s->ratings[p] = fill;
+	return n;
+}
+
+/*
+ * Splits the gathered tickets into teams of the given sizes (or, failing
+ * that, any sizes within the teams' bounds) and checks the team rules.
+ * Sets ticket_team, actual_size and the balance term of the quality.
+ */
+static bool
+FormTeams(SearchState *s, const int *sizes, double *balance_term)
+{
+	const MmQueueConfig *config = s->config;
+	MmBalanceInput input;
+	int			n = PreparePlayers(s);
+	int			k,
+				t,
+				p;
+	double		lo_rating,
+				hi_rating,
+				lo_avg = 0,
+				hi_avg = 0;
+	double		team_sum[MM_MAX_TEAMS];
+
+	input.n = n;
+	input.ratings = s->ratings;
+	input.party = s->party;
+	input.team_count = config->nteams;
+	input.team_size = sizes;
+	if (!MmBalanceTeams(&input, s->team_of, NULL))
+	{
+		input.team_size = NULL;
+		if (!MmBalanceTeams(&input, s->team_of, NULL))
+			return false;
+	}
+
+	for (t = 0; t < config->nteams; t++)
+	{
+		s->actual_size[t] = 0;
+		team_sum[t] = 0;
+	}
+	p = 0;
+	for (k = 0; k < s->nchosen; k++)
+	{
+		s->ticket_team[k] = s->team_of[p];
+		p += s->chosen_tickets[k]->nplayers;
+	}
+	lo_rating = hi_rating = s->ratings[0];
+	for (p = 0; p < n; p++)
+	{
+		s->actual_size[s->team_of[p]]++;
+		team_sum[s->team_of[p]] += s->ratings[p];
+		lo_rating = Min(lo_rating, s->ratings[p]);
+		hi_rating = Max(hi_rating, s->ratings[p]);
+	}
+	for (t = 0; t < config->nteams; t++)
+	{
+		double		avg;
+
+		if (s->actual_size[t] < config->teams[t].min || s->actual_size[t] > config->teams[t].max)
+			return false;
+		avg = team_sum[t] / s->actual_size[t];
+		if (t == 0)
+			lo_avg = hi_avg = avg;
+		lo_avg = Min(lo_avg, avg);
+		hi_avg = Max(hi_avg, avg);
+	}
+	/* 1 - (spread of team averages) / (spread of players): 1 is perfect */
+	*balance_term = hi_rating > lo_rating ? 1.0 - (hi_avg - lo_avg) / (hi_rating - lo_rating) : 1.0;
+	return true;
+}
+
+/* Whether the team rules hold; adds their weighted closeness. */
+static bool
+CheckTeamRules(SearchState *s, double *closeness_sum, double *weight_sum)
+{
+	MmTeamsView view;
+	int			r;
+
+	view.nteams = s->config->nteams;
+	view.team_size = s->actual_size;
+	view.ntickets = s->nchosen;
+	view.tickets = s->chosen_tickets;
+	view.ticket_team = s->ticket_team;
+	for (r = 0; r < s->config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &s->config->rules[r];
+		double		c;
+
+		if (!s->rule_on[r] || s->handlers[r]->scope != MM_SCOPE_TEAMS)
+			continue;
+		if (!s->handlers[r]->check_teams(rule, r, &view, s->rule_threshold[r], &c))
+			return false;
+		*closeness_sum += rule->weight * c;
+		*weight_sum += rule->weight;
+	}
+	return true;
+}
+
+/* Records the gathered tickets as a match and takes them out of the pool. */
+static void
+EmitMatch(SearchState *s, double closeness_sum, double weight_sum, double balance_term)
+{
+	const MmQueueConfig *config = s->config;
+	MmFoundMatch *m;
+	int			r,
+				k;
+	double		quality;
+
+	if (s->result->nmatches == s->matches_allocated)
+	{
+		s->matches_allocated *= 2;
+		s->result->matches = repalloc(s->result->matches,
+									  sizeof(MmFoundMatch) * s->matches_allocated);
+	}
+	m = &s->result->matches[s->result->nmatches++];
+	m->ntickets = s->nchosen;
+	m->nplayers = s->chosen_players;
+	m->tickets = palloc(sizeof(int) * s->nchosen);
+	m->ticket_team = palloc(sizeof(int) * s->nchosen);
+	for (k = 0; k < s->nchosen; k++)
+	{
+		m->tickets[k] = s->chosen[k];
+		m->ticket_team[k] = config->nteams > 0 ? s->ticket_team[k] : -1;
+		if (s->chosen[k] != s->anchor)
+			RemoveTicket(s, s->chosen[k]);
+	}
+
+	/* ticket rules: weighted closeness; region from the first latency rule */
+	m->region = -1;
+	m->rule_steps = palloc(sizeof(MmRuleStep) * Max(config->nrules, 1));
+	for (r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+
+		m->rule_steps[r].step = s->rule_step[r];
+		m->rule_steps[r].threshold = s->rule_threshold[r];
+		m->rule_steps[r].off = !s->rule_on[r];
+		if (rule->type == MM_RULE_LATENCY && m->region < 0)
+			m->region = MmBestRegion(s->context, &s->states[r], NULL);
+		if (!s->rule_on[r] || s->handlers[r]->scope != MM_SCOPE_TICKETS)
+			continue;
+		closeness_sum += rule->weight *
+			s->handlers[r]->closeness(s->context, &s->states[r], s->rule_threshold[r]);
+		weight_sum += rule->weight;
+	}
+	quality = (weight_sum > 0 ? closeness_sum / weight_sum : 1.0) * balance_term;
+	m->quality = Max(0.0, Min(1.0, quality));
+}
+
+/* Tries to form a match around the current anchor. */
+static void
+SearchAnchor(SearchState *s)
+{
+	const MmQueueConfig *config = s->config;
+	const MmTicket *anchor = &s->tickets[s->anchor];
+	int			r;
+	int			max_spread = -1;
+	int			total;
+	int			reachable;
+
+	for (r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+
+		s->rule_on[r] = MmRuleThresholdAt(rule, anchor->age_seconds,
+										  &s->rule_threshold[r], &s->rule_step[r]);
+		if (!s->rule_on[r])
+			s->rule_threshold[r] = 0;
+		if (s->rule_on[r] && rule->type == MM_RULE_TEAM_SIZE_BALANCE)
+		{
+			int			spread = (int) floor(s->rule_threshold[r]);
+
+			max_spread = max_spread < 0 ? spread : Min(max_spread, spread);
+		}
+	}
+	CandidatesStart(s);
+
+	if (config->nteams == 0)
+	{
+		/* free-for-all: as many as match_size.max allows, at least min */
+		if (Gather(s, config->match_max) >= config->match_min)
+			EmitMatch(s, 0, 0, 1.0);
+		return;
+	}
+
+	reachable = config->match_max;
+	for (total = config->match_max; total >= config->match_min; total--)
+	{
+		double		closeness_sum = 0,
+					weight_sum = 0,
+					balance_term = 1.0;
+		int			got;
+
+		if (total > reachable || !EvenTeamSizes(config, total, max_spread, s->team_size))
+			continue;
+		got = Gather(s, total);
+		if (got < total)
+		{
+			/* a smaller target gathers the same tickets, up to got players */
+			reachable = got;
+			continue;
+		}
+		if (!FormTeams(s, s->team_size, &balance_term))
+			continue;
+		if (!CheckTeamRules(s, &closeness_sum, &weight_sum))
+			continue;
+		EmitMatch(s, closeness_sum, weight_sum, balance_term);
+		return;
+	}
+}
+
+MmSearchResult *
+MmSearchMatches(const MmRuleContext *context, MmTicket *tickets, int ntickets)
+{
+	SearchState s;
+	int			a;
+
+	SearchInit(&s, context, tickets, ntickets);
+	for (a = 0; a < ntickets; a++)
+	{
+		if (s.dead[a])
+			continue;
+		/* the anchor leaves the pool: later anchors only see younger tickets */
+		RemoveTicket(&s, a);
+		s.anchor = a;
+		SearchAnchor(&s);
+	}
+	return s.result;
+}

@@ -1,0 +1,694 @@
+/*
+ * rules.c
+ *	  The rule handlers: one entry per rule type (pure C, no SPI).
+ *
+ * See rules.h for the mechanism.  Missing attributes: a player lacking a
+ * rule's attribute takes the rule's `default`; with "when_missing":
+ * "match_any" the player imposes nothing on the rule; otherwise the ticket
+ * cannot satisfy the rule (it can still match once the rule is off: optional
+ * after seconds_until_optional, or a null expansion step).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+
+#include "rules.h"
+
+/* 1 - used/allowed, in [0,1]; a zero threshold met exactly is a perfect 1. */
+static double
+ClosenessOf(double used, double allowed)
+{
+	double		c;
+
+	if (allowed <= 0 || isnan(allowed))
+		return 1.0;
+	if (isinf(allowed))
+		return 1.0;
+	c = 1.0 - used / allowed;
+	if (c < 0)
+		c = 0;
+	if (c > 1)
+		c = 1;
+	return c;
+}
+
+/* A jsonb number as a double; false when it is not a finite number. */
+static bool
+JsonbNumberValue(const JsonbValue *v, double *result)
+{
+	double		d;
+
+	if (v == NULL || v->type != jbvNumeric)
+		return false;
+	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+											 NumericGetDatum(v->val.numeric)));
+	if (isnan(d) || isinf(d))
+		return false;
+	*result = d;
+	return true;
+}
+
+/*
+ * A player's value of the rule's attribute (a dotted path into the player's
+ * attributes), or NULL.  The source decides where the attributes come from;
+ * the later sources (mm.players.attributes, stored ratings) slot in here.
+ */
+JsonbValue *
+MmLookupPlayerValue(const MmRuleConfig *rule, const MmPlayerInput *player,
+					JsonbValue *result)
+{
+	JsonbContainer *container;
+	int			i;
+
+	switch (rule->source)
+	{
+		case MM_SOURCE_TICKET:
+			container = player->attributes;
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("rule \"%s\" uses a source the tick does not support yet",
+							rule->name)));
+			container = NULL;	/* keep the compiler quiet */
+	}
+	if (container == NULL || rule->attribute == NULL)
+		return NULL;
+
+	for (i = 0; i < rule->attribute_depth; i++)
+	{
+		const char *key = rule->attribute_path[i];
+
+		if (!JsonContainerIsObject(container))
+			return NULL;
+		if (getKeyJsonValueFromContainer(container, key, strlen(key), result) == NULL)
+			return NULL;
+		if (i < rule->attribute_depth - 1)
+		{
+			if (result->type != jbvBinary)
+				return NULL;
+			container = result->val.binary.data;
+		}
+	}
+	if (rule->attribute_depth == 0)
+		return NULL;
+	return result;
+}
+
+/* Each player's number (NaN: matches anything); sets the ticket's kind. */
+static void
+ExtractPlayerNumbers(const MmRuleConfig *rule, const MmPlayerInput *players,
+					 int nplayers, MmRuleValue *value)
+{
+	int			i;
+	int			present = 0;
+
+	value->kind = MM_VALUE_PRESENT;
+	value->player_values = palloc(sizeof(double) * nplayers);
+	for (i = 0; i < nplayers; i++)
+	{
+		JsonbValue	jv;
+		double		d;
+
+		if (JsonbNumberValue(MmLookupPlayerValue(rule, &players[i], &jv), &d))
+			value->player_values[i] = d;
+		else if (rule->has_default && !rule->default_is_string)
+			value->player_values[i] = rule->default_number;
+		else if (rule->missing_matches_any)
+		{
+			value->player_values[i] = NAN;
+			continue;
+		}
+		else
+		{
+			value->player_values[i] = NAN;
+			value->kind = MM_VALUE_MISSING;
+			continue;
+		}
+		present++;
+	}
+	if (value->kind != MM_VALUE_MISSING && present == 0)
+		value->kind = MM_VALUE_ANY;
+}
+
+/* ---- difference: max between any two tickets' values -------------------- */
+
+/* The party's value: average, min or max of its players' values. */
+static void
+DifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
+				  const MmPlayerInput *players, int nplayers, MmRuleValue *value)
+{
+	int			i;
+	int			n = 0;
+	double		merged = 0;
+
+	ExtractPlayerNumbers(rule, players, nplayers, value);
+	if (value->kind != MM_VALUE_PRESENT)
+		return;
+	for (i = 0; i < nplayers; i++)
+	{
+		double		v = value->player_values[i];
+
+		if (isnan(v))
+			continue;
+		if (n == 0)
+			merged = v;
+		else if (rule->merge == MM_MERGE_MIN)
+			merged = Min(merged, v);
+		else if (rule->merge == MM_MERGE_MAX)
+			merged = Max(merged, v);
+		else
+			merged += v;
+		n++;
+	}
+	if (rule->merge == MM_MERGE_AVERAGE)
+		merged /= n;
+	value->number = merged;
+}
+
+static void
+RangeStateInit(const MmRuleContext *context, MmRuleState *state)
+{
+	state->has_value = false;
+	state->min = state->max = 0;
+}
+
+/* Joins when the spread of all values stays within the threshold. */
+static bool
+DifferenceCanAdd(const MmRuleContext *context, const MmRuleState *state,
+				 const MmRuleValue *value, double threshold)
+{
+	if (value->kind == MM_VALUE_ANY)
+		return true;
+	if (value->kind != MM_VALUE_PRESENT)
+		return false;
+	if (!state->has_value)
+		return true;
+	return Max(state->max, value->number) - Min(state->min, value->number) <= threshold;
+}
+
+static void
+DifferenceAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
+{
+	if (value->kind != MM_VALUE_PRESENT)
+		return;
+	if (!state->has_value)
+	{
+		state->min = state->max = value->number;
+		state->has_value = true;
+		return;
+	}
+	state->min = Min(state->min, value->number);
+	state->max = Max(state->max, value->number);
+}
+
+/* 1 - spread/max. */
+static double
+DifferenceCloseness(const MmRuleContext *context, const MmRuleState *state, double threshold)
+{
+	return state->has_value ? ClosenessOf(state->max - state->min, threshold) : 1.0;
+}
+
+/* ---- string_equality: every ticket has the same string ------------------- */
+
+/* The party's string; players who disagree make the ticket unsatisfiable. */
+static void
+StringEqualityExtract(MmRuleContext *context, const MmRuleConfig *rule,
+					  const MmPlayerInput *players, int nplayers, MmRuleValue *value)
+{
+	int			i;
+
+	value->kind = MM_VALUE_ANY;
+	value->string = NULL;
+	for (i = 0; i < nplayers; i++)
+	{
+		JsonbValue	jv;
+		JsonbValue *found = MmLookupPlayerValue(rule, &players[i], &jv);
+		const char *s;
+
+		if (found != NULL && found->type == jbvString)
+			s = pnstrdup(found->val.string.val, found->val.string.len);
+		else if (rule->has_default && rule->default_is_string)
+			s = rule->default_string;
+		else if (rule->missing_matches_any)
+			continue;
+		else
+		{
+			value->kind = MM_VALUE_MISSING;
+			return;
+		}
+		if (value->string != NULL && strcmp(value->string, s) != 0)
+		{
+			value->kind = MM_VALUE_MISSING;
+			return;
+		}
+		value->string = s;
+		value->kind = MM_VALUE_PRESENT;
+	}
+}
+
+static void
+StringEqualityStateInit(const MmRuleContext *context, MmRuleState *state)
+{
+	state->has_value = false;
+	state->string = NULL;
+}
+
+static bool
+StringEqualityCanAdd(const MmRuleContext *context, const MmRuleState *state,
+					 const MmRuleValue *value, double threshold)
+{
+	if (value->kind == MM_VALUE_ANY)
+		return true;
+	if (value->kind != MM_VALUE_PRESENT)
+		return false;
+	return !state->has_value || strcmp(state->string, value->string) == 0;
+}
+
+static void
+StringEqualityAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
+{
+	if (value->kind != MM_VALUE_PRESENT || state->has_value)
+		return;
+	state->string = value->string;
+	state->has_value = true;
+}
+
+/* Equal strings are a perfect match. */
+static double
+StringEqualityCloseness(const MmRuleContext *context, const MmRuleState *state, double threshold)
+{
+	return 1.0;
+}
+
+/* ---- latency: every player's latency in the chosen region <= max_ms ------- */
+
+/* The index of a region name, added when new. */
+static int
+InternRegion(MmRuleContext *context, const char *name, int len)
+{
+	int			i;
+
+	for (i = 0; i < context->nregions; i++)
+		if (strncmp(context->regions[i], name, len) == 0 && context->regions[i][len] == '\0')
+			return i;
+	if (context->nregions == context->regions_allocated)
+	{
+		context->regions_allocated *= 2;
+		context->regions = repalloc(context->regions,
+									sizeof(char *) * context->regions_allocated);
+	}
+	context->regions[context->nregions] = pnstrdup(name, len);
+	return context->nregions++;
+}
+
+/* Compares region latencies by region index, for the sorted ticket list. */
+static int
+CompareRegionLatency(const void *a, const void *b)
+{
+	const MmRegionLatency *x = a;
+	const MmRegionLatency *y = b;
+
+	return (x->region > y->region) - (x->region < y->region);
+}
+
+/*
+ * The regions every player of the ticket reported (intersection), each with
+ * the worst latency among them.  A player with no latencies at all takes the
+ * rule's numeric default in every region, or imposes nothing with match_any;
+ * otherwise the ticket cannot satisfy the rule.
+ */
+static void
+LatencyExtract(MmRuleContext *context, const MmRuleConfig *rule,
+			   const MmPlayerInput *players, int nplayers, MmRuleValue *value)
+{
+	int			i;
+	bool		any_reported = false;
+	bool		any_default = false;
+	MmRegionLatency *merged = NULL;
+	int			nmerged = 0;
+
+	value->kind = MM_VALUE_PRESENT;
+	value->floor_ms = 0;
+	value->all_regions = false;
+	value->nregions = 0;
+	value->regions = NULL;
+
+	for (i = 0; i < nplayers; i++)
+	{
+		JsonbContainer *lat = players[i].latencies;
+		MmRegionLatency *mine;
+		int			nmine = 0;
+		int			count;
+
+		count = (lat != NULL && JsonContainerIsObject(lat)) ? JsonContainerSize(lat) : 0;
+		if (count == 0)
+		{
+			if (rule->has_default && !rule->default_is_string)
+			{
+				value->floor_ms = Max(value->floor_ms, rule->default_number);
+				any_default = true;
+			}
+			else if (!rule->missing_matches_any)
+			{
+				value->kind = MM_VALUE_MISSING;
+				return;
+			}
+			continue;
+		}
+
+		/* this player's regions, sorted by region index */
+		{
+			JsonbIterator *it = JsonbIteratorInit(lat);
+			JsonbValue	v;
+			JsonbIteratorToken tok;
+			int			region = -1;
+
+			mine = palloc(sizeof(MmRegionLatency) * count);
+			while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+			{
+				double		ms;
+
+				if (tok == WJB_KEY)
+					region = InternRegion(context, v.val.string.val, v.val.string.len);
+				else if (tok == WJB_VALUE && region >= 0 && JsonbNumberValue(&v, &ms) && ms >= 0)
+				{
+					mine[nmine].region = region;
+					mine[nmine].ms = ms;
+					nmine++;
+				}
+			}
+			qsort(mine, nmine, sizeof(MmRegionLatency), CompareRegionLatency);
+		}
+
+		if (!any_reported)
+		{
+			merged = mine;
+			nmerged = nmine;
+			any_reported = true;
+			continue;
+		}
+
+		/* intersect merged with mine, keeping the worst latency */
+		{
+			int			a = 0,
+						b = 0,
+						out = 0;
+
+			while (a < nmerged && b < nmine)
+			{
+				if (merged[a].region < mine[b].region)
+					a++;
+				else if (merged[a].region > mine[b].region)
+					b++;
+				else
+				{
+					merged[out].region = merged[a].region;
+					merged[out].ms = Max(merged[a].ms, mine[b].ms);
+					out++;
+					a++;
+					b++;
+				}
+			}
+			nmerged = out;
+			pfree(mine);
+		}
+	}
+
+	if (!any_reported)
+	{
+		value->all_regions = true;
+		if (!any_default)
+			value->kind = MM_VALUE_ANY;
+		return;
+	}
+	if (nmerged == 0)
+	{
+		/* the players share no region: they cannot play together */
+		value->kind = MM_VALUE_MISSING;
+		return;
+	}
+	for (i = 0; i < nmerged; i++)
+		merged[i].ms = Max(merged[i].ms, value->floor_ms);
+	value->regions = merged;
+	value->nregions = nmerged;
+}
+
+/* Every region starts open with no latency yet. */
+static void
+LatencyStateInit(const MmRuleContext *context, MmRuleState *state)
+{
+	int			r;
+
+	state->has_value = false;
+	state->max = 0;				/* the worst default so far (regionless queues) */
+	for (r = 0; r < context->nregions; r++)
+		state->region_worst[r] = 0;
+}
+
+/* Joins when some region stays open to everyone within max_ms. */
+static bool
+LatencyCanAdd(const MmRuleContext *context, const MmRuleState *state,
+			  const MmRuleValue *value, double threshold)
+{
+	int			i;
+
+	if (value->kind == MM_VALUE_ANY)
+		return true;
+	if (value->kind != MM_VALUE_PRESENT)
+		return false;
+	if (context->nregions == 0)
+		return Max(state->max, value->floor_ms) <= threshold;
+	if (value->all_regions)
+	{
+		for (i = 0; i < context->nregions; i++)
+		{
+			double		w = state->region_worst[i];
+
+			if (!isnan(w) && Max(w, value->floor_ms) <= threshold)
+				return true;
+		}
+		return false;
+	}
+	for (i = 0; i < value->nregions; i++)
+	{
+		double		w = state->region_worst[value->regions[i].region];
+
+		if (!isnan(w) && Max(w, value->regions[i].ms) <= threshold)
+			return true;
+	}
+	return false;
+}
+
+static void
+LatencyAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
+{
+	int			r;
+	int			i = 0;
+
+	if (value->kind != MM_VALUE_PRESENT)
+		return;
+	state->has_value = true;
+	state->max = Max(state->max, value->floor_ms);
+	for (r = 0; r < context->nregions; r++)
+	{
+		double		ms;
+
+		if (value->all_regions)
+			ms = value->floor_ms;
+		else
+		{
+			while (i < value->nregions && value->regions[i].region < r)
+				i++;
+			ms = (i < value->nregions && value->regions[i].region == r)
+				? value->regions[i].ms : NAN;
+		}
+		if (isnan(ms))
+			state->region_worst[r] = NAN;
+		else if (!isnan(state->region_worst[r]))
+			state->region_worst[r] = Max(state->region_worst[r], ms);
+	}
+}
+
+/* 1 - (worst latency in the chosen region)/max_ms. */
+static double
+LatencyCloseness(const MmRuleContext *context, const MmRuleState *state, double threshold)
+{
+	double		worst;
+
+	if (!state->has_value)
+		return 1.0;
+	if (MmBestRegion(context, state, &worst) < 0)
+		worst = state->max;
+	return ClosenessOf(worst, threshold);
+}
+
+int
+MmBestRegion(const MmRuleContext *context, const MmRuleState *state, double *worst)
+{
+	int			r;
+	int			best = -1;
+
+	for (r = 0; r < context->nregions; r++)
+	{
+		double		w = state->region_worst[r];
+
+		if (isnan(w))
+			continue;
+		/* ties go to the region seen first, so the choice is deterministic */
+		if (best < 0 || w < state->region_worst[best])
+			best = r;
+	}
+	if (best >= 0 && worst != NULL)
+		*worst = state->region_worst[best];
+	return best;
+}
+
+/* ---- team_difference: max between the teams' average values -------------- */
+
+static void
+TeamDifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
+					  const MmPlayerInput *players, int nplayers, MmRuleValue *value)
+{
+	ExtractPlayerNumbers(rule, players, nplayers, value);
+}
+
+/* The spread of the team averages (players without a value left out). */
+static bool
+TeamDifferenceCheck(const MmRuleConfig *rule, int rule_index, const MmTeamsView *teams,
+					double threshold, double *closeness)
+{
+	double		sums[MM_MAX_TEAMS];
+	int			counts[MM_MAX_TEAMS];
+	double		lo = 0,
+				hi = 0;
+	bool		first = true;
+	int			t,
+				k,
+				p;
+
+	for (t = 0; t < teams->nteams; t++)
+	{
+		sums[t] = 0;
+		counts[t] = 0;
+	}
+	for (k = 0; k < teams->ntickets; k++)
+	{
+		const MmTicket *ticket = teams->tickets[k];
+		const MmRuleValue *value = &ticket->values[rule_index];
+
+		for (p = 0; p < ticket->nplayers; p++)
+		{
+			double		v = value->player_values[p];
+
+			if (isnan(v))
+				continue;
+			sums[teams->ticket_team[k]] += v;
+			counts[teams->ticket_team[k]]++;
+		}
+	}
+	for (t = 0; t < teams->nteams; t++)
+	{
+		double		avg;
+
+		if (counts[t] == 0)
+			continue;
+		avg = sums[t] / counts[t];
+		if (first)
+			lo = hi = avg;
+		lo = Min(lo, avg);
+		hi = Max(hi, avg);
+		first = false;
+	}
+	*closeness = ClosenessOf(hi - lo, threshold);
+	return hi - lo <= threshold;
+}
+
+/* ---- team_size_balance: max_difference between team sizes ---------------- */
+
+static void
+NoValueExtract(MmRuleContext *context, const MmRuleConfig *rule,
+			   const MmPlayerInput *players, int nplayers, MmRuleValue *value)
+{
+	value->kind = MM_VALUE_PRESENT;
+}
+
+static bool
+TeamSizeBalanceCheck(const MmRuleConfig *rule, int rule_index, const MmTeamsView *teams,
+					 double threshold, double *closeness)
+{
+	int			lo = teams->team_size[0];
+	int			hi = teams->team_size[0];
+	int			t;
+
+	for (t = 1; t < teams->nteams; t++)
+	{
+		lo = Min(lo, teams->team_size[t]);
+		hi = Max(hi, teams->team_size[t]);
+	}
+	*closeness = ClosenessOf(hi - lo, threshold);
+	return hi - lo <= threshold;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static const MmRuleHandler RuleHandlers[] = {
+	{MM_RULE_STRING_EQUALITY, "string_equality", MM_SCOPE_TICKETS,
+		StringEqualityExtract, StringEqualityStateInit, StringEqualityCanAdd,
+	StringEqualityAdd, StringEqualityCloseness, NULL},
+	{MM_RULE_DIFFERENCE, "difference", MM_SCOPE_TICKETS,
+		DifferenceExtract, RangeStateInit, DifferenceCanAdd,
+	DifferenceAdd, DifferenceCloseness, NULL},
+	{MM_RULE_LATENCY, "latency", MM_SCOPE_TICKETS,
+		LatencyExtract, LatencyStateInit, LatencyCanAdd,
+	LatencyAdd, LatencyCloseness, NULL},
+	{MM_RULE_TEAM_DIFFERENCE, "team_difference", MM_SCOPE_TEAMS,
+	TeamDifferenceExtract, NULL, NULL, NULL, NULL, TeamDifferenceCheck},
+	{MM_RULE_TEAM_SIZE_BALANCE, "team_size_balance", MM_SCOPE_TEAMS,
+	NoValueExtract, NULL, NULL, NULL, NULL, TeamSizeBalanceCheck},
+};
+
+const MmRuleHandler *
+MmRuleHandlerFor(MmRuleType type)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(RuleHandlers); i++)
+		if (RuleHandlers[i].type == type)
+			return &RuleHandlers[i];
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("rule type %d has no handler in the tick", (int) type)));
+	return NULL;				/* keep the compiler quiet */
+}
+
+void
+MmRuleContextInit(MmRuleContext *context, const MmQueueConfig *config)
+{
+	context->config = config;
+	context->nregions = 0;
+	context->regions_allocated = 8;
+	context->regions = palloc(sizeof(char *) * context->regions_allocated);
+}
+
+void
+MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
+					  const MmPlayerInput *players, int nplayers)
+{
+	const MmQueueConfig *config = context->config;
+	int			i;
+
+	ticket->values = palloc0(sizeof(MmRuleValue) * Max(config->nrules, 1));
+	for (i = 0; i < config->nrules; i++)
+	{
+		const MmRuleConfig *rule = &config->rules[i];
+
+		MmRuleHandlerFor(rule->type)->extract(context, rule, players, nplayers,
+											  &ticket->values[i]);
+	}
+}

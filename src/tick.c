@@ -1,0 +1,716 @@
+/*
+ * tick.c
+ *	  mm.tick(): forms matches in one queue or all, in the caller's transaction.
+ *
+ * Per queue: a transaction-level advisory lock (a concurrent tick of the
+ * same queue returns 0 at once), time out expired tickets, load the searching
+ * tickets oldest first FOR UPDATE SKIP LOCKED (a ticket being cancelled is
+ * neither matched nor waited for), extract their rule values, search
+ * (match_search.c, pure C), write matches, match players and ticket states in
+ * bulk (arrays unnested by prepared plans kept across calls) and queue the
+ * events, which PostgreSQL sends at commit.
+ *
+ * Memory: everything of one queue lives in a per-queue context deleted when
+ * the queue is done, so nothing grows across queues or calls.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "portability/instr_time.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "events.h"
+#include "match_search.h"
+#include "queue_config.h"
+#include "rules.h"
+
+PG_FUNCTION_INFO_V1(mm_tick);
+PG_FUNCTION_INFO_V1(mm_last_tick_stats);
+
+/* Tickets fetched per round trip from the load cursor. */
+#define MM_LOAD_BATCH 1000
+
+/* Seed of the advisory lock key: one key per queue name. */
+#define MM_TICK_LOCK_SEED UINT64CONST(0x6d6d5f7469636b)
+
+/* What the last mm.tick() of this backend did, per queue. */
+typedef struct MmTickStats
+{
+	char		queue[MM_MAX_NAME_LENGTH + 1];
+	bool		locked_out;		/* another tick held the queue */
+	int			tickets_loaded;
+	int			tickets_timed_out;
+	int			matches;
+	int			players_matched;
+	double		load_ms;		/* timeouts and loading (SPI, JSON parsing) */
+	double		compute_ms;		/* match_search only */
+	double		write_ms;		/* bulk writes and events */
+	int64		memory_bytes;	/* peak of the per-queue memory context */
+} MmTickStats;
+
+static MmTickStats *LastStats = NULL;
+static int	LastStatsCount = 0;
+static int	LastStatsAllocated = 0;
+
+/* Plans prepared once per backend and kept (SPI_keepplan). */
+static SPIPlanPtr PlanQueueConfig = NULL;
+static SPIPlanPtr PlanQueueNames = NULL;
+static SPIPlanPtr PlanTimeout = NULL;
+static SPIPlanPtr PlanLoad = NULL;
+static SPIPlanPtr PlanInsertMatches = NULL;
+static SPIPlanPtr PlanInsertPlayers = NULL;
+static SPIPlanPtr PlanUpdateTickets = NULL;
+static SPIPlanPtr PlanDeactivatePlayers = NULL;
+
+/* Prepares a statement once and keeps it for the backend's lifetime. */
+static SPIPlanPtr
+KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan;
+
+	if (*slot != NULL)
+		return *slot;
+	plan = SPI_prepare(sql, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql,
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	*slot = plan;
+	return plan;
+}
+
+/* Prepares every statement of the tick (first call in this backend only). */
+static void
+PreparePlans(void)
+{
+	Oid			text1[] = {TEXTOID};
+	Oid			timeout_args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID};
+	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
+	Oid			ids_args[] = {INT8ARRAYOID};
+
+	/* KEY SHARE: the queue cannot be dropped under the tick; alter may go on */
+	KeepPlan(&PlanQueueConfig,
+			 "SELECT config FROM mm.queues WHERE name OPERATOR(pg_catalog.=) $1 FOR KEY SHARE",
+			 1, text1);
+	KeepPlan(&PlanQueueNames, "SELECT name FROM mm.queues ORDER BY name", 0, NULL);
+	KeepPlan(&PlanTimeout,
+			 "WITH expired AS ("
+			 " SELECT id FROM mm.tickets"
+			 " WHERE queue OPERATOR(pg_catalog.=) $1"
+			 " AND status OPERATOR(pg_catalog.=) 'searching'"
+			 " AND created_at OPERATOR(pg_catalog.<) $2"
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED)"
+			 " UPDATE mm.tickets t SET status = 'timed_out', updated_at = $3"
+			 " FROM expired WHERE t.id OPERATOR(pg_catalog.=) expired.id"
+			 " RETURNING t.id",
+			 3, timeout_args);
+	KeepPlan(&PlanLoad,
+			 "SELECT id, created_at, players FROM mm.tickets"
+			 " WHERE queue OPERATOR(pg_catalog.=) $1"
+			 " AND status OPERATOR(pg_catalog.=) 'searching'"
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
+			 1, text1);
+	KeepPlan(&PlanInsertMatches,
+			 "INSERT INTO mm.matches (queue, status, created_at, updated_at, region, quality, rule_steps)"
+			 " SELECT $1, 'ready', $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb)"
+			 " FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) WITH ORDINALITY AS u(region, quality, steps, ord)"
+			 " ORDER BY u.ord RETURNING id",
+			 5, matches_args);
+	KeepPlan(&PlanInsertPlayers,
+			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)"
+			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(match_id, player_id, ticket_id, team)",
+			 5, players_args);
+	KeepPlan(&PlanUpdateTickets,
+			 "UPDATE mm.tickets t SET status = 'matched', matched_at = $1, updated_at = $1,"
+			 " match_id = u.match_id"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(ticket_id, match_id)"
+			 " WHERE t.id OPERATOR(pg_catalog.=) u.ticket_id",
+			 3, tickets_args);
+	/* the player may queue again: the one-active-ticket index is released */
+	KeepPlan(&PlanDeactivatePlayers,
+			 "UPDATE mm.ticket_players SET active = false"
+			 " WHERE ticket_id OPERATOR(pg_catalog.=) ANY ($1) AND active",
+			 1, ids_args);
+}
+
+/* Milliseconds since a start time. */
+static double
+ElapsedMs(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+/* A new stats row for a queue of this call. */
+static MmTickStats *
+NewStats(const char *queue)
+{
+	MmTickStats *stats;
+
+	if (LastStatsCount == LastStatsAllocated)
+	{
+		LastStatsAllocated = Max(8, LastStatsAllocated * 2);
+		if (LastStats == NULL)
+			LastStats = MemoryContextAlloc(TopMemoryContext,
+										   sizeof(MmTickStats) * LastStatsAllocated);
+		else
+			LastStats = repalloc(LastStats, sizeof(MmTickStats) * LastStatsAllocated);
+	}
+	stats = &LastStats[LastStatsCount++];
+	memset(stats, 0, sizeof(*stats));
+	strlcpy(stats->queue, queue, sizeof(stats->queue));
+	return stats;
+}
+
+/* Builds a one-dimensional array of int8. */
+static ArrayType *
+Int8Array(const int64 *values, int n)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		datums[i] = Int64GetDatum(values[i]);
+	return construct_array(datums, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+}
+
+/* Builds a one-dimensional array of text; NULL strings become NULL elements. */
+static ArrayType *
+TextArray(const char **values, int n)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		nulls[i] = values[i] == NULL;
+		datums[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(values[i]);
+	}
+	return construct_md_array(datums, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+static ArrayType *
+Float8Array(const double *values, int n)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		datums[i] = Float8GetDatum(values[i]);
+	return construct_array(datums, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+}
+
+static int
+CompareInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Times out the queue's tickets older than ticket_timeout_seconds and
+ * announces them.  Returns how many.
+ */
+static int
+TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	int64	   *ids;
+	int			n,
+				i,
+				rc;
+
+	if (config->ticket_timeout_seconds <= 0)
+		return 0;
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(now - (int64) (config->ticket_timeout_seconds * USECS_PER_SEC));
+	values[2] = TimestampTzGetDatum(now);
+	rc = SPI_execute_plan(PlanTimeout, values, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "timing out tickets failed: %s", SPI_result_code_string(rc));
+	n = (int) SPI_processed;
+	if (n == 0)
+		return 0;
+	ids = palloc(sizeof(int64) * n);
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	qsort(ids, n, sizeof(int64), CompareInt64);
+
+	values[0] = PointerGetDatum(Int8Array(ids, n));
+	rc = SPI_execute_plan(PlanDeactivatePlayers, values, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "releasing timed out players failed: %s", SPI_result_code_string(rc));
+	MmNotifyTickets("ticket_timed_out", queue, n, ids);
+	return n;
+}
+
+/* Reports a ticket whose players jsonb the tick cannot read. */
+static void
+BadPlayers(int64 ticket_id, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("ticket " INT64_FORMAT " has invalid players: %s", ticket_id, why),
+			 errhint("Tickets are validated on INSERT; was the validation trigger disabled?")));
+}
+
+/*
+ * Parses a ticket's players jsonb into MmPlayerInput (the containers point
+ * into the jsonb, which must outlive the use of players) and extracts the
+ * rule values.  Player ids are copied.
+ */
+static void
+ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
+			MmPlayerInput *players)
+{
+	JsonbContainer *root = &players_jsonb->root;
+	int			n,
+				i;
+
+	if (!JsonContainerIsArray(root) || JsonContainerIsScalar(root))
+		BadPlayers(ticket->id, "not an array");
+	n = JsonContainerSize(root);
+	if (n < 1 || n > MM_MAX_MATCH_SIZE)
+		BadPlayers(ticket->id, "wrong number of players");
+	ticket->nplayers = n;
+	ticket->player_ids = palloc(sizeof(char *) * n);
+	for (i = 0; i < n; i++)
+	{
+		JsonbValue *elem = getIthJsonbValueFromContainer(root, i);
+		JsonbContainer *obj;
+		JsonbValue	v;
+
+		if (elem->type != jbvBinary || !JsonContainerIsObject(elem->val.binary.data))
+			BadPlayers(ticket->id, "a player is not an object");
+		obj = elem->val.binary.data;
+		if (getKeyJsonValueFromContainer(obj, "id", 2, &v) == NULL || v.type != jbvString)
+			BadPlayers(ticket->id, "a player has no string id");
+		ticket->player_ids[i] = pnstrdup(v.val.string.val, v.val.string.len);
+		players[i].id = ticket->player_ids[i];
+		players[i].attributes = NULL;
+		players[i].latencies = NULL;
+		if (getKeyJsonValueFromContainer(obj, "attributes", 10, &v) != NULL &&
+			v.type == jbvBinary)
+			players[i].attributes = v.val.binary.data;
+		if (getKeyJsonValueFromContainer(obj, "latencies", 9, &v) != NULL &&
+			v.type == jbvBinary)
+			players[i].latencies = v.val.binary.data;
+		pfree(elem);
+	}
+	MmExtractTicketValues(context, ticket, players, n);
+}
+
+/* Loads the searching tickets oldest first, locking them (SKIP LOCKED). */
+static MmTicket *
+LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *count)
+{
+	Datum		values[1];
+	Portal		portal;
+	MmTicket   *tickets;
+	int			allocated = 1024;
+	int			n = 0;
+	MmPlayerInput players[MM_MAX_MATCH_SIZE];
+
+	tickets = palloc(sizeof(MmTicket) * allocated);
+	values[0] = CStringGetTextDatum(queue);
+	portal = SPI_cursor_open(NULL, PlanLoad, values, NULL, false);
+	for (;;)
+	{
+		uint64		i;
+
+		SPI_cursor_fetch(portal, true, MM_LOAD_BATCH);
+		if (SPI_processed == 0)
+			break;
+		for (i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tuple = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			MmTicket   *ticket;
+			bool		isnull;
+			Datum		raw;
+			Jsonb	   *jb;
+			TimestampTz created_at;
+
+			if (n == allocated)
+			{
+				allocated *= 2;
+				tickets = repalloc_huge(tickets, sizeof(MmTicket) * allocated);
+			}
+			ticket = &tickets[n++];
+			ticket->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+			created_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull));
+			ticket->age_seconds = Max(0.0, (double) (now - created_at) / USECS_PER_SEC);
+			raw = SPI_getbinval(tuple, desc, 3, &isnull);
+			jb = DatumGetJsonbP(raw);
+			ParseTicket(context, ticket, jb, players);
+			/* a detoasted copy is ours to free; the tuple is freed below */
+			if ((Pointer) jb != DatumGetPointer(raw))
+				pfree(jb);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	SPI_cursor_close(portal);
+	*count = n;
+	return tickets;
+}
+
+/* The rule_steps jsonb text of a match: per rule its step and threshold or off. */
+static char *
+RuleStepsJson(const MmQueueConfig *config, const MmFoundMatch *m)
+{
+	StringInfoData buf;
+	int			r;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+
+		if (r > 0)
+			appendStringInfoString(&buf, ", ");
+		escape_json(&buf, rule->name);
+		appendStringInfo(&buf, ": {\"step\": %d", m->rule_steps[r].step);
+		if (m->rule_steps[r].off)
+			appendStringInfoString(&buf, ", \"off\": true");
+		else if (rule->type != MM_RULE_STRING_EQUALITY)
+			appendStringInfo(&buf, ", \"threshold\": %s",
+							 float8out_internal(m->rule_steps[r].threshold));
+		appendStringInfoChar(&buf, '}');
+	}
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+/* Writes the matches in bulk and queues their events. */
+static void
+WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
+			 MmTicket *tickets, const MmSearchResult *result, MmTickStats *stats)
+{
+	const MmQueueConfig *config = context->config;
+	int			nm = result->nmatches;
+	const char **regions = palloc(sizeof(char *) * nm);
+	double	   *qualities = palloc(sizeof(double) * nm);
+	const char **steps = palloc(sizeof(char *) * nm);
+	int64	   *match_ids = palloc(sizeof(int64) * nm);
+	int			nplayers = 0,
+				ntickets = 0;
+	int64	   *mp_match,
+			   *mp_ticket,
+			   *t_ids,
+			   *t_match;
+	const char **mp_player,
+			  **mp_team;
+	Datum		values[5];
+	int			rc,
+				i,
+				k,
+				p;
+
+	for (i = 0; i < nm; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+
+		regions[i] = m->region >= 0 ? context->regions[m->region] : NULL;
+		qualities[i] = m->quality;
+		steps[i] = RuleStepsJson(config, m);
+		nplayers += m->nplayers;
+		ntickets += m->ntickets;
+	}
+
+	/* mm.matches: identities are drawn in insertion order, which is u.ord */
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = PointerGetDatum(TextArray(regions, nm));
+	values[3] = PointerGetDatum(Float8Array(qualities, nm));
+	values[4] = PointerGetDatum(TextArray(steps, nm));
+	rc = SPI_execute_plan(PlanInsertMatches, values, NULL, false, 0);
+	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) nm)
+		elog(ERROR, "inserting matches failed: %s", SPI_result_code_string(rc));
+	for (i = 0; i < nm; i++)
+	{
+		bool		isnull;
+
+		match_ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	qsort(match_ids, nm, sizeof(int64), CompareInt64);
+
+	/* mm.match_players and the tickets */
+	mp_match = palloc(sizeof(int64) * nplayers);
+	mp_ticket = palloc(sizeof(int64) * nplayers);
+	mp_player = palloc(sizeof(char *) * nplayers);
+	mp_team = palloc(sizeof(char *) * nplayers);
+	t_ids = palloc(sizeof(int64) * ntickets);
+	t_match = palloc(sizeof(int64) * ntickets);
+	nplayers = ntickets = 0;
+	for (i = 0; i < nm; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+
+		for (k = 0; k < m->ntickets; k++)
+		{
+			const MmTicket *t = &tickets[m->tickets[k]];
+			const char *team = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
+
+			t_ids[ntickets] = t->id;
+			t_match[ntickets++] = match_ids[i];
+			for (p = 0; p < t->nplayers; p++)
+			{
+				mp_match[nplayers] = match_ids[i];
+				mp_ticket[nplayers] = t->id;
+				mp_player[nplayers] = t->player_ids[p];
+				mp_team[nplayers++] = team;
+			}
+		}
+	}
+	values[1] = PointerGetDatum(Int8Array(mp_match, nplayers));
+	values[2] = PointerGetDatum(TextArray(mp_player, nplayers));
+	values[3] = PointerGetDatum(Int8Array(mp_ticket, nplayers));
+	values[4] = PointerGetDatum(TextArray(mp_team, nplayers));
+	rc = SPI_execute_plan(PlanInsertPlayers, values, NULL, false, 0);
+	if (rc != SPI_OK_INSERT || SPI_processed != (uint64) nplayers)
+		elog(ERROR, "inserting match players failed: %s", SPI_result_code_string(rc));
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(Int8Array(t_ids, ntickets));
+	values[2] = PointerGetDatum(Int8Array(t_match, ntickets));
+	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE || SPI_processed != (uint64) ntickets)
+		elog(ERROR, "marking tickets matched failed: %s", SPI_result_code_string(rc));
+	values[0] = values[1];
+	rc = SPI_execute_plan(PlanDeactivatePlayers, values, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "releasing matched players failed: %s", SPI_result_code_string(rc));
+
+	/* events: one match_found per match, sent at commit */
+	for (i = 0; i < nm; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+		int			nteams = Max(config->nteams, 1);
+		MmEventTeam *teams = palloc(sizeof(MmEventTeam) * nteams);
+		int64	   *ids = palloc(sizeof(int64) * m->ntickets);
+		int			t;
+
+		for (t = 0; t < nteams; t++)
+		{
+			teams[t].name = config->nteams > 0 ? config->teams[t].name : NULL;
+			teams[t].nplayers = 0;
+			teams[t].player_ids = palloc(sizeof(char *) * m->nplayers);
+		}
+		for (k = 0; k < m->ntickets; k++)
+		{
+			const MmTicket *tk = &tickets[m->tickets[k]];
+			MmEventTeam *team = &teams[Max(m->ticket_team[k], 0)];
+
+			ids[k] = tk->id;
+			for (p = 0; p < tk->nplayers; p++)
+				team->player_ids[team->nplayers++] = tk->player_ids[p];
+		}
+		MmNotifyMatchFound(queue, match_ids[i], regions[i], m->quality,
+						   nteams, teams, m->ntickets, ids);
+	}
+	stats->players_matched = nplayers;
+}
+
+/* Ticks one queue; returns the matches formed. */
+static int
+TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext parent)
+{
+	MemoryContext queue_context;
+	MemoryContext old_context;
+	MmTickStats *stats = NewStats(queue);
+	Datum		values[1];
+	bool		isnull;
+	int			rc;
+	Jsonb	   *config_jsonb;
+	MmQueueConfig *config;
+	MmRuleContext context;
+	MmTicket   *tickets;
+	int			ntickets;
+	MmSearchResult *result;
+	instr_time	start;
+	int64		key;
+	int			matches;
+
+	key = (int64) hash_bytes_extended((const unsigned char *) queue, strlen(queue),
+									  MM_TICK_LOCK_SEED);
+	if (!DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8, Int64GetDatum(key))))
+	{
+		stats->locked_out = true;
+		return 0;
+	}
+
+	queue_context = AllocSetContextCreate(parent, "mm tick queue", ALLOCSET_DEFAULT_SIZES);
+	old_context = MemoryContextSwitchTo(queue_context);
+
+	INSTR_TIME_SET_CURRENT(start);
+	values[0] = CStringGetTextDatum(queue);
+	rc = SPI_execute_plan(PlanQueueConfig, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading queue config failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+	{
+		if (must_exist)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("queue \"%s\" does not exist", queue)));
+		/* dropped while we were ticking the others */
+		MemoryContextSwitchTo(old_context);
+		MemoryContextDelete(queue_context);
+		return 0;
+	}
+	config_jsonb = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	config = MmParseQueueConfig(config_jsonb);
+
+	stats->tickets_timed_out = TimeOutTickets(queue, config, now);
+	MmRuleContextInit(&context, config);
+	tickets = LoadTickets(&context, queue, now, &ntickets);
+	stats->tickets_loaded = ntickets;
+	stats->load_ms = ElapsedMs(start);
+
+	INSTR_TIME_SET_CURRENT(start);
+	result = MmSearchMatches(&context, tickets, ntickets);
+	stats->compute_ms = ElapsedMs(start);
+	stats->memory_bytes = MemoryContextMemAllocated(queue_context, true);
+
+	INSTR_TIME_SET_CURRENT(start);
+	if (result->nmatches > 0)
+		WriteMatches(queue, &context, now, tickets, result, stats);
+	stats->write_ms = ElapsedMs(start);
+	stats->memory_bytes = Max(stats->memory_bytes,
+							  (int64) MemoryContextMemAllocated(queue_context, true));
+	stats->matches = matches = result->nmatches;
+
+	MemoryContextSwitchTo(old_context);
+	MemoryContextDelete(queue_context);
+	return matches;
+}
+
+/*
+ * mm.tick(queue text DEFAULT NULL, now timestamptz DEFAULT now()) RETURNS integer
+ *
+ * Forms matches in one queue (all queues, by name, when queue is NULL) and
+ * returns how many.  An unknown queue is an error; a queue another tick is
+ * working on counts 0.
+ */
+Datum
+mm_tick(PG_FUNCTION_ARGS)
+{
+	MemoryContext caller_context = CurrentMemoryContext;
+	TimestampTz now;
+	int			total = 0;
+	int			rc;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("now must not be null")));
+	now = PG_GETARG_TIMESTAMPTZ(1);
+	if (TIMESTAMP_NOT_FINITE(now))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("now must be a finite timestamp")));
+
+	LastStatsCount = 0;
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	PreparePlans();
+
+	if (!PG_ARGISNULL(0))
+	{
+		char	   *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+		total = TickQueue(queue, now, true, caller_context);
+	}
+	else
+	{
+		char	  **names;
+		int			n,
+					i;
+
+		rc = SPI_execute_plan(PlanQueueNames, NULL, NULL, true, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "listing queues failed: %s", SPI_result_code_string(rc));
+		n = (int) SPI_processed;
+		names = MemoryContextAlloc(caller_context, sizeof(char *) * Max(n, 1));
+		for (i = 0; i < n; i++)
+			names[i] = MemoryContextStrdup(caller_context,
+										   SPI_getvalue(SPI_tuptable->vals[i],
+														SPI_tuptable->tupdesc, 1));
+		SPI_freetuptable(SPI_tuptable);
+		for (i = 0; i < n; i++)
+			total += TickQueue(names[i], now, false, caller_context);
+	}
+
+	if ((rc = SPI_finish()) != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
+	PG_RETURN_INT32(total);
+}
+
+/*
+ * mm.last_tick_stats(): per queue, what the last mm.tick() of this backend
+ * did and how long each phase took, so benchmarks can tell the matching
+ * compute from the SPI reads and writes.
+ */
+Datum
+mm_last_tick_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (i = 0; i < LastStatsCount; i++)
+	{
+		MmTickStats *s = &LastStats[i];
+		Datum		values[10];
+		bool		nulls[10] = {0};
+
+		values[0] = CStringGetTextDatum(s->queue);
+		values[1] = BoolGetDatum(s->locked_out);
+		values[2] = Int32GetDatum(s->tickets_loaded);
+		values[3] = Int32GetDatum(s->tickets_timed_out);
+		values[4] = Int32GetDatum(s->matches);
+		values[5] = Int32GetDatum(s->players_matched);
+		values[6] = Float8GetDatum(s->load_ms);
+		values[7] = Float8GetDatum(s->compute_ms);
+		values[8] = Float8GetDatum(s->write_ms);
+		values[9] = Int64GetDatum(s->memory_bytes);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
