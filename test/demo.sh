@@ -90,7 +90,8 @@ if [ "$tick_mode" = cron ]; then
 fi
 
 mm_log "LISTEN mm_events: matches are printed as they are announced"
-mm_as_user "$listen" &
+# run directly (not through runuser) so that $! is the client itself
+env PGHOST="$MM_SOCKDIR" PGPORT="$MM_PORT" PGUSER=postgres PGDATABASE="$MM_CRON_DB" "$listen" &
 listener_pid=$!
 
 mm_log "simulating players in real time for ${run_s} s (--interval $demo_interval); Ctrl-C stops"

@@ -22,6 +22,14 @@
 static PGconn *conn;
 static bool on_tty;
 
+/* The server's goodbye at shutdown is expected: we say so ourselves. */
+static void
+QuietNotices(void *arg, const char *message)
+{
+	(void) arg;
+	(void) message;
+}
+
 static void
 Die(const char *what)
 {
@@ -137,6 +145,7 @@ main(int argc, char **argv)
 	conn = PQconnectdb(conninfo);
 	if (PQstatus(conn) != CONNECTION_OK)
 		Die("cannot connect");
+	PQsetNoticeProcessor(conn, QuietNotices, NULL);
 	res = PQexec(conn, "LISTEN mm_events");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		Die("LISTEN failed");
