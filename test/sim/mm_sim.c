@@ -1111,30 +1111,30 @@ CancelRemaining(void)
 static void
 Progress(double now, bool final)
 {
-	static double last_print = -1e9;
-	static bool tty = false;
-	static bool tty_checked = false;
-	long		searching = ntickets;
-	int			playing = ngames;
+	static double last_wall = -1e9;
+	static double last_now = -1e9;
+	static int	tty = -1;
 
 	if (opt.quiet)
 		return;
-	if (!tty_checked)
-	{
+	if (tty < 0)
 		tty = isatty(fileno(stderr));
-		tty_checked = true;
+	/* on a terminal a line redrawn in place 5 times a second; in a log a line a minute */
+	if (!final)
+	{
+		if (tty && WallClock() - last_wall < 0.2)
+			return;
+		if (!tty && now - last_now < (opt.clock == SIM_CLOCK_SIMULATED ? 60 : 10))
+			return;
 	}
-	/* on a terminal a line redrawn in place; in a log a line every 10 s */
-	if (!final && now - last_print < (tty ? (opt.clock == SIM_CLOCK_REAL ? 0.5 : 20) : 10)
-		&& !(opt.clock == SIM_CLOCK_SIMULATED && tty && now - last_print >= 20))
-		return;
-	last_print = now;
-	fprintf(stderr, "%s[%s %4d:%02d] tickets %ld, searching %ld, matched %ld, timed out %ld | "
+	last_wall = WallClock();
+	last_now = now;
+	fprintf(stderr, "%s[%s %4d:%02d] tickets %ld, searching %d, matched %ld, timed out %ld | "
 			"matches %ld, playing %d, results %ld | avg wait %.1f s%s",
 			tty ? "\r\033[K" : "",
 			opt.clock == SIM_CLOCK_SIMULATED ? "sim" : "live",
-			(int) (now / 60), (int) fmod(now, 60), stat_tickets, searching, stat_matched,
-			stat_timed_out, stat_matches, playing, stat_results,
+			(int) (now / 60), (int) fmod(now, 60), stat_tickets, ntickets, stat_matched,
+			stat_timed_out, stat_matches, ngames, stat_results,
 			stat_matched > 0 ? stat_wait_sum / stat_matched : 0.0,
 			tty && !final ? "" : "\n");
 	fflush(stderr);
@@ -1256,7 +1256,21 @@ Run(void)
 		}
 
 		if (opt.clock == SIM_CLOCK_SIMULATED)
+		{
 			now += opt.tick_interval;
+			/* nothing left to match: skip ahead to the next game's end */
+			if (arrivals_done && ntickets == 0 && ngames > 0)
+			{
+				double		next_end = games[0].end;
+				int			i;
+
+				for (i = 1; i < ngames; i++)
+					if (games[i].end < next_end)
+						next_end = games[i].end;
+				if (next_end > now)
+					now += ceil((next_end - now) / opt.tick_interval) * opt.tick_interval;
+			}
+		}
 		else
 			SleepSeconds(0.2);
 	}
@@ -1436,6 +1450,28 @@ ParseOptions(int argc, char **argv)
 		SimFatal("--self-tick goes with --realtime (simulated time always ticks itself)");
 }
 
+/* How far outcomes moved the stored ratings towards the hidden true skills. */
+static void
+PrintRatingSummary(void)
+{
+	const char *params[1] = {opt.run};
+	PGresult   *res = SimExec(conn,
+							  "SELECT pg_catalog.count(*),"
+							  "       coalesce(pg_catalog.avg(pg_catalog.abs(initial_rating OPERATOR(pg_catalog.-) true_skill)), 0),"
+							  "       coalesce(pg_catalog.avg(pg_catalog.abs(rating OPERATOR(pg_catalog.-) true_skill)), 0),"
+							  "       coalesce(pg_catalog.avg(games), 0), coalesce(pg_catalog.sum(games), 0)"
+							  "  FROM mm_sim.players WHERE run OPERATOR(pg_catalog.=) $1",
+							  1, params, PGRES_TUPLES_OK);
+
+	printf("players %s, player-games %s, early leavers %ld; ratings (%s): mean |rating - true skill| "
+		   "%.0f when placed, %.0f now, after %.1f games on average\n",
+		   PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 4), stat_leavers,
+		   rating_method == RATING_GLICKO2 ? "Glicko-2, mm.glicko2_update" :
+		   rating_method == RATING_ELO ? "Elo, mm.elo_update" : "no rating function",
+		   atof(PQgetvalue(res, 0, 1)), atof(PQgetvalue(res, 0, 2)), atof(PQgetvalue(res, 0, 3)));
+	PQclear(res);
+}
+
 static char *
 CommandLine(int argc, char **argv)
 {
@@ -1484,6 +1520,7 @@ main(int argc, char **argv)
 	Run();
 
 	SimPrintFigures(conn, queues, nqueues, opt.flexmatch, command_line);
+	PrintRatingSummary();
 	if (opt.chart)
 		SimWriteChart(conn, queues, nqueues, epoch, 0, opt.chart);
 	PQfinish(conn);

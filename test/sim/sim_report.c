@@ -12,6 +12,8 @@
 
 #include "sim.h"
 
+#define lengthof(array) (sizeof(array) / sizeof((array)[0]))
+
 /* Reads one queue's figures for the tickets this run created. */
 void
 SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *f)
@@ -270,10 +272,17 @@ SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
 		PQclear(res);
 		free(ids);
 	}
-	/* about 40 points a line, in whole multiples of 5 s */
-	bucket = ceil(span / 40 / 5) * 5;
-	if (bucket < 5)
-		bucket = 5;
+	/* about 40 points a line, each a round number of seconds */
+	{
+		static const double round_buckets[] = {5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600};
+
+		for (i = 0; i < (int) lengthof(round_buckets); i++)
+		{
+			bucket = round_buckets[i];
+			if (span / bucket <= 40)
+				break;
+		}
+	}
 
 	for (q = 0; q < nqueues; q++)
 	{
