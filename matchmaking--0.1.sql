@@ -293,6 +293,45 @@ CREATE UNIQUE INDEX match_players_ticket_once ON mm.match_players (ticket_id, pl
 COMMENT ON TABLE mm.match_players IS 'Who plays in each match, on which team';
 
 
+-- Added by the scheduling and metrics concern (doc/schedule_metrics.md).
+-- Outcomes of matches, for the analysts' balance and early-quit figures.  The
+-- demo and the simulator fill it; the result workflow (mm.report_result) comes later.
+CREATE TABLE mm.match_results (
+	match_id bigint PRIMARY KEY REFERENCES mm.matches (id) ON DELETE CASCADE,
+	-- copied from the match by a trigger, so every row carries its queue
+	queue text NOT NULL,
+	-- the winning team's name; NULL for a draw or when only ranks are given
+	winner_team text,
+	-- {"team name": rank, ...}, rank 1 = best; a unique rank 1 names the winner
+	ranks jsonb
+		CONSTRAINT match_results_ranks_object CHECK (
+			ranks IS NULL OR pg_catalog.jsonb_typeof(ranks) OPERATOR(pg_catalog.=) 'object'),
+	-- the team the ratings predicted to win, and with what probability
+	predicted_favourite text,
+	favourite_win_probability float8
+		CONSTRAINT match_results_probability_range CHECK (
+			favourite_win_probability OPERATOR(pg_catalog.>=) 0
+			AND favourite_win_probability OPERATOR(pg_catalog.<=) 1),
+	duration interval
+		CONSTRAINT match_results_duration_positive CHECK (
+			duration OPERATOR(pg_catalog.>=) '0'::interval),
+	reported_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	CONSTRAINT match_results_prediction_pair CHECK (
+		(predicted_favourite IS NULL) OPERATOR(pg_catalog.=) (favourite_win_probability IS NULL))
+);
+CREATE INDEX match_results_queue_reported ON mm.match_results (queue, reported_at);
+COMMENT ON TABLE mm.match_results IS 'Outcomes of matches: winner or ranks, predicted favourite, duration';
+
+-- Metrics and retention read finished rows by queue and time (mm.queue_stats,
+-- mm.purge_finished); partial indexes, so searching tickets never enter them.
+CREATE INDEX tickets_queue_matched ON mm.tickets (queue, matched_at)
+	WHERE matched_at IS NOT NULL;
+CREATE INDEX tickets_queue_ended ON mm.tickets (queue, updated_at)
+	WHERE status OPERATOR(pg_catalog.=) ANY (ARRAY['cancelled', 'timed_out']);
+CREATE INDEX matches_queue_finished ON mm.matches (queue, updated_at)
+	WHERE status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'cancelled']);
+
+
 -- ===================================================================
 -- Section: queues (src/queue_config.c)
 -- ===================================================================
@@ -604,10 +643,1117 @@ COMMENT ON FUNCTION mm.last_tick_stats() IS
 -- Section: scheduling (pg_cron; src/schedule*.c or SQL)
 -- ===================================================================
 
+-- matchmaking's pg_cron jobs: one row per queue tick job, and one for the
+-- retention job.  The per-minute tick loop reads its interval here on every
+-- round, so re-scheduling takes effect at once and unscheduling stops it.
+CREATE TABLE mm.schedule_jobs (
+	job_name text PRIMARY KEY,
+	kind text NOT NULL
+		CONSTRAINT schedule_jobs_kind CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['tick', 'retention'])),
+	queue text UNIQUE REFERENCES mm.queues (name) ON DELETE CASCADE,
+	every interval NOT NULL,
+	-- loop: a per-minute job whose procedure ticks every `every` (pg_cron < 1.5);
+	-- native: pg_cron's own 'N seconds' schedule; cron: a cron expression
+	mode text NOT NULL
+		CONSTRAINT schedule_jobs_mode CHECK (mode OPERATOR(pg_catalog.=) ANY (ARRAY['loop', 'native', 'cron'])),
+	cron_schedule text NOT NULL,
+	cron_job_id bigint,
+	-- retention only
+	keep interval,
+	archive boolean,
+	batch_size integer,
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	CONSTRAINT schedule_jobs_queue_for_ticks CHECK (
+		(kind OPERATOR(pg_catalog.=) 'tick') OPERATOR(pg_catalog.=) (queue IS NOT NULL)),
+	CONSTRAINT schedule_jobs_retention_settings CHECK (
+		kind OPERATOR(pg_catalog.=) 'tick'
+		OR (keep IS NOT NULL AND archive IS NOT NULL AND batch_size IS NOT NULL))
+);
+COMMENT ON TABLE mm.schedule_jobs IS 'The pg_cron jobs matchmaking created (queue ticks, retention)';
+SELECT pg_catalog.pg_extension_config_dump('mm.schedule_jobs', '');
+
+-- Archive tables for mm.purge_finished(..., archive => true): the live
+-- tables' columns (as they stand at this point of the script) plus archived_at.
+CREATE TABLE mm.matches_archive (LIKE mm.matches);
+ALTER TABLE mm.matches_archive ADD COLUMN archived_at timestamptz NOT NULL;
+CREATE INDEX matches_archive_queue_created ON mm.matches_archive (queue, created_at);
+CREATE TABLE mm.match_players_archive (LIKE mm.match_players);
+ALTER TABLE mm.match_players_archive ADD COLUMN archived_at timestamptz NOT NULL;
+CREATE INDEX match_players_archive_match ON mm.match_players_archive (match_id);
+CREATE TABLE mm.match_results_archive (LIKE mm.match_results);
+ALTER TABLE mm.match_results_archive ADD COLUMN archived_at timestamptz NOT NULL;
+CREATE INDEX match_results_archive_match ON mm.match_results_archive (match_id);
+CREATE TABLE mm.tickets_archive (LIKE mm.tickets);
+ALTER TABLE mm.tickets_archive ADD COLUMN archived_at timestamptz NOT NULL;
+CREATE INDEX tickets_archive_queue_created ON mm.tickets_archive (queue, created_at);
+CREATE TABLE mm.ticket_players_archive (LIKE mm.ticket_players);
+ALTER TABLE mm.ticket_players_archive ADD COLUMN archived_at timestamptz NOT NULL;
+CREATE INDEX ticket_players_archive_ticket ON mm.ticket_players_archive (ticket_id);
+COMMENT ON TABLE mm.matches_archive IS 'Finished matches moved out by mm.purge_finished(archive => true)';
+COMMENT ON TABLE mm.match_players_archive IS 'Players of archived matches';
+COMMENT ON TABLE mm.match_results_archive IS 'Results of archived matches';
+COMMENT ON TABLE mm.tickets_archive IS 'Finished tickets moved out by mm.purge_finished(archive => true)';
+COMMENT ON TABLE mm.ticket_players_archive IS 'Players of archived tickets';
+SELECT pg_catalog.pg_extension_config_dump('mm.matches_archive', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.match_players_archive', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.match_results_archive', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.tickets_archive', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.ticket_players_archive', '');
+
+-- How an interval becomes a pg_cron schedule.  Pure, so the rules can be
+-- tested without pg_cron: sub-minute intervals use pg_cron's native
+-- 'N seconds' schedules from 1.5 on (whole seconds only), otherwise a
+-- per-minute job running mm.tick_loop; longer intervals become a cron
+-- expression, which only exists for steps that divide an hour or a day.
+CREATE FUNCTION mm.schedule_plan(every interval, pg_cron_version text DEFAULT '1.4',
+								 OUT mode text, OUT cron_schedule text)
+RETURNS record
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	seconds numeric;
+	version_parts text[];
+	native_seconds boolean;
+BEGIN
+	IF every IS NULL THEN
+		RAISE EXCEPTION 'every must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF pg_cron_version IS NULL THEN
+		RAISE EXCEPTION 'pg_cron_version must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF extract(month FROM every) <> 0 OR extract(year FROM every) <> 0 THEN
+		RAISE EXCEPTION 'every must not contain months or years: %', every
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A month has no fixed length, so it cannot be a tick interval.';
+	END IF;
+	seconds := extract(epoch FROM every);
+	IF seconds <= 0 THEN
+		RAISE EXCEPTION 'every must be positive: %', every USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF seconds < 0.1 THEN
+		RAISE EXCEPTION 'every must be at least 100 milliseconds: %', every
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'Each tick is its own transaction; more than ten a second only adds overhead.';
+	END IF;
+	IF seconds > 86400 THEN
+		RAISE EXCEPTION 'every must be at most 1 day: %', every USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	version_parts := regexp_match(pg_cron_version, '^(\d{1,6})\.(\d{1,6})');
+	IF version_parts IS NULL THEN
+		RAISE EXCEPTION 'invalid pg_cron version: "%"', pg_cron_version
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A version looks like 1.4 or 1.6-1.';
+	END IF;
+	native_seconds := (version_parts[1]::integer, version_parts[2]::integer) >= (1, 5);
+
+	IF seconds < 60 THEN
+		IF native_seconds AND seconds = trunc(seconds) THEN
+			mode := 'native';
+			cron_schedule := format('%s seconds', seconds::integer);
+		ELSE
+			mode := 'loop';
+			cron_schedule := '* * * * *';
+		END IF;
+	ELSIF seconds % 60 = 0 AND seconds < 3600 AND 60 % (seconds / 60) = 0 THEN
+		mode := 'cron';
+		cron_schedule := CASE WHEN seconds = 60 THEN '* * * * *'
+							  ELSE format('*/%s * * * *', (seconds / 60)::integer) END;
+	ELSIF seconds % 3600 = 0 AND 24 % (seconds / 3600) = 0 THEN
+		mode := 'cron';
+		cron_schedule := CASE WHEN seconds = 3600 THEN '0 * * * *'
+							  WHEN seconds = 86400 THEN '0 0 * * *'
+							  ELSE format('0 */%s * * *', (seconds / 3600)::integer) END;
+	ELSE
+		RAISE EXCEPTION 'every cannot be expressed as a cron schedule: %', every
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Use an interval under one minute, a whole number of minutes that divides an hour '
+						 '(1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30), a whole number of hours that divides a day '
+						 '(1, 2, 3, 4, 6, 8, 12), or 1 day.';
+	END IF;
+END;
+$$;
+COMMENT ON FUNCTION mm.schedule_plan(interval, text) IS
+'How mm.schedule runs a tick every `every` with a given pg_cron version: mode loop, native or cron, and the pg_cron schedule';
+
+-- pg_cron's version and schema in this database; fails with a hint on how to
+-- enable it when it is missing.  The only place that decides "is pg_cron here".
+CREATE FUNCTION mm.require_pg_cron(OUT version text, OUT schema name)
+RETURNS record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	SELECT e.extversion, n.nspname INTO version, schema
+	  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+	 WHERE e.extname = 'pg_cron';
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'pg_cron is not installed in database "%"', current_database()
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'matchmaking schedules its ticks and housekeeping as pg_cron jobs.',
+				  HINT = format('In postgresql.conf set shared_preload_libraries = ''pg_cron'' and '
+								'cron.database_name = %L, restart the server, then run CREATE EXTENSION '
+								'pg_cron in this database.', current_database());
+	END IF;
+END;
+$$;
+COMMENT ON FUNCTION mm.require_pg_cron() IS
+'pg_cron''s version and schema in this database, or an error saying how to enable pg_cron';
+
+-- Creates or replaces one of matchmaking's pg_cron jobs (through dynamic SQL,
+-- so the extension installs where the cron schema does not exist).
+CREATE FUNCTION mm.cron_job_upsert(job_name text, cron_schedule text, command text)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	cron record;
+	job_id bigint;
+BEGIN
+	SELECT * INTO cron FROM mm.require_pg_cron();
+	-- cron.schedule(name, ...) replaces the job of that name of the current user
+	EXECUTE format('SELECT %I.schedule($1, $2, $3)', cron.schema)
+	   INTO job_id USING job_name, cron_schedule, command;
+	RETURN job_id;
+END;
+$$;
+COMMENT ON FUNCTION mm.cron_job_upsert(text, text, text) IS
+'Creates or replaces the pg_cron job of that name (internal to mm.schedule)';
+
+-- Removes a pg_cron job by name if it exists; true when one was removed.
+CREATE FUNCTION mm.cron_job_remove(job_name text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	cron record;
+	job_id bigint;
+	removed boolean := false;
+BEGIN
+	SELECT * INTO cron FROM mm.require_pg_cron();
+	FOR job_id IN EXECUTE format('SELECT jobid FROM %I.job WHERE jobname = $1 ORDER BY jobid', cron.schema)
+				   USING job_name
+	LOOP
+		EXECUTE format('SELECT %I.unschedule($1)', cron.schema) USING job_id;
+		removed := true;
+	END LOOP;
+	RETURN removed;
+END;
+$$;
+COMMENT ON FUNCTION mm.cron_job_remove(text) IS
+'Removes the pg_cron job of that name if there is one (internal to mm.unschedule)';
+
+-- Deleting a row of mm.schedule_jobs (mm.unschedule, or dropping its queue)
+-- removes its pg_cron job too.
+CREATE FUNCTION mm.schedule_jobs_after_delete()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_cron') THEN
+		PERFORM mm.cron_job_remove(OLD.job_name);
+	END IF;
+	RETURN NULL;
+END;
+$$;
+CREATE TRIGGER schedule_jobs_remove_cron_job AFTER DELETE ON mm.schedule_jobs
+	FOR EACH ROW EXECUTE FUNCTION mm.schedule_jobs_after_delete();
+
+-- The body of a queue's per-minute job for sub-minute intervals: ticks,
+-- commits, sleeps until the next tick, and returns before the next minute's
+-- run starts.  A session advisory lock keeps a second loop of the same queue
+-- from running (it returns at once), even when a tick runs long.  A procedure
+-- (not a function) so that each tick commits on its own; it therefore has no
+-- SET clause, and qualifies every operator instead.
+CREATE PROCEDURE mm.tick_loop(queue text)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+	loop_job_name constant text := pg_catalog.concat('mm_tick:', queue);
+	lock_key constant bigint := pg_catalog.hashtextextended(pg_catalog.concat('mm_tick_loop:', queue), 0);
+	started constant timestamptz := pg_catalog.clock_timestamp();
+	-- the run belongs to the minute it starts in (or the next one when pg_cron
+	-- starts it a moment early) and ends before that minute's successor starts
+	deadline constant timestamptz := pg_catalog.date_trunc('minute', started OPERATOR(pg_catalog.+) '2 seconds'::interval)
+									 OPERATOR(pg_catalog.+) '1 minute'::interval;
+	next_tick timestamptz := started;
+	tick_every interval;
+	failures integer := 0;
+	last_state text;
+	last_message text;
+BEGIN
+	IF queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT pg_catalog.pg_try_advisory_lock(lock_key) THEN
+		RETURN;					-- another loop of this queue is running
+	END IF;
+
+	LOOP
+		-- re-read on every round: mm.schedule / mm.unschedule take effect at once
+		SELECT s.every INTO tick_every
+		  FROM mm.schedule_jobs s
+		 WHERE s.job_name OPERATOR(pg_catalog.=) loop_job_name
+		   AND s.mode OPERATOR(pg_catalog.=) 'loop';
+		EXIT WHEN NOT FOUND;
+
+		BEGIN
+			PERFORM mm.tick(queue);
+			failures := 0;
+		EXCEPTION WHEN OTHERS THEN
+			-- one failed tick (a deadlock, a serialization failure) must not stop
+			-- the queue for the rest of the minute; five in a row fail the job
+			GET STACKED DIAGNOSTICS last_state = RETURNED_SQLSTATE, last_message = MESSAGE_TEXT;
+			failures := failures OPERATOR(pg_catalog.+) 1;
+			RAISE WARNING 'tick of queue "%" failed: %', queue, last_message;
+		END;
+		COMMIT;
+
+		IF failures OPERATOR(pg_catalog.>=) 5 THEN
+			PERFORM pg_catalog.pg_advisory_unlock(lock_key);
+			RAISE EXCEPTION 'tick of queue "%" failed % times in a row: %', queue, failures, last_message
+				USING ERRCODE = last_state;
+		END IF;
+
+		next_tick := next_tick OPERATOR(pg_catalog.+) tick_every;
+		IF next_tick OPERATOR(pg_catalog.<) pg_catalog.clock_timestamp() THEN
+			next_tick := pg_catalog.clock_timestamp();	-- a tick ran long: skip the missed ones
+		END IF;
+		EXIT WHEN next_tick OPERATOR(pg_catalog.>=) deadline;
+		PERFORM pg_catalog.pg_sleep(pg_catalog.date_part('epoch',
+								next_tick OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()));
+		-- a fresh transaction, so the next tick's now() is the time it runs
+		COMMIT;
+	END LOOP;
+
+	PERFORM pg_catalog.pg_advisory_unlock(lock_key);
+END;
+$$;
+COMMENT ON PROCEDURE mm.tick_loop(text) IS
+'Body of a queue''s per-minute pg_cron job: ticks every scheduled interval until just before the next minute';
+
+-- Makes pg_cron tick a queue every `every`; re-scheduling replaces the job.
+CREATE FUNCTION mm.schedule(queue text, every interval DEFAULT '1 second')
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	cron record;
+	plan record;
+	tick_job_name text;
+	command text;
+	job_id bigint;
+BEGIN
+	IF queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- lock the queue row so a concurrent drop waits for us
+	PERFORM 1 FROM mm.queues q WHERE q.name = schedule.queue FOR KEY SHARE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue USING ERRCODE = 'undefined_object';
+	END IF;
+	PERFORM mm.schedule_plan(every);	-- validates every before asking for pg_cron
+	SELECT * INTO cron FROM mm.require_pg_cron();
+	SELECT * INTO plan FROM mm.schedule_plan(every, cron.version);
+
+	tick_job_name := 'mm_tick:' || queue;
+	command := CASE plan.mode WHEN 'loop' THEN format('CALL mm.tick_loop(%L)', queue)
+							  ELSE format('SELECT mm.tick(%L)', queue) END;
+	job_id := mm.cron_job_upsert(tick_job_name, plan.cron_schedule, command);
+
+	INSERT INTO mm.schedule_jobs AS s (job_name, kind, queue, every, mode, cron_schedule, cron_job_id)
+	VALUES (tick_job_name, 'tick', queue, every, plan.mode, plan.cron_schedule, job_id)
+	ON CONFLICT ON CONSTRAINT schedule_jobs_pkey DO UPDATE
+	   SET every = EXCLUDED.every, mode = EXCLUDED.mode, cron_schedule = EXCLUDED.cron_schedule,
+		   cron_job_id = EXCLUDED.cron_job_id, updated_at = now();
+	RETURN job_id;
+END;
+$$;
+COMMENT ON FUNCTION mm.schedule(text, interval) IS
+'Makes pg_cron tick the queue every interval (sub-minute intervals included); returns the pg_cron job id';
+
+-- Stops pg_cron ticking a queue; false when it was not scheduled.
+CREATE FUNCTION mm.unschedule(queue text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	tick_job_name text;
+	row_removed boolean;
+	job_removed boolean;
+BEGIN
+	IF queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	PERFORM mm.require_pg_cron();
+	tick_job_name := 'mm_tick:' || queue;
+	-- the row's delete trigger removes the pg_cron job; a job left without a
+	-- row (restored from a dump, say) is removed by name
+	DELETE FROM mm.schedule_jobs s WHERE s.job_name = tick_job_name;
+	row_removed := FOUND;
+	job_removed := mm.cron_job_remove(tick_job_name);
+	RETURN row_removed OR job_removed;
+END;
+$$;
+COMMENT ON FUNCTION mm.unschedule(text) IS
+'Stops pg_cron ticking the queue; returns false when it was not scheduled';
+
+-- One batch of retention: deletes (or archives, then deletes) finished
+-- matches (completed or cancelled) last changed before now - older_than, with
+-- their players, results and tickets, and finished tickets (cancelled or
+-- timed out) likewise.  At most batch_size matches and batch_size other
+-- tickets per call, oldest first; call it until it returns zeros
+-- (mm.run_retention does, committing between batches).
+CREATE FUNCTION mm.purge_finished(older_than interval, batch_size integer DEFAULT 10000,
+								  archive boolean DEFAULT false, now timestamptz DEFAULT now(),
+								  OUT matches_purged bigint, OUT tickets_purged bigint)
+RETURNS record
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	cutoff timestamptz;
+	match_ids bigint[];
+	ticket_ids bigint[];
+	q text;
+	n bigint;
+BEGIN
+	IF older_than IS NULL THEN
+		RAISE EXCEPTION 'older_than must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF older_than < '0'::interval THEN
+		RAISE EXCEPTION 'older_than must not be negative: %', older_than USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF batch_size IS NULL OR archive IS NULL OR now IS NULL THEN
+		RAISE EXCEPTION '% must not be null',
+			CASE WHEN batch_size IS NULL THEN 'batch_size' WHEN archive IS NULL THEN 'archive' ELSE 'now' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF batch_size < 1 OR batch_size > 1000000 THEN
+		RAISE EXCEPTION 'batch_size must be between 1 and 1000000: %', batch_size
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF now IN ('infinity', '-infinity') THEN
+		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	cutoff := now - older_than;
+
+	-- the oldest finished matches, queue by queue (the indexes lead with queue)
+	match_ids := '{}';
+	FOR q IN SELECT name FROM mm.queues ORDER BY name LOOP
+		EXIT WHEN cardinality(match_ids) >= batch_size;
+		match_ids := match_ids || ARRAY(
+			SELECT m.id FROM mm.matches m
+			 WHERE m.queue = q AND m.status IN ('completed', 'cancelled') AND m.updated_at < cutoff
+			 ORDER BY m.updated_at, m.id
+			 LIMIT batch_size - cardinality(match_ids)
+			   FOR UPDATE SKIP LOCKED);
+	END LOOP;
+	ticket_ids := '{}';
+	FOR q IN SELECT name FROM mm.queues ORDER BY name LOOP
+		EXIT WHEN cardinality(ticket_ids) >= batch_size;
+		ticket_ids := ticket_ids || ARRAY(
+			SELECT t.id FROM mm.tickets t
+			 WHERE t.queue = q AND t.status IN ('cancelled', 'timed_out') AND t.updated_at < cutoff
+			 ORDER BY t.updated_at, t.id
+			 LIMIT batch_size - cardinality(ticket_ids)
+			   FOR UPDATE SKIP LOCKED);
+	END LOOP;
+	-- a purged match takes its tickets along (a matched ticket needs its match)
+	ticket_ids := ticket_ids || ARRAY(
+		SELECT t.id FROM mm.tickets t
+		 WHERE t.match_id = ANY (match_ids) AND t.id <> ALL (ticket_ids)
+		 ORDER BY t.id FOR UPDATE);
+
+	IF archive THEN
+		INSERT INTO mm.matches_archive SELECT m.*, now FROM mm.matches m WHERE m.id = ANY (match_ids);
+		INSERT INTO mm.match_players_archive
+			SELECT mp.*, now FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
+		INSERT INTO mm.match_results_archive
+			SELECT r.*, now FROM mm.match_results r WHERE r.match_id = ANY (match_ids);
+		INSERT INTO mm.tickets_archive SELECT t.*, now FROM mm.tickets t WHERE t.id = ANY (ticket_ids);
+		INSERT INTO mm.ticket_players_archive
+			SELECT tp.*, now FROM mm.ticket_players tp WHERE tp.ticket_id = ANY (ticket_ids);
+	END IF;
+
+	-- ticket_players, match_players and match_results go by ON DELETE CASCADE
+	DELETE FROM mm.tickets t WHERE t.id = ANY (ticket_ids);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	tickets_purged := n;
+	DELETE FROM mm.matches m WHERE m.id = ANY (match_ids);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	matches_purged := n;
+END;
+$$;
+COMMENT ON FUNCTION mm.purge_finished(interval, integer, boolean, timestamptz) IS
+'One retention batch: deletes or archives finished matches and tickets last changed before now - older_than';
+
+-- The body of the retention job: purges in batches, each its own transaction.
+CREATE PROCEDURE mm.run_retention()
+LANGUAGE plpgsql
+AS $$
+DECLARE
+	settings record;
+	purged record;
+BEGIN
+	SELECT s.keep, s.batch_size, s.archive INTO settings
+	  FROM mm.schedule_jobs s WHERE s.job_name OPERATOR(pg_catalog.=) 'mm_retention';
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	LOOP
+		SELECT * INTO purged FROM mm.purge_finished(settings.keep, settings.batch_size, settings.archive);
+		COMMIT;
+		EXIT WHEN purged.matches_purged OPERATOR(pg_catalog.=) 0
+			  AND purged.tickets_purged OPERATOR(pg_catalog.=) 0;
+	END LOOP;
+END;
+$$;
+COMMENT ON PROCEDURE mm.run_retention() IS
+'Body of the retention pg_cron job: mm.purge_finished in batches with the settings of mm.schedule_retention';
+
+-- Makes pg_cron purge finished tickets and matches older than `keep` every
+-- `every`; re-scheduling replaces the job and its settings.
+CREATE FUNCTION mm.schedule_retention(keep interval, every interval DEFAULT '1 hour',
+									  archive boolean DEFAULT false, batch_size integer DEFAULT 10000)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	plan record;
+	job_id bigint;
+BEGIN
+	IF keep IS NULL OR archive IS NULL OR batch_size IS NULL THEN
+		RAISE EXCEPTION '% must not be null',
+			CASE WHEN keep IS NULL THEN 'keep' WHEN archive IS NULL THEN 'archive' ELSE 'batch_size' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF keep <= '0'::interval THEN
+		RAISE EXCEPTION 'keep must be positive: %', keep USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF batch_size < 1 OR batch_size > 1000000 THEN
+		RAISE EXCEPTION 'batch_size must be between 1 and 1000000: %', batch_size
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	SELECT * INTO plan FROM mm.schedule_plan(every);
+	IF plan.mode <> 'cron' THEN
+		RAISE EXCEPTION 'every must be at least 1 minute for the retention job: %', every
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	PERFORM mm.require_pg_cron();
+
+	job_id := mm.cron_job_upsert('mm_retention', plan.cron_schedule, 'CALL mm.run_retention()');
+	INSERT INTO mm.schedule_jobs AS s (job_name, kind, every, mode, cron_schedule, cron_job_id,
+									   keep, archive, batch_size)
+	VALUES ('mm_retention', 'retention', every, plan.mode, plan.cron_schedule, job_id,
+			keep, archive, batch_size)
+	ON CONFLICT ON CONSTRAINT schedule_jobs_pkey DO UPDATE
+	   SET every = EXCLUDED.every, mode = EXCLUDED.mode, cron_schedule = EXCLUDED.cron_schedule,
+		   cron_job_id = EXCLUDED.cron_job_id, keep = EXCLUDED.keep, archive = EXCLUDED.archive,
+		   batch_size = EXCLUDED.batch_size, updated_at = now();
+	RETURN job_id;
+END;
+$$;
+COMMENT ON FUNCTION mm.schedule_retention(interval, interval, boolean, integer) IS
+'Makes pg_cron purge (or archive) finished tickets and matches older than keep; returns the pg_cron job id';
+
+-- Stops the retention job; false when there was none.
+CREATE FUNCTION mm.unschedule_retention()
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	row_removed boolean;
+	job_removed boolean;
+BEGIN
+	PERFORM mm.require_pg_cron();
+	DELETE FROM mm.schedule_jobs s WHERE s.job_name = 'mm_retention';
+	row_removed := FOUND;
+	job_removed := mm.cron_job_remove('mm_retention');
+	RETURN row_removed OR job_removed;
+END;
+$$;
+COMMENT ON FUNCTION mm.unschedule_retention() IS
+'Stops the retention job; returns false when there was none';
+
+-- matchmaking's jobs with pg_cron's view of them (when pg_cron is here):
+-- active flag, whether a tick loop is running now, and the last run.  Jobs
+-- named like ours that have no row of mm.schedule_jobs show with kind NULL.
+CREATE FUNCTION mm.schedule_status()
+RETURNS TABLE (job_name text, kind text, queue text, every interval, mode text,
+			   cron_schedule text, job_id bigint, active boolean, loop_running boolean,
+			   last_run_status text, last_run_start timestamptz, last_run_message text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	cron_schema name;
+BEGIN
+	SELECT n.nspname INTO cron_schema
+	  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+	 WHERE e.extname = 'pg_cron';
+	IF NOT FOUND THEN
+		RETURN QUERY
+		SELECT s.job_name, s.kind, s.queue, s.every, s.mode, s.cron_schedule, s.cron_job_id,
+			   NULL::boolean, mm.tick_loop_running(s.queue), NULL::text, NULL::timestamptz, NULL::text
+		  FROM mm.schedule_jobs s
+		 ORDER BY s.job_name;
+		RETURN;
+	END IF;
+	RETURN QUERY EXECUTE format($q$
+		SELECT coalesce(s.job_name, j.jobname::text), s.kind, s.queue, s.every, s.mode,
+			   coalesce(s.cron_schedule, j.schedule), coalesce(j.jobid, s.cron_job_id), j.active,
+			   mm.tick_loop_running(coalesce(s.queue, CASE WHEN j.jobname LIKE 'mm\_tick:%%'
+														   THEN substr(j.jobname, 9) END)),
+			   r.status, r.start_time, r.return_message
+		  FROM mm.schedule_jobs s
+		  FULL JOIN (SELECT * FROM %1$I.job
+					  WHERE jobname LIKE 'mm\_tick:%%' OR jobname = 'mm_retention') j
+			ON j.jobname = s.job_name
+		  LEFT JOIN LATERAL (SELECT d.status, d.start_time, d.return_message
+							   FROM %1$I.job_run_details d
+							  WHERE d.jobid = j.jobid
+							  ORDER BY d.runid DESC LIMIT 1) r ON true
+		 ORDER BY 1$q$, cron_schema);
+END;
+$$;
+COMMENT ON FUNCTION mm.schedule_status() IS
+'matchmaking''s pg_cron jobs with their state (the body of view mm.schedules)';
+
+-- Whether a tick loop of the queue holds its advisory lock right now.
+CREATE FUNCTION mm.tick_loop_running(queue text)
+RETURNS boolean
+LANGUAGE sql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT EXISTS (
+		SELECT 1 FROM pg_locks l
+		 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+		   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		   AND (l.classid::bigint << 32 | l.objid::bigint)
+			   = hashtextextended(concat('mm_tick_loop:', queue), 0))
+$$;
+COMMENT ON FUNCTION mm.tick_loop_running(text) IS
+'True while a tick loop of the queue (mm.tick_loop) is running';
+
+CREATE VIEW mm.schedules AS
+	SELECT * FROM mm.schedule_status();
+COMMENT ON VIEW mm.schedules IS 'matchmaking''s pg_cron jobs: queue ticks and retention, with their state';
+
+
 
 -- ===================================================================
 -- Section: metrics (views and functions for analysts)
 -- ===================================================================
+
+-- Every result row carries its match's queue (metrics read results by queue).
+CREATE FUNCTION mm.match_results_set_queue()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	SELECT m.queue INTO NEW.queue FROM mm.matches m WHERE m.id = NEW.match_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'match % does not exist', NEW.match_id USING ERRCODE = 'foreign_key_violation';
+	END IF;
+	RETURN NEW;
+END;
+$$;
+CREATE TRIGGER match_results_queue BEFORE INSERT OR UPDATE OF match_id, queue ON mm.match_results
+	FOR EACH ROW EXECUTE FUNCTION mm.match_results_set_queue();
+
+-- Argument checks shared by the metrics functions: a positive time_window ending
+-- at a finite `now`.
+CREATE FUNCTION mm.metrics_check_window(time_window interval, now timestamptz)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF time_window IS NULL THEN
+		RAISE EXCEPTION 'time_window must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF time_window <= '0'::interval THEN
+		RAISE EXCEPTION 'time_window must be positive: %', time_window USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF now IN ('infinity', '-infinity') THEN
+		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_check_window(interval, timestamptz) IS
+'Raises an error unless time_window is positive and now finite (shared by the metrics functions)';
+
+-- The queues a metrics function covers: the named one (which must exist), or
+-- every queue for NULL.  An array, so the queries use the (queue, ...) indexes.
+CREATE FUNCTION mm.metrics_queues(queue text)
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF queue IS NULL THEN
+		RETURN ARRAY(SELECT q.name FROM mm.queues q ORDER BY q.name);
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM mm.queues q WHERE q.name = queue) THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue USING ERRCODE = 'undefined_object';
+	END IF;
+	RETURN ARRAY[queue];
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_queues(text) IS
+'The queue names a metrics function covers: the given queue, or all queues for NULL';
+
+-- Ticket figures of one queue (or all queues pooled, for NULL) over the
+-- time_window (now - time_window, now]: who is searching at `now`, time to match of the
+-- tickets matched in the window, the share of the window's tickets matched
+-- within 120 s, timeouts and cancellations in the window.
+CREATE FUNCTION mm.ticket_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								  now timestamptz DEFAULT now())
+RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
+			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
+			   time_to_match_p95_s float8, time_to_match_p99_s float8,
+			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	queues text[];
+	since timestamptz;
+	fill_within constant interval := '120 seconds';
+BEGIN
+	PERFORM mm.metrics_check_window(time_window, now);
+	queues := mm.metrics_queues(queue);
+	since := now - time_window;
+
+	SELECT count(*), coalesce(sum(t.player_count), 0),
+		   extract(epoch FROM now - min(t.created_at))::float8
+	  INTO searching_tickets, searching_players, oldest_wait_s
+	  FROM mm.tickets t
+	 WHERE t.queue = ANY (queues) AND t.status = 'searching' AND t.created_at <= now;
+
+	SELECT count(*), avg(w.seconds), percentile_cont(0.5) WITHIN GROUP (ORDER BY w.seconds),
+		   percentile_cont(0.95) WITHIN GROUP (ORDER BY w.seconds),
+		   percentile_cont(0.99) WITHIN GROUP (ORDER BY w.seconds)
+	  INTO tickets_matched, time_to_match_avg_s, time_to_match_p50_s, time_to_match_p95_s,
+		   time_to_match_p99_s
+	  FROM (SELECT extract(epoch FROM t.matched_at - t.created_at)::float8 AS seconds
+			  FROM mm.tickets t
+			 WHERE t.queue = ANY (queues) AND t.matched_at > since AND t.matched_at <= now) w;
+
+	-- The window's tickets whose 120 s verdict is in: matched in time, or
+	-- timed out, or older than 120 s; a cancellation within 120 s was the
+	-- player's choice and is left out, and so is a ticket still younger.
+	SELECT count(*) FILTER (WHERE f.in_time)::float8 / nullif(count(*), 0), count(*)
+	  INTO fill_rate, fill_rate_tickets
+	  FROM (SELECT coalesce(t.matched_at <= now AND t.matched_at - t.created_at <= fill_within, false) AS in_time,
+				   t.status, t.created_at, t.updated_at
+			  FROM mm.tickets t
+			 WHERE t.queue = ANY (queues) AND t.created_at > since AND t.created_at <= now) f
+	 WHERE f.in_time
+		OR f.status = 'timed_out'
+		OR (f.status = 'cancelled' AND f.updated_at - f.created_at >= fill_within)
+		OR (f.status <> 'cancelled' AND now - f.created_at >= fill_within);
+
+	SELECT count(*) FILTER (WHERE t.status = 'timed_out'), count(*) FILTER (WHERE t.status = 'cancelled')
+	  INTO timeouts, cancellations
+	  FROM mm.tickets t
+	 WHERE t.queue = ANY (queues) AND t.status IN ('cancelled', 'timed_out')
+	   AND t.updated_at > since AND t.updated_at <= now;
+
+	RETURN NEXT;
+END;
+$$;
+COMMENT ON FUNCTION mm.ticket_metrics(text, interval, timestamptz) IS
+'Ticket figures of a queue (all queues pooled for NULL) over (now - time_window, now]: searching, time to match, fill rate, timeouts';
+
+-- Per queue ticket figures over a time_window (the view mm.queue_stats is the last hour).
+CREATE FUNCTION mm.queue_stats(time_window interval, now timestamptz DEFAULT now())
+RETURNS TABLE (queue text, searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
+			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
+			   time_to_match_p95_s float8, time_to_match_p99_s float8,
+			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM mm.metrics_check_window(time_window, now);
+	RETURN QUERY
+	SELECT q.name, s.*
+	  FROM mm.queues q CROSS JOIN LATERAL mm.ticket_metrics(q.name, time_window, now) s
+	 ORDER BY q.name;
+END;
+$$;
+COMMENT ON FUNCTION mm.queue_stats(interval, timestamptz) IS
+'Per queue: searching tickets and players, oldest wait, time to match avg/p50/p95/p99, fill rate within 120 s, timeouts, cancellations';
+
+CREATE VIEW mm.queue_stats AS
+	SELECT * FROM mm.queue_stats('1 hour'::interval, pg_catalog.now());
+COMMENT ON VIEW mm.queue_stats IS 'mm.queue_stats(time_window) over the last hour';
+
+-- The winner of a result: winner_team, else the team holding a unique rank 1.
+CREATE FUNCTION mm.result_winner(winner_team text, ranks jsonb)
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce(winner_team,
+					(SELECT min(r.key) FROM jsonb_each(ranks) r
+					  WHERE r.value = '1'::jsonb HAVING count(*) = 1))
+$$;
+COMMENT ON FUNCTION mm.result_winner(text, jsonb) IS
+'The winning team of a result: winner_team, else the team with a unique rank 1 in ranks';
+
+-- Per match figures of matches formed in (now - time_window, now]: our stored
+-- quality; the seed's score 1 - |avg team 1 - avg team 2| / global average
+-- skill (teams apart: highest minus lowest team average; global: every player
+-- of the queue's matches in the window); average latency in the chosen region.
+CREATE FUNCTION mm.match_details(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now(), skill_attribute text DEFAULT 'skill')
+RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
+			   teams integer, quality float8, seed_quality float8, team_skill_gap float8,
+			   latency_avg_ms float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	queues text[];
+BEGIN
+	PERFORM mm.metrics_check_window(time_window, now);
+	IF skill_attribute IS NULL THEN
+		RAISE EXCEPTION 'skill_attribute must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	queues := mm.metrics_queues(queue);
+	RETURN QUERY
+	WITH m AS (
+		SELECT mt.id, mt.queue, mt.created_at, mt.region, mt.quality
+		  FROM mm.matches mt
+		 WHERE mt.queue = ANY (queues) AND mt.created_at > now - time_window AND mt.created_at <= now
+	), p AS (
+		SELECT m.id AS match_id, m.queue, mp.team,
+			   CASE WHEN jsonb_typeof(tp.attributes -> skill_attribute) = 'number'
+					THEN (tp.attributes ->> skill_attribute)::float8 END AS skill,
+			   CASE WHEN jsonb_typeof(tp.latencies -> m.region) = 'number'
+					THEN (tp.latencies ->> m.region)::float8 END AS latency
+		  FROM m
+		  JOIN mm.match_players mp ON mp.match_id = m.id
+		  LEFT JOIN mm.ticket_players tp ON tp.ticket_id = mp.ticket_id AND tp.player_id = mp.player_id
+	), queue_skill AS (
+		SELECT p.queue, avg(p.skill) AS skill FROM p GROUP BY p.queue
+	), team AS (
+		SELECT p.match_id, p.team, avg(p.skill) AS skill
+		  FROM p WHERE p.team IS NOT NULL GROUP BY p.match_id, p.team
+	), gap AS (
+		SELECT team.match_id, count(*)::integer AS teams, count(team.skill) AS teams_with_skill,
+			   max(team.skill) - min(team.skill) AS skill_gap
+		  FROM team GROUP BY team.match_id
+	), per_match AS (
+		SELECT p.match_id, count(*)::integer AS players, avg(p.latency) AS latency
+		  FROM p GROUP BY p.match_id
+	)
+	SELECT m.id, m.queue, m.created_at, m.region, coalesce(pm.players, 0), coalesce(gap.teams, 0),
+		   m.quality,
+		   CASE WHEN gap.teams_with_skill >= 2 AND qs.skill > 0
+				THEN 1 - gap.skill_gap / qs.skill END,
+		   CASE WHEN gap.teams_with_skill >= 2 THEN gap.skill_gap END,
+		   pm.latency
+	  FROM m
+	  LEFT JOIN per_match pm ON pm.match_id = m.id
+	  LEFT JOIN gap ON gap.match_id = m.id
+	  LEFT JOIN queue_skill qs ON qs.queue = m.queue
+	 ORDER BY m.created_at, m.id;
+END;
+$$;
+COMMENT ON FUNCTION mm.match_details(text, interval, timestamptz, text) IS
+'Per match formed in the window: players, teams, stored quality, the seed''s skill quality score, average latency';
+
+-- Match and outcome figures of one queue (or all pooled, for NULL): averages
+-- of mm.match_details over the matches formed in the window, and from the
+-- results reported in the window: how often the predicted favourite won
+-- against the average predicted probability, and the share of players who
+-- left in the first 20% of the match (start: the match's created_at).
+CREATE FUNCTION mm.match_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now())
+RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, seed_quality_avg float8,
+			   latency_avg_ms float8, results bigint, favourite_win_rate float8,
+			   favourite_predicted_rate float8, win_rate_balance_points float8,
+			   early_quits bigint, early_quit_rate float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	queues text[];
+	since timestamptz;
+BEGIN
+	PERFORM mm.metrics_check_window(time_window, now);
+	queues := mm.metrics_queues(queue);
+	since := now - time_window;
+
+	SELECT count(*), avg(d.players), avg(d.quality), avg(d.seed_quality), avg(d.latency_avg_ms)
+	  INTO matches, players_per_match, quality_avg, seed_quality_avg, latency_avg_ms
+	  FROM mm.match_details(queue, time_window, now) d;
+
+	SELECT count(*),
+		   avg((o.winner = o.predicted_favourite)::integer) FILTER (WHERE o.predicted),
+		   avg(o.favourite_win_probability) FILTER (WHERE o.predicted)
+	  INTO results, favourite_win_rate, favourite_predicted_rate
+	  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
+				   r.favourite_win_probability,
+				   r.predicted_favourite IS NOT NULL
+				   AND mm.result_winner(r.winner_team, r.ranks) IS NOT NULL AS predicted
+			  FROM mm.match_results r
+			 WHERE r.queue = ANY (queues) AND r.reported_at > since AND r.reported_at <= now) o;
+	win_rate_balance_points := 100 * abs(favourite_win_rate - favourite_predicted_rate);
+
+	SELECT count(*) FILTER (WHERE mp.left_at < m.created_at + r.duration * 0.2),
+		   count(*) FILTER (WHERE mp.left_at < m.created_at + r.duration * 0.2)::float8
+			   / nullif(count(*), 0)
+	  INTO early_quits, early_quit_rate
+	  FROM mm.match_results r
+	  JOIN mm.matches m ON m.id = r.match_id
+	  JOIN mm.match_players mp ON mp.match_id = r.match_id
+	 WHERE r.queue = ANY (queues) AND r.reported_at > since AND r.reported_at <= now
+	   AND r.duration IS NOT NULL;
+
+	RETURN NEXT;
+END;
+$$;
+COMMENT ON FUNCTION mm.match_metrics(text, interval, timestamptz) IS
+'Match figures of a queue (all pooled for NULL): quality, seed quality, latency, players per match, win-rate balance, early quits';
+
+-- Per queue match figures over a time_window (the view mm.match_stats is the last hour).
+CREATE FUNCTION mm.match_stats(time_window interval, now timestamptz DEFAULT now())
+RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg float8,
+			   seed_quality_avg float8, latency_avg_ms float8, results bigint,
+			   favourite_win_rate float8, favourite_predicted_rate float8,
+			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM mm.metrics_check_window(time_window, now);
+	RETURN QUERY
+	SELECT q.name, s.*
+	  FROM mm.queues q CROSS JOIN LATERAL mm.match_metrics(q.name, time_window, now) s
+	 ORDER BY q.name;
+END;
+$$;
+COMMENT ON FUNCTION mm.match_stats(interval, timestamptz) IS
+'Per queue: matches, players per match, stored and seed quality, latency, win-rate balance, early quits';
+
+CREATE VIEW mm.match_stats AS
+	SELECT * FROM mm.match_stats('1 hour'::interval, pg_catalog.now());
+COMMENT ON VIEW mm.match_stats IS 'mm.match_stats(time_window) over the last hour';
+
+-- One row per minute [minute, minute + 1 min) from from_time's minute up to
+-- to_time, for dashboards: tickets created and matched, time to match of the
+-- tickets matched in that minute, matches formed and their quality, timeouts,
+-- cancellations, and the tickets still searching at the end of the minute.
+CREATE FUNCTION mm.queue_stats_by_minute(queue text, from_time timestamptz, to_time timestamptz)
+RETURNS TABLE (minute timestamptz, tickets_created bigint, tickets_matched bigint,
+			   time_to_match_avg_s float8, time_to_match_p95_s float8, matches bigint,
+			   quality_avg float8, timeouts bigint, cancellations bigint, searching_at_end bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	first_minute timestamptz;
+	last_end timestamptz;
+BEGIN
+	IF queue IS NULL OR from_time IS NULL OR to_time IS NULL THEN
+		RAISE EXCEPTION '% must not be null',
+			CASE WHEN queue IS NULL THEN 'queue' WHEN from_time IS NULL THEN 'from_time' ELSE 'to_time' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(from_time) OR NOT isfinite(to_time) THEN
+		RAISE EXCEPTION 'from_time and to_time must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF to_time <= from_time THEN
+		RAISE EXCEPTION 'to_time must be after from_time' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF to_time - from_time > '7 days'::interval THEN
+		RAISE EXCEPTION 'from_time and to_time must be at most 7 days apart'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Use mm.queue_stats(time_window, now) for longer spans.';
+	END IF;
+	PERFORM mm.metrics_queues(queue);
+	first_minute := date_trunc('minute', from_time);
+	-- the end of the last minute that starts before to_time
+	last_end := date_trunc('minute', to_time - '1 microsecond'::interval) + '1 minute'::interval;
+
+	RETURN QUERY
+	WITH minutes AS (
+		SELECT g AS minute FROM generate_series(first_minute, last_end - '1 minute'::interval,
+												'1 minute'::interval) g
+	), created AS (
+		SELECT date_trunc('minute', t.created_at) AS minute, count(*) AS n
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue
+		   AND t.created_at >= first_minute AND t.created_at < last_end
+		 GROUP BY 1
+	), matched AS (
+		SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
+			   avg(extract(epoch FROM t.matched_at - t.created_at)::float8) AS wait_avg,
+			   percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM t.matched_at - t.created_at)::float8) AS wait_p95
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue
+		   AND t.matched_at >= first_minute AND t.matched_at < last_end
+		 GROUP BY 1
+	), formed AS (
+		SELECT date_trunc('minute', m.created_at) AS minute, count(*) AS n, avg(m.quality) AS quality
+		  FROM mm.matches m
+		 WHERE m.queue = queue_stats_by_minute.queue
+		   AND m.created_at >= first_minute AND m.created_at < last_end
+		 GROUP BY 1
+	), ended AS (
+		SELECT date_trunc('minute', t.updated_at) AS minute,
+			   count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
+			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at >= first_minute AND t.updated_at < last_end
+		 GROUP BY 1
+	), alive AS (
+		-- tickets searching at the end of some minute of the range: created
+		-- before its end, ended (matched, cancelled, timed out) after the first
+		-- minute's end or not at all; each read through an index
+		SELECT t.created_at, NULL::timestamptz AS ended_at
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status = 'searching' AND t.created_at < last_end
+		UNION ALL
+		SELECT t.created_at, t.matched_at
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
+		   AND t.matched_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+		UNION ALL
+		SELECT t.created_at, t.updated_at
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+	), depth_change AS (
+		-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
+		SELECT d.minute, sum(d.change) AS change
+		  FROM (SELECT greatest(first_minute, date_trunc('minute', a.created_at)) AS minute, 1 AS change
+				  FROM alive a
+				UNION ALL
+				SELECT date_trunc('minute', a.ended_at), -1
+				  FROM alive a WHERE a.ended_at < last_end) d
+		 GROUP BY d.minute
+	)
+	SELECT mi.minute, coalesce(c.n, 0), coalesce(ma.n, 0), ma.wait_avg, ma.wait_p95,
+		   coalesce(f.n, 0), f.quality, coalesce(e.timeouts, 0), coalesce(e.cancellations, 0),
+		   (sum(coalesce(dc.change, 0)) OVER (ORDER BY mi.minute))::bigint
+	  FROM minutes mi
+	  LEFT JOIN created c ON c.minute = mi.minute
+	  LEFT JOIN matched ma ON ma.minute = mi.minute
+	  LEFT JOIN formed f ON f.minute = mi.minute
+	  LEFT JOIN ended e ON e.minute = mi.minute
+	  LEFT JOIN depth_change dc ON dc.minute = mi.minute
+	 ORDER BY mi.minute;
+END;
+$$;
+COMMENT ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestamptz) IS
+'Per minute of a queue, for dashboards: tickets created and matched, time to match, matches, quality, timeouts, cancellations, queue depth';
+
+-- What players may see about a queue: the searching players (when the
+-- queue's statistics.show_player_count is true) and an estimated wait for a
+-- new ticket (when statistics.show_time_to_match is true): the median time to
+-- match of the tickets matched in the last 15 minutes, in whole seconds.
+CREATE FUNCTION mm.queue_statistics(queue text, now timestamptz DEFAULT now())
+RETURNS TABLE (players_searching bigint, estimated_wait_s float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	config jsonb;
+	show_player_count boolean;
+	show_time_to_match boolean;
+BEGIN
+	IF queue_statistics.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	PERFORM mm.metrics_check_window('15 minutes', now);
+	SELECT q.config INTO config FROM mm.queues q WHERE q.name = queue_statistics.queue;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue_statistics.queue USING ERRCODE = 'undefined_object';
+	END IF;
+	show_player_count := coalesce((config #>> '{statistics,show_player_count}')::boolean, false);
+	show_time_to_match := coalesce((config #>> '{statistics,show_time_to_match}')::boolean, false);
+
+	players_searching := NULL;
+	estimated_wait_s := NULL;
+	IF show_player_count THEN
+		SELECT coalesce(sum(t.player_count), 0) INTO players_searching
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_statistics.queue AND t.status = 'searching' AND t.created_at <= now;
+	END IF;
+	IF show_time_to_match THEN
+		SELECT round(percentile_cont(0.5) WITHIN GROUP (
+					 ORDER BY extract(epoch FROM t.matched_at - t.created_at)::float8))
+		  INTO estimated_wait_s
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_statistics.queue
+		   AND t.matched_at > now - '15 minutes'::interval AND t.matched_at <= now;
+	END IF;
+	RETURN NEXT;
+END;
+$$;
+COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
+'What players may see about a queue: searching players and estimated wait, as the queue''s statistics flags allow';
+
+-- The analysts' report: each figure beside the seed's target.  meets_target
+-- is NULL when there is no data for the figure (or it has no target).
+CREATE FUNCTION mm.health_report(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now())
+RETURNS TABLE (metric text, value numeric, target text, meets_target boolean)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	t record;
+	m record;
+BEGIN
+	SELECT * INTO t FROM mm.ticket_metrics(queue, time_window, now);
+	SELECT * INTO m FROM mm.match_metrics(queue, time_window, now);
+	RETURN QUERY
+	SELECT r.metric, round(r.value::numeric, 3), r.target,
+		   CASE r.op WHEN '>' THEN r.value > r.bound WHEN '<' THEN r.value < r.bound
+					 WHEN '<=' THEN r.value <= r.bound END
+	  FROM (VALUES
+			(1, 'match quality (seed score)', m.seed_quality_avg, '> 0.85', '>', 0.85::float8),
+			(2, 'time to match p95 (s)', t.time_to_match_p95_s, '< 60', '<', 60),
+			(3, 'matched within 2 minutes (%)', 100 * t.fill_rate, '> 95', '>', 95),
+			(4, 'average latency (ms)', m.latency_avg_ms, '< 60', '<', 60),
+			(5, 'early quits (%)', 100 * m.early_quit_rate, '< 5', '<', 5),
+			(6, 'win-rate balance (points)', m.win_rate_balance_points, '<= 5', '<=', 5),
+			(7, 'stored match quality', m.quality_avg, NULL, NULL, NULL),
+			(8, 'matches formed', m.matches::float8, NULL, NULL, NULL),
+			(9, 'tickets matched', t.tickets_matched::float8, NULL, NULL, NULL),
+			(10, 'time to match average (s)', t.time_to_match_avg_s, NULL, NULL, NULL),
+			(11, 'players searching', t.searching_players::float8, NULL, NULL, NULL),
+			(12, 'timeouts', t.timeouts::float8, NULL, NULL, NULL),
+			(13, 'cancellations', t.cancellations::float8, NULL, NULL, NULL),
+			(14, 'results reported', m.results::float8, NULL, NULL, NULL))
+		   AS r (n, metric, value, target, op, bound)
+	 ORDER BY r.n;
+END;
+$$;
+COMMENT ON FUNCTION mm.health_report(text, interval, timestamptz) IS
+'The analysts'' report: each matchmaking health figure beside the seed''s target';
+
 
 
 -- ===================================================================

@@ -75,6 +75,14 @@ static SPIPlanPtr PlanInsertPlayers = NULL;
 static SPIPlanPtr PlanUpdateTickets = NULL;
 static SPIPlanPtr PlanDeactivatePlayers = NULL;
 
+/*
+ * The per-queue memory context.  SPI calls return in SPI's procedure
+ * context, so the tick switches back to this one after each of them.
+ */
+static MemoryContext QueueContext = NULL;
+
+#define BackToQueueContext() MemoryContextSwitchTo(QueueContext)
+
 /* Prepares a statement once and keeps it for the backend's lifetime. */
 static SPIPlanPtr
 KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
@@ -252,6 +260,7 @@ TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
 	values[1] = TimestampTzGetDatum(now - (int64) (config->ticket_timeout_seconds * USECS_PER_SEC));
 	values[2] = TimestampTzGetDatum(now);
 	rc = SPI_execute_plan(PlanTimeout, values, nulls, false, 0);
+	BackToQueueContext();
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "timing out tickets failed: %s", SPI_result_code_string(rc));
 	n = (int) SPI_processed;
@@ -269,6 +278,7 @@ TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
 
 	values[0] = PointerGetDatum(Int8Array(ids, n));
 	rc = SPI_execute_plan(PlanDeactivatePlayers, values, nulls, false, 0);
+	BackToQueueContext();
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "releasing timed out players failed: %s", SPI_result_code_string(rc));
 	MmNotifyTickets("ticket_timed_out", queue, n, ids);
@@ -345,11 +355,13 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	tickets = palloc(sizeof(MmTicket) * allocated);
 	values[0] = CStringGetTextDatum(queue);
 	portal = SPI_cursor_open(NULL, PlanLoad, values, NULL, false);
+	BackToQueueContext();
 	for (;;)
 	{
 		uint64		i;
 
 		SPI_cursor_fetch(portal, true, MM_LOAD_BATCH);
+		BackToQueueContext();
 		if (SPI_processed == 0)
 			break;
 		for (i = 0; i < SPI_processed; i++)
@@ -381,6 +393,7 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
+	BackToQueueContext();
 	*count = n;
 	return tickets;
 }
@@ -456,6 +469,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	values[3] = PointerGetDatum(Float8Array(qualities, nm));
 	values[4] = PointerGetDatum(TextArray(steps, nm));
 	rc = SPI_execute_plan(PlanInsertMatches, values, NULL, false, 0);
+	BackToQueueContext();
 	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) nm)
 		elog(ERROR, "inserting matches failed: %s", SPI_result_code_string(rc));
 	for (i = 0; i < nm; i++)
@@ -501,6 +515,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	values[3] = PointerGetDatum(Int8Array(mp_ticket, nplayers));
 	values[4] = PointerGetDatum(TextArray(mp_team, nplayers));
 	rc = SPI_execute_plan(PlanInsertPlayers, values, NULL, false, 0);
+	BackToQueueContext();
 	if (rc != SPI_OK_INSERT || SPI_processed != (uint64) nplayers)
 		elog(ERROR, "inserting match players failed: %s", SPI_result_code_string(rc));
 
@@ -508,10 +523,12 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	values[1] = PointerGetDatum(Int8Array(t_ids, ntickets));
 	values[2] = PointerGetDatum(Int8Array(t_match, ntickets));
 	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
+	BackToQueueContext();
 	if (rc != SPI_OK_UPDATE || SPI_processed != (uint64) ntickets)
 		elog(ERROR, "marking tickets matched failed: %s", SPI_result_code_string(rc));
 	values[0] = values[1];
 	rc = SPI_execute_plan(PlanDeactivatePlayers, values, NULL, false, 0);
+	BackToQueueContext();
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "releasing matched players failed: %s", SPI_result_code_string(rc));
 
@@ -574,11 +591,13 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 	}
 
 	queue_context = AllocSetContextCreate(parent, "mm tick queue", ALLOCSET_DEFAULT_SIZES);
+	QueueContext = queue_context;
 	old_context = MemoryContextSwitchTo(queue_context);
 
 	INSTR_TIME_SET_CURRENT(start);
 	values[0] = CStringGetTextDatum(queue);
 	rc = SPI_execute_plan(PlanQueueConfig, values, NULL, false, 1);
+	BackToQueueContext();
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "reading queue config failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -590,6 +609,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 		/* dropped while we were ticking the others */
 		MemoryContextSwitchTo(old_context);
 		MemoryContextDelete(queue_context);
+		QueueContext = NULL;
 		return 0;
 	}
 	config_jsonb = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0],
@@ -618,6 +638,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 
 	MemoryContextSwitchTo(old_context);
 	MemoryContextDelete(queue_context);
+	QueueContext = NULL;
 	return matches;
 }
 
