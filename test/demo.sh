@@ -53,7 +53,8 @@ mm_fresh_workdir
 trap demo_cleanup EXIT
 trap 'exit 130' INT TERM
 mm_build_install sim
-mm_cluster_start "cron.use_background_workers = on" "max_worker_processes = 32"
+# pg_cron runs its jobs through libpq over our socket (the cluster has no TCP)
+mm_cluster_start "cron.host = '$MM_SOCKDIR'"
 
 mm_psql -d postgres -c "CREATE DATABASE $MM_CRON_DB"
 export PGDATABASE=$MM_CRON_DB

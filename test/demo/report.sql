@@ -2,15 +2,15 @@
 -- targets next to each figure) and the metrics views when the extension has
 -- them, then the same questions asked with plain SQL over the tables.
 
-SELECT to_regprocedure('mm.health_report(interval)') IS NOT NULL AS has_health_report,
+SELECT to_regprocedure('mm.health_report(text,interval,timestamptz)') IS NOT NULL AS has_health_report,
        to_regclass('mm.queue_stats') IS NOT NULL AS has_queue_stats,
        to_regclass('mm.match_stats') IS NOT NULL AS has_match_stats,
        to_regclass('mm.match_results') IS NOT NULL AS has_match_results
 \gset
 
 \if :has_health_report
-\echo 'mm.health_report(): each figure beside its target'
-SELECT * FROM mm.health_report('1 hour');
+\echo 'mm.health_report(): every queue of the last hour, each figure beside the seed''s target'
+SELECT * FROM mm.health_report(NULL, '1 hour');
 \endif
 
 \if :has_queue_stats

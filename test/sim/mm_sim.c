@@ -907,12 +907,14 @@ FinishGame(SimGame *g)
 		params[3] = fav_p;
 		params[4] = start;
 		params[5] = end;
+		/* the queue is copied from the match by mm.match_results' trigger */
 		PQclear(SimExec(conn,
 						"INSERT INTO mm.match_results"
-						"  (match_id, winner, predicted_favourite, predicted_probability,"
-						"   started_at, ended_at)"
+						"  (match_id, winner_team, predicted_favourite, favourite_win_probability,"
+						"   duration, reported_at)"
 						" VALUES ($1::bigint, $2, $3, $4::float8,"
-						"         pg_catalog.to_timestamp($5::float8), pg_catalog.to_timestamp($6::float8))",
+						"         pg_catalog.to_timestamp($6::float8) OPERATOR(pg_catalog.-) pg_catalog.to_timestamp($5::float8),"
+						"         pg_catalog.to_timestamp($6::float8))",
 						6, params, PGRES_COMMAND_OK));
 	}
 	params[0] = ids;
