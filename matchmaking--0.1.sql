@@ -780,6 +780,8 @@ COMMENT ON FUNCTION mm.schedule_plan(interval, text) IS
 
 -- pg_cron's version and schema in this database; fails with a hint on how to
 -- enable it when it is missing.  The only place that decides "is pg_cron here".
+-- The schema is that of pg_cron's table "job" (pg_cron creates its own schema,
+-- "cron", whatever the extension's recorded namespace says).
 CREATE FUNCTION mm.require_pg_cron(OUT version text, OUT schema name)
 RETURNS record
 LANGUAGE plpgsql STABLE
@@ -787,7 +789,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
 	SELECT e.extversion, n.nspname INTO version, schema
-	  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+	  FROM pg_extension e
+	  JOIN pg_depend d ON d.refclassid = 'pg_extension'::regclass AND d.refobjid = e.oid
+					  AND d.classid = 'pg_class'::regclass AND d.deptype = 'e'
+	  JOIN pg_class c ON c.oid = d.objid AND c.relname = 'job' AND c.relkind = 'r'
+	  JOIN pg_namespace n ON n.oid = c.relnamespace
 	 WHERE e.extname = 'pg_cron';
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'pg_cron is not installed in database "%"', current_database()
@@ -1196,12 +1202,9 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	cron_schema name;
+	cron record;
 BEGIN
-	SELECT n.nspname INTO cron_schema
-	  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-	 WHERE e.extname = 'pg_cron';
-	IF NOT FOUND THEN
+	IF NOT EXISTS (SELECT 1 FROM pg_extension e WHERE e.extname = 'pg_cron') THEN
 		RETURN QUERY
 		SELECT s.job_name, s.kind, s.queue, s.every, s.mode, s.cron_schedule, s.cron_job_id,
 			   NULL::boolean, mm.tick_loop_running(s.queue), NULL::text, NULL::timestamptz, NULL::text
@@ -1209,6 +1212,7 @@ BEGIN
 		 ORDER BY s.job_name;
 		RETURN;
 	END IF;
+	SELECT * INTO cron FROM mm.require_pg_cron();
 	RETURN QUERY EXECUTE format($q$
 		SELECT coalesce(s.job_name, j.jobname::text), s.kind, s.queue, s.every, s.mode,
 			   coalesce(s.cron_schedule, j.schedule), coalesce(j.jobid, s.cron_job_id), j.active,
@@ -1223,7 +1227,7 @@ BEGIN
 							   FROM %1$I.job_run_details d
 							  WHERE d.jobid = j.jobid
 							  ORDER BY d.runid DESC LIMIT 1) r ON true
-		 ORDER BY 1$q$, cron_schema);
+		 ORDER BY 1$q$, cron.schema);
 END;
 $$;
 COMMENT ON FUNCTION mm.schedule_status() IS
