@@ -60,18 +60,23 @@ mm_psql -d postgres -c "CREATE DATABASE $MM_CRON_DB"
 export PGDATABASE=$MM_CRON_DB
 mm_psql -c "CREATE EXTENSION pg_cron" -c "CREATE EXTENSION matchmaking"
 
+# psql for the demo's output: no pager, so the demo never stops to wait for a key
+demo_psql() {
+	mm_as_user psql -X -v ON_ERROR_STOP=1 -P pager=off "$@"
+}
+
 sim=$MM_TREE/test/sim/mm_sim
 listen=$MM_TREE/test/sim/mm_listen
 demo_queues="ranked_5v5,casual,rd_classic,rd_survival,rd_practice"
 chart=$MM_WORKDIR/demo-chart.html
 
 mm_log "example queues (test/demo/queues.sql)"
-mm_as_user psql -X -v ON_ERROR_STOP=1 -q -f "$MM_TREE/test/demo/queues.sql"
+demo_psql -q -f "$MM_TREE/test/demo/queues.sql"
 
 mm_log "scheduling every queue with pg_cron: mm.schedule(queue, '1 second')"
 tick_mode=cron
 if [ "$(mm_as_user psql -X -At -c "SELECT to_regprocedure('mm.schedule(text,interval)') IS NOT NULL")" = t ]; then
-	mm_as_user psql -X -v ON_ERROR_STOP=1 -q -c \
+	demo_psql -q -c \
 		"SELECT q.name AS queue, mm.schedule(q.name, '1 second') AS cron_job FROM mm.queues q ORDER BY q.name"
 else
 	tick_mode=self
@@ -106,7 +111,7 @@ wait "$listener_pid" 2>/dev/null || true
 listener_pid=""
 
 mm_log "ratings moved by the simulated outcomes"
-mm_as_user psql -X -v ON_ERROR_STOP=1 -q -v run=demo -f "$MM_TREE/test/demo/players.sql"
+demo_psql -q -v run=demo -f "$MM_TREE/test/demo/players.sql"
 
 if [ "$demo_replay" = 1 ]; then
 	mm_log "FlexMatch's benchmark replayed in simulated time (mm_sim --flexmatch)"
@@ -114,10 +119,10 @@ if [ "$demo_replay" = 1 ]; then
 fi
 
 mm_log "ratings"
-mm_as_user psql -X -v ON_ERROR_STOP=1 -f "$MM_TREE/test/demo/ratings.sql"
+demo_psql -f "$MM_TREE/test/demo/ratings.sql"
 
 mm_log "the analysts' report"
-mm_as_user psql -X -v ON_ERROR_STOP=1 -q -f "$MM_TREE/test/demo/report.sql"
+demo_psql -q -f "$MM_TREE/test/demo/report.sql"
 
 mm_log "chart of the real-time run: $chart"
 [ "$demo_replay" = 1 ] && mm_log "chart of the FlexMatch replay: $MM_WORKDIR/flexmatch-chart.html"

@@ -709,80 +709,112 @@ StartGames(const long long *match_ids, int n, double now)
 	free(ids);
 }
 
+/* A growing text buffer for the array literals sent with a game's result. */
+typedef struct TextBuf
+{
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} TextBuf;
+
 static void
-Literal(char **buf, size_t *cap, size_t *len, const double *values, int n)
+BufInit(TextBuf *b, const char *text)
+{
+	b->cap = 256;
+	b->len = 0;
+	b->data = malloc(b->cap);
+	if (b->data == NULL)
+		SimFatal("out of memory");
+	b->len = Append(&b->data, &b->cap, 0, "%s", text);
+}
+
+/* Appends one element of an array literal, with a comma unless it is the first. */
+static void
+BufElement(TextBuf *b, const char *fmt, double value)
+{
+	if (b->len > 1)
+		b->len = Append(&b->data, &b->cap, b->len, ",");
+	b->len = Append(&b->data, &b->cap, b->len, fmt, value);
+}
+
+/* Appends a quoted float8[] literal as one element of a text[] literal. */
+static void
+BufArray(TextBuf *b, const double *values, int n)
 {
 	int			i;
 
-	*len = Append(buf, cap, *len, "\"{");
+	if (b->len > 1)
+		b->len = Append(&b->data, &b->cap, b->len, ",");
+	b->len = Append(&b->data, &b->cap, b->len, "\"{");
 	for (i = 0; i < n; i++)
-		*len = Append(buf, cap, *len, "%s%.6f", i > 0 ? "," : "", values[i]);
-	*len = Append(buf, cap, *len, "}\"");
+		b->len = Append(&b->data, &b->cap, b->len, "%s%.6f", i > 0 ? "," : "", values[i]);
+	b->len = Append(&b->data, &b->cap, b->len, "}\"");
 }
+
+#define SIM_MAX_TEAMS 64
 
 /*
  * A game ends: the winning team is drawn from the players' true skills
  * (logistic in the difference of team averages, 400 points = 10:1), a few
  * players have left early, the result goes to mm.match_results with the
  * favourite predicted from the stored ratings, and the stored ratings are
- * updated by Glicko-2 (each player against the other teams' averages).
+ * updated with mm.glicko2_update at team level.
+ *
+ * Team level: a team's rating is the mean of its players' ratings, with
+ * deviation sqrt(sum rd^2) / n (the deviation of a mean).  The team's Glicko-2
+ * update against the other teams' means gives its change; each player takes
+ * the share of it that a Gaussian model gives them, n * rd_i^2 / sum rd^2
+ * (equal shares for equal deviations), and their deviation shrinks by the
+ * same model.  Rating each player by their own rating against the opposing
+ * team instead would expect a strong player on a weak team to win, and drag
+ * every rating towards its match average.
  */
 static void
 FinishGame(SimGame *g)
 {
-	double		true_avg[64];
-	double		rating_avg[64];
-	double		rd_sq[64];
-	int			count[64];
+	double		true_avg[SIM_MAX_TEAMS];
+	double		rating_avg[SIM_MAX_TEAMS];
+	double		rd_sq_sum[SIM_MAX_TEAMS];
+	int			count[SIM_MAX_TEAMS];
 	double		strength_sum = 0;
-	double		draw;
-	int			winner = 0;
-	int			favourite = 0;
+	double		favourite_sum = 0;
 	double		favourite_p;
-	double		fav_strength_sum = 0;
-	int			nteams = g->nteams < 64 ? g->nteams : 64;
+	double		draw;
+	int			winner = -1;
+	int			favourite = -1;
+	int			nteams = g->nteams < SIM_MAX_TEAMS ? g->nteams : SIM_MAX_TEAMS;
 	int			i,
 				k;
 	char		start[32],
-				end[32];
-	char		match_id[24];
-	size_t		cap = 1024,
-				len = 0;
-	char	   *ids,
-			   *opp,
-			   *opp_rd,
-			   *score,
-			   *won,
-			   *left;
-	size_t		ids_len = 0,
-				opp_len = 0,
-				opp_rd_len = 0,
-				score_len = 0,
-				won_len = 0,
-				left_len = 0;
-	size_t		ids_cap = cap,
-				opp_cap = cap,
-				opp_rd_cap = cap,
-				score_cap = cap,
-				won_cap = cap,
-				left_cap = cap;
-	const char *params[8];
+				end[32],
+				match_id[24],
+				favourite_text[32];
+	TextBuf		ids,
+				team_rating,
+				team_rd,
+				share,
+				shrink,
+				opp,
+				opp_rd,
+				score,
+				won,
+				left;
+	const char *params[11];
 	PGresult   *res;
 
-	(void) len;
 	memset(true_avg, 0, sizeof(true_avg));
 	memset(rating_avg, 0, sizeof(rating_avg));
-	memset(rd_sq, 0, sizeof(rd_sq));
+	memset(rd_sq_sum, 0, sizeof(rd_sq_sum));
 	memset(count, 0, sizeof(count));
 	for (i = 0; i < g->n; i++)
 	{
-		int			t = g->team[i] < 64 ? g->team[i] : 63;
+		int			t = g->team[i] < SIM_MAX_TEAMS ? g->team[i] : SIM_MAX_TEAMS - 1;
 		int			p = g->player[i];
 
-		/* someone else's player: assume an average one */
+		/* someone else's player: taken as an average, unknown one */
 		true_avg[t] += p >= 0 ? players[p].true_skill : 1000;
 		rating_avg[t] += p >= 0 ? players[p].rating : 1000;
-		rd_sq[t] += p >= 0 ? players[p].rd * players[p].rd : 350 * 350;
+		rd_sq_sum[t] += p >= 0 ? players[p].rd * players[p].rd : 350 * 350;
 		count[t]++;
 	}
 	for (k = 0; k < nteams; k++)
@@ -791,12 +823,13 @@ FinishGame(SimGame *g)
 			continue;
 		true_avg[k] /= count[k];
 		rating_avg[k] /= count[k];
-		rd_sq[k] /= count[k];
 		strength_sum += pow(10, true_avg[k] / 400);
-		fav_strength_sum += pow(10, rating_avg[k] / 400);
-		if (rating_avg[k] > rating_avg[favourite])
+		favourite_sum += pow(10, rating_avg[k] / 400);
+		if (favourite < 0 || rating_avg[k] > rating_avg[favourite])
 			favourite = k;
 	}
+	if (favourite < 0)
+		return;					/* no players: nothing to report */
 	draw = RandomUniform() * strength_sum;
 	for (k = 0; k < nteams; k++)
 	{
@@ -807,31 +840,28 @@ FinishGame(SimGame *g)
 		if (draw < 0)
 			break;
 	}
-	favourite_p = pow(10, rating_avg[favourite] / 400) / fav_strength_sum;
+	favourite_p = pow(10, rating_avg[favourite] / 400) / favourite_sum;
 
-	ids = malloc(cap);
-	opp = malloc(cap);
-	opp_rd = malloc(cap);
-	score = malloc(cap);
-	won = malloc(cap);
-	left = malloc(cap);
-	if (!ids || !opp || !opp_rd || !score || !won || !left)
-		SimFatal("out of memory");
-	ids_len = Append(&ids, &ids_cap, ids_len, "{");
-	opp_len = Append(&opp, &opp_cap, opp_len, "{");
-	opp_rd_len = Append(&opp_rd, &opp_rd_cap, opp_rd_len, "{");
-	score_len = Append(&score, &score_cap, score_len, "{");
-	won_len = Append(&won, &won_cap, won_len, "{");
-	left_len = Append(&left, &left_cap, left_len, "{");
+	BufInit(&ids, "{");
+	BufInit(&team_rating, "{");
+	BufInit(&team_rd, "{");
+	BufInit(&share, "{");
+	BufInit(&shrink, "{");
+	BufInit(&opp, "{");
+	BufInit(&opp_rd, "{");
+	BufInit(&score, "{");
+	BufInit(&won, "{");
+	BufInit(&left, "{");
 	for (i = 0; i < g->n; i++)
 	{
 		int			p = g->player[i];
-		int			t = g->team[i] < 64 ? g->team[i] : 63;
-		double		o[64],
-					ord[64],
-					s[64];
+		int			t = g->team[i] < SIM_MAX_TEAMS ? g->team[i] : SIM_MAX_TEAMS - 1;
+		double		o[SIM_MAX_TEAMS],
+					ord[SIM_MAX_TEAMS],
+					sc[SIM_MAX_TEAMS];
+		double		rd_t,
+					rd_sq;
 		int			no = 0;
-		bool		first = ids_len == 1;
 
 		if (p < 0)
 			continue;
@@ -841,8 +871,9 @@ FinishGame(SimGame *g)
 			char		at[32];
 
 			FormatTime(at, sizeof(at), g->start + (g->end - g->start) * RandomBetween(0.02, 0.6));
-			left_len = Append(&left, &left_cap, left_len, "%s\"%s-%d=%s\"",
-							  left_len > 1 ? "," : "", opt.run, p, at);
+			if (left.len > 1)
+				left.len = Append(&left.data, &left.cap, left.len, ",");
+			left.len = Append(&left.data, &left.cap, left.len, "\"%s-%d=%s\"", opt.run, p, at);
 			stat_leavers++;
 		}
 		for (k = 0; k < nteams; k++)
@@ -850,40 +881,47 @@ FinishGame(SimGame *g)
 			if (k == t || count[k] == 0)
 				continue;
 			o[no] = rating_avg[k];
-			ord[no] = sqrt(rd_sq[k]);
-			s[no] = t == winner ? 1.0 : (k == winner ? 0.0 : 0.5);
+			ord[no] = sqrt(rd_sq_sum[k]) / count[k];
+			sc[no] = t == winner ? 1.0 : (k == winner ? 0.0 : 0.5);
 			no++;
 		}
 		if (no == 0)
 			continue;
-		ids_len = Append(&ids, &ids_cap, ids_len, "%s\"%s-%d\"", first ? "" : ",", opt.run, p);
-		if (!first)
-		{
-			opp_len = Append(&opp, &opp_cap, opp_len, ",");
-			opp_rd_len = Append(&opp_rd, &opp_rd_cap, opp_rd_len, ",");
-			score_len = Append(&score, &score_cap, score_len, ",");
-			won_len = Append(&won, &won_cap, won_len, ",");
-		}
-		Literal(&opp, &opp_cap, &opp_len, o, no);
-		Literal(&opp_rd, &opp_rd_cap, &opp_rd_len, ord, no);
-		Literal(&score, &score_cap, &score_len, s, no);
-		won_len = Append(&won, &won_cap, won_len, "%d", t == winner ? 1 : 0);
+		rd_sq = players[p].rd * players[p].rd;
+		rd_t = sqrt(rd_sq_sum[t]) / count[t];
+		if (ids.len > 1)
+			ids.len = Append(&ids.data, &ids.cap, ids.len, ",");
+		ids.len = Append(&ids.data, &ids.cap, ids.len, "\"%s-%d\"", opt.run, p);
+		BufElement(&team_rating, "%.6f", rating_avg[t]);
+		BufElement(&team_rd, "%.6f", rd_t);
+		BufElement(&share, "%.9f", count[t] * rd_sq / rd_sq_sum[t]);
+		/* (Cov(r_i, team) / Var(team))^2: how much of the team's variance drop is the player's */
+		BufElement(&shrink, "%.9f", pow(rd_sq / (count[t] * rd_t * rd_t), 2));
+		BufArray(&opp, o, no);
+		BufArray(&opp_rd, ord, no);
+		BufArray(&score, sc, no);
+		BufElement(&won, "%.0f", t == winner ? 1 : 0);
 	}
-	Append(&ids, &ids_cap, ids_len, "}");
-	Append(&opp, &opp_cap, opp_len, "}");
-	Append(&opp_rd, &opp_rd_cap, opp_rd_len, "}");
-	Append(&score, &score_cap, score_len, "}");
-	Append(&won, &won_cap, won_len, "}");
-	Append(&left, &left_cap, left_len, "}");
+	ids.len = Append(&ids.data, &ids.cap, ids.len, "}");
+	team_rating.len = Append(&team_rating.data, &team_rating.cap, team_rating.len, "}");
+	team_rd.len = Append(&team_rd.data, &team_rd.cap, team_rd.len, "}");
+	share.len = Append(&share.data, &share.cap, share.len, "}");
+	shrink.len = Append(&shrink.data, &shrink.cap, shrink.len, "}");
+	opp.len = Append(&opp.data, &opp.cap, opp.len, "}");
+	opp_rd.len = Append(&opp_rd.data, &opp_rd.cap, opp_rd.len, "}");
+	score.len = Append(&score.data, &score.cap, score.len, "}");
+	won.len = Append(&won.data, &won.cap, won.len, "}");
+	left.len = Append(&left.data, &left.cap, left.len, "}");
 
 	FormatTime(start, sizeof(start), g->start);
 	FormatTime(end, sizeof(end), g->end);
 	snprintf(match_id, sizeof(match_id), "%lld", g->match_id);
+	snprintf(favourite_text, sizeof(favourite_text), "%.6f", favourite_p);
 
 	SimExecCommand(conn, "BEGIN");
 	/* leavers: "<player>=<unix time>" pairs */
 	params[0] = match_id;
-	params[1] = left;
+	params[1] = left.data;
 	PQclear(SimExec(conn,
 					"UPDATE mm.match_players mp"
 					"   SET left_at = pg_catalog.to_timestamp(pg_catalog.split_part(l, '=', 2)::float8)"
@@ -899,12 +937,9 @@ FinishGame(SimGame *g)
 					2, params, PGRES_COMMAND_OK));
 	if (have_match_results)
 	{
-		char		fav_p[32];
-
-		snprintf(fav_p, sizeof(fav_p), "%.6f", favourite_p);
 		params[1] = g->team_names[winner];
 		params[2] = g->team_names[favourite];
-		params[3] = fav_p;
+		params[3] = favourite_text;
 		params[4] = start;
 		params[5] = end;
 		/* the queue is copied from the match by mm.match_results' trigger */
@@ -917,44 +952,57 @@ FinishGame(SimGame *g)
 						"         pg_catalog.to_timestamp($6::float8))",
 						6, params, PGRES_COMMAND_OK));
 	}
-	params[0] = ids;
-	params[1] = opp;
-	params[2] = opp_rd;
-	params[3] = score;
-	params[4] = won;
+	params[0] = ids.data;
+	params[1] = opp.data;
+	params[2] = opp_rd.data;
+	params[3] = score.data;
+	params[4] = won.data;
 	params[5] = end;
+	params[6] = team_rating.data;
+	params[7] = team_rd.data;
+	params[8] = share.data;
+	params[9] = shrink.data;
 	if (rating_method == RATING_GLICKO2)
 		res = SimExec(conn,
 					  "UPDATE mm_sim.players p"
-					  "   SET rating = (x.g).rating, rd = (x.g).rd, volatility = (x.g).volatility,"
+					  "   SET rating = p.rating OPERATOR(pg_catalog.+)"
+					  "                (x.share OPERATOR(pg_catalog.*) ((x.g).rating OPERATOR(pg_catalog.-) x.team_rating)),"
+					  "       rd = LEAST(350, GREATEST(30, pg_catalog.sqrt(GREATEST(0,"
+					  "              (p.rd OPERATOR(pg_catalog.*) p.rd) OPERATOR(pg_catalog.-) (x.shrink OPERATOR(pg_catalog.*)"
+					  "              ((x.team_rd OPERATOR(pg_catalog.*) x.team_rd)"
+					  "               OPERATOR(pg_catalog.-) ((x.g).rd OPERATOR(pg_catalog.*) (x.g).rd))))))),"
+					  "       volatility = (x.g).volatility,"
 					  "       games = p.games + 1, wins = p.wins + x.won,"
 					  "       updated_at = pg_catalog.to_timestamp($6::float8)"
-					  "  FROM (SELECT u.id, u.won,"
-					  "               mm.glicko2_update(p0.rating, p0.rd, p0.volatility,"
+					  "  FROM (SELECT u.*,"
+					  "               mm.glicko2_update(u.team_rating, u.team_rd, p0.volatility,"
 					  "                                 u.opp::float8[], u.opp_rd::float8[], u.score::float8[]) AS g"
-					  "          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[])"
-					  "               AS u(id, opp, opp_rd, score, won)"
+					  "          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[],"
+					  "                      $7::float8[], $8::float8[], $9::float8[], $10::float8[])"
+					  "               AS u(id, opp, opp_rd, score, won, team_rating, team_rd, share, shrink)"
 					  "          JOIN mm_sim.players p0 ON p0.id OPERATOR(pg_catalog.=) u.id) x"
 					  " WHERE p.id OPERATOR(pg_catalog.=) x.id"
 					  " RETURNING p.id, p.rating, p.rd, p.volatility",
-					  6, params, PGRES_TUPLES_OK);
+					  10, params, PGRES_TUPLES_OK);
 	else if (rating_method == RATING_ELO)
-		/* Elo: the player against the mean of the other teams, summed scores */
+		/* Elo: the team mean against the other teams' mean, the change shared the same way */
 		res = SimExec(conn,
 					  "UPDATE mm_sim.players p"
-					  "   SET rating = x.r, games = p.games + 1, wins = p.wins + x.won,"
+					  "   SET rating = p.rating OPERATOR(pg_catalog.+)"
+					  "                (x.share OPERATOR(pg_catalog.*) (x.r OPERATOR(pg_catalog.-) x.team_rating)),"
+					  "       games = p.games + 1, wins = p.wins + x.won,"
 					  "       updated_at = pg_catalog.to_timestamp($6::float8)"
-					  "  FROM (SELECT u.id, u.won,"
-					  "               mm.elo_update(p0.rating,"
+					  "  FROM (SELECT u.*,"
+					  "               mm.elo_update(u.team_rating,"
 					  "                 (SELECT pg_catalog.avg(v) FROM pg_catalog.unnest(u.opp::float8[]) v),"
 					  "                 (SELECT pg_catalog.avg(v) FROM pg_catalog.unnest(u.score::float8[]) v),"
 					  "                 32) AS r"
-					  "          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[])"
-					  "               AS u(id, opp, opp_rd, score, won)"
-					  "          JOIN mm_sim.players p0 ON p0.id OPERATOR(pg_catalog.=) u.id) x"
+					  "          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[],"
+					  "                      $7::float8[], $8::float8[], $9::float8[], $10::float8[])"
+					  "               AS u(id, opp, opp_rd, score, won, team_rating, team_rd, share, shrink)) x"
 					  " WHERE p.id OPERATOR(pg_catalog.=) x.id"
 					  " RETURNING p.id, p.rating, p.rd, p.volatility",
-					  6, params, PGRES_TUPLES_OK);
+					  10, params, PGRES_TUPLES_OK);
 	else
 		res = SimExec(conn,
 					  "UPDATE mm_sim.players p"
@@ -963,8 +1011,10 @@ FinishGame(SimGame *g)
 					  "  FROM unnest($1::text[], $5::int[]) AS u(id, won)"
 					  " WHERE p.id OPERATOR(pg_catalog.=) u.id"
 					  "   AND $2::text IS NOT NULL AND $3::text IS NOT NULL AND $4::text IS NOT NULL"
+					  "   AND $7::text IS NOT NULL AND $8::text IS NOT NULL AND $9::text IS NOT NULL"
+					  "   AND $10::text IS NOT NULL"
 					  " RETURNING p.id, p.rating, p.rd, p.volatility",
-					  6, params, PGRES_TUPLES_OK);
+					  10, params, PGRES_TUPLES_OK);
 	for (i = 0; i < PQntuples(res); i++)
 	{
 		int			p = PlayerIndexFromId(PQgetvalue(res, i, 0));
@@ -984,12 +1034,16 @@ FinishGame(SimGame *g)
 		if (g->player[i] >= 0)
 			MakeIdle(g->player[i], g->end + RandomBetween(opt.break_min, opt.break_max));
 
-	free(ids);
-	free(opp);
-	free(opp_rd);
-	free(score);
-	free(won);
-	free(left);
+	free(ids.data);
+	free(team_rating.data);
+	free(team_rd.data);
+	free(share.data);
+	free(shrink.data);
+	free(opp.data);
+	free(opp_rd.data);
+	free(score.data);
+	free(won.data);
+	free(left.data);
 }
 
 /* Ends every game whose time has come (all of them when `all`). */
