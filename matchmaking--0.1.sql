@@ -195,6 +195,38 @@ COMMENT ON FUNCTION mm.rating_boost(float8, integer) IS
 -- Section: team balancing (src/team_balance*.c)
 -- ===================================================================
 
+-- Team numbers 1..team_count per rating; parties (equal numbers) share a team.
+-- Not STRICT because parties may be NULL; the C code returns NULL for NULL
+-- ratings or team_count.
+CREATE FUNCTION mm.balance_teams(ratings float8[], team_count int DEFAULT 2,
+								 parties int[] DEFAULT NULL)
+RETURNS int[]
+AS 'MODULE_PATHNAME', 'mm_balance_teams'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION mm.balance_teams(float8[], int, int[]) IS
+'team number (1..team_count) of each rating, minimising the spread between the strongest and the weakest team total; sizes as even as the parties allow; exact up to 16 players, heuristic up to 200';
+
+-- OpenSkill (Weng-Lin, Plackett-Luce), openskill.js 5 defaults; C in
+-- src/ratings_openskill.c, declared here next to the balancer that uses team
+-- strength (the ratings section belongs to the Elo/Glicko-2 work).
+CREATE FUNCTION mm.openskill_rate(mu float8[], sigma float8[], team int[], rank int[])
+RETURNS TABLE (mu float8, sigma float8)
+AS 'MODULE_PATHNAME', 'mm_openskill_rate'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+ROWS 10;
+
+COMMENT ON FUNCTION mm.openskill_rate(float8[], float8[], int[], int[]) IS
+'OpenSkill (Weng-Lin Plackett-Luce) update after one game: new (mu, sigma) per player in input order; team groups players, lower rank is better, equal ranks tie';
+
+CREATE FUNCTION mm.openskill_predict_win(mu float8[], sigma float8[], team int[])
+RETURNS float8[]
+AS 'MODULE_PATHNAME', 'mm_openskill_predict_win'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION mm.openskill_predict_win(float8[], float8[], int[]) IS
+'OpenSkill win probability of each team, in ascending team-number order; sums to 1';
+
 
 -- ===================================================================
 -- Section: tables (the data model; see README "Data model")
@@ -291,6 +323,11 @@ CREATE TABLE mm.match_players (
 -- Backstop: a ticket's players sit in one match only, whatever the tick does.
 CREATE UNIQUE INDEX match_players_ticket_once ON mm.match_players (ticket_id, player_id);
 COMMENT ON TABLE mm.match_players IS 'Who plays in each match, on which team';
+
+-- (queues helper) The foreign key from ticket_players to players needs an
+-- index on the referencing side, or deleting players scans ticket_players
+-- once per player; it also serves a player's ticket history.
+CREATE INDEX ticket_players_player ON mm.ticket_players (player_id);
 
 
 -- Added by the scheduling and metrics concern (doc/schedule_metrics.md).
@@ -451,6 +488,9 @@ CREATE TRIGGER tickets_validate BEFORE INSERT ON mm.tickets
 CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
+	-- the row estimate of jsonb_array_elements (100 per ticket) would
+	-- otherwise make a bulk load pay for JIT compilation
+	SET jit = off
 	AS $$
 DECLARE
 	dup_ticket bigint;
@@ -517,6 +557,7 @@ CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
 CREATE FUNCTION mm.tickets_after_update() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
+	SET jit = off
 	AS $$
 BEGIN
 	UPDATE mm.ticket_players tp

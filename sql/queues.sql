@@ -171,6 +171,8 @@ SELECT c.n, c.label, pg_temp.check_config(c.config) AS result
 	(113, 'max 1e400', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "s", "type": "difference", "attribute": "skill", "max": 1e400}]}'),
 	(114, 'max -1e400', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "s", "type": "difference", "attribute": "skill", "max": -1e400}]}'),
 	(115, 'max 1e13', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "s", "type": "difference", "attribute": "skill", "max": 1e13}]}'),
+	(126, 'max numeric NaN', jsonb_build_object('match_size', '{"min": 2, "max": 4}'::jsonb, 'rules', jsonb_build_array(jsonb_build_object('name', 's', 'type', 'difference', 'attribute', 'skill', 'max', 'NaN'::numeric)))),
+	(127, 'max float8 Infinity', jsonb_build_object('match_size', '{"min": 2, "max": 4}'::jsonb, 'rules', jsonb_build_array(jsonb_build_object('name', 's', 'type', 'difference', 'attribute', 'skill', 'max', 'Infinity'::float8)))),
 	(116, 'max_ms on difference', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "s", "type": "difference", "attribute": "skill", "max": 1, "max_ms": 5}]}'),
 	(117, 'max on latency', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "p", "type": "latency", "max": 5}]}'),
 	(118, 'max_ms missing', '{"match_size": {"min": 2, "max": 4}, "rules": [{"name": "p", "type": "latency"}]}'),

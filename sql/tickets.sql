@@ -100,6 +100,8 @@ SELECT c.n, c.label, pg_temp.check_ticket(c.queue, c.players) AS result
 	(32, 'latency string', 'tk-teams', '[{"id": "tk-x1", "latencies": {"eu-west": "35"}}]'),
 	(33, 'latency null', 'tk-teams', '[{"id": "tk-x1", "latencies": {"eu-west": null}}]'),
 	(34, 'latency huge', 'tk-teams', '[{"id": "tk-x1", "latencies": {"eu-west": 1e400}}]'),
+	(39, 'latency NaN', 'tk-teams', jsonb_build_array(jsonb_build_object('id', 'tk-x1', 'latencies', jsonb_build_object('eu', 'NaN'::float8)))),
+	(50, 'skill Infinity', 'tk-ffa', jsonb_build_array(jsonb_build_object('id', 'tk-x1', 'attributes', jsonb_build_object('skill', '-Infinity'::numeric), 'latencies', '{"eu": 1}'::jsonb))),
 	(35, 'region name empty', 'tk-teams', '[{"id": "tk-x1", "latencies": {"": 5}}]'),
 	(36, '65 regions', 'tk-teams', jsonb_build_array(jsonb_build_object('id', 'tk-x1', 'latencies', (SELECT jsonb_object_agg('r' || i, i) FROM generate_series(1, 65) i)))),
 	(37, 'latencies missing for a latency rule', 'tk-ffa', '[{"id": "tk-x1", "attributes": {"skill": 1}}]'),

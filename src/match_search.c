@@ -536,10 +536,11 @@ PreparePlayers(SearchState *s)
 /*
  * Splits the gathered tickets into teams of the given sizes (or, failing
  * that, any sizes within the teams' bounds) and checks the team rules.
- * Sets ticket_team, actual_size and the balance term of the quality.
+ * Sets ticket_team, actual_size and *team_spread, the spread between the
+ * teams' averages of the balancing attribute.
  */
 static bool
-FormTeams(SearchState *s, const int *sizes, double *balance_term)
+FormTeams(SearchState *s, const int *sizes, double *team_spread)
 {
 	const MmQueueConfig *config = s->config;
 	MmBalanceInput input;
@@ -547,9 +548,7 @@ FormTeams(SearchState *s, const int *sizes, double *balance_term)
 	int			k,
 				t,
 				p;
-	double		lo_rating,
-				hi_rating,
-				lo_avg = 0,
+	double		lo_avg = 0,
 				hi_avg = 0;
 	double		team_sum[MM_MAX_TEAMS];
 
@@ -576,13 +575,10 @@ FormTeams(SearchState *s, const int *sizes, double *balance_term)
 		s->ticket_team[k] = s->team_of[p];
 		p += s->chosen_tickets[k]->nplayers;
 	}
-	lo_rating = hi_rating = s->ratings[0];
 	for (p = 0; p < n; p++)
 	{
 		s->actual_size[s->team_of[p]]++;
 		team_sum[s->team_of[p]] += s->ratings[p];
-		lo_rating = Min(lo_rating, s->ratings[p]);
-		hi_rating = Max(hi_rating, s->ratings[p]);
 	}
 	for (t = 0; t < config->nteams; t++)
 	{
@@ -596,8 +592,7 @@ FormTeams(SearchState *s, const int *sizes, double *balance_term)
 		lo_avg = Min(lo_avg, avg);
 		hi_avg = Max(hi_avg, avg);
 	}
-	/* 1 - (spread of team averages) / (spread of players): 1 is perfect */
-	*balance_term = hi_rating > lo_rating ? 1.0 - (hi_avg - lo_avg) / (hi_rating - lo_rating) : 1.0;
+	*team_spread = hi_avg - lo_avg;
 	return true;
 }
 
@@ -630,7 +625,7 @@ CheckTeamRules(SearchState *s, double *closeness_sum, double *weight_sum)
 
 /* Records the gathered tickets as a match and takes them out of the pool. */
 static void
-EmitMatch(SearchState *s, double closeness_sum, double weight_sum, double balance_term)
+EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 {
 	const MmQueueConfig *config = s->config;
 	MmFoundMatch *m;
@@ -675,7 +670,7 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum, double balanc
 			s->handlers[r]->closeness(s->context, &s->states[r], s->rule_threshold[r]);
 		weight_sum += rule->weight;
 	}
-	quality = (weight_sum > 0 ? closeness_sum / weight_sum : 1.0) * balance_term;
+	quality = weight_sum > 0 ? closeness_sum / weight_sum : 1.0;
 	m->quality = Max(0.0, Min(1.0, quality));
 }
 
@@ -711,7 +706,7 @@ SearchAnchor(SearchState *s)
 	{
 		/* free-for-all: as many as match_size.max allows, at least min */
 		if (Gather(s, config->match_max) >= config->match_min)
-			EmitMatch(s, 0, 0, 1.0);
+			EmitMatch(s, 0, 0);
 		return;
 	}
 
@@ -720,7 +715,7 @@ SearchAnchor(SearchState *s)
 	{
 		double		closeness_sum = 0,
 					weight_sum = 0,
-					balance_term = 1.0;
+					team_spread = 0;
 		int			got;
 
 		if (total > reachable || !EvenTeamSizes(config, total, max_spread, s->team_size))
@@ -732,11 +727,24 @@ SearchAnchor(SearchState *s)
 			reachable = got;
 			continue;
 		}
-		if (!FormTeams(s, s->team_size, &balance_term))
+		if (!FormTeams(s, s->team_size, &team_spread))
 			continue;
 		if (!CheckTeamRules(s, &closeness_sum, &weight_sum))
 			continue;
-		EmitMatch(s, closeness_sum, weight_sum, balance_term);
+
+		/*
+		 * Team balance in the quality: without a team_difference rule to
+		 * measure it, an implicit component of weight 1, the spread of the
+		 * team averages against the main difference rule's threshold.
+		 */
+		if (s->balance_rule >= 0 && s->balance_rule == s->main_rule && s->rule_on[s->main_rule])
+		{
+			double		allowed = s->rule_threshold[s->main_rule];
+
+			closeness_sum += allowed > 0 ? Max(0.0, 1.0 - team_spread / allowed) : 1.0;
+			weight_sum += 1.0;
+		}
+		EmitMatch(s, closeness_sum, weight_sum);
 		return;
 	}
 }

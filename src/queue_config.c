@@ -268,7 +268,7 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	if (!(v = MmJsonGet(f, lengthof(f), "type")))
 		MissingKey(path, "type", NULL);
 	WITH_KEY(path, "type",
-			 s = MmJsonString(path, v, 0, 64);
+			 s = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH);
 			 for (i = 0; i < (int) lengthof(rule_type_names); i++)
 				 if (strcmp(s, rule_type_names[i]) == 0)
 					 break;
@@ -314,7 +314,7 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	rule->source = MM_SOURCE_TICKET;
 	if ((v = MmJsonGet(f, lengthof(f), "source")))
 		WITH_KEY(path, "source",
-				 s = MmJsonString(path, v, 0, 64);
+				 s = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH);
 				 if (strcmp(s, "player") == 0 || strcmp(s, "rating") == 0)
 					 MmJsonError(path, "source \"%s\" is not supported yet; only \"ticket\" is (player and rating sources come in a later version)", s);
 				 if (strcmp(s, "ticket") != 0)
@@ -369,7 +369,7 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	rule->merge = MM_MERGE_AVERAGE;
 	if ((v = MmJsonGet(f, lengthof(f), "merge")))
 		WITH_KEY(path, "merge",
-				 s = MmJsonString(path, v, 0, 64);
+				 s = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH);
 				 if (strcmp(s, "average") == 0)
 					 rule->merge = MM_MERGE_AVERAGE;
 				 else if (strcmp(s, "min") == 0)
@@ -534,7 +534,7 @@ MmParseQueueConfig(Jsonb *jb)
 		if (!(rv = MmJsonGet(rf, lengthof(rf), "system")))
 			MissingKey(path, "system", NULL);
 		WITH_KEY(path, "system",
-				 config->rating_system = MmJsonString(path, rv, 0, 64);
+				 config->rating_system = MmJsonString(path, rv, 0, MM_MAX_ATTRIBUTE_LENGTH);
 				 if (strcmp(config->rating_system, "elo") != 0 &&
 					 strcmp(config->rating_system, "glicko2") != 0 &&
 					 strcmp(config->rating_system, "openskill") != 0)

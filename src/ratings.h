@@ -28,8 +28,6 @@ extern double EloKFactor(int games_played, double rating);
 
 /* Glickman's conversion factor between the Glicko and Glicko-2 scales. */
 #define GLICKO2_SCALE 173.7178
-/* Glicko-2 scale origin: rating 1500 is mu 0. */
-#define GLICKO2_ORIGIN 1500.0
 /* Convergence tolerance of the volatility iteration (Glickman's epsilon). */
 #define GLICKO2_EPSILON 1e-6
 /* glicko2_decay never lets RD grow above the RD of an unrated player. */

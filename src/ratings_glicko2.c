@@ -43,115 +43,143 @@ PG_FUNCTION_INFO_V1(mm_glicko2_period_final);
  */
 
 /*
- * Glickman's g(phi): how much an opponent's uncertainty damps a game's weight.
+ * The math is written with multiplications by these constants rather than
+ * divisions: divisions dominate the cost of a call after exp().
  */
-static double
-Glicko2G(double phi)
-{
-	return 1.0 / sqrt(1.0 + 3.0 * phi * phi / (M_PI * M_PI));
-}
+#define GLICKO2_INVERSE_SCALE (1.0 / GLICKO2_SCALE)
+#define GLICKO2_G_FACTOR (3.0 / (M_PI * M_PI))
 
 /*
- * Adds one game to the period's sums (steps 2 to 4, before the division).
+ * Adds one game to the period's sums (steps 3 and 4 before the division).
+ * g(phi_j) damps the game by the opponent's uncertainty; the expected score
+ * depends on mu - mu_j = (rating - opponent_rating) / 173.7178.
  */
 void
 Glicko2AddGame(const Glicko2Rating *player, double opponent_rating,
 			   double opponent_rd, double score, Glicko2Sums *sums)
 {
-	double		mu = (player->rating - GLICKO2_ORIGIN) / GLICKO2_SCALE;
-	double		opponent_mu = (opponent_rating - GLICKO2_ORIGIN) / GLICKO2_SCALE;
-	double		g = Glicko2G(opponent_rd / GLICKO2_SCALE);
-	double		expected = 1.0 / (1.0 + exp(-g * (mu - opponent_mu)));
+	double		opponent_phi = opponent_rd * GLICKO2_INVERSE_SCALE;
+	double		g = 1.0 / sqrt(1.0 + GLICKO2_G_FACTOR * opponent_phi * opponent_phi);
+	double		mu_difference = (player->rating - opponent_rating) * GLICKO2_INVERSE_SCALE;
+	double		expected = 1.0 / (1.0 + exp(-g * mu_difference));
 
 	sums->information += g * g * expected * (1.0 - expected);
 	sums->improvement += g * (score - expected);
 	sums->games++;
 }
 
-/*
- * Glickman's f(x), whose root is the log of the new volatility squared.
- */
-static double
-VolatilityObjective(double x, double delta, double phi, double v,
-					double a, double tau)
+/* The constants of Glickman's f(x) for one player's period. */
+typedef struct VolatilityProblem
 {
-	double		ex = exp(x);
-	double		denominator = phi * phi + v + ex;
+	double		a;				/* ln(sigma^2) */
+	double		delta_squared;
+	double		phi_squared_plus_v;
+	double		inverse_tau_squared;
+} VolatilityProblem;
 
-	return ex * (delta * delta - phi * phi - v - ex) /
-		(2.0 * denominator * denominator) - (x - a) / (tau * tau);
+/*
+ * Glickman's f(x), whose root is the log of the new volatility squared, given
+ * ex = e^x (the callers often know it without calling exp()).
+ */
+static inline double
+VolatilityObjectiveExp(const VolatilityProblem *problem, double x, double ex)
+{
+	double		denominator = problem->phi_squared_plus_v + ex;
+
+	return ex * (problem->delta_squared - problem->phi_squared_plus_v - ex) /
+		(2.0 * denominator * denominator) -
+		(x - problem->a) * problem->inverse_tau_squared;
+}
+
+/* f(x) */
+static inline double
+VolatilityObjective(const VolatilityProblem *problem, double x)
+{
+	return VolatilityObjectiveExp(problem, x, exp(x));
 }
 
 /*
- * Step 5: the new volatility, by the Illinois algorithm.  Returns NaN when the
- * iteration does not settle (only for inputs far outside any real use).
+ * Step 5: the new volatility, by the Illinois algorithm (Glickman's A, B, C).
+ * Returns NaN when the iteration does not settle (only for inputs far outside
+ * any real use).
  */
 static double
 Glicko2Volatility(double sigma, double phi, double v, double delta, double tau)
 {
-	double		a = log(sigma * sigma);
-	double		upper = a;
-	double		lower;
-	double		f_upper;
-	double		f_lower;
+	VolatilityProblem problem;
+	double		big_a;
+	double		big_b;
+	double		f_a;
+	double		f_b;
 	int			steps = 0;
 
-	if (delta * delta > phi * phi + v)
-		lower = log(delta * delta - phi * phi - v);
+	problem.a = log(sigma * sigma);
+	problem.delta_squared = delta * delta;
+	problem.phi_squared_plus_v = phi * phi + v;
+	problem.inverse_tau_squared = 1.0 / (tau * tau);
+
+	/* A = a, where e^a is sigma^2 */
+	big_a = problem.a;
+	f_a = VolatilityObjectiveExp(&problem, big_a, sigma * sigma);
+	if (problem.delta_squared > problem.phi_squared_plus_v)
+	{
+		/* B = ln(delta^2 - phi^2 - v), where e^B is that difference */
+		double		difference = problem.delta_squared - problem.phi_squared_plus_v;
+
+		big_b = log(difference);
+		f_b = VolatilityObjectiveExp(&problem, big_b, difference);
+	}
 	else
 	{
+		/* B = a - k tau for the first k = 1, 2, ... with f(a - k tau) >= 0 */
 		int			k = 1;
 
-		while (VolatilityObjective(a - k * tau, delta, phi, v, a, tau) < 0.0)
+		while ((f_b = VolatilityObjective(&problem, problem.a - k * tau)) < 0.0)
 		{
 			if (++k > GLICKO2_MAX_BRACKET_STEPS)
 				return NAN;
 		}
-		lower = a - k * tau;
+		big_b = problem.a - k * tau;
 	}
 
-	/* Glickman names these A and B: A starts at a, B at the bracket's end */
-	f_upper = VolatilityObjective(upper, delta, phi, v, a, tau);
-	f_lower = VolatilityObjective(lower, delta, phi, v, a, tau);
-	while (fabs(lower - upper) > GLICKO2_EPSILON)
+	while (fabs(big_b - big_a) > GLICKO2_EPSILON)
 	{
-		double		c;
+		double		big_c;
 		double		f_c;
 
 		if (++steps > GLICKO2_MAX_ILLINOIS_STEPS)
 			return NAN;
-		c = upper + (upper - lower) * f_upper / (f_lower - f_upper);
-		f_c = VolatilityObjective(c, delta, phi, v, a, tau);
+		big_c = big_a + (big_a - big_b) * f_a / (f_b - f_a);
+		f_c = VolatilityObjective(&problem, big_c);
 		/* f(C) f(B) <= 0, written without the product so it cannot overflow */
-		if ((f_c > 0.0 && f_lower > 0.0) || (f_c < 0.0 && f_lower < 0.0))
-			f_upper /= 2.0;
+		if ((f_c > 0.0 && f_b > 0.0) || (f_c < 0.0 && f_b < 0.0))
+			f_a /= 2.0;
 		else
 		{
-			upper = lower;
-			f_upper = f_lower;
+			big_a = big_b;
+			f_a = f_b;
 		}
-		lower = c;
-		f_lower = f_c;
+		big_b = big_c;
+		f_b = f_c;
 	}
-	return exp(upper / 2.0);
+	return exp(big_a / 2.0);
 }
 
 /*
- * Steps 3 and 5 to 8 from the sums over the period's games.
+ * Steps 3 and 5 to 8 from the sums over the period's games (steps 1 and 2,
+ * the conversion to the Glicko-2 scale, are folded into the formulas).
  */
 bool
 Glicko2Finish(const Glicko2Rating *player, const Glicko2Sums *sums,
 			  double tau, Glicko2Rating *result)
 {
-	double		mu = (player->rating - GLICKO2_ORIGIN) / GLICKO2_SCALE;
-	double		phi = player->rd / GLICKO2_SCALE;
+	double		phi = player->rd * GLICKO2_INVERSE_SCALE;
 	double		sigma = player->volatility;
 	double		v;
 	double		delta;
 	double		new_sigma;
-	double		phi_star;
-	double		new_phi;
-	double		new_mu;
+	double		phi_star_squared;
+	double		new_phi_squared;
 
 	if (sums->games == 0)
 	{
@@ -169,12 +197,14 @@ Glicko2Finish(const Glicko2Rating *player, const Glicko2Sums *sums,
 	delta = v * sums->improvement;
 
 	new_sigma = Glicko2Volatility(sigma, phi, v, delta, tau);
-	phi_star = sqrt(phi * phi + new_sigma * new_sigma);
-	new_phi = 1.0 / sqrt(1.0 / (phi_star * phi_star) + 1.0 / v);
-	new_mu = mu + new_phi * new_phi * sums->improvement;
+	/* steps 6 and 7: phi* = sqrt(phi^2 + sigma'^2), phi' = 1 / sqrt(1/phi*^2 + 1/v) */
+	phi_star_squared = phi * phi + new_sigma * new_sigma;
+	new_phi_squared = 1.0 / (1.0 / phi_star_squared + sums->information);
 
-	result->rating = new_mu * GLICKO2_SCALE + GLICKO2_ORIGIN;
-	result->rd = new_phi * GLICKO2_SCALE;
+	/* step 8: mu' = mu + phi'^2 sum g (s - E), converted back to the Glicko scale */
+	result->rating = player->rating +
+		GLICKO2_SCALE * new_phi_squared * sums->improvement;
+	result->rd = sqrt(new_phi_squared) * GLICKO2_SCALE;
 	result->volatility = new_sigma;
 	return isfinite(result->rating) && isfinite(result->rd) &&
 		isfinite(result->volatility) &&

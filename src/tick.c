@@ -73,7 +73,6 @@ static SPIPlanPtr PlanLoad = NULL;
 static SPIPlanPtr PlanInsertMatches = NULL;
 static SPIPlanPtr PlanInsertPlayers = NULL;
 static SPIPlanPtr PlanUpdateTickets = NULL;
-static SPIPlanPtr PlanDeactivatePlayers = NULL;
 
 /*
  * The per-queue memory context.  SPI calls return in SPI's procedure
@@ -110,7 +109,6 @@ PreparePlans(void)
 	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
-	Oid			ids_args[] = {INT8ARRAYOID};
 
 	/* KEY SHARE: the queue cannot be dropped under the tick; alter may go on */
 	KeepPlan(&PlanQueueConfig,
@@ -151,11 +149,6 @@ PreparePlans(void)
 			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(ticket_id, match_id)"
 			 " WHERE t.id OPERATOR(pg_catalog.=) u.ticket_id",
 			 3, tickets_args);
-	/* the player may queue again: the one-active-ticket index is released */
-	KeepPlan(&PlanDeactivatePlayers,
-			 "UPDATE mm.ticket_players SET active = false"
-			 " WHERE ticket_id OPERATOR(pg_catalog.=) ANY ($1) AND active",
-			 1, ids_args);
 }
 
 /* Milliseconds since a start time. */
@@ -276,11 +269,7 @@ TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
 	SPI_freetuptable(SPI_tuptable);
 	qsort(ids, n, sizeof(int64), CompareInt64);
 
-	values[0] = PointerGetDatum(Int8Array(ids, n));
-	rc = SPI_execute_plan(PlanDeactivatePlayers, values, nulls, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "releasing timed out players failed: %s", SPI_result_code_string(rc));
+	/* mm.tickets_after_update releases the players (ticket_players.active) */
 	MmNotifyTickets("ticket_timed_out", queue, n, ids);
 	return n;
 }
@@ -526,11 +515,6 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	BackToQueueContext();
 	if (rc != SPI_OK_UPDATE || SPI_processed != (uint64) ntickets)
 		elog(ERROR, "marking tickets matched failed: %s", SPI_result_code_string(rc));
-	values[0] = values[1];
-	rc = SPI_execute_plan(PlanDeactivatePlayers, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "releasing matched players failed: %s", SPI_result_code_string(rc));
 
 	/* events: one match_found per match, sent at commit */
 	for (i = 0; i < nm; i++)

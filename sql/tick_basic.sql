@@ -1,0 +1,127 @@
+-- mm.tick basics: a free-for-all queue, the returned count, what is written,
+-- a second tick, cancelled and timed out tickets, largest match first, all
+-- queues at once, bad arguments.  Every call passes an explicit now.
+SET timezone = 'UTC';
+
+-- The matches of a queue as text: region, quality, rule steps and players
+-- (team:player, tickets in the order the tick took them).
+CREATE FUNCTION pg_temp.matches(q text)
+RETURNS TABLE (n bigint, region text, quality numeric, rule_steps jsonb, players text)
+LANGUAGE sql AS $$
+	SELECT row_number() OVER (ORDER BY m.id), m.region, round(m.quality::numeric, 4), m.rule_steps,
+		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' '
+							  ORDER BY mp.team, mp.ticket_id, mp.player_id)
+			  FROM mm.match_players mp WHERE mp.match_id = m.id)
+	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
+$$;
+-- Each ticket's first player and state.
+CREATE FUNCTION pg_temp.tickets(q text)
+RETURNS TABLE (player text, status text, matched boolean, matched_at timestamptz)
+LANGUAGE sql AS $$
+	SELECT t.players -> 0 ->> 'id', t.status, t.match_id IS NOT NULL, t.matched_at
+	  FROM mm.tickets t WHERE t.queue = q ORDER BY t.created_at, t.id
+$$;
+
+SELECT mm.create_queue('tb_ffa', '{"match_size": {"min": 2, "max": 4},
+  "ticket_timeout_seconds": 60,
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100}]}');
+
+-- Five compatible players and one far away; a 4-player match forms first.
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tb_ffa', '[{"id": "a", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:00+00'),
+  ('tb_ffa', '[{"id": "b", "attributes": {"skill": 1050}}]', '2026-01-01 00:00:01+00'),
+  ('tb_ffa', '[{"id": "c", "attributes": {"skill": 2000}}]', '2026-01-01 00:00:02+00'),
+  ('tb_ffa', '[{"id": "d", "attributes": {"skill": 980}}]', '2026-01-01 00:00:03+00'),
+  ('tb_ffa', '[{"id": "e", "attributes": {"skill": 1010}}]', '2026-01-01 00:00:04+00'),
+  ('tb_ffa', '[{"id": "f", "attributes": {"skill": 1020}}]', '2026-01-01 00:00:05+00');
+
+-- returns the number of matches formed: a, b, d, e (oldest first); f and c wait
+SELECT mm.tick('tb_ffa', '2026-01-01 00:00:10+00');
+-- quality: 1 - (1050 - 980) / 100 = 0.3; team is NULL without teams
+SELECT * FROM pg_temp.matches('tb_ffa');
+SELECT * FROM pg_temp.tickets('tb_ffa');
+SELECT m.status, m.created_at, m.updated_at FROM mm.matches m WHERE m.queue = 'tb_ffa';
+-- the players of matched tickets are free to queue again
+SELECT tp.player_id, tp.active FROM mm.ticket_players tp
+  JOIN mm.tickets t ON t.id = tp.ticket_id WHERE t.queue = 'tb_ffa' ORDER BY tp.player_id;
+SELECT queue, locked_out, tickets_loaded, tickets_timed_out, matches, players_matched,
+	   load_ms >= 0 AND compute_ms >= 0 AND write_ms >= 0 AS timed, memory_bytes > 0 AS measured
+  FROM mm.last_tick_stats();
+
+-- a second tick finds nothing new: f (1020) and c (2000) are too far apart
+SELECT mm.tick('tb_ffa', '2026-01-01 00:00:11+00');
+SELECT tickets_loaded, matches FROM mm.last_tick_stats();
+
+-- a smaller match (>= min 2) forms when no larger one can: f with g
+INSERT INTO mm.tickets (queue, players, created_at)
+VALUES ('tb_ffa', '[{"id": "g", "attributes": {"skill": 1100}}]', '2026-01-01 00:00:12+00');
+SELECT mm.tick('tb_ffa', '2026-01-01 00:00:13+00');
+SELECT * FROM pg_temp.matches('tb_ffa') WHERE n = 2;
+
+-- a cancelled ticket is never matched
+SELECT mm.create_ticket('tb_ffa', '[{"id": "h", "attributes": {"skill": 2010}}]', '2026-01-01 00:00:20+00') AS h_ticket \gset
+SELECT mm.cancel_ticket(:h_ticket);
+SELECT mm.tick('tb_ffa', '2026-01-01 00:00:21+00');
+SELECT * FROM pg_temp.tickets('tb_ffa') WHERE player IN ('c', 'h');
+
+-- timeouts: strictly older than ticket_timeout_seconds (60)
+SELECT mm.tick('tb_ffa', '2026-01-01 00:01:02+00');  -- c is exactly 60 s old: still searching
+SELECT status FROM mm.tickets WHERE players -> 0 ->> 'id' = 'c';
+SELECT mm.tick('tb_ffa', '2026-01-01 00:01:02.000001+00');  -- now older: timed out
+SELECT * FROM pg_temp.tickets('tb_ffa') WHERE player = 'c';
+SELECT tickets_loaded, tickets_timed_out, matches FROM mm.last_tick_stats();
+-- the player is released and may queue again
+SELECT active FROM mm.ticket_players WHERE player_id = 'c';
+SELECT mm.create_ticket('tb_ffa', '[{"id": "c", "attributes": {"skill": 2000}}]', '2026-01-01 00:02:00+00') > 0 AS requeued;
+-- a ticket created after now is still matched (its age counts as 0)
+SELECT mm.create_ticket('tb_ffa', '[{"id": "i", "attributes": {"skill": 1990}}]', '2026-01-01 00:05:00+00') > 0 AS future;
+SELECT mm.tick('tb_ffa', '2026-01-01 00:02:01+00');
+SELECT * FROM pg_temp.matches('tb_ffa') WHERE n = 3;
+
+-- tick of all queues (NULL): every queue in name order, the total returned
+SELECT mm.create_queue('tb_all_1', '{"match_size": {"min": 2, "max": 2}}');
+SELECT mm.create_queue('tb_all_2', '{"match_size": {"min": 3, "max": 3}}');
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT 'tb_all_1', format('[{"id": "x%s"}]', g)::jsonb, '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 s'
+  FROM generate_series(1, 5) g;
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT 'tb_all_2', format('[{"id": "y%s"}]', g)::jsonb, '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 s'
+  FROM generate_series(1, 6) g;
+-- (other files' queues, if any were left, would be ticked too: the total is
+-- checked against the per-queue statistics)
+SELECT mm.tick(NULL, '2026-01-01 00:00:10+00') AS total \gset
+SELECT :total = sum(matches) AS total_is_sum, :total >= 4 AS at_least_ours FROM mm.last_tick_stats();
+SELECT queue, tickets_loaded, matches, players_matched FROM mm.last_tick_stats() WHERE queue LIKE 'tb\_%' ORDER BY queue;
+SELECT * FROM pg_temp.matches('tb_all_1');
+SELECT * FROM pg_temp.matches('tb_all_2');
+
+-- a queue without tickets
+SELECT mm.create_queue('tb_empty', '{"match_size": {"min": 2, "max": 2}}');
+SELECT mm.tick('tb_empty', '2026-01-01 00:00:00+00');
+SELECT queue, locked_out, tickets_loaded, matches FROM mm.last_tick_stats();
+-- now defaults to now()
+SELECT mm.tick('tb_empty');
+
+-- bad arguments
+SELECT mm.tick('tb_no_such_queue', '2026-01-01 00:00:00+00');
+SELECT mm.tick('tb_ffa', NULL);
+SELECT mm.tick(NULL, NULL);
+SELECT mm.tick('tb_ffa', 'infinity');
+SELECT mm.tick('tb_ffa', '-infinity');
+SELECT mm.tick('', '2026-01-01 00:00:00+00');
+
+-- nothing was left behind by the errors
+SELECT count(*) FROM mm.matches WHERE queue LIKE 'tb_%';
+
+-- the tick rolls back with its transaction
+BEGIN;
+SELECT mm.create_ticket('tb_empty', '[{"id": "r1"}]', '2026-01-01 00:00:00+00') > 0 AS r1,
+	   mm.create_ticket('tb_empty', '[{"id": "r2"}]', '2026-01-01 00:00:00+00') > 0 AS r2;
+COMMIT;
+BEGIN;
+SELECT mm.tick('tb_empty', '2026-01-01 00:00:01+00');
+ROLLBACK;
+SELECT * FROM pg_temp.tickets('tb_empty');
+SELECT count(*) FROM mm.matches WHERE queue = 'tb_empty';
+
+SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['tb_ffa', 'tb_all_1', 'tb_all_2', 'tb_empty']) q;

@@ -1,0 +1,165 @@
+-- mm.tick and the rules: expansion steps reached at the right ages (linear,
+-- custom, a null step switching a rule off), a rule optional after N
+-- seconds, string equality, latency and the region choice, party merges,
+-- missing attributes, oldest tickets first, weighted quality.
+SET timezone = 'UTC';
+
+CREATE FUNCTION pg_temp.matches(q text)
+RETURNS TABLE (n bigint, region text, quality numeric, rule_steps jsonb, players text)
+LANGUAGE sql AS $$
+	SELECT row_number() OVER (ORDER BY m.id), m.region, round(m.quality::numeric, 4), m.rule_steps,
+		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' '
+							  ORDER BY mp.team, mp.ticket_id, mp.player_id)
+			  FROM mm.match_players mp WHERE mp.match_id = m.id)
+	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
+$$;
+CREATE FUNCTION pg_temp.searching(q text) RETURNS text
+LANGUAGE sql AS $$
+	SELECT coalesce(string_agg(t.players -> 0 ->> 'id', ' ' ORDER BY t.created_at, t.id), '')
+	  FROM mm.tickets t WHERE t.queue = q AND t.status = 'searching'
+$$;
+
+-- linear expansion: max 50, +50 every 10 s, limit 150
+SELECT mm.create_queue('tr_linear', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 50,
+             "expansion": {"every_seconds": 10, "delta": 50, "limit": 150}}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_linear', '[{"id": "la", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:00+00'),
+  ('tr_linear', '[{"id": "lb", "attributes": {"skill": 1120}}]', '2026-01-01 00:00:05+00'),
+  ('tr_linear', '[{"id": "lc", "attributes": {"skill": 3000}}]', '2026-01-01 00:00:06+00'),
+  ('tr_linear', '[{"id": "ld", "attributes": {"skill": 3200}}]', '2026-01-01 00:00:07+00');
+SELECT mm.tick('tr_linear', '2026-01-01 00:00:09.999+00');  -- step 0: 50
+SELECT mm.tick('tr_linear', '2026-01-01 00:00:10+00');      -- step 1: 100 < 120
+SELECT mm.tick('tr_linear', '2026-01-01 00:00:19.999+00');  -- still step 1
+SELECT mm.tick('tr_linear', '2026-01-01 00:00:20+00');      -- step 2: 150 >= 120
+-- quality 1 - 120/150; the age of the oldest ticket (la, 20 s) chose the step
+SELECT * FROM pg_temp.matches('tr_linear');
+-- the limit holds: 200 apart never match, however old
+SELECT mm.tick('tr_linear', '2026-01-01 01:00:00+00');
+SELECT pg_temp.searching('tr_linear');
+
+-- custom steps: 10, then 40 from 10 s, then off (null) from 20 s
+SELECT mm.create_queue('tr_custom', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 10,
+             "expansion": {"every_seconds": 10, "steps": [40, null]}}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_custom', '[{"id": "ca", "attributes": {"skill": 100}}]', '2026-01-01 00:00:00+00'),
+  ('tr_custom', '[{"id": "cb", "attributes": {"skill": 130}}]', '2026-01-01 00:00:00+00'),
+  ('tr_custom', '[{"id": "cc", "attributes": {"skill": 300}}]', '2026-01-01 00:00:01+00'),
+  ('tr_custom', '[{"id": "cd", "attributes": {"skill": 700}}]', '2026-01-01 00:00:01+00');
+SELECT mm.tick('tr_custom', '2026-01-01 00:00:09.999+00');   -- step 0: 10
+SELECT mm.tick('tr_custom', '2026-01-01 00:00:10+00');   -- step 1: 40 (ca, cb)
+SELECT pg_temp.searching('tr_custom');
+SELECT mm.tick('tr_custom', '2026-01-01 00:00:20+00');   -- cc is 19 s old: step 1
+SELECT mm.tick('tr_custom', '2026-01-01 00:00:21+00');   -- 20 s: off, anyone matches
+-- an off rule does not count in the quality (no rule left: 1)
+SELECT * FROM pg_temp.matches('tr_custom');
+
+-- optional after 30 s: different modes match once the oldest is 30 s old
+SELECT mm.create_queue('tr_optional', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "mode", "type": "string_equality", "attribute": "mode",
+             "seconds_until_optional": 30}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_optional', '[{"id": "oa", "attributes": {"mode": "ctf"}}]', '2026-01-01 00:00:00+00'),
+  ('tr_optional', '[{"id": "ob", "attributes": {"mode": "duel"}}]', '2026-01-01 00:00:10+00'),
+  ('tr_optional', '[{"id": "oc", "attributes": {"mode": "duel"}}]', '2026-01-01 00:00:20+00'),
+  ('tr_optional', '[{"id": "od", "attributes": {"mode": "koth"}}]', '2026-01-01 00:00:21+00');
+-- ob and oc match on equal strings; oa and od wait
+SELECT mm.tick('tr_optional', '2026-01-01 00:00:29+00');
+SELECT pg_temp.searching('tr_optional');
+SELECT mm.tick('tr_optional', '2026-01-01 00:00:30+00');
+SELECT * FROM pg_temp.matches('tr_optional');
+
+-- latency: every player's latency in the chosen region <= max_ms; the match
+-- gets the region whose worst latency is lowest
+SELECT mm.create_queue('tr_latency', '{"match_size": {"min": 2, "max": 3},
+  "rules": [{"name": "ping", "type": "latency", "max_ms": 100}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_latency', '[{"id": "ta", "latencies": {"eu": 30, "us": 60}}]', '2026-01-01 00:00:00+00'),
+  ('tr_latency', '[{"id": "tb", "latencies": {"eu": 90, "us": 40, "asia": 10}}]', '2026-01-01 00:00:01+00'),
+  ('tr_latency', '[{"id": "tc", "latencies": {"eu": 150}}]', '2026-01-01 00:00:02+00'),
+  ('tr_latency', '[{"id": "td", "latencies": {"asia": 5, "us": 100}}]', '2026-01-01 00:00:03+00'),
+  ('tr_latency', '[{"id": "te", "latencies": {"eu": 101}}]', '2026-01-01 00:00:04+00');
+-- ta, tb, td share us (worst 100, within 100) and eu is not open to td:
+-- region us, quality 1 - 100/100 = 0; tc and te cannot play anywhere together
+SELECT mm.tick('tr_latency', '2026-01-01 00:00:05+00');
+SELECT * FROM pg_temp.matches('tr_latency');
+SELECT pg_temp.searching('tr_latency');
+-- a party plays where all its players can: the worst of them counts
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_latency', '[{"id": "tf", "latencies": {"eu": 20, "us": 10}},
+                   {"id": "tg", "latencies": {"eu": 70, "asia": 5}}]', '2026-01-01 00:00:06+00'),
+  ('tr_latency', '[{"id": "th", "latencies": {"eu": 40, "us": 1}}]', '2026-01-01 00:00:07+00');
+-- tc (eu 150) and te (eu 101) stay out; the party and th meet in eu (worst 70)
+SELECT mm.tick('tr_latency', '2026-01-01 00:00:08+00');
+SELECT * FROM pg_temp.matches('tr_latency') WHERE n = 2;
+SELECT pg_temp.searching('tr_latency');
+
+-- parties: merge average (default), min, max over the party's values
+SELECT mm.create_queue('tr_avg', '{"match_size": {"min": 3, "max": 3},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 50}]}');
+SELECT mm.create_queue('tr_min', '{"match_size": {"min": 3, "max": 3},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 50, "merge": "min"}]}');
+SELECT mm.create_queue('tr_max', '{"match_size": {"min": 3, "max": 3},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 50, "merge": "max"}]}');
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT q, format('[{"id": "%s1", "attributes": {"skill": 1000}}, {"id": "%s2", "attributes": {"skill": 1200}}]', q, q)::jsonb,
+	   '2026-01-01 00:00:00+00'
+  FROM unnest(ARRAY['tr_avg', 'tr_min', 'tr_max']) q;
+-- one solo at 1000, one at 1100, one at 1200 in each queue
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT q, format('[{"id": "%s_%s", "attributes": {"skill": %s}}]', q, s, s)::jsonb,
+	   '2026-01-01 00:00:00+00'::timestamptz + s * interval '1 ms'
+  FROM unnest(ARRAY['tr_avg', 'tr_min', 'tr_max']) q, unnest(ARRAY[1000, 1100, 1200]) s;
+SELECT mm.tick(q, '2026-01-01 00:00:01+00') FROM unnest(ARRAY['tr_avg', 'tr_min', 'tr_max']) q;
+-- each party is matched with the solo at its merged value: 1100, 1000, 1200
+SELECT * FROM pg_temp.matches('tr_avg');
+SELECT * FROM pg_temp.matches('tr_min');
+SELECT * FROM pg_temp.matches('tr_max');
+
+-- missing attributes: a default, or match_any (a ticket lacking an attribute
+-- without either is refused when created, see queues tests)
+SELECT mm.create_queue('tr_missing', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "rank.skill", "max": 10, "default": 500},
+            {"name": "mode", "type": "string_equality", "attribute": "mode", "when_missing": "match_any"}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  -- no skill: counts as 500 (a dotted path into nested attributes)
+  ('tr_missing', '[{"id": "ma", "attributes": {"mode": "ctf"}}]', '2026-01-01 00:00:00+00'),
+  -- no mode: matches any mode
+  ('tr_missing', '[{"id": "mb", "attributes": {"rank": {"skill": 520}}}]', '2026-01-01 00:00:01+00'),
+  ('tr_missing', '[{"id": "mc", "attributes": {"rank": {"skill": 509}, "mode": "duel"}}]', '2026-01-01 00:00:02+00'),
+  ('tr_missing', '[{"id": "md", "attributes": {"rank": {"skill": 510}, "mode": "ctf"}}]', '2026-01-01 00:00:03+00');
+-- ma (500, ctf) cannot take mc (duel) but takes md (510, ctf);
+-- mb (520, any mode) and mc (509, duel): 11 apart, over 10
+SELECT mm.tick('tr_missing', '2026-01-01 00:00:10+00');
+SELECT * FROM pg_temp.matches('tr_missing');
+SELECT pg_temp.searching('tr_missing');
+-- a party: a player without mode does not constrain it, the others do
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_missing', '[{"id": "me", "attributes": {"rank": {"skill": 515}}},
+                   {"id": "mf", "attributes": {"rank": {"skill": 525}, "mode": "koth"}}]', '2026-01-01 00:00:04+00'),
+  ('tr_missing', '[{"id": "mg", "attributes": {"rank": {"skill": 520}, "mode": "koth"}}]', '2026-01-01 00:00:05+00');
+-- mb (520, any mode) is the oldest: the party (520 on average, koth) would
+-- make 3 players, so mb takes mg (520, koth); the party of two is a match of
+-- 2 on its own; mc (509, duel) waits
+
+SELECT mm.tick('tr_missing', '2026-01-01 00:00:11+00');
+SELECT * FROM pg_temp.matches('tr_missing') WHERE n >= 2;
+SELECT pg_temp.searching('tr_missing');
+
+-- oldest first, and the quality as the weighted mean of each rule's closeness
+SELECT mm.create_queue('tr_weights', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100, "weight": 3},
+            {"name": "ping", "type": "latency", "max_ms": 100}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_weights', '[{"id": "wa", "attributes": {"skill": 1000}, "latencies": {"eu": 20}}]', '2026-01-01 00:00:00+00'),
+  ('tr_weights', '[{"id": "wb", "attributes": {"skill": 1050}, "latencies": {"eu": 80}}]', '2026-01-01 00:00:01+00'),
+  ('tr_weights', '[{"id": "wc", "attributes": {"skill": 1000}, "latencies": {"eu": 20}}]', '2026-01-01 00:00:02+00');
+-- wa takes wb, the oldest candidate, although wc is a closer one:
+-- (3 * (1 - 50/100) + 1 * (1 - 80/100)) / 4 = 0.425
+SELECT mm.tick('tr_weights', '2026-01-01 00:00:03+00');
+SELECT * FROM pg_temp.matches('tr_weights');
+
+SELECT mm.drop_queue(q, force => true)
+  FROM unnest(ARRAY['tr_linear', 'tr_custom', 'tr_optional', 'tr_latency', 'tr_avg', 'tr_min',
+					'tr_max', 'tr_missing', 'tr_weights']) q;

@@ -1,0 +1,727 @@
+/*
+ * team_balance.c
+ *	  Splitting players into teams of fair total strength (pure C, no SPI).
+ *
+ * Players with the same party id form one "unit" that always goes to one
+ * team.  The objective is the spread between the strongest and the weakest
+ * team total (sum of ratings); team sizes are either given exactly or, when
+ * free, first made as equal as the parties allow and only then is the spread
+ * minimised.
+ *
+ * Up to MM_BALANCE_EXACT_MAX players a depth-first branch and bound over the
+ * units (sorted by strength, strongest first) proves the optimum; it is seeded
+ * with the heuristic's answer and prunes with a bound computed from the
+ * ratings still to place.  Above that, a deterministic heuristic places the
+ * parties (a small feasibility search so that exact sizes are always met when
+ * they can be), fills the rest greedily (strongest player to the weakest team
+ * with room) and then swaps same-sized units between teams while that lowers
+ * the spread (or, at equal spread, the sum of squared team totals).
+ *
+ * Everything lives in one stack-allocated Balancer (about 20 kB); nothing is
+ * palloc'd, so the code can be compiled and tested outside the server.
+ */
+#include "postgres.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "team_balance.h"
+
+/* Search nodes allowed to the party-placement feasibility search. */
+#define MM_BALANCE_PLACEMENT_BUDGET 2000000L
+
+/* Passes of the swap improvement (each pass is O(units^2)); a safety cap. */
+#define MM_BALANCE_MAX_SWAP_PASSES 1000
+
+typedef struct BalanceUnit
+{
+	double		total;			/* sum of the members' ratings */
+	int			size;			/* members */
+	int			first;			/* lowest member index: deterministic tie-break */
+} BalanceUnit;
+
+typedef struct Balancer
+{
+	int			n;				/* players */
+	int			k;				/* teams */
+	int			unit_count;
+	BalanceUnit units[MM_BALANCE_MAX_PLAYERS];	/* strongest first */
+	int			unit_of[MM_BALANCE_MAX_PLAYERS];	/* player -> unit */
+	double		rating_total;
+	double		eps;			/* spreads closer than this count as equal */
+
+	/*
+	 * Team t gets exactly cap[t] players: the given sizes, or (free sizes)
+	 * each candidate size vector in turn.  exact_sizes says the sizes were
+	 * given, so team numbers carry meaning.
+	 */
+	bool		exact_sizes;
+	int			cap[MM_BALANCE_MAX_PLAYERS];
+
+	/* Current partial assignment. */
+	int			team_size[MM_BALANCE_MAX_PLAYERS];
+	double		team_total[MM_BALANCE_MAX_PLAYERS];
+	int			assign[MM_BALANCE_MAX_PLAYERS]; /* unit -> team, -1 if none */
+
+	/* Best complete assignment so far. */
+	bool		found;
+	double		best_spread;
+	int			best_assign[MM_BALANCE_MAX_PLAYERS];
+
+	long		placement_nodes;
+
+	/*
+	 * Exact search only: for each depth d, the ratings of the players in
+	 * units d.. sorted ascending, as prefix sums (rem_prefix[d][m] = sum of
+	 * the m weakest).
+	 */
+	int			rem_count[MM_BALANCE_EXACT_MAX + 1];
+	double		rem_prefix[MM_BALANCE_EXACT_MAX + 1][MM_BALANCE_EXACT_MAX + 1];
+} Balancer;
+
+/* qsort order of units: strongest first, then larger, then by first member. */
+static int
+CompareUnits(const void *a, const void *b)
+{
+	const BalanceUnit *ua = (const BalanceUnit *) a;
+	const BalanceUnit *ub = (const BalanceUnit *) b;
+
+	if (ua->total != ub->total)
+		return ua->total > ub->total ? -1 : 1;
+	if (ua->size != ub->size)
+		return ua->size > ub->size ? -1 : 1;
+	return ua->first - ub->first;
+}
+
+static int
+CompareDoubles(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Spread of the current team totals. */
+static double
+CurrentSpread(const Balancer *b)
+{
+	double		hi = b->team_total[0];
+	double		lo = b->team_total[0];
+
+	for (int t = 1; t < b->k; t++)
+	{
+		hi = Max(hi, b->team_total[t]);
+		lo = Min(lo, b->team_total[t]);
+	}
+	return hi - lo;
+}
+
+static void
+ClearTeams(Balancer *b)
+{
+	for (int t = 0; t < b->k; t++)
+	{
+		b->team_size[t] = 0;
+		b->team_total[t] = 0.0;
+	}
+	for (int u = 0; u < b->unit_count; u++)
+		b->assign[u] = -1;
+}
+
+static void
+PlaceUnit(Balancer *b, int u, int t)
+{
+	b->assign[u] = t;
+	b->team_size[t] += b->units[u].size;
+	b->team_total[t] += b->units[u].total;
+}
+
+static void
+RemoveUnit(Balancer *b, int u)
+{
+	int			t = b->assign[u];
+
+	b->assign[u] = -1;
+	b->team_size[t] -= b->units[u].size;
+	b->team_total[t] -= b->units[u].total;
+}
+
+/* Keeps the current assignment when it beats the best one. */
+static void
+OfferSolution(Balancer *b)
+{
+	double		spread = CurrentSpread(b);
+
+	if (!b->found || spread < b->best_spread - b->eps)
+	{
+		b->found = true;
+		b->best_spread = spread;
+		memcpy(b->best_assign, b->assign, sizeof(int) * b->unit_count);
+	}
+}
+
+/* Orders team indices by ascending current total (stable on index). */
+static void
+TeamsByTotal(const Balancer *b, int *order)
+{
+	for (int t = 0; t < b->k; t++)
+	{
+		int			j = t;
+
+		while (j > 0 && b->team_total[order[j - 1]] > b->team_total[t])
+		{
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = t;
+	}
+}
+
+/*
+ * Feasibility search for the multi-player parties under the capacities cap[]:
+ * places parties[idx..] (largest first), trying the weakest team first and
+ * only one team per distinct remaining capacity (teams with equal room are
+ * interchangeable for feasibility).  Solo players always fit afterwards,
+ * because the capacities add up to n.
+ */
+static bool
+PlacePartiesFrom(Balancer *b, const int *parties, int count, int idx)
+{
+	int			order[MM_BALANCE_MAX_PLAYERS];
+	int			tried_room[MM_BALANCE_MAX_PLAYERS];
+	int			tried = 0;
+	int			u;
+	double		saved_total;
+
+	if (idx == count)
+		return true;
+	if (++b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
+		return false;
+
+	u = parties[idx];
+	TeamsByTotal(b, order);
+	for (int i = 0; i < b->k; i++)
+	{
+		int			t = order[i];
+		int			room = b->cap[t] - b->team_size[t];
+		bool		seen = false;
+
+		if (room < b->units[u].size)
+			continue;
+		for (int j = 0; j < tried; j++)
+			if (tried_room[j] == room)
+				seen = true;
+		if (seen)
+			continue;
+		tried_room[tried++] = room;
+
+		saved_total = b->team_total[t];
+		PlaceUnit(b, u, t);
+		if (PlacePartiesFrom(b, parties, count, idx + 1))
+			return true;
+		RemoveUnit(b, u);
+		b->team_total[t] = saved_total;
+	}
+	return false;
+}
+
+/*
+ * Heuristic under exact capacities cap[]: parties by the feasibility search,
+ * then solo players greedily.  Leaves a complete assignment in assign[] and
+ * returns true, or false when the parties cannot be placed.
+ */
+static bool
+GreedyFill(Balancer *b)
+{
+	int			parties[MM_BALANCE_MAX_PLAYERS] = {0};
+	int			party_count = 0;
+
+	ClearTeams(b);
+	for (int u = 0; u < b->unit_count; u++)
+		if (b->units[u].size > 1)
+			parties[party_count++] = u;
+	/* largest parties first (stable insertion sort keeps strength order) */
+	for (int i = 1; i < party_count; i++)
+	{
+		int			p = parties[i];
+		int			j = i;
+
+		while (j > 0 && b->units[parties[j - 1]].size < b->units[p].size)
+		{
+			parties[j] = parties[j - 1];
+			j--;
+		}
+		parties[j] = p;
+	}
+	if (!PlacePartiesFrom(b, parties, party_count, 0))
+		return false;
+
+	/* solo players, strongest first, to the weakest team that has room */
+	for (int u = 0; u < b->unit_count; u++)
+	{
+		int			best = -1;
+
+		if (b->units[u].size > 1)
+			continue;
+		for (int t = 0; t < b->k; t++)
+			if (b->team_size[t] < b->cap[t] &&
+				(best < 0 || b->team_total[t] < b->team_total[best]))
+				best = t;
+		if (best < 0)
+			return false;		/* cannot happen: capacities add up to n */
+		PlaceUnit(b, u, best);
+	}
+	return true;
+}
+
+/*
+ * The three strongest and three weakest teams, so that the spread after
+ * changing two teams can be computed in constant time.
+ */
+typedef struct TeamExtremes
+{
+	int			top[3];
+	int			bottom[3];
+} TeamExtremes;
+
+static void
+FindExtremes(const Balancer *b, TeamExtremes *x)
+{
+	for (int i = 0; i < 3; i++)
+		x->top[i] = x->bottom[i] = -1;
+	for (int t = 0; t < b->k; t++)
+	{
+		double		v = b->team_total[t];
+		int			cur = t;
+
+		for (int i = 0; i < 3 && cur >= 0; i++)
+		{
+			if (x->top[i] < 0 || v > b->team_total[x->top[i]])
+			{
+				int			tmp = x->top[i];
+
+				x->top[i] = cur;
+				cur = tmp;
+				if (cur >= 0)
+					v = b->team_total[cur];
+			}
+		}
+		v = b->team_total[t];
+		cur = t;
+		for (int i = 0; i < 3 && cur >= 0; i++)
+		{
+			if (x->bottom[i] < 0 || v < b->team_total[x->bottom[i]])
+			{
+				int			tmp = x->bottom[i];
+
+				x->bottom[i] = cur;
+				cur = tmp;
+				if (cur >= 0)
+					v = b->team_total[cur];
+			}
+		}
+	}
+}
+
+/*
+ * Pairwise swaps of same-sized units between two teams, applied as soon as
+ * one improves (spread first, then sum of squared totals), until a whole pass
+ * finds none.  Sizes never change, so the size rules stay satisfied.
+ */
+static void
+ImproveBySwaps(Balancer *b)
+{
+	double		sq_eps = b->eps * (fabs(b->rating_total) + 1.0);
+
+	for (int pass = 0; pass < MM_BALANCE_MAX_SWAP_PASSES; pass++)
+	{
+		bool		improved = false;
+		double		cur_spread = CurrentSpread(b);
+		TeamExtremes x;
+
+		FindExtremes(b, &x);
+		for (int u = 0; u < b->unit_count; u++)
+		{
+			for (int v = u + 1; v < b->unit_count; v++)
+			{
+				int			ta = b->assign[u];
+				int			tb = b->assign[v];
+				double		delta,
+							na,
+							nb,
+							hi,
+							lo,
+							spread,
+							sq_change;
+
+				if (ta == tb || b->units[u].size != b->units[v].size)
+					continue;
+				delta = b->units[v].total - b->units[u].total;
+				if (delta == 0.0)
+					continue;
+				na = b->team_total[ta] + delta;
+				nb = b->team_total[tb] - delta;
+
+				/* extremes of the teams the swap leaves alone */
+				hi = Max(na, nb);
+				lo = Min(na, nb);
+				for (int i = 0; i < 3; i++)
+				{
+					if (x.top[i] >= 0 && x.top[i] != ta && x.top[i] != tb)
+					{
+						hi = Max(hi, b->team_total[x.top[i]]);
+						break;
+					}
+				}
+				for (int i = 0; i < 3; i++)
+				{
+					if (x.bottom[i] >= 0 && x.bottom[i] != ta && x.bottom[i] != tb)
+					{
+						lo = Min(lo, b->team_total[x.bottom[i]]);
+						break;
+					}
+				}
+				spread = hi - lo;
+				sq_change = na * na + nb * nb -
+					b->team_total[ta] * b->team_total[ta] -
+					b->team_total[tb] * b->team_total[tb];
+
+				if (spread < cur_spread - b->eps ||
+					(spread <= cur_spread + b->eps && sq_change < -sq_eps))
+				{
+					RemoveUnit(b, u);
+					RemoveUnit(b, v);
+					PlaceUnit(b, u, tb);
+					PlaceUnit(b, v, ta);
+					improved = true;
+					cur_spread = CurrentSpread(b);
+					FindExtremes(b, &x);
+				}
+			}
+		}
+		if (!improved)
+			break;
+	}
+}
+
+/*
+ * Lower bound of the final spread below the current partial assignment at
+ * depth d (units d.. still to place).  Team t still receives m = cap[t] -
+ * size players; its final total lies between its total plus the m weakest and
+ * plus the m strongest remaining ratings, and the strongest final total is at
+ * least the average (the weakest at most).
+ */
+static double
+SpreadLowerBound(const Balancer *b, int d)
+{
+	int			r = b->rem_count[d];
+	const double *pre = b->rem_prefix[d];
+	double		avg = b->rating_total / b->k;
+	double		max_low = -INFINITY;
+	double		min_high = INFINITY;
+
+	for (int t = 0; t < b->k; t++)
+	{
+		int			m = b->cap[t] - b->team_size[t];
+
+		max_low = Max(max_low, b->team_total[t] + pre[m]);
+		min_high = Min(min_high, b->team_total[t] + (pre[r] - pre[r - m]));
+	}
+	return Max(max_low, avg) - Min(min_high, avg);
+}
+
+/* Depth-first branch and bound over units d.. under the capacities cap[]. */
+static void
+BranchAndBound(Balancer *b, int d)
+{
+	int			order[MM_BALANCE_EXACT_MAX];
+	int			tried[MM_BALANCE_EXACT_MAX];
+	int			tried_count = 0;
+	int			size;
+	double		saved_total;
+
+	if (d == b->unit_count)
+	{
+		OfferSolution(b);
+		return;
+	}
+	if (SpreadLowerBound(b, d) >= b->best_spread - b->eps)
+		return;
+
+	size = b->units[d].size;
+	TeamsByTotal(b, order);
+	for (int i = 0; i < b->k; i++)
+	{
+		int			t = order[i];
+		bool		same = false;
+
+		if (b->team_size[t] + size > b->cap[t])
+			continue;
+
+		/*
+		 * Symmetry: a team in exactly the same state as one already tried
+		 * here (typically two empty teams of the same size) leads to
+		 * mirror-image solutions.
+		 */
+		for (int j = 0; j < tried_count && !same; j++)
+		{
+			int			o = tried[j];
+
+			same = b->team_size[o] == b->team_size[t] &&
+				b->team_total[o] == b->team_total[t] &&
+				b->cap[o] == b->cap[t];
+		}
+		if (same)
+			continue;
+		tried[tried_count++] = t;
+
+		saved_total = b->team_total[t];
+		PlaceUnit(b, d, t);
+		BranchAndBound(b, d + 1);
+		RemoveUnit(b, d);
+		/* restore exactly: (x + y) - y need not equal x in floating point */
+		b->team_total[t] = saved_total;
+	}
+}
+
+/* Prefix sums of the remaining players' ratings at every depth (exact mode). */
+static void
+PrepareBounds(Balancer *b, const double *ratings)
+{
+	for (int d = 0; d <= b->unit_count; d++)
+	{
+		double		rest[MM_BALANCE_EXACT_MAX];
+		int			r = 0;
+
+		for (int p = 0; p < b->n; p++)
+			if (b->unit_of[p] >= d)
+				rest[r++] = ratings[p];
+		qsort(rest, r, sizeof(double), CompareDoubles);
+		b->rem_count[d] = r;
+		b->rem_prefix[d][0] = 0.0;
+		for (int m = 0; m < r; m++)
+			b->rem_prefix[d][m + 1] = b->rem_prefix[d][m] + rest[m];
+	}
+}
+
+/*
+ * Solves under the capacities in cap[]: the heuristic, then (exact) the
+ * branch and bound.  Returns false when the parties do not fit.
+ */
+static bool
+SolveWithCapacities(Balancer *b, bool exact)
+{
+	if (!GreedyFill(b))
+		return false;
+	ImproveBySwaps(b);
+	OfferSolution(b);
+	if (exact)
+	{
+		ClearTeams(b);
+		BranchAndBound(b, 0);
+	}
+	return true;
+}
+
+/*
+ * Free sizes: enumerates team size vectors (non-increasing, every team at
+ * least one player, largest minus smallest at most diff) and solves under
+ * each in which the parties fit: all of them when exact, else only the first.
+ * pos is the team being sized, left the players still to distribute.
+ */
+static void
+TrySizeVectors(Balancer *b, int pos, int left, int diff, bool exact)
+{
+	int			teams_left = b->k - pos;
+	int			upper = pos == 0 ? left : Min(b->cap[pos - 1], left);
+	int			lower = pos == 0 ? 1 : Max(1, b->cap[0] - diff);
+
+	if (++b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
+		return;
+	if (teams_left == 1)
+	{
+		if (left >= lower && left <= upper)
+		{
+			b->cap[pos] = left;
+			SolveWithCapacities(b, exact);
+		}
+		return;
+	}
+	/* most even first: the smallest possible largest team */
+	for (int s = (left + teams_left - 1) / teams_left; s <= upper; s++)
+	{
+		int			rest_lower = pos == 0 ? Max(1, s - diff) : lower;
+
+		if (s < lower)
+			continue;
+		/* the other teams must absorb the rest within [rest_lower, s] */
+		if ((long) (teams_left - 1) * s < left - s ||
+			(long) (teams_left - 1) * rest_lower > left - s)
+			continue;
+		b->cap[pos] = s;
+		TrySizeVectors(b, pos + 1, left - s, diff, exact);
+		if ((b->found && !exact) || b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
+			return;
+	}
+}
+
+/*
+ * Renumbers teams so that, among teams with the same size rule, the team of
+ * the lowest-numbered player comes first: equivalent answers then look the
+ * same.
+ */
+static void
+NormaliseLabels(const Balancer *b, int *team_of)
+{
+	int			relabel[MM_BALANCE_MAX_PLAYERS];
+	bool		used[MM_BALANCE_MAX_PLAYERS];
+
+	for (int t = 0; t < b->k; t++)
+	{
+		relabel[t] = -1;
+		used[t] = false;
+	}
+	for (int p = 0; p < b->n; p++)
+	{
+		int			t = team_of[p];
+
+		if (relabel[t] >= 0)
+			continue;
+		/* the first unused label with the same size rule as t */
+		for (int l = 0; l < b->k; l++)
+		{
+			if (!used[l] && (!b->exact_sizes || b->cap[l] == b->cap[t]))
+			{
+				relabel[t] = l;
+				used[l] = true;
+				break;
+			}
+		}
+	}
+	for (int p = 0; p < b->n; p++)
+		team_of[p] = relabel[team_of[p]];
+}
+
+bool
+MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
+{
+	Balancer	b;
+	int			n = input->n;
+	int			k = input->team_count;
+	int			largest_unit = 0;
+	double		abs_total = 0.0;
+	bool		exact;
+
+	if (n < 1 || n > MM_BALANCE_MAX_PLAYERS || k < 2 || k > n)
+		return false;
+
+	b.n = n;
+	b.k = k;
+	b.exact_sizes = input->team_size != NULL;
+	b.rating_total = 0.0;
+
+	/* group players into units by party id */
+	b.unit_count = 0;
+	for (int p = 0; p < n; p++)
+	{
+		int			u = -1;
+
+		if (!isfinite(input->ratings[p]))
+			return false;
+		if (input->party != NULL)
+			for (int q = 0; q < p && u < 0; q++)
+				if (input->party[q] == input->party[p])
+					u = b.unit_of[q];
+		if (u < 0)
+		{
+			u = b.unit_count++;
+			b.units[u].total = 0.0;
+			b.units[u].size = 0;
+			b.units[u].first = p;
+		}
+		b.unit_of[p] = u;
+		b.units[u].total += input->ratings[p];
+		b.units[u].size++;
+		b.rating_total += input->ratings[p];
+		abs_total += fabs(input->ratings[p]);
+	}
+	b.eps = 1e-9 * (abs_total + 1.0);
+
+	/* strongest unit first; remap players to the sorted order */
+	{
+		int			old_to_new[MM_BALANCE_MAX_PLAYERS];
+
+		qsort(b.units, b.unit_count, sizeof(BalanceUnit), CompareUnits);
+		for (int u = 0; u < b.unit_count; u++)
+		{
+			old_to_new[b.unit_of[b.units[u].first]] = u;
+			largest_unit = Max(largest_unit, b.units[u].size);
+		}
+		for (int p = 0; p < n; p++)
+			b.unit_of[p] = old_to_new[b.unit_of[p]];
+	}
+
+	exact = n <= MM_BALANCE_EXACT_MAX;
+	if (exact)
+		PrepareBounds(&b, input->ratings);
+	b.found = false;
+	b.placement_nodes = 0;
+
+	if (b.exact_sizes)
+	{
+		int			sum = 0;
+		int			largest_team = 0;
+
+		for (int t = 0; t < k; t++)
+		{
+			if (input->team_size[t] < 1)
+				return false;
+			b.cap[t] = input->team_size[t];
+			sum += b.cap[t];
+			largest_team = Max(largest_team, b.cap[t]);
+		}
+		if (sum != n || largest_unit > largest_team ||
+			!SolveWithCapacities(&b, exact))
+			return false;
+	}
+	else
+	{
+		/* sizes as even as the parties allow, then the best spread */
+		if (b.unit_count < k)
+			return false;		/* some team would stay empty */
+		for (int diff = n % k == 0 ? 0 : 1; !b.found; diff++)
+		{
+			if (diff >= n || b.placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
+				return false;
+			TrySizeVectors(&b, 0, n, diff, exact);
+		}
+	}
+
+	for (int p = 0; p < n; p++)
+		team_of[p] = b.best_assign[b.unit_of[p]];
+
+	/* the size rule of each label, for relabelling (free sizes: all alike) */
+	NormaliseLabels(&b, team_of);
+
+	if (spread != NULL)
+	{
+		double		totals[MM_BALANCE_MAX_PLAYERS];
+		double		hi,
+					lo;
+
+		for (int t = 0; t < k; t++)
+			totals[t] = 0.0;
+		for (int p = 0; p < n; p++)
+			totals[team_of[p]] += input->ratings[p];
+		hi = lo = totals[0];
+		for (int t = 1; t < k; t++)
+		{
+			hi = Max(hi, totals[t]);
+			lo = Min(lo, totals[t]);
+		}
+		*spread = hi - lo;
+	}
+	return true;
+}

@@ -1,0 +1,206 @@
+# Scheduling with the real pg_cron (Debian 12: 1.4, finest schedule one
+# minute): a queue scheduled every second forms matches with no manual tick,
+# and a LISTEN client hears match_found within 3 seconds of matchable tickets
+# being committed; a second loop of the same queue returns at once;
+# re-scheduling replaces the job and stops the loop; unscheduling stops a
+# running loop and the ticking; dropping a queue removes its job; the retention job archives old
+# finished tickets.  About one and a half minutes: the first run of a
+# per-minute job starts at the next minute boundary.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use IPC::Run;
+use MmTest;
+
+my $node = mm_new_node('cron');
+# pg_cron runs jobs over libpq, to localhost by default; this node listens on
+# a Unix socket only, so point pg_cron at its socket directory.
+$node->append_conf('postgresql.conf', "cron.host = '" . $node->host . "'\n");
+$node->restart;
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_cron');
+
+my $duel = '{"match_size": {"min": 2, "max": 2}, '
+  . '"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}]}';
+$node->safe_psql('postgres', "SELECT mm.create_queue('duel', '$duel')");
+$node->safe_psql('postgres', "SELECT mm.create_queue('spare', '$duel')");
+
+# Polls a query until it returns the expected value; returns the seconds it took.
+sub wait_for
+{
+	my ($query, $expected, $seconds) = @_;
+	my $start = time;
+	while (time - $start < $seconds)
+	{
+		return time - $start if $node->safe_psql('postgres', $query) eq $expected;
+		usleep(100_000);
+	}
+	return undef;
+}
+
+# Old finished tickets for the retention job: cancelled in 2020.
+$node->safe_psql(
+	'postgres', q{
+	SELECT mm.create_ticket('spare', '[{"id": "old_1"}]', '2020-01-01 00:00:00+00');
+	SELECT mm.create_ticket('spare', '[{"id": "old_2"}]', '2020-01-01 00:00:01+00');
+	UPDATE mm.tickets SET status = 'cancelled', updated_at = '2020-01-01 00:01:00+00'
+	 WHERE queue = 'spare';
+});
+
+# --- scheduling: the job pg_cron gets
+my $job = $node->safe_psql('postgres', "SELECT mm.schedule('duel', '2 seconds')");
+ok($job > 0, 'mm.schedule returns the pg_cron job id');
+is($node->safe_psql('postgres', "SELECT mm.schedule('duel')"),
+	$job, 're-scheduling a queue keeps its job');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT jobname || ' | ' || schedule || ' | ' || command FROM cron.job ORDER BY jobid"),
+	"mm_tick:duel | * * * * * | CALL mm.tick_loop('duel')",
+	'pg_cron 1.4: a per-minute job runs the tick loop');
+is( $node->safe_psql(
+		'postgres', "SELECT kind, queue, every, mode, job_id FROM mm.schedules"),
+	"tick|duel|00:00:01|loop|$job",
+	'mm.schedules lists it with the new interval');
+my $retention = $node->safe_psql('postgres',
+	"SELECT mm.schedule_retention('1 day', '1 minute', archive => true)");
+is( $node->safe_psql(
+		'postgres', "SELECT schedule || ' | ' || command FROM cron.job WHERE jobid = $retention"),
+	'* * * * * | CALL mm.run_retention()',
+	'the retention job is a pg_cron job too');
+
+# --- the loop starts at the next minute boundary
+my $waited = wait_for("SELECT mm.tick_loop_running('duel')", 't', 75);
+ok(defined $waited, 'the tick loop is running');
+note sprintf('loop started after %.1f s', $waited // -1);
+
+# A second loop of the same queue returns at once (it would otherwise tick
+# until the end of the minute).
+my $start = time;
+$node->safe_psql('postgres', "CALL mm.tick_loop('duel')");
+ok(time - $start < 1, 'a second loop of the queue returns at once');
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT count(*) FROM pg_stat_activity
+	 WHERE query = 'CALL mm.tick_loop(''duel'')' AND state = 'active'}),
+	'1', 'one loop of the queue runs');
+# Even while the loop's tick runs long (here: waiting for a lock on the
+# queue's row), a second loop returns at once instead of ticking beside it.
+my $blocker = $node->background_psql('postgres');
+$blocker->query_safe("BEGIN; SELECT name FROM mm.queues WHERE name = 'duel' FOR UPDATE");
+ok( defined wait_for(
+		q{SELECT count(*) FROM pg_stat_activity
+		   WHERE query = 'CALL mm.tick_loop(''duel'')' AND wait_event_type = 'Lock'},
+		'1', 5),
+	"the loop's tick is blocked");
+$start = time;
+$node->safe_psql('postgres', "CALL mm.tick_loop('duel')");
+ok(time - $start < 1, 'a second loop returns at once while the tick runs long');
+$blocker->query_safe('COMMIT');
+$blocker->quit;
+ok(defined wait_for("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", '0', 5),
+	'the blocked tick went on');
+
+# --- a LISTEN client hears match_found within 3 seconds of the commit
+my $listener = $node->background_psql('postgres');
+$listener->query_safe('LISTEN mm_events');
+$node->safe_psql(
+	'postgres', q{
+	SELECT mm.create_ticket('duel', '[{"id": "alice", "attributes": {"skill": 1500}}]');
+	SELECT mm.create_ticket('duel', '[{"id": "bob", "attributes": {"skill": 1510}}]');
+});
+my $committed = time;
+my $heard;
+while (time - $committed < 10)
+{
+	my $out = $listener->query('SELECT 1');
+	if ($out =~ /^Asynchronous notification "mm_events" with payload "(.*"event":\s*"match_found".*)" received/m)
+	{
+		$heard = $1;
+		last;
+	}
+	usleep(50_000);
+}
+my $latency = time - $committed;
+ok(defined $heard, 'the LISTEN client received match_found');
+ok($latency < 3, sprintf('within 3 seconds of the commit (%.2f s)', $latency));
+like($heard // '', qr/"queue": "duel"/, 'the event names the queue');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT string_agg(status, ',' ORDER BY id) FROM mm.tickets WHERE queue = 'duel'"),
+	'matched,matched',
+	'both tickets were matched with no manual tick');
+# each tick is its own transaction, so its now() is the time it ran, after
+# the tickets were committed (not the start of the loop or of its sleep)
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT bool_and(matched_at > created_at AND matched_at < created_at + interval '3 seconds')
+	  FROM mm.tickets WHERE queue = 'duel'}),
+	't', 'the tick ran at its own time');
+$listener->quit;
+
+# --- re-scheduling to a cron interval replaces the job and stops the loop
+is($node->safe_psql('postgres', "SELECT mm.schedule('duel', '5 minutes')"),
+	$job, 're-scheduling to 5 minutes keeps the job');
+is( $node->safe_psql(
+		'postgres', "SELECT schedule || ' | ' || command FROM cron.job WHERE jobid = $job"),
+	"*/5 * * * * | SELECT mm.tick('duel')",
+	'a cron expression for a whole-minute interval');
+ok(defined wait_for("SELECT mm.tick_loop_running('duel')", 'f', 5),
+	'the running loop stops when the queue is no longer on a loop');
+
+# --- unschedule stops a running loop, and the ticking
+# The cron loop has stopped; run one by hand in the background, as the job would.
+$node->safe_psql('postgres', "SELECT mm.schedule('duel', '1 second')");
+my ($loop_out, $loop_err) = ('', '');
+my $loop = IPC::Run::start(
+	[ $node->installed_command('psql'), '-X', '-d', $node->connstr('postgres'),
+	  '-c', "CALL mm.tick_loop('duel')" ],
+	'>', \$loop_out, '2>', \$loop_err);
+ok(defined wait_for("SELECT mm.tick_loop_running('duel')", 't', 5),
+	'a loop started by hand is running');
+is($node->safe_psql('postgres', "SELECT mm.unschedule('duel')"),
+	't', 'mm.unschedule returns true');
+ok(defined wait_for("SELECT mm.tick_loop_running('duel')", 'f', 3),
+	'the running loop stops at once');
+$loop->finish;
+is($loop_err, '', 'the loop ended without an error');
+is($node->safe_psql('postgres', "SELECT mm.unschedule('duel')"),
+	'f', 'and false the second time');
+is($node->safe_psql('postgres', "SELECT count(*) FROM cron.job WHERE jobname = 'mm_tick:duel'"),
+	'0', 'the pg_cron job is gone');
+$node->safe_psql(
+	'postgres', q{
+	SELECT mm.create_ticket('duel', '[{"id": "carol"}]');
+	SELECT mm.create_ticket('duel', '[{"id": "dave"}]');
+});
+sleep 3;
+is( $node->safe_psql(
+		'postgres', "SELECT count(*) FROM mm.tickets WHERE queue = 'duel' AND status = 'searching'"),
+	'2', 'after unscheduling, new tickets stay searching');
+
+# --- dropping a queue removes its job
+$node->safe_psql('postgres', "SELECT mm.schedule('duel', '1 second')");
+$node->safe_psql('postgres', "SELECT mm.drop_queue('duel', force => true)");
+is($node->safe_psql('postgres', "SELECT count(*) FROM cron.job WHERE jobname = 'mm_tick:duel'"),
+	'0', 'dropping a queue removes its pg_cron job');
+
+# --- the retention job ran at the minute boundary and archived the old tickets
+ok( defined wait_for(
+		"SELECT count(*) > 0 FROM cron.job_run_details WHERE jobid = $retention AND status = 'succeeded'",
+		't', 70),
+	'the retention job ran');
+is($node->safe_psql('postgres', "SELECT count(*) FROM mm.tickets WHERE queue = 'spare'"),
+	'0', 'old finished tickets were purged');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT string_agg(status, ',') FROM mm.tickets_archive WHERE queue = 'spare'"),
+	'cancelled,cancelled',
+	'and archived');
+is($node->safe_psql('postgres', "SELECT mm.unschedule_retention()"),
+	't', 'mm.unschedule_retention');
+is($node->safe_psql('postgres', "SELECT count(*) FROM cron.job"), '0', 'no jobs left');
+
+$node->stop;
+done_testing();
