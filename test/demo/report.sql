@@ -39,7 +39,7 @@ SELECT t.queue,
  GROUP BY t.queue
  ORDER BY t.queue;
 
-\echo 'Matches: players, region, worst latency in the chosen region, early leavers'
+\echo 'Matches: players, usual region, average latency in the chosen region, players who left early'
 SELECT m.queue,
        count(DISTINCT m.id) AS matches,
        round(avg(n.players), 1) AS players_per_match,

@@ -206,7 +206,7 @@ WriteSvg(FILE *out, const char *title, const char *unit, Series *series, int nse
 		fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
 				x, CHART_TOP + (int) ph + 14, v);
 	}
-	fprintf(out, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\">minutes since the start (matches by the minute they formed)</text>\n",
+	fprintf(out, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\">minutes since the start (each point: the tickets matched in one window)</text>\n",
 			CHART_LEFT + pw / 2, CHART_H - 4);
 	fprintf(out, "<text x=\"12\" y=\"%.0f\" transform=\"rotate(-90 12 %.0f)\" text-anchor=\"middle\">%s</text>\n",
 			CHART_TOP + ph / 2, CHART_TOP + ph / 2, unit);
