@@ -632,20 +632,50 @@ RunArrivals(double now)
 
 /* ---------------------------------------------------------------- ticks */
 
-static void
+/*
+ * Ticks every queue that has tickets of ours searching, in one statement;
+ * returns the number of matches formed.
+ */
+static long
 TickQueues(double now)
 {
 	char		when[32];
-	int			qi;
+	size_t		cap = 256,
+				len = 0;
+	char	   *names = malloc(cap);
+	const char *params[2];
+	PGresult   *res;
+	long		formed;
+	int			qi,
+				i;
 
-	FormatTime(when, sizeof(when), now);
+	if (names == NULL)
+		SimFatal("out of memory");
+	len = Append(&names, &cap, len, "{");
 	for (qi = 0; qi < nqueues; qi++)
 	{
-		const char *params[2] = {queues[qi].name, when};
-
-		PQclear(SimExec(conn, "SELECT mm.tick($1, pg_catalog.to_timestamp($2::float8))",
-						2, params, PGRES_TUPLES_OK));
+		for (i = 0; i < ntickets && tickets[i].queue != qi; i++)
+			;
+		if (i < ntickets)
+			len = Append(&names, &cap, len, "%s\"%s\"", len > 1 ? "," : "", queues[qi].name);
 	}
+	Append(&names, &cap, len, "}");
+	if (len == 1)
+	{
+		free(names);
+		return 0;
+	}
+	FormatTime(when, sizeof(when), now);
+	params[0] = names;
+	params[1] = when;
+	res = SimExec(conn,
+				  "SELECT coalesce(pg_catalog.sum(mm.tick(q, pg_catalog.to_timestamp($2::float8))), 0)"
+				  "  FROM pg_catalog.unnest($1::text[]) AS u(q)",
+				  2, params, PGRES_TUPLES_OK);
+	formed = atol(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	free(names);
+	return formed;
 }
 
 /* ---------------------------------------------------------------- games */
@@ -1263,6 +1293,7 @@ Run(void)
 	for (;;)
 	{
 		bool		arrivals_done = true;
+		long		formed;
 
 		if (opt.clock == SIM_CLOCK_REAL)
 			now = WallClock() - epoch;
@@ -1271,12 +1302,18 @@ Run(void)
 			if (!ArrivalsDone(&queues[qi], now))
 				arrivals_done = false;
 
+		formed = 0;
 		if (opt.clock == SIM_CLOCK_SIMULATED || (opt.self_tick && now - last_tick >= opt.tick_interval))
 		{
-			TickQueues(now);
+			formed = TickQueues(now);
 			last_tick = now;
 		}
-		if (opt.clock == SIM_CLOCK_SIMULATED || now - last_poll >= 0.5)
+		/*
+		 * Simulated time reads the tickets back when a tick formed matches,
+		 * and every 5 s for timeouts; real time twice a second.
+		 */
+		if (opt.clock == SIM_CLOCK_SIMULATED ? (formed > 0 || now - last_poll >= 5)
+			: now - last_poll >= 0.5)
 		{
 			PollTickets(now);
 			last_poll = now;
