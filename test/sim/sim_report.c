@@ -109,10 +109,10 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 /* ------------------------------------------------------------------ chart */
 
 #define CHART_W 760
-#define CHART_H 240
+#define CHART_H 256
 #define CHART_LEFT 56
 #define CHART_RIGHT 16
-#define CHART_TOP 16
+#define CHART_TOP 32
 #define CHART_BOTTOM 36
 
 static const char *const palette[] = {
@@ -225,10 +225,11 @@ WriteSvg(FILE *out, const char *title, const char *unit, Series *series, int nse
 					CHART_TOP + ph - (y - ymin) / (ymax - ymin) * ph);
 		}
 		fprintf(out, "\"/>\n");
+		/* the legend sits in the top margin, above the plot */
 		fprintf(out, "<rect x=\"%.0f\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
 				"<text x=\"%.0f\" y=\"%d\">%s</text>\n",
-				CHART_LEFT + 8 + (double) (s % 4) * 170, CHART_TOP + 6 + (s / 4) * 14, color,
-				CHART_LEFT + 22 + (double) (s % 4) * 170, CHART_TOP + 15 + (s / 4) * 14,
+				CHART_LEFT + (double) (s % 4) * 170, 4 + (s / 4) * 13, color,
+				CHART_LEFT + 14 + (double) (s % 4) * 170, 13 + (s / 4) * 13,
 				queues[s].name);
 	}
 	fprintf(out, "</svg>\n");
@@ -333,6 +334,8 @@ SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
 			"<h1>matchmaking simulation</h1>\n"
 			"<p>Each point: the tickets matched in a %.0f-second window, plotted at the middle of the window.</p>\n",
 			bucket);
+	/* the axis ends with the last window */
+	span = ceil(span / bucket) * bucket;
 	WriteSvg(out, "Time to match", "average seconds in the queue", series, nqueues, queues, false,
 			 span / 60.0);
 	WriteSvg(out, "Match quality", "average quality (0..1)", series, nqueues, queues, true,
