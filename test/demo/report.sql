@@ -5,7 +5,8 @@
 SELECT to_regprocedure('mm.health_report(text,interval,timestamptz)') IS NOT NULL AS has_health_report,
        to_regclass('mm.queue_stats') IS NOT NULL AS has_queue_stats,
        to_regclass('mm.match_stats') IS NOT NULL AS has_match_stats,
-       to_regclass('mm.match_results') IS NOT NULL AS has_match_results
+       to_regprocedure('mm.queue_stats_by_minute(text,timestamptz,timestamptz)') IS NOT NULL AS has_by_minute,
+       to_regprocedure('mm.queue_statistics(text,timestamptz)') IS NOT NULL AS has_queue_statistics
 \gset
 
 \if :has_health_report
@@ -21,6 +22,22 @@ SELECT * FROM mm.queue_stats ORDER BY queue;
 \if :has_match_stats
 \echo 'mm.match_stats'
 SELECT * FROM mm.match_stats ORDER BY queue;
+\endif
+
+\if :has_by_minute
+\echo 'mm.queue_stats_by_minute: ranked_5v5, minute by minute (for dashboards)'
+SELECT minute, tickets_created, tickets_matched, round(time_to_match_avg_s::numeric, 1) AS avg_wait_s,
+       matches, round(quality_avg::numeric, 3) AS quality, timeouts, cancellations
+  FROM mm.queue_stats_by_minute('ranked_5v5', now() - interval '10 minutes', now())
+ WHERE tickets_created > 0 OR tickets_matched > 0
+ ORDER BY minute;
+\endif
+
+\if :has_queue_statistics
+\echo 'mm.queue_statistics: what a player waiting in each queue may be shown'
+SELECT q.name AS queue, s.*
+  FROM mm.queues q, mm.queue_statistics(q.name) s
+ ORDER BY q.name;
 \endif
 
 \echo 'Per queue, from the tables: tickets, time to match, quality'

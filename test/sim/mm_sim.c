@@ -1442,6 +1442,23 @@ ParseRange(const char *option, const char *value, double min, double max,
 		SimFatal("%s: \"%s\" has MAX below MIN", option, value);
 }
 
+/* True for the options that take a value. */
+static bool
+TakesValue(const char *option)
+{
+	static const char *const with_value[] = {
+		"--prefix", "--queues", "--seconds", "--tickets", "--interval", "--party",
+		"--match-seconds", "--break", "--leave-rate", "--tick-interval", "--drain", "--seed",
+		"--run", "--chart", "--dsn"
+	};
+	size_t		i;
+
+	for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
+		if (strcmp(option, with_value[i]) == 0)
+			return true;
+	return false;
+}
+
 static void
 ParseOptions(int argc, char **argv)
 {
@@ -1483,6 +1500,8 @@ ParseOptions(int argc, char **argv)
 			opt.self_tick = true, takes_value = false;
 		else if (strcmp(a, "--quiet") == 0)
 			opt.quiet = true, takes_value = false;
+		else if (!TakesValue(a))
+			SimFatal("unknown option \"%s\" (see --help)", a);
 		else if (v == NULL)
 			SimFatal("%s needs a value (see --help)", a);
 		else if (strcmp(a, "--prefix") == 0)
@@ -1501,6 +1520,8 @@ ParseOptions(int argc, char **argv)
 						hi;
 
 			ParseRange(a, v, 1, SIM_MAX_PARTY, &lo, &hi);
+			if (lo != floor(lo) || hi != floor(hi))
+				SimFatal("%s: \"%s\" is not a range of whole numbers", a, v);
 			opt.party_min = (int) lo;
 			opt.party_max = (int) hi;
 		}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim.h"
 
@@ -18,7 +19,8 @@ SimFatal(const char *fmt,...)
 	va_list		args;
 
 	fflush(stdout);
-	fprintf(stderr, "\nmm_sim: ");
+	/* on a terminal, leave the progress line first */
+	fprintf(stderr, "%smm_sim: ", isatty(fileno(stderr)) ? "\n" : "");
 	va_start(args, fmt);
 	vfprintf(stderr, fmt, args);
 	va_end(args);
