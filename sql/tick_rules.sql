@@ -95,6 +95,34 @@ SELECT mm.tick('tr_latency', '2026-01-01 00:00:08+00');
 SELECT * FROM pg_temp.matches('tr_latency') WHERE n = 2;
 SELECT pg_temp.searching('tr_latency');
 
+-- latency expands too: 50 ms, 120 ms from 15 s, then off from 30 s
+SELECT mm.create_queue('tr_ping_expand', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "ping", "type": "latency", "max_ms": 50,
+             "expansion": {"every_seconds": 15, "steps": [120, null]}}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_ping_expand', '[{"id": "xa", "latencies": {"eu": 100, "us": 40}}]', '2026-01-01 00:00:00+00'),
+  ('tr_ping_expand', '[{"id": "xb", "latencies": {"eu": 110, "asia": 20}}]', '2026-01-01 00:00:01+00'),
+  ('tr_ping_expand', '[{"id": "xc", "latencies": {"asia": 500}}]', '2026-01-01 00:00:02+00'),
+  ('tr_ping_expand', '[{"id": "xd", "latencies": {"us": 900}}]', '2026-01-01 00:00:03+00');
+SELECT mm.tick('tr_ping_expand', '2026-01-01 00:00:14+00');  -- 50: no region fits
+SELECT mm.tick('tr_ping_expand', '2026-01-01 00:00:15+00');  -- 120: xa and xb in eu (110)
+SELECT pg_temp.searching('tr_ping_expand');
+SELECT mm.tick('tr_ping_expand', '2026-01-01 00:00:31+00');  -- xc is 29 s old: 120
+SELECT mm.tick('tr_ping_expand', '2026-01-01 00:00:32+00');  -- 30 s: off; no shared region
+SELECT * FROM pg_temp.matches('tr_ping_expand');
+
+-- a new config applies from the next tick
+SELECT mm.create_queue('tr_alter', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 10}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_alter', '[{"id": "aa", "attributes": {"skill": 100}}]', '2026-01-01 00:00:00+00'),
+  ('tr_alter', '[{"id": "ab", "attributes": {"skill": 150}}]', '2026-01-01 00:00:01+00');
+SELECT mm.tick('tr_alter', '2026-01-01 00:00:02+00');
+SELECT mm.alter_queue('tr_alter', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 50}]}');
+SELECT mm.tick('tr_alter', '2026-01-01 00:00:03+00');
+SELECT * FROM pg_temp.matches('tr_alter');
+
 -- parties: merge average (default), min, max over the party's values
 SELECT mm.create_queue('tr_avg', '{"match_size": {"min": 3, "max": 3},
   "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 50}]}');
@@ -161,5 +189,5 @@ SELECT mm.tick('tr_weights', '2026-01-01 00:00:03+00');
 SELECT * FROM pg_temp.matches('tr_weights');
 
 SELECT mm.drop_queue(q, force => true)
-  FROM unnest(ARRAY['tr_linear', 'tr_custom', 'tr_optional', 'tr_latency', 'tr_avg', 'tr_min',
-					'tr_max', 'tr_missing', 'tr_weights']) q;
+  FROM unnest(ARRAY['tr_linear', 'tr_custom', 'tr_optional', 'tr_latency', 'tr_ping_expand',
+					'tr_alter', 'tr_avg', 'tr_min', 'tr_max', 'tr_missing', 'tr_weights']) q;

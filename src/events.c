@@ -47,12 +47,14 @@ AppendHead(StringInfo buf, const char *event, const char *queue)
 	escape_json(buf, queue);
 }
 
+/* The match_found payload, compact when the full one is too large. */
 char *
 MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
 					double quality, int nteams, const MmEventTeam *teams,
 					int ntickets, const int64 *ticket_ids)
 {
 	StringInfoData buf;
+	char	   *quality_text;
 	int			t,
 				p;
 
@@ -60,7 +62,9 @@ MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
 	AppendHead(&buf, "match_found", queue);
 	appendStringInfo(&buf, ", \"match_id\": " INT64_FORMAT ", \"region\": ", match_id);
 	AppendJsonString(&buf, region);
-	appendStringInfo(&buf, ", \"quality\": %s, \"teams\": [", float8out_internal(quality));
+	quality_text = float8out_internal(quality);
+	appendStringInfo(&buf, ", \"quality\": %s, \"teams\": [", quality_text);
+	pfree(quality_text);
 	for (t = 0; t < nteams; t++)
 	{
 		appendStringInfoString(&buf, t > 0 ? ", {\"name\": " : "{\"name\": ");
@@ -94,6 +98,7 @@ MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
 	return buf.data;
 }
 
+/* Queues a match_found notification (sent at commit). */
 void
 MmNotifyMatchFound(const char *queue, int64 match_id, const char *region,
 				   double quality, int nteams, const MmEventTeam *teams,
@@ -106,6 +111,7 @@ MmNotifyMatchFound(const char *queue, int64 match_id, const char *region,
 	pfree(payload);
 }
 
+/* Queues ticket events, split so each payload stays under the limit. */
 void
 MmNotifyTickets(const char *event, const char *queue, int ntickets, const int64 *ticket_ids)
 {

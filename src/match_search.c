@@ -32,6 +32,8 @@
 
 #include <math.h>
 
+#include "utils/memutils.h"
+
 #include "match_search.h"
 #include "team_balance.h"
 
@@ -93,6 +95,7 @@ typedef struct SearchState
 	int		   *ticket_team;
 	const MmTicket **chosen_tickets;
 
+	MemoryContext result_context;	/* the caller's: the matches live there */
 	MmSearchResult *result;
 	int			matches_allocated;
 } SearchState;
@@ -109,6 +112,7 @@ FindNextAlive(int *next, int i)
 	return i;
 }
 
+/* Adds delta at a sorted position of the Fenwick tree of alive counts. */
 static void
 FenwickAdd(int *tree, int n, int pos, int delta)
 {
@@ -166,20 +170,26 @@ RemoveTicket(SearchState *s, int i)
 	}
 }
 
-static const double *SortValues;
+/* A ticket's main value, for the one sort by value. */
+typedef struct ValueEntry
+{
+	double		value;
+	int			ticket;
+} ValueEntry;
 
 /* Orders tickets by main value, then age. */
 static int
 CompareByValue(const void *a, const void *b)
 {
-	int			x = *(const int *) a;
-	int			y = *(const int *) b;
+	const ValueEntry *x = a;
+	const ValueEntry *y = b;
 
-	if (SortValues[x] != SortValues[y])
-		return SortValues[x] < SortValues[y] ? -1 : 1;
-	return (x > y) - (x < y);
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	return (x->ticket > y->ticket) - (x->ticket < y->ticket);
 }
 
+/* Orders ints ascending (ticket indexes: age order). */
 static int
 CompareInt(const void *a, const void *b)
 {
@@ -191,7 +201,8 @@ CompareInt(const void *a, const void *b)
 
 /* Builds the pool structures. */
 static void
-SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int ntickets)
+SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int ntickets,
+		   MemoryContext result_context)
 {
 	const MmQueueConfig *config = context->config;
 	int			nrules = config->nrules;
@@ -199,6 +210,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	int			maxp = Max(config->match_max, 1);
 
 	memset(s, 0, sizeof(*s));
+	s->result_context = result_context;
 	s->context = context;
 	s->config = config;
 	s->tickets = tickets;
@@ -225,9 +237,8 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 
 	if (s->main_rule >= 0)
 	{
-		double	   *values = palloc(sizeof(double) * Max(ntickets, 1));
+		ValueEntry *entries = palloc(sizeof(ValueEntry) * Max(ntickets, 1));
 
-		s->sorted = palloc(sizeof(int) * Max(ntickets, 1));
 		s->any_list = palloc(sizeof(int) * Max(ntickets, 1));
 		s->pos_of = palloc(sizeof(int) * Max(ntickets, 1));
 		for (i = 0; i < ntickets; i++)
@@ -235,22 +246,25 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 			const MmRuleValue *v = &tickets[i].values[s->main_rule];
 
 			s->pos_of[i] = -1;
-			values[i] = v->number;
 			if (v->kind == MM_VALUE_PRESENT)
-				s->sorted[s->nsorted++] = i;
+			{
+				entries[s->nsorted].value = v->number;
+				entries[s->nsorted].ticket = i;
+				s->nsorted++;
+			}
 			else if (v->kind == MM_VALUE_ANY)
 				s->any_list[s->nany++] = i;
 		}
 		s->alive_any = s->nany;
-		SortValues = values;
-		qsort(s->sorted, s->nsorted, sizeof(int), CompareByValue);
-		SortValues = NULL;
+		qsort(entries, s->nsorted, sizeof(ValueEntry), CompareByValue);
+		s->sorted = palloc(sizeof(int) * Max(s->nsorted, 1));
 		s->sorted_value = palloc(sizeof(double) * Max(s->nsorted, 1));
 		s->next_sorted = palloc(sizeof(int) * (s->nsorted + 1));
 		s->fenwick = palloc0(sizeof(int) * (s->nsorted + 1));
 		for (i = 0; i < s->nsorted; i++)
 		{
-			s->sorted_value[i] = values[s->sorted[i]];
+			s->sorted[i] = entries[i].ticket;
+			s->sorted_value[i] = entries[i].value;
 			s->pos_of[s->sorted[i]] = i;
 			s->next_sorted[i] = i;
 			/* O(n) Fenwick build: each node adds itself to its parent */
@@ -259,7 +273,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 				s->fenwick[i + 1 + ((i + 1) & (-(i + 1)))] += s->fenwick[i + 1];
 		}
 		s->next_sorted[s->nsorted] = s->nsorted;
-		pfree(values);
+		pfree(entries);
 	}
 
 	s->rule_on = palloc(sizeof(bool) * Max(nrules, 1));
@@ -278,9 +292,10 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->team_size = palloc(sizeof(int) * Max(config->nteams, 1));
 	s->actual_size = palloc(sizeof(int) * Max(config->nteams, 1));
 
-	s->result = palloc0(sizeof(MmSearchResult));
+	s->result = MemoryContextAllocZero(result_context, sizeof(MmSearchResult));
 	s->matches_allocated = 16;
-	s->result->matches = palloc(sizeof(MmFoundMatch) * s->matches_allocated);
+	s->result->matches = MemoryContextAlloc(result_context,
+											sizeof(MmFoundMatch) * s->matches_allocated);
 }
 
 /* Whether a ticket lies in the anchor's window of the main rule. */
@@ -406,6 +421,7 @@ TicketFits(SearchState *s, const MmTicket *t)
 	return true;
 }
 
+/* Adds a ticket to the candidate match and every ticket rule's state. */
 static void
 TicketJoin(SearchState *s, int i)
 {
@@ -642,8 +658,8 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 	m = &s->result->matches[s->result->nmatches++];
 	m->ntickets = s->nchosen;
 	m->nplayers = s->chosen_players;
-	m->tickets = palloc(sizeof(int) * s->nchosen);
-	m->ticket_team = palloc(sizeof(int) * s->nchosen);
+	m->tickets = MemoryContextAlloc(s->result_context, sizeof(int) * 2 * s->nchosen);
+	m->ticket_team = m->tickets + s->nchosen;
 	for (k = 0; k < s->nchosen; k++)
 	{
 		m->tickets[k] = s->chosen[k];
@@ -654,7 +670,8 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 
 	/* ticket rules: weighted closeness; region from the first latency rule */
 	m->region = -1;
-	m->rule_steps = palloc(sizeof(MmRuleStep) * Max(config->nrules, 1));
+	m->rule_steps = MemoryContextAlloc(s->result_context,
+									   sizeof(MmRuleStep) * Max(config->nrules, 1));
 	for (r = 0; r < config->nrules; r++)
 	{
 		const MmRuleConfig *rule = &config->rules[r];
@@ -749,13 +766,19 @@ SearchAnchor(SearchState *s)
 	}
 }
 
+/* Anchors oldest first; see the file header and match_search.h. */
 MmSearchResult *
 MmSearchMatches(const MmRuleContext *context, MmTicket *tickets, int ntickets)
 {
 	SearchState s;
 	int			a;
+	MemoryContext result_context = CurrentMemoryContext;
+	MemoryContext scratch;
 
-	SearchInit(&s, context, tickets, ntickets);
+	/* the pool structures go when the search ends; the matches stay */
+	scratch = AllocSetContextCreate(result_context, "mm match search", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(scratch);
+	SearchInit(&s, context, tickets, ntickets, result_context);
 	for (a = 0; a < ntickets; a++)
 	{
 		if (s.dead[a])
@@ -765,5 +788,8 @@ MmSearchMatches(const MmRuleContext *context, MmTicket *tickets, int ntickets)
 		s.anchor = a;
 		SearchAnchor(&s);
 	}
+	s.result->scratch_bytes = (int64) MemoryContextMemAllocated(scratch, true);
+	MemoryContextSwitchTo(result_context);
+	MemoryContextDelete(scratch);
 	return s.result;
 }

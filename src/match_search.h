@@ -36,11 +36,13 @@ typedef struct MmSearchResult
 {
 	int			nmatches;
 	MmFoundMatch *matches;
+	int64		scratch_bytes;	/* peak of the search's own structures (freed) */
 } MmSearchResult;
 
 /*
  * Forms matches among tickets[0..ntickets-1], which must be ordered oldest
- * first (created_at, id).  Allocates in CurrentMemoryContext.
+ * first (created_at, id).  The result is allocated in CurrentMemoryContext;
+ * the search's working structures live in a child context deleted on return.
  */
 extern MmSearchResult *MmSearchMatches(const MmRuleContext *context,
 									   MmTicket *tickets, int ntickets);

@@ -171,6 +171,7 @@ DifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	value->number = merged;
 }
 
+/* An empty range: no value has joined yet. */
 static void
 RangeStateInit(const MmRuleContext *context, MmRuleState *state)
 {
@@ -192,6 +193,7 @@ DifferenceCanAdd(const MmRuleContext *context, const MmRuleState *state,
 	return Max(state->max, value->number) - Min(state->min, value->number) <= threshold;
 }
 
+/* Widens the range with a joining ticket's value. */
 static void
 DifferenceAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
 {
@@ -252,6 +254,7 @@ StringEqualityExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	}
 }
 
+/* No string chosen yet: the first present value sets it. */
 static void
 StringEqualityStateInit(const MmRuleContext *context, MmRuleState *state)
 {
@@ -259,6 +262,7 @@ StringEqualityStateInit(const MmRuleContext *context, MmRuleState *state)
 	state->string = NULL;
 }
 
+/* Joins with the same string, or matching anything. */
 static bool
 StringEqualityCanAdd(const MmRuleContext *context, const MmRuleState *state,
 					 const MmRuleValue *value, double threshold)
@@ -270,6 +274,7 @@ StringEqualityCanAdd(const MmRuleContext *context, const MmRuleState *state,
 	return !state->has_value || strcmp(state->string, value->string) == 0;
 }
 
+/* The first present string becomes the match's string. */
 static void
 StringEqualityAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
 {
@@ -485,6 +490,7 @@ LatencyCanAdd(const MmRuleContext *context, const MmRuleState *state,
 	return false;
 }
 
+/* Raises each region's worst latency; closes regions the ticket cannot play in. */
 static void
 LatencyAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
 {
@@ -528,6 +534,7 @@ LatencyCloseness(const MmRuleContext *context, const MmRuleState *state, double 
 	return ClosenessOf(worst, threshold);
 }
 
+/* The open region with the lowest worst latency (see rules.h). */
 int
 MmBestRegion(const MmRuleContext *context, const MmRuleState *state, double *worst)
 {
@@ -551,6 +558,7 @@ MmBestRegion(const MmRuleContext *context, const MmRuleState *state, double *wor
 
 /* ---- team_difference: max between the teams' average values -------------- */
 
+/* Each player's number; the team averages are taken after teams exist. */
 static void
 TeamDifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 					  const MmPlayerInput *players, int nplayers, MmRuleValue *value)
@@ -611,6 +619,7 @@ TeamDifferenceCheck(const MmRuleConfig *rule, int rule_index, const MmTeamsView 
 
 /* ---- team_size_balance: max_difference between team sizes ---------------- */
 
+/* Rules that read nothing from the players (team_size_balance). */
 static void
 NoValueExtract(MmRuleContext *context, const MmRuleConfig *rule,
 			   const MmPlayerInput *players, int nplayers, MmRuleValue *value)
@@ -618,6 +627,7 @@ NoValueExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	value->kind = MM_VALUE_PRESENT;
 }
 
+/* The spread between the largest and the smallest team. */
 static bool
 TeamSizeBalanceCheck(const MmRuleConfig *rule, int rule_index, const MmTeamsView *teams,
 					 double threshold, double *closeness)
@@ -653,6 +663,7 @@ static const MmRuleHandler RuleHandlers[] = {
 	NoValueExtract, NULL, NULL, NULL, NULL, TeamSizeBalanceCheck},
 };
 
+/* The handler of a rule type, from the table above. */
 const MmRuleHandler *
 MmRuleHandlerFor(MmRuleType type)
 {
@@ -667,6 +678,7 @@ MmRuleHandlerFor(MmRuleType type)
 	return NULL;				/* keep the compiler quiet */
 }
 
+/* Starts a per-tick context with no region known yet. */
 void
 MmRuleContextInit(MmRuleContext *context, const MmQueueConfig *config)
 {
@@ -676,6 +688,7 @@ MmRuleContextInit(MmRuleContext *context, const MmQueueConfig *config)
 	context->regions = palloc(sizeof(char *) * context->regions_allocated);
 }
 
+/* Every rule's value of one ticket, through its handler. */
 void
 MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
 					  const MmPlayerInput *players, int nplayers)

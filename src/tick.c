@@ -189,10 +189,13 @@ Int8Array(const int64 *values, int n)
 {
 	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
 	int			i;
+	ArrayType  *result;
 
 	for (i = 0; i < n; i++)
 		datums[i] = Int64GetDatum(values[i]);
-	return construct_array(datums, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	result = construct_array(datums, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(datums);
+	return result;
 }
 
 /* Builds a one-dimensional array of text; NULL strings become NULL elements. */
@@ -204,26 +207,39 @@ TextArray(const char **values, int n)
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	int			i;
+	ArrayType  *result;
 
 	for (i = 0; i < n; i++)
 	{
 		nulls[i] = values[i] == NULL;
 		datums[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(values[i]);
 	}
-	return construct_md_array(datums, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+	result = construct_md_array(datums, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+	/* the array holds copies: free the elements (one per player at 100k tickets) */
+	for (i = 0; i < n; i++)
+		if (!nulls[i])
+			pfree(DatumGetPointer(datums[i]));
+	pfree(datums);
+	pfree(nulls);
+	return result;
 }
 
+/* Builds a one-dimensional array of float8. */
 static ArrayType *
 Float8Array(const double *values, int n)
 {
 	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
 	int			i;
+	ArrayType  *result;
 
 	for (i = 0; i < n; i++)
 		datums[i] = Float8GetDatum(values[i]);
-	return construct_array(datums, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	result = construct_array(datums, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(datums);
+	return result;
 }
 
+/* Orders int64 ids ascending, for qsort. */
 static int
 CompareInt64(const void *a, const void *b)
 {
@@ -387,32 +403,38 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	return tickets;
 }
 
-/* The rule_steps jsonb text of a match: per rule its step and threshold or off. */
+/*
+ * The rule_steps jsonb text of a match: per rule its step and threshold or
+ * off.  buf is reused across matches; the result is an exact-size copy.
+ */
 static char *
-RuleStepsJson(const MmQueueConfig *config, const MmFoundMatch *m)
+RuleStepsJson(const MmQueueConfig *config, const MmFoundMatch *m, StringInfo buf)
 {
-	StringInfoData buf;
 	int			r;
 
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '{');
+	resetStringInfo(buf);
+	appendStringInfoChar(buf, '{');
 	for (r = 0; r < config->nrules; r++)
 	{
 		const MmRuleConfig *rule = &config->rules[r];
 
 		if (r > 0)
-			appendStringInfoString(&buf, ", ");
-		escape_json(&buf, rule->name);
-		appendStringInfo(&buf, ": {\"step\": %d", m->rule_steps[r].step);
+			appendStringInfoString(buf, ", ");
+		escape_json(buf, rule->name);
+		appendStringInfo(buf, ": {\"step\": %d", m->rule_steps[r].step);
 		if (m->rule_steps[r].off)
-			appendStringInfoString(&buf, ", \"off\": true");
+			appendStringInfoString(buf, ", \"off\": true");
 		else if (rule->type != MM_RULE_STRING_EQUALITY)
-			appendStringInfo(&buf, ", \"threshold\": %s",
-							 float8out_internal(m->rule_steps[r].threshold));
-		appendStringInfoChar(&buf, '}');
+		{
+			char	   *threshold = float8out_internal(m->rule_steps[r].threshold);
+
+			appendStringInfo(buf, ", \"threshold\": %s", threshold);
+			pfree(threshold);
+		}
+		appendStringInfoChar(buf, '}');
 	}
-	appendStringInfoChar(&buf, '}');
-	return buf.data;
+	appendStringInfoChar(buf, '}');
+	return pnstrdup(buf->data, buf->len);
 }
 
 /* Writes the matches in bulk and queues their events. */
@@ -439,14 +461,16 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 				i,
 				k,
 				p;
+	StringInfoData buf;
 
+	initStringInfo(&buf);
 	for (i = 0; i < nm; i++)
 	{
 		const MmFoundMatch *m = &result->matches[i];
 
 		regions[i] = m->region >= 0 ? context->regions[m->region] : NULL;
 		qualities[i] = m->quality;
-		steps[i] = RuleStepsJson(config, m);
+		steps[i] = RuleStepsJson(config, m, &buf);
 		nplayers += m->nplayers;
 		ntickets += m->ntickets;
 	}
@@ -500,9 +524,13 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 		}
 	}
 	values[1] = PointerGetDatum(Int8Array(mp_match, nplayers));
+	pfree(mp_match);
 	values[2] = PointerGetDatum(TextArray(mp_player, nplayers));
+	pfree(mp_player);
 	values[3] = PointerGetDatum(Int8Array(mp_ticket, nplayers));
+	pfree(mp_ticket);
 	values[4] = PointerGetDatum(TextArray(mp_team, nplayers));
+	pfree(mp_team);
 	rc = SPI_execute_plan(PlanInsertPlayers, values, NULL, false, 0);
 	BackToQueueContext();
 	if (rc != SPI_OK_INSERT || SPI_processed != (uint64) nplayers)
@@ -542,6 +570,10 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 		}
 		MmNotifyMatchFound(queue, match_ids[i], regions[i], m->quality,
 						   nteams, teams, m->ntickets, ids);
+		for (t = 0; t < nteams; t++)
+			pfree(teams[t].player_ids);
+		pfree(teams);
+		pfree(ids);
 	}
 	stats->players_matched = nplayers;
 }
@@ -610,7 +642,8 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 	INSTR_TIME_SET_CURRENT(start);
 	result = MmSearchMatches(&context, tickets, ntickets);
 	stats->compute_ms = ElapsedMs(start);
-	stats->memory_bytes = MemoryContextMemAllocated(queue_context, true);
+	/* the search's structures were freed on return: count them at their peak */
+	stats->memory_bytes = MemoryContextMemAllocated(queue_context, true) + result->scratch_bytes;
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (result->nmatches > 0)
