@@ -30,6 +30,7 @@ QuietNotices(void *arg, const char *message)
 	(void) message;
 }
 
+/* Reports a libpq failure and exits. */
 static void
 Die(const char *what)
 {

@@ -165,6 +165,7 @@ SplitMix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
+/* Seeds the generator: the whole run follows from this one number. */
 static void
 RandomSeed(uint64_t seed)
 {
@@ -174,6 +175,7 @@ RandomSeed(uint64_t seed)
 		rng_state[i] = SplitMix64(&seed);
 }
 
+/* Rotates left (xoshiro's mixing step). */
 static uint64_t
 Rotl(uint64_t x, int k)
 {
@@ -203,12 +205,14 @@ RandomUniform(void)
 	return (RandomNext() >> 11) * 0x1.0p-53;
 }
 
+/* Uniform in [lo, hi). */
 static double
 RandomBetween(double lo, double hi)
 {
 	return lo + (hi - lo) * RandomUniform();
 }
 
+/* Uniform integer in [lo, hi]. */
 static int
 RandomInt(int lo, int hi)
 {
@@ -227,6 +231,7 @@ RandomNormal(double mean, double sd)
 
 /* ----------------------------------------------------------------- clock */
 
+/* Seconds since the epoch, with microseconds. */
 static double
 WallClock(void)
 {
@@ -236,6 +241,7 @@ WallClock(void)
 	return tv.tv_sec + tv.tv_usec / 1e6;
 }
 
+/* Sleeps, resuming after signals unless Ctrl-C asked to stop. */
 static void
 SleepSeconds(double seconds)
 {
@@ -249,6 +255,7 @@ SleepSeconds(double seconds)
 		;
 }
 
+/* Ctrl-C or SIGTERM: stop arrivals, finish the games, print the figures. */
 static void
 OnSignal(int signo)
 {
@@ -258,6 +265,7 @@ OnSignal(int signo)
 
 /* -------------------------------------------------------------- helpers */
 
+/* Makes room for `need` elements, doubling the capacity. */
 static void *
 GrowArray(void *array, int *cap, int need, size_t elem)
 {
@@ -270,6 +278,7 @@ GrowArray(void *array, int *cap, int need, size_t elem)
 	return array;
 }
 
+/* strdup that cannot return NULL. */
 static char *
 StrDup(const char *s)
 {
@@ -334,6 +343,7 @@ FlexMatchConfig(int team_min, int team_max)
 	return config;
 }
 
+/* Adds a queue to feed, with no published figures. */
 static SimQueue *
 AddQueue(const char *name)
 {
@@ -451,6 +461,7 @@ NewPlayer(void)
 	return nplayers++;
 }
 
+/* A player is free again; they may queue from `ready_at` on. */
 static void
 MakeIdle(int player, double ready_at)
 {
@@ -484,8 +495,8 @@ TakeIdlePlayer(double now)
 
 /* ------------------------------------------------------------- arrivals */
 
-static size_t
-Append(char **buf, size_t *cap, size_t len, const char *fmt,...) __attribute__((format(printf, 4, 5)));
+static size_t Append(char **buf, size_t *cap, size_t len, const char *fmt,...)
+			__attribute__((format(printf, 4, 5)));
 
 /* Appends formatted text to a growing buffer; returns the new length. */
 static size_t
@@ -613,6 +624,7 @@ ArrivalsDone(const SimQueue *q, double now)
 	return false;
 }
 
+/* Creates every ticket due by `now`, each at its own arrival time. */
 static void
 RunArrivals(double now)
 {
@@ -747,6 +759,7 @@ typedef struct TextBuf
 	size_t		cap;
 } TextBuf;
 
+/* Starts a buffer with the given text. */
 static void
 BufInit(TextBuf *b, const char *text)
 {
@@ -1194,6 +1207,7 @@ CancelRemaining(void)
 
 /* ------------------------------------------------------------- progress */
 
+/* The progress line: tickets, matches, games in progress, average wait. */
 static void
 Progress(double now, bool final)
 {
@@ -1228,6 +1242,7 @@ Progress(double now, bool final)
 
 /* ------------------------------------------------------------------ run */
 
+/* Creates mm_sim.players, forgets an earlier run of the same tag, and finds the rating function. */
 static void
 PrepareSchema(void)
 {
@@ -1276,6 +1291,7 @@ PrepareSchema(void)
 		fprintf(stderr, "mm_sim: mm.match_results does not exist: outcomes update ratings only\n");
 }
 
+/* The main loop, for both clocks: arrivals, ticks, what became of the tickets, game ends. */
 static void
 Run(void)
 {
@@ -1375,6 +1391,7 @@ Run(void)
 
 /* ---------------------------------------------------------------- options */
 
+/* Prints the options. */
 static void
 Usage(FILE *out)
 {
@@ -1412,6 +1429,7 @@ Usage(FILE *out)
 			"  --help\n");
 }
 
+/* Parses a number in [min, max] or exits with a message naming the option. */
 static double
 ParseNumber(const char *option, const char *value, double min, double max)
 {
@@ -1425,6 +1443,7 @@ ParseNumber(const char *option, const char *value, double min, double max)
 	return v;
 }
 
+/* Parses "MIN-MAX" (each in [min, max], MIN <= MAX). */
 static void
 ParseRange(const char *option, const char *value, double min, double max,
 		   double *lo, double *hi)
@@ -1459,6 +1478,7 @@ TakesValue(const char *option)
 	return false;
 }
 
+/* Reads the command line into opt, with the defaults that depend on the clock. */
 static void
 ParseOptions(int argc, char **argv)
 {
@@ -1586,6 +1606,7 @@ PrintRatingSummary(void)
 	PQclear(res);
 }
 
+/* The command line, echoed above the figures so they say how they were made. */
 static char *
 CommandLine(int argc, char **argv)
 {

@@ -50,6 +50,7 @@ SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *f)
 	free(ids);
 }
 
+/* A time column: seconds with one decimal, or "-" when there is none. */
 static void
 PrintSeconds(double s)
 {
