@@ -908,6 +908,8 @@ BEGIN
 	RETURN NULL;
 END;
 $$;
+COMMENT ON FUNCTION mm.schedule_jobs_after_delete() IS
+'Trigger: removes the pg_cron job of a deleted mm.schedule_jobs row';
 CREATE TRIGGER schedule_jobs_remove_cron_job AFTER DELETE ON mm.schedule_jobs
 	FOR EACH ROW EXECUTE FUNCTION mm.schedule_jobs_after_delete();
 
@@ -1314,6 +1316,8 @@ BEGIN
 	RETURN NEW;
 END;
 $$;
+COMMENT ON FUNCTION mm.match_results_set_queue() IS
+'Trigger: copies the match''s queue into a result row (refuses a match that does not exist)';
 CREATE TRIGGER match_results_queue BEFORE INSERT OR UPDATE OF match_id, queue ON mm.match_results
 	FOR EACH ROW EXECUTE FUNCTION mm.match_results_set_queue();
 
@@ -1348,6 +1352,7 @@ CREATE FUNCTION mm.metrics_queues(queue text)
 RETURNS text[]
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
 	IF queue IS NULL THEN
@@ -1374,6 +1379,7 @@ RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s
 			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
 	queues text[];
@@ -1433,6 +1439,7 @@ RETURNS TABLE (queue text, searching_tickets bigint, searching_players bigint, o
 			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
 	PERFORM mm.metrics_check_window(time_window, now);
@@ -1462,6 +1469,30 @@ $$;
 COMMENT ON FUNCTION mm.result_winner(text, jsonb) IS
 'The winning team of a result: winner_team, else the team with a unique rank 1 in ranks';
 
+-- The players of one match with their team, skill (a numeric ticket
+-- attribute) and latency to the match's region; read by primary keys.
+CREATE FUNCTION mm.match_player_values(match_id bigint, region text, skill_attribute text,
+									   OUT team text, OUT skill float8, OUT latency float8)
+RETURNS SETOF record
+LANGUAGE sql STABLE PARALLEL SAFE
+-- no SET clause, so that it is inlined into its caller's query: hence the
+-- schema-qualified operators
+AS $$
+	SELECT mp.team,
+		   CASE WHEN pg_catalog.jsonb_typeof(tp.attributes OPERATOR(pg_catalog.->) skill_attribute)
+					 OPERATOR(pg_catalog.=) 'number'
+				THEN CAST(tp.attributes OPERATOR(pg_catalog.->>) skill_attribute AS pg_catalog.float8) END,
+		   CASE WHEN pg_catalog.jsonb_typeof(tp.latencies OPERATOR(pg_catalog.->) region)
+					 OPERATOR(pg_catalog.=) 'number'
+				THEN CAST(tp.latencies OPERATOR(pg_catalog.->>) region AS pg_catalog.float8) END
+	  FROM mm.match_players mp
+	  LEFT JOIN mm.ticket_players tp ON tp.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id
+									AND tp.player_id OPERATOR(pg_catalog.=) mp.player_id
+	 WHERE mp.match_id OPERATOR(pg_catalog.=) match_player_values.match_id
+$$;
+COMMENT ON FUNCTION mm.match_player_values(bigint, text, text) IS
+'The players of a match: team, skill attribute and latency to the region (used by mm.match_details)';
+
 -- Per match figures of matches formed in (now - time_window, now]: our stored
 -- quality; the seed's score 1 - |avg team 1 - avg team 2| / global average
 -- skill (teams apart: highest minus lowest team average; global: every player
@@ -1473,6 +1504,7 @@ RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region 
 			   latency_avg_ms float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
 	queues text[];
@@ -1482,44 +1514,44 @@ BEGIN
 		RAISE EXCEPTION 'skill_attribute must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	queues := mm.metrics_queues(queue);
+	-- Per match lookups (LATERAL, by the match_players and ticket_players
+	-- primary keys), so the cost follows the window's matches, not the tables.
 	RETURN QUERY
 	WITH m AS (
 		SELECT mt.id, mt.queue, mt.created_at, mt.region, mt.quality
 		  FROM mm.matches mt
 		 WHERE mt.queue = ANY (queues) AND mt.created_at > now - time_window AND mt.created_at <= now
-	), p AS (
-		SELECT m.id AS match_id, m.queue, mp.team,
-			   CASE WHEN jsonb_typeof(tp.attributes -> skill_attribute) = 'number'
-					THEN (tp.attributes ->> skill_attribute)::float8 END AS skill,
-			   CASE WHEN jsonb_typeof(tp.latencies -> m.region) = 'number'
-					THEN (tp.latencies ->> m.region)::float8 END AS latency
-		  FROM m
-		  JOIN mm.match_players mp ON mp.match_id = m.id
-		  LEFT JOIN mm.ticket_players tp ON tp.ticket_id = mp.ticket_id AND tp.player_id = mp.player_id
-	), queue_skill AS (
-		SELECT p.queue, avg(p.skill) AS skill FROM p GROUP BY p.queue
-	), team AS (
-		SELECT p.match_id, p.team, avg(p.skill) AS skill
-		  FROM p WHERE p.team IS NOT NULL GROUP BY p.match_id, p.team
-	), gap AS (
-		SELECT team.match_id, count(*)::integer AS teams, count(team.skill) AS teams_with_skill,
-			   max(team.skill) - min(team.skill) AS skill_gap
-		  FROM team GROUP BY team.match_id
 	), per_match AS (
-		SELECT p.match_id, count(*)::integer AS players, avg(p.latency) AS latency
-		  FROM p GROUP BY p.match_id
+		SELECT m.*, pl.players, pl.latency, pl.skill_sum, pl.skill_count,
+			   pl.teams, pl.teams_with_skill, pl.skill_gap
+		  FROM m
+		 CROSS JOIN LATERAL (
+			-- one row per team (and one for players without a team)
+			SELECT coalesce(sum(t.players), 0)::integer AS players,
+				   sum(t.latency_sum) / nullif(sum(t.latency_count), 0) AS latency,
+				   sum(t.skill_sum) AS skill_sum, sum(t.skill_count) AS skill_count,
+				   count(*) FILTER (WHERE t.team IS NOT NULL)::integer AS teams,
+				   count(t.skill) FILTER (WHERE t.team IS NOT NULL) AS teams_with_skill,
+				   max(t.skill) FILTER (WHERE t.team IS NOT NULL)
+				   - min(t.skill) FILTER (WHERE t.team IS NOT NULL) AS skill_gap
+			  FROM (SELECT x.team, count(*) AS players, avg(x.skill) AS skill,
+						   sum(x.skill) AS skill_sum, count(x.skill) AS skill_count,
+						   sum(x.latency) AS latency_sum, count(x.latency) AS latency_count
+					  FROM mm.match_player_values(m.id, m.region, skill_attribute) x
+					 GROUP BY x.team) t) pl
+	), with_global AS (
+		-- the queue's average skill over every player of its matches in the window
+		SELECT pm.*, sum(pm.skill_sum) OVER (PARTITION BY pm.queue)
+					 / nullif(sum(pm.skill_count) OVER (PARTITION BY pm.queue), 0) AS global_skill
+		  FROM per_match pm
 	)
-	SELECT m.id, m.queue, m.created_at, m.region, coalesce(pm.players, 0), coalesce(gap.teams, 0),
-		   m.quality,
-		   CASE WHEN gap.teams_with_skill >= 2 AND qs.skill > 0
-				THEN 1 - gap.skill_gap / qs.skill END,
-		   CASE WHEN gap.teams_with_skill >= 2 THEN gap.skill_gap END,
-		   pm.latency
-	  FROM m
-	  LEFT JOIN per_match pm ON pm.match_id = m.id
-	  LEFT JOIN gap ON gap.match_id = m.id
-	  LEFT JOIN queue_skill qs ON qs.queue = m.queue
-	 ORDER BY m.created_at, m.id;
+	SELECT g.id, g.queue, g.created_at, g.region, g.players, g.teams, g.quality,
+		   CASE WHEN g.teams_with_skill >= 2 AND g.global_skill > 0
+				THEN 1 - g.skill_gap / g.global_skill END,
+		   CASE WHEN g.teams_with_skill >= 2 THEN g.skill_gap END,
+		   g.latency
+	  FROM with_global g
+	 ORDER BY g.created_at, g.id;
 END;
 $$;
 COMMENT ON FUNCTION mm.match_details(text, interval, timestamptz, text) IS
@@ -1538,6 +1570,7 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, see
 			   early_quits bigint, early_quit_rate float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
 	queues text[];
@@ -1555,21 +1588,24 @@ BEGIN
 		   avg((o.winner = o.predicted_favourite)::integer) FILTER (WHERE o.predicted),
 		   avg(o.favourite_win_probability) FILTER (WHERE o.predicted)
 	  INTO results, favourite_win_rate, favourite_predicted_rate
-	  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
-				   r.favourite_win_probability,
-				   r.predicted_favourite IS NOT NULL
-				   AND mm.result_winner(r.winner_team, r.ranks) IS NOT NULL AS predicted
-			  FROM mm.match_results r
-			 WHERE r.queue = ANY (queues) AND r.reported_at > since AND r.reported_at <= now) o;
+	  FROM (SELECT w.winner, w.predicted_favourite, w.favourite_win_probability,
+				   w.predicted_favourite IS NOT NULL AND w.winner IS NOT NULL AS predicted
+			  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
+						   r.favourite_win_probability
+					  FROM mm.match_results r
+					 WHERE r.queue = ANY (queues) AND r.reported_at > since AND r.reported_at <= now
+					OFFSET 0) w) o;	-- OFFSET 0: the winner is worked out once per result
 	win_rate_balance_points := 100 * abs(favourite_win_rate - favourite_predicted_rate);
 
-	SELECT count(*) FILTER (WHERE mp.left_at < m.created_at + r.duration * 0.2),
-		   count(*) FILTER (WHERE mp.left_at < m.created_at + r.duration * 0.2)::float8
-			   / nullif(count(*), 0)
+	-- per result lookups by primary key (an aggregate LATERAL is not flattened)
+	SELECT coalesce(sum(q.early), 0)::bigint, sum(q.early)::float8 / nullif(sum(q.players), 0)
 	  INTO early_quits, early_quit_rate
 	  FROM mm.match_results r
-	  JOIN mm.matches m ON m.id = r.match_id
-	  JOIN mm.match_players mp ON mp.match_id = r.match_id
+	 CROSS JOIN LATERAL (
+		SELECT count(*) AS players,
+			   count(*) FILTER (WHERE mp.left_at < m.created_at + r.duration * 0.2) AS early
+		  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+		 WHERE m.id = r.match_id) q
 	 WHERE r.queue = ANY (queues) AND r.reported_at > since AND r.reported_at <= now
 	   AND r.duration IS NOT NULL;
 
@@ -1587,6 +1623,7 @@ RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 BEGIN
 	PERFORM mm.metrics_check_window(time_window, now);
@@ -1613,6 +1650,7 @@ RETURNS TABLE (minute timestamptz, tickets_created bigint, tickets_matched bigin
 			   quality_avg float8, timeouts bigint, cancellations bigint, searching_at_end bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
 	first_minute timestamptz;
@@ -1721,6 +1759,7 @@ CREATE FUNCTION mm.queue_statistics(queue text, now timestamptz DEFAULT now())
 RETURNS TABLE (players_searching bigint, estimated_wait_s float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
 	config jsonb;
@@ -1766,6 +1805,7 @@ CREATE FUNCTION mm.health_report(queue text DEFAULT NULL, time_window interval D
 RETURNS TABLE (metric text, value numeric, target text, meets_target boolean)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
+SET jit = off
 AS $$
 DECLARE
 	t record;

@@ -215,6 +215,7 @@ SELECT count(*) FILTER (WHERE type = 'difference' AND threshold > (rule ->> 'max
   FROM prop_rules;
 
 -- Rule violations per rule type (each must be 0).
+CREATE TEMP VIEW prop_rule_violations AS
 -- difference: the spread of the tickets' merged values within the threshold.
 SELECT 'difference' AS rule_type, count(*) AS violations FROM (
   SELECT r.match_id FROM prop_rules r
@@ -265,8 +266,53 @@ SELECT 'team_size_balance', count(*) FROM (
    GROUP BY r.match_id, r.name, r.threshold
   HAVING max((SELECT count(*) FROM prop_mp p WHERE p.match_id = r.match_id AND p.team = tdef.def ->> 'name'))
        - min((SELECT count(*) FROM prop_mp p WHERE p.match_id = r.match_id AND p.team = tdef.def ->> 'name'))
-       > r.threshold) x
-ORDER BY 1;
+       > r.threshold) x;
+SELECT * FROM prop_rule_violations ORDER BY 1;
+
+-- The checks are not blind: plant violations in the facts (a copy of the
+-- tick's output), each in a different match, and they are found: a skill
+-- outlier in a free-for-all (difference), a stray mode (string_equality), a
+-- 9999 ms latency in the match's region (latency), a skill outlier in a
+-- three-team match (difference and team_difference), a player moved to the
+-- other team (team_size_balance).
+BEGIN;
+UPDATE prop_mp SET skill = skill + 5000
+ WHERE player_id = (SELECT min(p.player_id) FROM prop_mp p
+                     WHERE p.match_id = (SELECT min(r.match_id) FROM prop_rules r JOIN prop_m m ON m.id = r.match_id
+                                          WHERE m.queue = 'prop_ffa' AND r.name = 'skill' AND r.threshold IS NOT NULL));
+UPDATE prop_mp SET mode = 'planted'
+ WHERE player_id = (SELECT min(p.player_id) FROM prop_mp p
+                     WHERE p.match_id = (SELECT min(m.id) FROM prop_m m WHERE m.queue = 'prop_trio'));
+UPDATE prop_mp SET latencies = latencies || jsonb_build_object((SELECT region FROM prop_m WHERE id = match_id), 9999)
+ WHERE player_id = (SELECT min(p.player_id) FROM prop_mp p
+                     WHERE p.match_id = (SELECT min(r.match_id) FROM prop_rules r JOIN prop_m m ON m.id = r.match_id
+                                          WHERE m.queue = 'prop_teams' AND r.name = 'ping' AND r.threshold IS NOT NULL));
+UPDATE prop_mp SET skill = skill + 5000
+ WHERE player_id = (SELECT min(p.player_id) FROM prop_mp p
+                     WHERE p.match_id = (SELECT max(r.match_id) FROM prop_rules r JOIN prop_m m ON m.id = r.match_id
+                                          WHERE m.queue = 'prop_trio' AND r.name = 'fair' AND r.threshold IS NOT NULL));
+UPDATE prop_mp SET team = CASE team WHEN 'red' THEN 'blue' ELSE 'red' END
+ WHERE player_id = (SELECT min(p.player_id) FROM prop_mp p
+                     WHERE p.match_id = (SELECT max(m.id) FROM prop_m m WHERE m.queue = 'prop_teams'));
+SELECT rule_type, violations > 0 AS found FROM prop_rule_violations ORDER BY 1;
+ROLLBACK;
+-- and the backstop refuses a ticket's player in a second match
+DO $$
+DECLARE
+	constraint_name text;
+BEGIN
+	INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)
+	SELECT (SELECT max(id) FROM mm.matches WHERE queue = 'prop_ffa'), mp.queue, mp.player_id,
+	       mp.ticket_id, NULL
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = (SELECT min(id) FROM mm.matches WHERE queue = 'prop_ffa')
+	 ORDER BY mp.player_id LIMIT 1;
+	RAISE EXCEPTION 'a ticket''s player was written into a second match';
+EXCEPTION WHEN unique_violation THEN
+	GET STACKED DIAGNOSTICS constraint_name = CONSTRAINT_NAME;
+	RAISE NOTICE 'refused by %', constraint_name;
+END
+$$;
 
 -- The tick's own record of the steps (mm.matches.rule_steps) agrees with the
 -- recomputation, for every rule it records.
@@ -360,11 +406,13 @@ SELECT 'cancel that returned true but did not cancel', count(*) FROM prop_cancel
  WHERE c.cancelled AND t.status <> 'cancelled'
 ORDER BY 1;
 
--- What happened to the tickets, per queue.
-SELECT queue, count(*) FILTER (WHERE status = 'matched') > 0 AS some_matched,
-       count(*) FILTER (WHERE status = 'cancelled') > 0 AS some_cancelled,
-       count(*) FILTER (WHERE status = 'timed_out') > 0 AS some_timed_out
-  FROM mm.tickets WHERE queue LIKE 'prop\_%' GROUP BY queue ORDER BY queue;
+-- Every queue matched tickets; cancels and timeouts happened.
+SELECT bool_and(matched > 0) AS every_queue_matched, sum(cancelled) > 0 AS some_cancelled,
+       sum(timed_out) > 0 AS some_timed_out
+  FROM (SELECT queue, count(*) FILTER (WHERE status = 'matched') AS matched,
+               count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
+               count(*) FILTER (WHERE status = 'timed_out') AS timed_out
+          FROM mm.tickets WHERE queue LIKE 'prop\_%' GROUP BY queue) q;
 
 -- Clean up (the regression database is shared by every file).
 SELECT mm.drop_queue(name, force => true) FROM unnest(ARRAY['prop_ffa', 'prop_teams', 'prop_trio']) name;

@@ -188,6 +188,21 @@ INSERT INTO mm.tickets (queue, players, created_at) VALUES
 SELECT mm.tick('tr_weights', '2026-01-01 00:00:03+00');
 SELECT * FROM pg_temp.matches('tr_weights');
 
+-- numbers: decimals, exponents, values beyond 32 bits are compared exactly
+SELECT mm.create_queue('tr_numbers', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "s", "type": "difference", "attribute": "s", "max": 0.5}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tr_numbers', '[{"id": "n1", "attributes": {"s": 1.25}}]', '2026-01-01 00:00:00+00'),
+  ('tr_numbers', '[{"id": "n2", "attributes": {"s": 3000000000}}]', '2026-01-01 00:00:01+00'),
+  ('tr_numbers', '[{"id": "n3", "attributes": {"s": 1e3}}]', '2026-01-01 00:00:02+00'),
+  ('tr_numbers', '[{"id": "n4", "attributes": {"s": 1.75}}]', '2026-01-01 00:00:03+00'),
+  ('tr_numbers', '[{"id": "n5", "attributes": {"s": 3000000000.4}}]', '2026-01-01 00:00:04+00'),
+  ('tr_numbers', '[{"id": "n6", "attributes": {"s": 1000.6}}]', '2026-01-01 00:00:05+00');
+-- n1 and n4 (0.5 apart: quality 0), n2 and n5 (0.4: 0.2); n3 and n6 are 0.6 apart
+SELECT mm.tick('tr_numbers', '2026-01-01 00:00:06+00');
+SELECT * FROM pg_temp.matches('tr_numbers');
+
 SELECT mm.drop_queue(q, force => true)
   FROM unnest(ARRAY['tr_linear', 'tr_custom', 'tr_optional', 'tr_latency', 'tr_ping_expand',
-					'tr_alter', 'tr_avg', 'tr_min', 'tr_max', 'tr_missing', 'tr_weights']) q;
+					'tr_alter', 'tr_avg', 'tr_min', 'tr_max', 'tr_missing', 'tr_weights',
+					'tr_numbers']) q;

@@ -52,6 +52,22 @@ SELECT mm.tick('tt_duo', '2026-01-01 00:00:08+00');
 SELECT * FROM pg_temp.matches('tt_duo') WHERE n = 2;
 SELECT pg_temp.searching('tt_duo');
 
+-- 3v3: three parties of two cannot share two teams of three, so the greedy
+-- leaves the third party out and takes solos instead
+SELECT mm.create_queue('tt_pack', '{"teams": [{"name": "red", "min": 3, "max": 3},
+                                              {"name": "blue", "min": 3, "max": 3}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tt_pack', '[{"id": "k1"}, {"id": "k2"}]', '2026-01-01 00:00:00+00'),
+  ('tt_pack', '[{"id": "k3"}, {"id": "k4"}]', '2026-01-01 00:00:01+00'),
+  ('tt_pack', '[{"id": "k5"}, {"id": "k6"}]', '2026-01-01 00:00:02+00'),
+  ('tt_pack', '[{"id": "ks1"}]', '2026-01-01 00:00:03+00'),
+  ('tt_pack', '[{"id": "ks2"}]', '2026-01-01 00:00:04+00'),
+  ('tt_pack', '[{"id": "ks3"}]', '2026-01-01 00:00:05+00');
+SELECT mm.tick('tt_pack', '2026-01-01 00:00:06+00');
+SELECT * FROM pg_temp.team_sizes('tt_pack');
+SELECT n, players FROM pg_temp.matches('tt_pack');
+SELECT pg_temp.searching('tt_pack');
+
 -- teams of 4 to 6, sizes equal (team_size_balance 0): only 6v6, 5v5 or 4v4,
 -- and the largest the tickets allow
 SELECT mm.create_queue('tt_flex', '{"teams": [{"name": "a", "min": 4, "max": 6},
@@ -131,4 +147,4 @@ SELECT round(m.quality::numeric, 10) = round(((1 - 90 / 100.0) + (1 - abs(r.avg 
  WHERE m.queue = 'tt_5v5';
 
 SELECT mm.drop_queue(q, force => true)
-  FROM unnest(ARRAY['tt_duo', 'tt_flex', 'tt_diff', 'tt_5v5']) q;
+  FROM unnest(ARRAY['tt_duo', 'tt_pack', 'tt_flex', 'tt_diff', 'tt_5v5']) q;

@@ -17,8 +17,8 @@
  *	 - take the window from the value-sorted array (binary search), skip dead
  *	   entries with a union-find "next alive" pointer, and sort it by age
  *	   (cheap when the window is small).
- * The walk starts first and switches to the window after 2W + 64 fruitless
- * steps, W being the window's alive count (a Fenwick tree).
+ * The walk starts first (unless W <= 32) and switches to the window after
+ * 2W + 64 steps, W being the window's alive count (a Fenwick tree).
  *
  * The greedy then takes compatible candidates oldest first (every ticket rule
  * checked incrementally through its handler) up to a target number of
@@ -178,16 +178,25 @@ typedef struct ValueEntry
 } ValueEntry;
 
 /* Orders tickets by main value, then age. */
-static int
-CompareByValue(const void *a, const void *b)
+static inline int
+CompareValueEntries(const ValueEntry *x, const ValueEntry *y)
 {
-	const ValueEntry *x = a;
-	const ValueEntry *y = b;
-
 	if (x->value != y->value)
 		return x->value < y->value ? -1 : 1;
 	return (x->ticket > y->ticket) - (x->ticket < y->ticket);
 }
+
+/*
+ * SortValueEntries(): the one O(N log N) step of the search, so a sort
+ * specialised by PostgreSQL's template (the comparison inlined) rather than
+ * qsort with a function pointer.
+ */
+#define ST_SORT SortValueEntries
+#define ST_ELEMENT_TYPE ValueEntry
+#define ST_COMPARE(a, b) CompareValueEntries(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /* Orders ints ascending (ticket indexes: age order). */
 static int
@@ -256,7 +265,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 				s->any_list[s->nany++] = i;
 		}
 		s->alive_any = s->nany;
-		qsort(entries, s->nsorted, sizeof(ValueEntry), CompareByValue);
+		SortValueEntries(entries, s->nsorted);
 		s->sorted = palloc(sizeof(int) * Max(s->nsorted, 1));
 		s->sorted_value = palloc(sizeof(double) * Max(s->nsorted, 1));
 		s->next_sorted = palloc(sizeof(int) * (s->nsorted + 1));
@@ -435,16 +444,89 @@ TicketJoin(SearchState *s, int i)
 	s->chosen_players += t->nplayers;
 }
 
+/* Search nodes allowed to PlaceParties before it gives the benefit of the doubt. */
+#define MM_PARTY_PLACEMENT_BUDGET 10000
+
+/*
+ * Places parties[i..n-1] (largest first) into the rooms left on each team.
+ * Teams with the same room left are interchangeable, so only the first of
+ * them is tried.
+ */
+static bool
+PlaceParties(const int *parties, int n, int i, int *room, int nteams, int *budget)
+{
+	int			t,
+				u;
+
+	if (i == n || --(*budget) <= 0)
+		return true;
+	for (t = 0; t < nteams; t++)
+	{
+		bool		tried = false;
+
+		if (room[t] < parties[i])
+			continue;
+		for (u = 0; u < t && !tried; u++)
+			tried = room[u] == room[t];
+		if (tried)
+			continue;
+		room[t] -= parties[i];
+		if (PlaceParties(parties, n, i + 1, room, nteams, budget))
+		{
+			room[t] += parties[i];
+			return true;
+		}
+		room[t] += parties[i];
+	}
+	return false;
+}
+
+/*
+ * Whether the parties gathered so far, with one more of extra players, can
+ * each sit on one team of the given sizes.  Solo players fill whatever room
+ * is left, so only parties matter.
+ */
+static bool
+PartiesFit(const SearchState *s, const int *sizes, int extra)
+{
+	int			parties[MM_MAX_MATCH_SIZE];
+	int			room[MM_MAX_TEAMS];
+	int			n = 0;
+	int			k,
+				t,
+				budget = MM_PARTY_PLACEMENT_BUDGET;
+
+	for (k = 0; k < s->nchosen; k++)
+		if (s->tickets[s->chosen[k]].nplayers > 1)
+			parties[n++] = s->tickets[s->chosen[k]].nplayers;
+	parties[n++] = extra;
+	/* largest first (insertion sort: a match holds few parties) */
+	for (k = 1; k < n; k++)
+	{
+		int			p = parties[k];
+
+		for (t = k; t > 0 && parties[t - 1] < p; t--)
+			parties[t] = parties[t - 1];
+		parties[t] = p;
+	}
+	for (t = 0; t < s->config->nteams; t++)
+		room[t] = sizes[t];
+	return PlaceParties(parties, n, 0, room, s->config->nteams, &budget);
+}
+
 /*
  * Greedy: the anchor, then compatible candidates oldest first, until the
- * match holds target players.  Returns the players gathered.
+ * match holds target players.  With teams (sizes not NULL) a party joins only
+ * if every party can still sit on one team.  Returns the players gathered;
+ * *packing_skipped tells whether a party was left out for that reason.
  */
 static int
-Gather(SearchState *s, int target)
+Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 {
 	int			r;
 	int			k;
 
+	*packing_skipped = false;
 	for (r = 0; r < s->config->nrules; r++)
 		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
 			s->handlers[r]->state_init(s->context, &s->states[r]);
@@ -452,17 +534,28 @@ Gather(SearchState *s, int target)
 	s->chosen_players = 0;
 	if (s->tickets[s->anchor].nplayers > target || !TicketFits(s, &s->tickets[s->anchor]))
 		return 0;
+	if (sizes != NULL && s->tickets[s->anchor].nplayers > 1 &&
+		!PartiesFit(s, sizes, s->tickets[s->anchor].nplayers))
+		return 0;
 	TicketJoin(s, s->anchor);
 	for (k = 0; s->chosen_players < target; k++)
 	{
 		int			i = CandidateAt(s, k);
+		int			np;
 
 		if (i < 0)
 			break;
-		if (s->chosen_players + s->tickets[i].nplayers > target)
+		np = s->tickets[i].nplayers;
+		if (s->chosen_players + np > target)
 			continue;
-		if (TicketFits(s, &s->tickets[i]))
-			TicketJoin(s, i);
+		if (!TicketFits(s, &s->tickets[i]))
+			continue;
+		if (sizes != NULL && np > 1 && !PartiesFit(s, sizes, np))
+		{
+			*packing_skipped = true;
+			continue;
+		}
+		TicketJoin(s, i);
 	}
 	return s->chosen_players;
 }
@@ -722,7 +815,9 @@ SearchAnchor(SearchState *s)
 	if (config->nteams == 0)
 	{
 		/* free-for-all: as many as match_size.max allows, at least min */
-		if (Gather(s, config->match_max) >= config->match_min)
+		bool		packing_skipped;
+
+		if (Gather(s, config->match_max, NULL, &packing_skipped) >= config->match_min)
 			EmitMatch(s, 0, 0);
 		return;
 	}
@@ -734,14 +829,19 @@ SearchAnchor(SearchState *s)
 					weight_sum = 0,
 					team_spread = 0;
 		int			got;
+		bool		packing_skipped;
 
 		if (total > reachable || !EvenTeamSizes(config, total, max_spread, s->team_size))
 			continue;
-		got = Gather(s, total);
+		got = Gather(s, total, s->team_size, &packing_skipped);
 		if (got < total)
 		{
-			/* a smaller target gathers the same tickets, up to got players */
-			reachable = got;
+			/*
+			 * A smaller target gathers the same tickets, up to got players,
+			 * unless other team sizes would have let a party in.
+			 */
+			if (!packing_skipped)
+				reachable = got;
 			continue;
 		}
 		if (!FormTeams(s, s->team_size, &team_spread))

@@ -32,6 +32,15 @@
  * ------------------------------------------------------------------------
  */
 
+/* log(exp(x) + exp(y)) without overflow. */
+static inline double
+LogAddExp(double x, double y)
+{
+	double		hi = Max(x, y);
+
+	return hi + log1p(exp(Min(x, y) - hi));
+}
+
 /*
  * One game of team_count teams.  Teams are given in ascending rank order
  * (rank_sorted[0] is the best; equal values are ties), each with its summed
@@ -46,56 +55,67 @@
  * number of teams tied with q, team i gets
  *	 omega_i = sigma_i^2 / c * sum_{q ranked at or above i} (1[i=q] - e_i/S_q) / a_q
  *	 delta_i = gamma_i * sigma_i^2 / c^2 * sum_{same q} (e_i/S_q)(1 - e_i/S_q) / a_q
- * with gamma_i = sigma_i / c.  Since every tie group contributes a_q equal
- * terms, the sums reduce to running sums of 1/S and 1/S^2 over tie groups,
- * which makes a game O(teams).
+ * with gamma_i = sigma_i / c.  Every tie group contributes a_q equal terms,
+ * so with G the group of i the sums are 1/a_i - (e_i/S_G) * A_G and
+ * (e_i/S_G) * A_G - (e_i/S_G)^2 * B_G, where A_G = sum over groups H up to G
+ * of S_G/S_H and B_G the same of (S_G/S_H)^2: running sums, so a game is
+ * O(teams) after sorting.  Everything is kept as ratios in [0, 1] computed
+ * from logarithms, so large mu differences neither overflow nor give 0/0.
  */
 static void
 OpenSkillTeamUpdates(int team_count, const int *rank_sorted,
 					 const double *team_mu, const double *team_sigma_sq,
 					 double beta, double *omega, double *delta, double *scratch)
 {
-	double	   *e = scratch;
-	double	   *suffix = scratch + team_count;
+	double	   *log_e = scratch;
+	double	   *log_suffix = scratch + team_count;	/* log S from t down */
 	double		c_sq = 0.0;
 	double		c;
-	double		mu_max = team_mu[0];
-	double		inv_s = 0.0;	/* sum over tie groups so far of 1/S */
-	double		inv_s_sq = 0.0; /* ... of 1/S^2 */
+	double		a_sum = 0.0;	/* A_G */
+	double		b_sum = 0.0;	/* B_G */
+	double		prev_log_s = 0.0;
 
 	for (int t = 0; t < team_count; t++)
-	{
 		c_sq += team_sigma_sq[t] + beta * beta;
-		mu_max = Max(mu_max, team_mu[t]);
-	}
 	c = sqrt(c_sq);
 
-	/* exp((mu - max)/c): the same quotients without overflow */
 	for (int t = 0; t < team_count; t++)
-		e[t] = exp((team_mu[t] - mu_max) / c);
-	suffix[team_count - 1] = e[team_count - 1];
+		log_e[t] = team_mu[t] / c;
+	log_suffix[team_count - 1] = log_e[team_count - 1];
 	for (int t = team_count - 2; t >= 0; t--)
-		suffix[t] = suffix[t + 1] + e[t];
+		log_suffix[t] = LogAddExp(log_suffix[t + 1], log_e[t]);
 
 	for (int start = 0; start < team_count;)
 	{
 		int			end = start;
-		double		s;
 		int			ties;
+		double		log_s;
 
 		while (end + 1 < team_count && rank_sorted[end + 1] == rank_sorted[start])
 			end++;
 		ties = end - start + 1;
-		s = suffix[start];		/* the group and every team ranked below */
-		inv_s += 1.0 / s;
-		inv_s_sq += 1.0 / (s * s);
+		log_s = log_suffix[start];	/* the group and every team below it */
+		if (start == 0)
+		{
+			a_sum = 1.0;
+			b_sum = 1.0;
+		}
+		else
+		{
+			double		ratio = exp(log_s - prev_log_s);	/* S_G / S_prev <= 1 */
+
+			a_sum = 1.0 + a_sum * ratio;
+			b_sum = 1.0 + b_sum * ratio * ratio;
+		}
+		prev_log_s = log_s;
 
 		for (int t = start; t <= end; t++)
 		{
 			double		sigma_sq = team_sigma_sq[t];
 			double		gamma = sqrt(sigma_sq) / c;
-			double		omega_sum = 1.0 / ties - e[t] * inv_s;
-			double		delta_sum = e[t] * inv_s - e[t] * e[t] * inv_s_sq;
+			double		share = exp(log_e[t] - log_s);	/* e_t / S_G */
+			double		omega_sum = 1.0 / ties - share * a_sum;
+			double		delta_sum = share * a_sum - share * share * b_sum;
 
 			omega[t] = omega_sum * sigma_sq / c;
 			delta[t] = gamma * delta_sum * sigma_sq / c_sq;
@@ -240,15 +260,24 @@ ReadOpenSkillGame(FunctionCallInfo fcinfo, int rank_arg, OpenSkillGame *game)
 					 errmsg("sigma[%d] must be greater than zero", i + 1),
 					 errdetail("Got %g.", game->sigma[i])));
 
-	/* group players by team number */
-	order = (int *) palloc(sizeof(int) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		order[i] = i;
-	qsort_arg(order, n, sizeof(int), CompareByTeam, game->team);
+	/* group players by team number (often already in order: skip the sort) */
+	order = (int *) palloc(sizeof(int) * 4 * Max(n, 1));
+	game->team_of = order + n;
+	game->team_number = (int32 *) (order + 2 * n);
+	game->team_rank = (int32 *) (order + 3 * n);
+	{
+		bool		sorted = true;
 
-	game->team_of = (int *) palloc(sizeof(int) * Max(n, 1));
-	game->team_number = (int32 *) palloc(sizeof(int32) * Max(n, 1));
-	game->team_rank = (int32 *) palloc(sizeof(int32) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+		{
+			order[i] = i;
+			if (i > 0 && game->team[i] < game->team[i - 1])
+				sorted = false;
+		}
+		if (!sorted)
+			qsort_arg(order, n, sizeof(int), CompareByTeam, game->team);
+	}
+
 	game->team_count = 0;
 	for (int j = 0; j < n; j++)
 	{
@@ -341,43 +370,59 @@ mm_openskill_rate(PG_FUNCTION_ARGS)
 	n = game.players;
 	teams = game.team_count;
 
+	/* one block for all the working arrays of this call */
+	sigma_tau = (double *) palloc(sizeof(double) * (n + 10 * teams));
+	team_mu = sigma_tau + n;
+	team_sigma_sq = team_mu + teams;
+	sorted_mu = team_sigma_sq + teams;
+	sorted_sigma_sq = sorted_mu + teams;
+	sorted_omega = sorted_sigma_sq + teams;
+	sorted_delta = sorted_omega + teams;
+	omega = sorted_delta + teams;
+	delta = omega + teams;
+	scratch = delta + teams;	/* 2 * teams */
+	by_rank = (int *) palloc(sizeof(int) * 2 * teams);
+	rank_sorted = (int32 *) (by_rank + teams);
+
 	/* tau first: sigma' = sqrt(sigma^2 + tau^2) */
-	sigma_tau = (double *) palloc(sizeof(double) * n);
 	for (int i = 0; i < n; i++)
 		sigma_tau[i] = sqrt(game.sigma[i] * game.sigma[i] + OPENSKILL_TAU * OPENSKILL_TAU);
-
-	team_mu = (double *) palloc(sizeof(double) * teams);
-	team_sigma_sq = (double *) palloc(sizeof(double) * teams);
 	SumTeams(&game, sigma_tau, team_mu, team_sigma_sq);
 
-	/* the model wants the teams in rank order */
-	by_rank = (int *) palloc(sizeof(int) * teams);
-	for (int t = 0; t < teams; t++)
-		by_rank[t] = t;
-	qsort_arg(by_rank, teams, sizeof(int), CompareTeamsByRank, game.team_rank);
-	rank_sorted = (int32 *) palloc(sizeof(int32) * teams);
-	sorted_mu = (double *) palloc(sizeof(double) * teams);
-	sorted_sigma_sq = (double *) palloc(sizeof(double) * teams);
-	sorted_omega = (double *) palloc(sizeof(double) * teams);
-	sorted_delta = (double *) palloc(sizeof(double) * teams);
-	for (int s = 0; s < teams; s++)
+	/* the model wants the teams in rank order (often they already are) */
 	{
-		rank_sorted[s] = game.team_rank[by_rank[s]];
-		sorted_mu[s] = team_mu[by_rank[s]];
-		sorted_sigma_sq[s] = team_sigma_sq[by_rank[s]];
+		bool		sorted = true;
+
+		for (int t = 0; t < teams; t++)
+		{
+			by_rank[t] = t;
+			if (t > 0 && game.team_rank[t] < game.team_rank[t - 1])
+				sorted = false;
+		}
+		if (!sorted)
+			qsort_arg(by_rank, teams, sizeof(int), CompareTeamsByRank, game.team_rank);
 	}
-	scratch = (double *) palloc(sizeof(double) * 2 * teams);
+	for (int r = 0; r < teams; r++)
+	{
+		rank_sorted[r] = game.team_rank[by_rank[r]];
+		sorted_mu[r] = team_mu[by_rank[r]];
+		sorted_sigma_sq[r] = team_sigma_sq[by_rank[r]];
+	}
 	OpenSkillTeamUpdates(teams, rank_sorted, sorted_mu, sorted_sigma_sq,
 						 OPENSKILL_BETA, sorted_omega, sorted_delta, scratch);
-	omega = (double *) palloc(sizeof(double) * teams);
-	delta = (double *) palloc(sizeof(double) * teams);
-	for (int s = 0; s < teams; s++)
+	for (int r = 0; r < teams; r++)
 	{
-		omega[by_rank[s]] = sorted_omega[s];
-		delta[by_rank[s]] = sorted_delta[s];
+		omega[by_rank[r]] = sorted_omega[r];
+		delta[by_rank[r]] = sorted_delta[r];
 	}
 
-	InitMaterializedSRF(fcinfo, 0);
+	/*
+	 * The expected descriptor (copied) is much cheaper than building one
+	 * from the catalogs on every call; set-returning calls in the select
+	 * list may not provide it.
+	 */
+	InitMaterializedSRF(fcinfo, rsinfo != NULL && IsA(rsinfo, ReturnSetInfo) &&
+						rsinfo->expectedDesc != NULL ? MAT_SRF_USE_EXPECTED_DESC : 0);
 	for (int i = 0; i < n; i++)
 	{
 		int			t = game.team_of[i];

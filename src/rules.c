@@ -37,7 +37,11 @@ ClosenessOf(double used, double allowed)
 	return c;
 }
 
-/* A jsonb number as a double; false when it is not a finite number. */
+/*
+ * A jsonb number as a double; false when it is not a finite number.  Whole
+ * numbers within int4 (skills, latencies) take a fast exact path; others go
+ * through numeric's text conversion.
+ */
 static bool
 JsonbNumberValue(const JsonbValue *v, double *result)
 {
@@ -45,8 +49,19 @@ JsonbNumberValue(const JsonbValue *v, double *result)
 
 	if (v == NULL || v->type != jbvNumeric)
 		return false;
+	if (DatumGetInt32(DirectFunctionCall1(numeric_scale, NumericGetDatum(v->val.numeric))) == 0)
+	{
+		bool		error = false;
+		int32		i = numeric_int4_opt_error(v->val.numeric, &error);
+
+		if (!error)
+		{
+			*result = (double) i;
+			return true;
+		}
+	}
 	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
-											 NumericGetDatum(v->val.numeric)));
+										   NumericGetDatum(v->val.numeric)));
 	if (isnan(d) || isinf(d))
 		return false;
 	*result = d;
@@ -312,14 +327,21 @@ InternRegion(MmRuleContext *context, const char *name, int len)
 	return context->nregions++;
 }
 
-/* Compares region latencies by region index, for the sorted ticket list. */
-static int
-CompareRegionLatency(const void *a, const void *b)
+/* Sorts a player's few regions by region index (insertion sort: 1 to ~10). */
+static void
+SortRegionLatencies(MmRegionLatency *list, int n)
 {
-	const MmRegionLatency *x = a;
-	const MmRegionLatency *y = b;
+	int			i,
+				j;
 
-	return (x->region > y->region) - (x->region < y->region);
+	for (i = 1; i < n; i++)
+	{
+		MmRegionLatency item = list[i];
+
+		for (j = i; j > 0 && list[j - 1].region > item.region; j--)
+			list[j] = list[j - 1];
+		list[j] = item;
+	}
 }
 
 /*
@@ -388,7 +410,7 @@ LatencyExtract(MmRuleContext *context, const MmRuleConfig *rule,
 					nmine++;
 				}
 			}
-			qsort(mine, nmine, sizeof(MmRegionLatency), CompareRegionLatency);
+			SortRegionLatencies(mine, nmine);
 		}
 
 		if (!any_reported)

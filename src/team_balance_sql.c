@@ -98,8 +98,9 @@ mm_balance_teams(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("parties cannot be placed into %d non-empty teams",
 							team_count),
-					 errdetail("The %d players form %d parties (solo players counted as one each), fewer than the teams.",
-							   n, groups)));
+					 errdetail_plural("The %d players form only %d group (a party or a solo player), fewer than the teams.",
+									  "The %d players form only %d groups (parties or solo players), fewer than the teams.",
+									  groups, n, groups)));
 		}
 	}
 

@@ -14,8 +14,8 @@ SELECT mm.create_queue('bench-metrics', '{"teams": [{"name": "red", "min": 1, "m
 INSERT INTO mm.tickets (queue, players, created_at)
 SELECT 'bench-metrics',
 	   jsonb_build_array(jsonb_build_object('id', 'bm-' || i,
-			'attributes', jsonb_build_object('skill', 600 + (i * 7919) % 800),
-			'latencies', jsonb_build_object('eu', 20 + (i * 104729) % 60))),
+			'attributes', jsonb_build_object('skill', 600 + (i::bigint * 7919) % 800),
+			'latencies', jsonb_build_object('eu', 20 + (i::bigint * 104729) % 60))),
 	   '2030-01-01 00:00:00+00'::timestamptz + i * (interval '86400 seconds' / :n)
   FROM generate_series(1, :n) i;
 

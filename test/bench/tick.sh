@@ -10,10 +10,13 @@
 #     players FOR UPDATE SKIP LOCKED (oldest first, as the tick does) and
 #     writes as many match, match-player and ticket rows as the tick did.
 # Reports the median time of each, tick/floor, tickets matched per second,
-# the backend's peak memory during the tick (VmHWM from /proc after resetting
-# it with clear_refs, minus the resident size before the tick; the shared
-# buffers were already touched by the warm-up, so this is the tick's private
-# peak), and the matching compute without SPI I/O when the tick exposes it.
+# the tick's phases (load, compute without SPI I/O, write) and the peak of its
+# memory context from mm.last_tick_stats(), and, measured from outside in a
+# fresh backend, the growth of the backend's private resident memory during
+# the tick (VmHWM from /proc/self/status after resetting it through
+# /proc/self/clear_refs, minus shared and file-backed pages and the private
+# memory before; a lower bound of the private peak), and the same for the
+# floor.
 #
 # Run by: bash test/bench/run.sh tick   (env: PGHOST/PGPORT/PGDATABASE set by run.sh)
 #   MM_BENCH_TICK_SIZES="1000 10000" to choose sizes, MM_BENCH_TICK_RUNS=3 runs per size.
@@ -33,6 +36,8 @@ CREATE TABLE bench_tick_runs (size int, run int, kind text, ms float8, matches i
 	tickets_matched int, players_matched int, peak_kb bigint, compute_ms float8,
 	load_ms float8, write_ms float8, context_bytes bigint, tickets_loaded int);
 DROP TABLE IF EXISTS bench_tick_enqueue;
+DROP TABLE IF EXISTS bench_tick_memory;
+CREATE TABLE bench_tick_memory (size int, kind text, anon_growth_kb bigint, context_bytes bigint);
 CREATE TABLE bench_tick_enqueue (size int, ms float8);
 -- The backend's memory figures (kB) from /proc/self/status.
 CREATE OR REPLACE FUNCTION bench_proc_kb(field text) RETURNS bigint LANGUAGE sql AS $$
@@ -46,11 +51,50 @@ END
 $$;
 SQL
 
+floor_sql=$(cat <<'SQL'
+-- the floor, as one statement: read the searching tickets (id, created_at,
+-- players, as the tick's load does) FOR UPDATE SKIP LOCKED oldest first;
+-- write :m matches and the match-player and ticket rows of the :t oldest
+-- tickets, ten by ten (psql variables :queue, :now, :m, :t)
+PREPARE floor AS
+WITH picked AS MATERIALIZED (
+	SELECT t.id, t.players, pg_catalog.row_number() OVER (ORDER BY t.created_at, t.id) - 1 AS rn
+	  FROM (SELECT t.id, t.created_at, t.players
+	          FROM mm.tickets t
+	         WHERE t.queue = :'queue' AND t.status = 'searching'
+	         ORDER BY t.created_at, t.id
+	           FOR UPDATE SKIP LOCKED) t),
+matched AS MATERIALIZED (SELECT * FROM picked WHERE rn < :t),
+new_matches AS (
+	INSERT INTO mm.matches (queue, status, created_at, updated_at, region, quality, rule_steps)
+	SELECT :'queue', 'ready', timestamptz :'now', timestamptz :'now', 'eu', 0.5,
+	       '{"skill": {"step": 0, "threshold": 50}, "ping": {"step": 0, "threshold": 100}}'
+	  FROM generate_series(1, :m)
+	RETURNING id),
+numbered AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) - 1 AS k FROM new_matches),
+new_players AS (
+	INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)
+	SELECT n.id, :'queue', p.value ->> 'id', m.id, CASE WHEN m.rn % 10 < 5 THEN 'red' ELSE 'blue' END
+	  FROM matched m JOIN numbered n ON n.k = m.rn / 10,
+	       jsonb_array_elements(m.players) p
+	RETURNING 1),
+updated AS (
+	UPDATE mm.tickets t SET status = 'matched', match_id = n.id, matched_at = timestamptz :'now',
+	       updated_at = timestamptz :'now'
+	  FROM matched m JOIN numbered n ON n.k = m.rn / 10
+	 WHERE t.id = m.id
+	RETURNING 1)
+SELECT (SELECT count(*) FROM new_players) AS floor_players, (SELECT count(*) FROM updated) AS floor_tickets;
+SQL
+)
+
 for size in $sizes; do
 	echo "== $size searching tickets" >&2
 	# fresh queue and tickets, enqueued in bulk through INSERT INTO mm.tickets
 	q -v size="$size" -v queue="$queue" -v now="$now" <<'SQL'
-SELECT count(mm.drop_queue(name, force => true)) FROM mm.queues WHERE name = :'queue' \gset
+-- (the old tickets go without a cancel event each: DELETE, then drop the queue)
+DELETE FROM mm.tickets WHERE queue = :'queue';
+SELECT count(mm.drop_queue(name)) FROM mm.queues WHERE name = :'queue' \gset
 DELETE FROM mm.players WHERE id LIKE 'bench-%';
 SELECT mm.create_queue(:'queue', '{
   "match_size": {"min": 10, "max": 10},
@@ -90,38 +134,9 @@ SELECT mm.tick(:'queue', :'now') AS m \gset
 SELECT count(*) AS p, count(DISTINCT ticket_id) AS t FROM mm.match_players WHERE queue = :'queue' \gset
 ROLLBACK;
 
--- the floor, as one statement: read the searching tickets (id, created_at,
--- players, as the tick's load does) FOR UPDATE SKIP LOCKED oldest first, write :m matches, :p match-player rows and :t
--- ticket rows (the :t oldest tickets, ten by ten)
-PREPARE floor AS
-WITH picked AS MATERIALIZED (
-	SELECT t.id, t.players, pg_catalog.row_number() OVER (ORDER BY t.created_at, t.id) - 1 AS rn
-	  FROM (SELECT t.id, t.created_at, t.players
-	          FROM mm.tickets t
-	         WHERE t.queue = :'queue' AND t.status = 'searching'
-	         ORDER BY t.created_at, t.id
-	           FOR UPDATE SKIP LOCKED) t),
-matched AS MATERIALIZED (SELECT * FROM picked WHERE rn < :t),
-new_matches AS (
-	INSERT INTO mm.matches (queue, status, created_at, updated_at, region, quality, rule_steps)
-	SELECT :'queue', 'ready', timestamptz :'now', timestamptz :'now', 'eu', 0.5,
-	       '{"skill": {"step": 0, "threshold": 50}, "ping": {"step": 0, "threshold": 100}}'
-	  FROM generate_series(1, :m)
-	RETURNING id),
-numbered AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) - 1 AS k FROM new_matches),
-new_players AS (
-	INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)
-	SELECT n.id, :'queue', p.value ->> 'id', m.id, CASE WHEN m.rn % 10 < 5 THEN 'red' ELSE 'blue' END
-	  FROM matched m JOIN numbered n ON n.k = m.rn / 10,
-	       jsonb_array_elements(m.players) p
-	RETURNING 1),
-updated AS (
-	UPDATE mm.tickets t SET status = 'matched', match_id = n.id, matched_at = timestamptz :'now',
-	       updated_at = timestamptz :'now'
-	  FROM matched m JOIN numbered n ON n.k = m.rn / 10
-	 WHERE t.id = m.id
-	RETURNING 1)
-SELECT (SELECT count(*) FROM new_players) AS floor_players, (SELECT count(*) FROM updated) AS floor_tickets;
+SQL
+		printf '%s\n' "$floor_sql"
+		cat <<'SQL'
 SQL
 		for run in $(seq 1 "$runs"); do
 			cat <<SQL
@@ -136,18 +151,48 @@ SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
 ROLLBACK;
 INSERT INTO bench_tick_runs VALUES (:size, :run, 'floor', (:t1 - :t0) * 1000, :m, :floor_tickets, :floor_players, NULL, NULL, NULL, NULL, NULL, NULL);
 VACUUM mm.tickets, mm.ticket_players, mm.matches, mm.match_players;
-SELECT bench_proc_kb('VmRSS') AS rss_before, bench_reset_peak() \gset
 BEGIN;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
 SELECT mm.tick(:'queue', :'now') AS tick_matches \gset
 SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
-SELECT bench_proc_kb('VmHWM') AS hwm \gset
 SELECT count(*) AS tick_players, count(DISTINCT ticket_id) AS tick_tickets FROM mm.match_players WHERE queue = :'queue' \gset
 SELECT load_ms, compute_ms, write_ms, memory_bytes, tickets_loaded FROM mm.last_tick_stats() WHERE queue = :'queue' \gset
 ROLLBACK;
-INSERT INTO bench_tick_runs VALUES (:size, :run, 'tick', (:t1 - :t0) * 1000, :tick_matches, :tick_tickets, :tick_players, :hwm - :rss_before, :compute_ms, :load_ms, :write_ms, :memory_bytes, :tickets_loaded);
+INSERT INTO bench_tick_runs VALUES (:size, :run, 'tick', (:t1 - :t0) * 1000, :tick_matches, :tick_tickets, :tick_players, NULL, :compute_ms, :load_ms, :write_ms, :memory_bytes, :tickets_loaded);
 SQL
 		done
+	} | q -v size="$size" -v queue="$queue" -v now="$now"
+
+	# memory, in a fresh backend: the read touches the shared buffers first,
+	# then the peak resident size is reset and the tick runs; its private
+	# growth is at least VmHWM - shared - file-backed - private before
+	q -v size="$size" -v queue="$queue" -v now="$now" <<'SQL'
+SELECT count(*) FROM (SELECT id FROM mm.tickets WHERE queue = :'queue' AND status = 'searching'
+                       ORDER BY created_at, id) t \gset
+SELECT bench_proc_kb('RssAnon') AS anon0, bench_reset_peak() \gset
+BEGIN;
+SELECT mm.tick(:'queue', :'now') \gset
+SELECT bench_proc_kb('VmHWM') AS hwm, bench_proc_kb('RssShmem') AS shmem, bench_proc_kb('RssFile') AS file \gset
+SELECT memory_bytes FROM mm.last_tick_stats() WHERE queue = :'queue' \gset
+ROLLBACK;
+INSERT INTO bench_tick_memory VALUES (:size, 'tick', :hwm - :shmem - :file - :anon0, :memory_bytes);
+SQL
+	# the same for the floor, for comparison
+	{
+		cat <<'SQL'
+SELECT max(matches) AS m, max(tickets_matched) AS t FROM bench_tick_runs WHERE size = :size AND kind = 'tick' \gset
+SQL
+		printf '%s\n' "$floor_sql"
+		cat <<'SQL'
+SELECT count(*) FROM (SELECT id FROM mm.tickets WHERE queue = :'queue' AND status = 'searching'
+                       ORDER BY created_at, id) t \gset
+SELECT bench_proc_kb('RssAnon') AS anon0, bench_reset_peak() \gset
+BEGIN;
+EXECUTE floor \gset
+SELECT bench_proc_kb('VmHWM') AS hwm, bench_proc_kb('RssShmem') AS shmem, bench_proc_kb('RssFile') AS file \gset
+ROLLBACK;
+INSERT INTO bench_tick_memory VALUES (:size, 'floor', :hwm - :shmem - :file - :anon0, NULL);
+SQL
 	} | q -v size="$size" -v queue="$queue" -v now="$now"
 done
 
@@ -167,14 +212,14 @@ SELECT e.size AS tickets,
        round(k.load_ms::numeric, 1) AS load_ms,
        round(k.compute_ms::numeric, 1) AS compute_ms,
        round(k.write_ms::numeric, 1) AS write_ms,
-       k.peak_kb AS rss_peak_kb,
-       round((k.peak_kb * 1024.0 / e.size)::numeric) AS rss_bytes_per_ticket,
        round(k.context_bytes / 1024.0) AS context_peak_kb,
-       round((k.context_bytes::numeric / e.size)) AS context_bytes_per_ticket
+       round((k.context_bytes::numeric / e.size)) AS context_bytes_per_ticket,
+       mem.anon_growth_kb AS rss_growth_kb,
+       round((mem.anon_growth_kb * 1024.0 / e.size)::numeric) AS rss_bytes_per_ticket,
+       fmem.anon_growth_kb AS floor_rss_growth_kb
   FROM bench_tick_enqueue e
   JOIN LATERAL (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS ms,
                        max(matches) AS matches, max(tickets_matched) AS tickets_matched,
-                       percentile_disc(0.5) WITHIN GROUP (ORDER BY peak_kb) AS peak_kb,
                        percentile_disc(0.5) WITHIN GROUP (ORDER BY load_ms) AS load_ms,
                        percentile_disc(0.5) WITHIN GROUP (ORDER BY compute_ms) AS compute_ms,
                        percentile_disc(0.5) WITHIN GROUP (ORDER BY write_ms) AS write_ms,
@@ -182,10 +227,12 @@ SELECT e.size AS tickets,
                   FROM bench_tick_runs r WHERE r.size = e.size AND r.kind = 'tick') k ON true
   JOIN LATERAL (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY ms) AS ms
                   FROM bench_tick_runs r WHERE r.size = e.size AND r.kind = 'floor') f ON true
+  LEFT JOIN bench_tick_memory mem ON mem.size = e.size AND mem.kind = 'tick'
+  LEFT JOIN bench_tick_memory fmem ON fmem.size = e.size AND fmem.kind = 'floor'
  ORDER BY e.size;
 -- every run
 SELECT size, run, kind, round(ms::numeric, 1) AS ms, matches, tickets_matched, players_matched,
        tickets_loaded, round(load_ms::numeric, 1) AS load_ms, round(compute_ms::numeric, 1) AS compute_ms,
-       round(write_ms::numeric, 1) AS write_ms, peak_kb AS rss_peak_kb, context_bytes
+       round(write_ms::numeric, 1) AS write_ms, context_bytes
   FROM bench_tick_runs ORDER BY size, run, kind;
 SQL
