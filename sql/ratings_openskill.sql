@@ -58,11 +58,20 @@ SELECT * FROM pg_temp.os_check('{25,25,25,25}', ARRAY[25/3.0,25/3.0,25/3.0,25/3.
 	'{26.55291815138952,8.17961798837266,27.795252672501135,8.263571791259416,
 	  20.962412806387245,8.084127880168786,24.689416369722096,8.084127880168786}');
 
--- Properties: the winner gains, the loser loses, sigma shrinks (beyond tau);
--- a player's share of the team update grows with their sigma.
+-- Called in the select list as well as in FROM.
+SELECT round((r).mu::numeric, 6) AS mu, round((r).sigma::numeric, 6) AS sigma
+  FROM (SELECT mm.openskill_rate('{25,25}', ARRAY[25/3.0, 25/3.0], '{1,2}', '{1,2}') AS r) s;
+
+-- Properties on a 2 v 1 won by the pair, one of whom is a sure player
+-- (sigma 2): every mu of the winners rises and the loser's falls; every
+-- sigma shrinks below the sigma after tau; the sure player's mu and sigma
+-- move proportionally less than the unsure team-mate's.
 SELECT mu[1] > 25 AND mu[2] > 25 AND mu[3] < 25 AS winners_gain,
-	   sigma[1] < sigma[2] AS sure_player_moves_less_sigma,
-	   mu[1] - 25 < mu[2] - 25 AS sure_player_moves_less_mu
+	   sigma[1] < sqrt(4 + (25/300.0) ^ 2) AND sigma[2] < sqrt(64 + (25/300.0) ^ 2)
+	   AND sigma[3] < sqrt(64 + (25/300.0) ^ 2) AS all_sigmas_shrink,
+	   mu[1] - 25 < mu[2] - 25 AS sure_player_gains_less,
+	   sigma[1] / sqrt(4 + (25/300.0) ^ 2) > sigma[2] / sqrt(64 + (25/300.0) ^ 2)
+		 AS sure_player_sigma_shrinks_less
   FROM (SELECT array_agg(mu ORDER BY ord) mu, array_agg(sigma ORDER BY ord) sigma
 		  FROM mm.openskill_rate('{25,25,25}', '{2,8,8}', '{1,1,2}', '{1,1,2}')
 			   WITH ORDINALITY r(mu, sigma, ord)) s;

@@ -79,11 +79,42 @@ CALL mm.tick_loop(NULL);
 -- two sessions: test/t/020_pg_cron.pl)
 INSERT INTO mm.schedule_jobs (job_name, kind, queue, every, mode, cron_schedule)
 VALUES ('mm_tick:sched_duel', 'tick', 'sched_duel', '100 milliseconds', 'loop', '* * * * *');
+-- The loop in this session, every 100 ms: a tick forms a match, whose insert
+-- (by a test trigger) unschedules the queue; the loop commits, re-reads its
+-- schedule and returns.
+CREATE FUNCTION pg_temp.unschedule_on_match() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM mm.schedule_jobs WHERE queue = NEW.queue;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER test_unschedule_on_match AFTER INSERT ON mm.matches
+	FOR EACH ROW EXECUTE FUNCTION pg_temp.unschedule_on_match();
+SELECT mm.create_ticket('sched_duel', '[{"id": "duel_1"}]') > 0 AS t1,
+	   mm.create_ticket('sched_duel', '[{"id": "duel_2"}]') > 0 AS t2;
+CALL mm.tick_loop('sched_duel');
+SELECT status, count(*) FROM mm.tickets WHERE queue = 'sched_duel' GROUP BY status;
+SELECT count(*) AS schedule_rows, mm.tick_loop_running('sched_duel') AS running FROM mm.schedule_jobs;
+DROP TRIGGER test_unschedule_on_match ON mm.matches;
+-- A failing tick is a warning and the loop goes on; five failures in a row
+-- end the run with the error (and release the lock).
+INSERT INTO mm.schedule_jobs (job_name, kind, queue, every, mode, cron_schedule)
+VALUES ('mm_tick:sched_duel', 'tick', 'sched_duel', '100 milliseconds', 'loop', '* * * * *');
+CREATE FUNCTION pg_temp.refuse_match() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'no matches today' USING ERRCODE = 'check_violation';
+END $$;
+CREATE TRIGGER test_refuse_match BEFORE INSERT ON mm.matches
+	FOR EACH ROW EXECUTE FUNCTION pg_temp.refuse_match();
+SELECT mm.create_ticket('sched_duel', '[{"id": "duel_3"}]') > 0 AS t3,
+	   mm.create_ticket('sched_duel', '[{"id": "duel_4"}]') > 0 AS t4;
+CALL mm.tick_loop('sched_duel');
+SELECT mm.tick_loop_running('sched_duel');
+DROP TRIGGER test_refuse_match ON mm.matches;
 -- the view lists the row even without pg_cron (no pg_cron state)
 SELECT job_name, kind, queue, every, mode, cron_schedule, job_id, active, loop_running
   FROM mm.schedules;
 -- dropping the queue removes its schedule row
-SELECT mm.drop_queue('sched_duel');
+SELECT mm.drop_queue('sched_duel', force => true);
 SELECT count(*) FROM mm.schedule_jobs;
 
 -- Retention.  Tickets and matches at explicit times in 2031: ticks at 10:00

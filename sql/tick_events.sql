@@ -110,6 +110,39 @@ SELECT payload ->> 'event' AS event, payload ->> 'queue' AS queue, payload -> 't
 	   (payload ->> 'match_id')::bigint = (SELECT id FROM mm.matches WHERE queue = 'te_big') AS match_id_ok
   FROM pg_temp.wait_events(1);
 
+-- Concurrency seen from one session, with a second one through dblink:
+-- a tick of a queue another session is ticking returns 0 at once, and a
+-- ticket locked by another session (a cancel in flight) is skipped, not
+-- waited for.
+SELECT dblink_connect('tick_other',
+	format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
+		   split_part(current_setting('unix_socket_directories'), ',', 1)));
+SELECT mm.create_queue('te_lock', '{"match_size": {"min": 2, "max": 2}}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('te_lock', '[{"id": "la"}]', '2026-01-01 00:00:00+00'),
+  ('te_lock', '[{"id": "lb"}]', '2026-01-01 00:00:01+00'),
+  ('te_lock', '[{"id": "lc"}]', '2026-01-01 00:00:02+00');
+SELECT dblink_exec('tick_other', 'BEGIN');
+SELECT * FROM dblink('tick_other', $$SELECT mm.tick('te_lock', '2026-01-01 00:00:03+00')$$) AS t(tick integer);
+-- the other session holds the queue until it ends
+SELECT mm.tick('te_lock', '2026-01-01 00:00:03+00');
+SELECT queue, locked_out, tickets_loaded, matches FROM mm.last_tick_stats();
+SELECT dblink_exec('tick_other', 'ROLLBACK');
+-- the other session locks la's row (as mm.cancel_ticket does) and keeps it
+SELECT dblink_exec('tick_other', 'BEGIN');
+SELECT * FROM dblink('tick_other', $$SELECT t.players -> 0 ->> 'id' FROM mm.tickets t
+	WHERE t.queue = 'te_lock' AND t.players -> 0 ->> 'id' = 'la' FOR UPDATE$$) AS t(locked text);
+SET lock_timeout = '5s';
+SELECT mm.tick('te_lock', '2026-01-01 00:00:03+00');
+RESET lock_timeout;
+SELECT queue, locked_out, tickets_loaded, matches FROM mm.last_tick_stats();
+SELECT t.players -> 0 ->> 'id' AS player, t.status FROM mm.tickets t
+ WHERE t.queue = 'te_lock' ORDER BY t.created_at;
+SELECT dblink_exec('tick_other', 'ROLLBACK');
+SELECT dblink_disconnect('tick_other');
+-- the events of these ticks
+SELECT channel, pg_temp.readable(payload) FROM pg_temp.wait_events(1);
+
 SELECT dblink_disconnect('tick_listener');
-SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['te_q', 'te_big']) q;
+SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['te_q', 'te_big', 'te_lock']) q;
 DROP EXTENSION dblink;

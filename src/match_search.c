@@ -56,6 +56,8 @@ typedef struct SearchState
 	int		   *sorted;			/* ticket indexes by (value, index) */
 	double	   *sorted_value;
 	int		   *pos_of;			/* sorted position of each ticket, -1 */
+	double	   *main_value;		/* each ticket's main value (contiguous: the */
+	char	   *main_kind;		/* walk reads it for every ticket it passes) */
 	int		   *next_sorted;	/* union-find: next alive position >= p */
 	int		   *fenwick;		/* alive counts over sorted positions */
 	int			alive_any;		/* alive tickets whose main value is ANY */
@@ -165,7 +167,7 @@ RemoveTicket(SearchState *s, int i)
 			s->next_sorted[pos] = pos + 1;
 			FenwickAdd(s->fenwick, s->nsorted, pos, -1);
 		}
-		else if (s->tickets[i].values[s->main_rule].kind == MM_VALUE_ANY)
+		else if (s->main_kind[i] == MM_VALUE_ANY)
 			s->alive_any--;
 	}
 }
@@ -250,11 +252,15 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 
 		s->any_list = palloc(sizeof(int) * Max(ntickets, 1));
 		s->pos_of = palloc(sizeof(int) * Max(ntickets, 1));
+		s->main_value = palloc(sizeof(double) * Max(ntickets, 1));
+		s->main_kind = palloc(sizeof(char) * Max(ntickets, 1));
 		for (i = 0; i < ntickets; i++)
 		{
 			const MmRuleValue *v = &tickets[i].values[s->main_rule];
 
 			s->pos_of[i] = -1;
+			s->main_value[i] = v->number;
+			s->main_kind[i] = (char) v->kind;
 			if (v->kind == MM_VALUE_PRESENT)
 			{
 				entries[s->nsorted].value = v->number;
@@ -311,14 +317,12 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 static inline bool
 InWindow(const SearchState *s, int i)
 {
-	const MmRuleValue *v;
-
 	if (!s->windowed)
 		return true;
-	v = &s->tickets[i].values[s->main_rule];
-	if (v->kind == MM_VALUE_ANY)
+	if (s->main_kind[i] == MM_VALUE_ANY)
 		return true;
-	return v->kind == MM_VALUE_PRESENT && v->number >= s->window_lo && v->number <= s->window_hi;
+	return s->main_kind[i] == MM_VALUE_PRESENT &&
+		s->main_value[i] >= s->window_lo && s->main_value[i] <= s->window_hi;
 }
 
 /* Collects the rest of the window (index >= from) in age order at once. */

@@ -183,7 +183,7 @@ typedef struct OpenSkillGame
 	int32	   *rank;			/* NULL for predict_win */
 	int			team_count;
 	int		   *team_of;		/* player -> team index, teams in ascending
-								 * team number (or rank) order */
+								 * team-number order */
 	int32	   *team_number;	/* team index -> team number */
 	int32	   *team_rank;		/* team index -> rank */
 } OpenSkillGame;

@@ -29,8 +29,11 @@ typedef struct MmBalanceInput
  * between the strongest and the weakest team total into *spread (may be
  * NULL).  Returns false, leaving team_of undefined, when the parties cannot be
  * placed (a party larger than its team, or no way to reach the wanted sizes).
- * Deterministic: the same input always gives the same answer.  Does not
- * allocate with palloc unless told to by the implementation's notes.
+ * Deterministic: the same input always gives the same answer.  With free
+ * sizes the sizes differ as little as the parties allow (at most one with
+ * solo players), and teams are numbered in order of their lowest-numbered
+ * player; with team_size given only teams of equal size are renumbered among
+ * themselves.  Does not allocate (about 20 kB of stack); no palloc, no SPI.
  */
 extern bool MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread);
 

@@ -33,7 +33,7 @@ q <<'SQL'
 SET client_min_messages = warning;
 DROP TABLE IF EXISTS bench_tick_runs;
 CREATE TABLE bench_tick_runs (size int, run int, kind text, ms float8, matches int,
-	tickets_matched int, players_matched int, peak_kb bigint, compute_ms float8,
+	tickets_matched int, players_matched int, compute_ms float8,
 	load_ms float8, write_ms float8, context_bytes bigint, tickets_loaded int);
 DROP TABLE IF EXISTS bench_tick_enqueue;
 DROP TABLE IF EXISTS bench_tick_memory;
@@ -136,8 +136,6 @@ ROLLBACK;
 
 SQL
 		printf '%s\n' "$floor_sql"
-		cat <<'SQL'
-SQL
 		for run in $(seq 1 "$runs"); do
 			cat <<SQL
 \set run $run
@@ -149,7 +147,7 @@ SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
 EXECUTE floor \gset
 SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
 ROLLBACK;
-INSERT INTO bench_tick_runs VALUES (:size, :run, 'floor', (:t1 - :t0) * 1000, :m, :floor_tickets, :floor_players, NULL, NULL, NULL, NULL, NULL, NULL);
+INSERT INTO bench_tick_runs VALUES (:size, :run, 'floor', (:t1 - :t0) * 1000, :m, :floor_tickets, :floor_players, NULL, NULL, NULL, NULL, NULL);
 VACUUM mm.tickets, mm.ticket_players, mm.matches, mm.match_players;
 BEGIN;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
@@ -158,7 +156,7 @@ SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
 SELECT count(*) AS tick_players, count(DISTINCT ticket_id) AS tick_tickets FROM mm.match_players WHERE queue = :'queue' \gset
 SELECT load_ms, compute_ms, write_ms, memory_bytes, tickets_loaded FROM mm.last_tick_stats() WHERE queue = :'queue' \gset
 ROLLBACK;
-INSERT INTO bench_tick_runs VALUES (:size, :run, 'tick', (:t1 - :t0) * 1000, :tick_matches, :tick_tickets, :tick_players, NULL, :compute_ms, :load_ms, :write_ms, :memory_bytes, :tickets_loaded);
+INSERT INTO bench_tick_runs VALUES (:size, :run, 'tick', (:t1 - :t0) * 1000, :tick_matches, :tick_tickets, :tick_players, :compute_ms, :load_ms, :write_ms, :memory_bytes, :tickets_loaded);
 SQL
 		done
 	} | q -v size="$size" -v queue="$queue" -v now="$now"
