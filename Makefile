@@ -20,7 +20,7 @@ TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 EXTRA_CLEAN = results/ regression.diffs regression.out output_iso/ tmp_check/ \
-	$(patsubst %.c,%,$(wildcard test/bench/*.c))
+	$(patsubst %.c,%,$(wildcard test/bench/*.c)) $(SIM_PROGRAMS)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -29,3 +29,19 @@ include $(PGXS)
 # Lets the test scripts read the lists above.
 print-%:
 	@echo $($*)
+
+# The simulator and the LISTEN client (test/sim): plain libpq programs, built
+# by `make sim` (the demo does), not by `all`, so the extension's build needs
+# nothing beyond PGXS.  Same compiler flags as the extension, PG_CFLAGS too.
+SIM_PROGRAMS = test/sim/mm_sim test/sim/mm_listen
+SIM_CPPFLAGS = -I$(shell $(PG_CONFIG) --includedir)
+SIM_LIBS = -L$(shell $(PG_CONFIG) --libdir) -lpq -lm
+
+sim: $(SIM_PROGRAMS)
+.PHONY: sim
+
+test/sim/mm_sim: test/sim/mm_sim.c test/sim/sim_db.c test/sim/sim_report.c test/sim/sim.h
+	$(CC) $(CFLAGS) $(SIM_CPPFLAGS) -o $@ $(filter %.c,$^) $(LDFLAGS_EX) $(SIM_LIBS)
+
+test/sim/mm_listen: test/sim/mm_listen.c
+	$(CC) $(CFLAGS) $(SIM_CPPFLAGS) -o $@ $< $(LDFLAGS_EX) $(SIM_LIBS)

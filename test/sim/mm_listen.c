@@ -1,0 +1,198 @@
+/*
+ * mm_listen.c
+ *	  A real LISTEN client for the mm_events channel: what a game backend
+ *	  does to learn that its players have a match.  Prints one line per event
+ *	  as it is announced; for match_found it reads the match's teams back
+ *	  with SQL (the payload may be compact when large).
+ *
+ *   mm_listen [--dsn CONNINFO] [--count N] [--seconds N] [--raw]
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libpq-fe.h"
+
+static PGconn *conn;
+static bool on_tty;
+
+/* The server's goodbye at shutdown is expected: we say so ourselves. */
+static void
+QuietNotices(void *arg, const char *message)
+{
+	(void) arg;
+	(void) message;
+}
+
+/* Reports a libpq failure and exits. */
+static void
+Die(const char *what)
+{
+	fprintf(stderr, "mm_listen: %s: %s", what, PQerrorMessage(conn));
+	exit(1);
+}
+
+/* Starts an output line; on a terminal it first clears a progress line another program drew. */
+static void
+LinePrefix(void)
+{
+	time_t		now = time(NULL);
+	struct tm	tm;
+	char		stamp[16];
+
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
+	printf("%s[%s] ", on_tty ? "\r\033[K" : "", stamp);
+}
+
+/*
+ * Prints one event.  The payload is parsed by the server (jsonb), and a
+ * match_found is described from the tables: queue, region, quality, and each
+ * team's players with their skill.
+ */
+static void
+PrintEvent(const char *payload, bool raw)
+{
+	const char *params[1] = {payload};
+	PGresult   *res;
+
+	if (raw)
+	{
+		LinePrefix();
+		printf("%s\n", payload);
+		return;
+	}
+	res = PQexecParams(conn,
+					   "WITH e AS (SELECT $1::jsonb AS p),"
+					   " teams AS ("
+					   "  SELECT mp.team,"
+					   "         pg_catalog.string_agg(mp.player_id, ' ' ORDER BY mp.player_id) AS names,"
+					   "         pg_catalog.count(*) AS n,"
+					   "         pg_catalog.avg((tp.attributes->>'skill')::float8) AS skill"
+					   "    FROM e, mm.match_players mp"
+					   "    LEFT JOIN mm.ticket_players tp"
+					   "           ON tp.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id"
+					   "          AND tp.player_id OPERATOR(pg_catalog.=) mp.player_id"
+					   "   WHERE e.p->>'event' OPERATOR(pg_catalog.=) 'match_found'"
+					   "     AND mp.match_id OPERATOR(pg_catalog.=) (e.p->>'match_id')::bigint"
+					   "   GROUP BY mp.team)"
+					   "SELECT e.p->>'event', e.p->>'queue', e.p->>'match_id', m.region,"
+					   "       pg_catalog.round(m.quality::numeric, 3),"
+					   "       (SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s, avg skill %s): %s',"
+					   "                 coalesce(team, 'players'), n, pg_catalog.round(skill::numeric), names),"
+					   "                 ' vs ' ORDER BY team) FROM teams),"
+					   "       coalesce(e.p->>'tickets', e.p->>'ticket_id', '')"
+					   "  FROM e LEFT JOIN mm.matches m"
+					   "    ON e.p->>'event' OPERATOR(pg_catalog.=) 'match_found'"
+					   "   AND m.id OPERATOR(pg_catalog.=) (e.p->>'match_id')::bigint",
+					   1, NULL, params, NULL, NULL, 0);
+	LinePrefix();
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		printf("event (unreadable: %s): %s\n", PQresultErrorMessage(res), payload);
+	else if (strcmp(PQgetvalue(res, 0, 0), "match_found") == 0)
+		printf("match_found %s in %s, region %s, quality %s: %s\n",
+			   PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 1),
+			   PQgetisnull(res, 0, 3) ? "-" : PQgetvalue(res, 0, 3),
+			   PQgetisnull(res, 0, 4) ? "-" : PQgetvalue(res, 0, 4),
+			   PQgetisnull(res, 0, 5) ? "(teams not readable)" : PQgetvalue(res, 0, 5));
+	else
+		printf("%s in %s%s%s%s%s\n", PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
+			   PQgetisnull(res, 0, 2) ? "" : ", match ", PQgetvalue(res, 0, 2),
+			   PQgetvalue(res, 0, 6)[0] ? ", tickets " : "", PQgetvalue(res, 0, 6));
+	fflush(stdout);
+	PQclear(res);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *conninfo = "";
+	long		count = 0;
+	double		seconds = 0;
+	bool		raw = false;
+	long		seen = 0;
+	struct timeval start;
+	PGresult   *res;
+	int			i;
+
+	for (i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--raw") == 0)
+			raw = true;
+		else if (strcmp(argv[i], "--dsn") == 0 && i + 1 < argc)
+			conninfo = argv[++i];
+		else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
+			count = atol(argv[++i]);
+		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else
+		{
+			fprintf(stderr,
+					"Usage: mm_listen [--dsn CONNINFO] [--count N] [--seconds N] [--raw]\n"
+					"  LISTENs on mm_events and prints each event as it arrives;\n"
+					"  stops after N events or N seconds (default: until the server goes away).\n");
+			return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+		}
+	}
+	on_tty = isatty(fileno(stdout));
+	gettimeofday(&start, NULL);
+
+	conn = PQconnectdb(conninfo);
+	if (PQstatus(conn) != CONNECTION_OK)
+		Die("cannot connect");
+	PQsetNoticeProcessor(conn, QuietNotices, NULL);
+	res = PQexec(conn, "LISTEN mm_events");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		Die("LISTEN failed");
+	PQclear(res);
+
+	for (;;)
+	{
+		int			sock = PQsocket(conn);
+		fd_set		input;
+		struct timeval timeout = {0, 500000};
+		PGnotify   *notify;
+
+		if (sock < 0)
+			break;
+		FD_ZERO(&input);
+		FD_SET(sock, &input);
+		if (select(sock + 1, &input, NULL, NULL, &timeout) < 0 && errno != EINTR)
+		{
+			perror("mm_listen: select");
+			return 1;
+		}
+		if (!PQconsumeInput(conn))
+		{
+			/* the demo stops the cluster at the end: that is how we finish */
+			fprintf(stderr, "mm_listen: connection closed\n");
+			break;
+		}
+		while ((notify = PQnotifies(conn)) != NULL)
+		{
+			PrintEvent(notify->extra, raw);
+			PQfreemem(notify);
+			if (count > 0 && ++seen >= count)
+			{
+				PQfinish(conn);
+				return 0;
+			}
+		}
+		if (seconds > 0)
+		{
+			struct timeval now;
+
+			gettimeofday(&now, NULL);
+			if ((now.tv_sec - start.tv_sec) + (now.tv_usec - start.tv_usec) / 1e6 >= seconds)
+				break;
+		}
+	}
+	PQfinish(conn);
+	return 0;
+}

@@ -1,0 +1,1664 @@
+/*
+ * mm_sim.c
+ *	  The matchmaking simulator: players arrive, queue, get matched by the
+ *	  extension, play, have their ratings updated from the outcome, and come
+ *	  back for another game.
+ *
+ * Two clocks.  Simulated time (the default) calls mm.tick(queue, now) itself
+ * with an explicit `now`, so an hour of traffic runs in seconds.  Real time
+ * (--realtime) inserts tickets as the wall clock passes and leaves the
+ * ticking to pg_cron (mm.schedule), or to itself with --self-tick.
+ *
+ * --flexmatch replays the benchmark of Amazon GameLift FlexMatch's article
+ * (Radiant vs Dire in three modes, one queue each) and prints our figures
+ * beside the published ones.  Everything random comes from one seeded
+ * generator, so a run is reproducible with --seed.
+ *
+ *   mm_sim --flexmatch --seed 1                      # the replay, simulated time
+ *   mm_sim --realtime --queues ranked_5v5,casual --seconds 60
+ *
+ * All figures are read back from the extension's tables at the end; the
+ * simulator's own state lives in schema mm_sim (players: true skill and
+ * stored rating).
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+const char *const sim_region_names[SIM_REGIONS] = {"eu-west", "us-east", "ap-south"};
+
+/* 2026-01-01 00:00:00 UTC: simulated time starts here, so runs are repeatable. */
+#define SIM_DEFAULT_EPOCH 1767225600.0
+
+typedef enum SimClock
+{
+	SIM_CLOCK_SIMULATED,
+	SIM_CLOCK_REAL
+} SimClock;
+
+typedef enum PlayerState
+{
+	PLAYER_IDLE,
+	PLAYER_SEARCHING,
+	PLAYER_PLAYING
+} PlayerState;
+
+typedef struct SimPlayer
+{
+	double		true_skill;		/* decides outcomes; never shown to the matchmaker */
+	double		rating;			/* stored rating (mm_sim.players), sent as "skill" */
+	double		rd;
+	double		volatility;
+	double		latency[SIM_REGIONS];
+	double		ready_at;		/* idle players rejoin a queue from this time on */
+	PlayerState state;
+} SimPlayer;
+
+/* A ticket still searching (as far as the simulator knows). */
+typedef struct SimTicket
+{
+	long long	id;
+	int			queue;
+	int			nplayers;
+	int			players[SIM_MAX_PARTY];
+} SimTicket;
+
+/* A match being played; resolved at `end`. */
+typedef struct SimGame
+{
+	long long	match_id;
+	int			queue;
+	double		start;
+	double		end;
+	double		quality;
+	int			n;
+	int		   *player;			/* index into players, -1 for someone not ours */
+	int		   *team;			/* index into team_names */
+	int			nteams;
+	char	  **team_names;
+} SimGame;
+
+typedef struct SimOptions
+{
+	const char *conninfo;
+	SimClock	clock;
+	bool		flexmatch;
+	const char *queue_list;
+	const char *prefix;
+	double		seconds;		/* arrivals stop after this long (if > 0) */
+	int			tickets;		/* or after this many tickets per queue (if > 0) */
+	double		interval_min;
+	double		interval_max;
+	int			party_min;
+	int			party_max;
+	double		match_seconds;
+	double		break_min;
+	double		break_max;
+	double		leave_rate;
+	double		tick_interval;
+	double		drain_seconds;
+	bool		self_tick;
+	uint64_t	seed;
+	const char *run;
+	const char *chart;
+	bool		quiet;
+} SimOptions;
+
+/* Which rating function feeds outcomes back (detected at start). */
+typedef enum RatingMethod
+{
+	RATING_NONE,
+	RATING_GLICKO2,
+	RATING_ELO
+} RatingMethod;
+
+static SimOptions opt;
+static PGconn *conn;
+static SimQueue queues[SIM_MAX_QUEUES];
+static int	nqueues;
+static SimPlayer *players;
+static int	nplayers;
+static int	players_cap;
+static int *idle;				/* indices of idle players, oldest first */
+static int	nidle;
+static SimTicket *tickets;
+static int	ntickets;
+static int	tickets_cap;
+static SimGame *games;
+static int	ngames;
+static int	games_cap;
+static RatingMethod rating_method;
+static bool have_match_results;
+static double epoch;			/* unix time of simulation second 0 */
+static volatile sig_atomic_t interrupted;
+
+/* running counters for the progress line */
+static long stat_tickets;
+static long stat_matched;
+static long stat_timed_out;
+static long stat_matches;
+static long stat_results;
+static double stat_wait_sum;
+static long stat_leavers;
+
+/* ---------------------------------------------------------------- random */
+
+static uint64_t rng_state[4];
+
+/* splitmix64: expands the seed into the xoshiro state. */
+static uint64_t
+SplitMix64(uint64_t *x)
+{
+	uint64_t	z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Seeds the generator: the whole run follows from this one number. */
+static void
+RandomSeed(uint64_t seed)
+{
+	int			i;
+
+	for (i = 0; i < 4; i++)
+		rng_state[i] = SplitMix64(&seed);
+}
+
+/* Rotates left (xoshiro's mixing step). */
+static uint64_t
+Rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256**: the same sequence on every platform for a given seed. */
+static uint64_t
+RandomNext(void)
+{
+	uint64_t	result = Rotl(rng_state[1] * 5, 7) * 9;
+	uint64_t	t = rng_state[1] << 17;
+
+	rng_state[2] ^= rng_state[0];
+	rng_state[3] ^= rng_state[1];
+	rng_state[1] ^= rng_state[2];
+	rng_state[0] ^= rng_state[3];
+	rng_state[2] ^= t;
+	rng_state[3] = Rotl(rng_state[3], 45);
+	return result;
+}
+
+/* Uniform in [0, 1). */
+static double
+RandomUniform(void)
+{
+	return (RandomNext() >> 11) * 0x1.0p-53;
+}
+
+/* Uniform in [lo, hi). */
+static double
+RandomBetween(double lo, double hi)
+{
+	return lo + (hi - lo) * RandomUniform();
+}
+
+/* Uniform integer in [lo, hi]. */
+static int
+RandomInt(int lo, int hi)
+{
+	return lo + (int) (RandomUniform() * (hi - lo + 1));
+}
+
+/* Normal by Box-Muller (one value per call keeps the sequence simple). */
+static double
+RandomNormal(double mean, double sd)
+{
+	double		u1 = 1.0 - RandomUniform();
+	double		u2 = RandomUniform();
+
+	return mean + sd * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* ----------------------------------------------------------------- clock */
+
+/* Seconds since the epoch, with microseconds. */
+static double
+WallClock(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* Sleeps, resuming after signals unless Ctrl-C asked to stop. */
+static void
+SleepSeconds(double seconds)
+{
+	struct timespec ts;
+
+	if (seconds <= 0)
+		return;
+	ts.tv_sec = (time_t) seconds;
+	ts.tv_nsec = (long) ((seconds - ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !interrupted)
+		;
+}
+
+/* Ctrl-C or SIGTERM: stop arrivals, finish the games, print the figures. */
+static void
+OnSignal(int signo)
+{
+	(void) signo;
+	interrupted = 1;
+}
+
+/* -------------------------------------------------------------- helpers */
+
+/* Makes room for `need` elements, doubling the capacity. */
+static void *
+GrowArray(void *array, int *cap, int need, size_t elem)
+{
+	if (need <= *cap)
+		return array;
+	*cap = need < 16 ? 16 : need * 2;
+	array = realloc(array, (size_t) *cap * elem);
+	if (array == NULL)
+		SimFatal("out of memory");
+	return array;
+}
+
+/* strdup that cannot return NULL. */
+static char *
+StrDup(const char *s)
+{
+	char	   *copy = strdup(s);
+
+	if (copy == NULL)
+		SimFatal("out of memory");
+	return copy;
+}
+
+/* Formats a simulation time as the unix epoch text the SQL turns into timestamptz. */
+static void
+FormatTime(char *buf, size_t size, double t)
+{
+	snprintf(buf, size, "%.6f", epoch + t);
+}
+
+/* The simulator's player ids are "<run>-<index>"; returns -1 for anyone else's. */
+static int
+PlayerIndexFromId(const char *id)
+{
+	size_t		runlen = strlen(opt.run);
+	char	   *end;
+	long		index;
+
+	if (strncmp(id, opt.run, runlen) != 0 || id[runlen] != '-')
+		return -1;
+	index = strtol(id + runlen + 1, &end, 10);
+	if (*end != '\0' || index < 0 || index >= nplayers)
+		return -1;
+	return (int) index;
+}
+
+/* ---------------------------------------------------------------- queues */
+
+/*
+ * The FlexMatch article's rule set, one queue per mode.  FlexMatch's
+ * "distance" rule keeps each team's average skill within 20 of the match
+ * average; with two teams of equal size that is the same as the two team
+ * averages being within 40 of each other, which is what our
+ * team_difference rule measures (and 200 -> 400, 1000 -> 2000).  Expansion
+ * steps apply once the oldest ticket is (k+1) * every_seconds old: skill at
+ * 20 s and 40 s, latency 120 from 30 s and 2000 from 120 s.
+ */
+static const char *
+FlexMatchConfig(int team_min, int team_max)
+{
+	static char config[2048];
+
+	snprintf(config, sizeof(config),
+			 "{\"match_size\": {\"min\": %d, \"max\": %d},"
+			 " \"teams\": [{\"name\": \"radiant\", \"min\": %d, \"max\": %d},"
+			 "             {\"name\": \"dire\", \"min\": %d, \"max\": %d}],"
+			 " \"ticket_timeout_seconds\": 120,"
+			 " \"rules\": ["
+			 "  {\"name\": \"equal_teams\", \"type\": \"team_size_balance\", \"max_difference\": 0},"
+			 "  {\"name\": \"fair_teams\", \"type\": \"team_difference\", \"attribute\": \"skill\","
+			 "   \"max\": 40, \"expansion\": {\"every_seconds\": 20, \"steps\": [400, 2000]}},"
+			 "  {\"name\": \"fast_connection\", \"type\": \"latency\", \"max_ms\": 80,"
+			 "   \"expansion\": {\"every_seconds\": 30, \"steps\": [120, 120, 120, 2000]}}]}",
+			 2 * team_min, 2 * team_max, team_min, team_max, team_min, team_max);
+	return config;
+}
+
+/* Adds a queue to feed, with no published figures. */
+static SimQueue *
+AddQueue(const char *name)
+{
+	SimQueue   *q;
+
+	if (nqueues >= SIM_MAX_QUEUES)
+		SimFatal("too many queues (at most %d)", SIM_MAX_QUEUES);
+	if (strlen(name) == 0 || strlen(name) > 64)
+		SimFatal("bad queue name \"%s\"", name);
+	q = &queues[nqueues++];
+	memset(q, 0, sizeof(*q));
+	strcpy(q->name, name);
+	q->published_completed = q->published_failed = q->published_avg_seconds = -1;
+	return q;
+}
+
+/* Creates (or re-creates) the three FlexMatch queues. */
+static void
+CreateFlexMatchQueues(void)
+{
+	static const struct
+	{
+		const char *mode;
+		int			team_min;
+		int			team_max;
+		double		completed;
+		double		failed;
+		double		avg_seconds;
+	}			modes[] = {
+		{"classic", 4, 6, 829, 11, 17.1},
+		{"survival", 1, 3, -1, -1, 14.1},
+		{"practice", 2, 8, -1, -1, 16.7},
+	};
+	int			i;
+
+	for (i = 0; i < 3; i++)
+	{
+		char		name[65];
+		const char *params[2];
+		SimQueue   *q;
+
+		snprintf(name, sizeof(name), "%s%s", opt.prefix, modes[i].mode);
+		params[0] = name;
+		params[1] = FlexMatchConfig(modes[i].team_min, modes[i].team_max);
+		/* a fresh queue each run: earlier runs' tickets would skew the figures */
+		PQclear(SimExec(conn, "SELECT mm.drop_queue(q.name, force => true)"
+						"  FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
+						1, params, PGRES_TUPLES_OK));
+		PQclear(SimExec(conn, "SELECT mm.create_queue($1, $2::jsonb)", 2, params,
+						PGRES_TUPLES_OK));
+		q = AddQueue(name);
+		q->published_completed = modes[i].completed;
+		q->published_failed = modes[i].failed;
+		q->published_avg_seconds = modes[i].avg_seconds;
+	}
+}
+
+/* Reads the largest team of each queue (parties must fit in one team). */
+static void
+LoadQueueShapes(void)
+{
+	int			i;
+
+	for (i = 0; i < nqueues; i++)
+	{
+		const char *params[1] = {queues[i].name};
+		PGresult   *res = SimExec(conn,
+								  "SELECT coalesce((SELECT max((t->>'max')::int)"
+								  "                   FROM pg_catalog.jsonb_array_elements(q.config->'teams') t),"
+								  "                 (q.config->'match_size'->>'max')::int)"
+								  "  FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
+								  1, params, PGRES_TUPLES_OK);
+
+		if (PQntuples(res) != 1)
+			SimFatal("queue \"%s\" does not exist (create it first, or use --flexmatch)",
+					 queues[i].name);
+		queues[i].max_team = atoi(PQgetvalue(res, 0, 0));
+		queues[i].max_party = queues[i].max_team < opt.party_max ? queues[i].max_team : opt.party_max;
+		if (queues[i].max_party > SIM_MAX_PARTY)
+			queues[i].max_party = SIM_MAX_PARTY;
+		if (queues[i].max_party < 1)
+			SimFatal("queue \"%s\" has no room for a party", queues[i].name);
+		PQclear(res);
+	}
+}
+
+/* --------------------------------------------------------------- players */
+
+/*
+ * A newcomer: true skill N(1000, 400); a placement estimate of it as the
+ * stored rating (true skill plus N(0, 200) noise, rating deviation 200), so
+ * matchmaking starts from an imperfect picture that outcomes then correct;
+ * latency N(70, 20) ms to each region.
+ */
+static int
+NewPlayer(void)
+{
+	SimPlayer  *p;
+	int			r;
+
+	players = GrowArray(players, &players_cap, nplayers + 1, sizeof(SimPlayer));
+	p = &players[nplayers];
+	p->true_skill = RandomNormal(1000, 400);
+	p->rating = p->true_skill + RandomNormal(0, 200);
+	p->rd = 200;
+	p->volatility = 0.06;
+	for (r = 0; r < SIM_REGIONS; r++)
+	{
+		double		ms = RandomNormal(70, 20);
+
+		p->latency[r] = ms < 5 ? 5 : round(ms);
+	}
+	p->ready_at = 0;
+	p->state = PLAYER_IDLE;
+	return nplayers++;
+}
+
+/* A player is free again; they may queue from `ready_at` on. */
+static void
+MakeIdle(int player, double ready_at)
+{
+	players[player].state = PLAYER_IDLE;
+	players[player].ready_at = ready_at;
+	idle = realloc(idle, (size_t) (nidle + 1) * sizeof(int));
+	if (idle == NULL)
+		SimFatal("out of memory");
+	idle[nidle++] = player;
+}
+
+/* Takes the first idle player who is ready, or -1. */
+static int
+TakeIdlePlayer(double now)
+{
+	int			i;
+
+	for (i = 0; i < nidle; i++)
+	{
+		int			player = idle[i];
+
+		if (players[player].ready_at <= now)
+		{
+			memmove(&idle[i], &idle[i + 1], (size_t) (nidle - i - 1) * sizeof(int));
+			nidle--;
+			return player;
+		}
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------- arrivals */
+
+static size_t Append(char **buf, size_t *cap, size_t len, const char *fmt,...)
+			__attribute__((format(printf, 4, 5)));
+
+/* Appends formatted text to a growing buffer; returns the new length. */
+static size_t
+Append(char **buf, size_t *cap, size_t len, const char *fmt,...)
+{
+	for (;;)
+	{
+		va_list		args;
+		int			n;
+
+		va_start(args, fmt);
+		n = vsnprintf(*buf + len, *cap - len, fmt, args);
+		va_end(args);
+		if (n < 0)
+			SimFatal("formatting failed");
+		if ((size_t) n < *cap - len)
+			return len + n;
+		*cap = (*cap + n) * 2;
+		*buf = realloc(*buf, *cap);
+		if (*buf == NULL)
+			SimFatal("out of memory");
+	}
+}
+
+/*
+ * One ticket arrives in a queue at time `at`: a party of returning players
+ * (or newcomers when too few are ready), with a chosen game mode for the
+ * queues whose rules read one.  New players are stored in mm_sim.players in
+ * the same statement.
+ */
+static void
+ArriveTicket(int qi, double at)
+{
+	SimQueue   *q = &queues[qi];
+	static const char *const modes[] = {"deathmatch", "deathmatch", "capture"};
+	const char *mode = modes[RandomInt(0, 2)];
+	int			size = RandomInt(opt.party_min < q->max_party ? opt.party_min : q->max_party,
+								 q->max_party);
+	size_t		pcap = 1024, ncap = 256;
+	size_t		plen = 0, nlen = 0;
+	char	   *pjson = malloc(pcap);
+	char	   *njson = malloc(ncap);
+	char		when[32];
+	const char *params[5];
+	PGresult   *res;
+	SimTicket  *t;
+	int			i;
+
+	if (pjson == NULL || njson == NULL)
+		SimFatal("out of memory");
+	tickets = GrowArray(tickets, &tickets_cap, ntickets + 1, sizeof(SimTicket));
+	t = &tickets[ntickets];
+	t->queue = qi;
+	t->nplayers = size;
+	plen = Append(&pjson, &pcap, plen, "[");
+	nlen = Append(&njson, &ncap, nlen, "[");
+	for (i = 0; i < size; i++)
+	{
+		int			player = TakeIdlePlayer(at);
+		SimPlayer  *p;
+		int			r;
+
+		if (player < 0)
+		{
+			player = NewPlayer();
+			nlen = Append(&njson, &ncap, nlen,
+						  "%s{\"id\": \"%s-%d\", \"true_skill\": %.3f, \"rating\": %.3f,"
+						  " \"rd\": %.3f, \"volatility\": %.6f}",
+						  nlen > 1 ? ", " : "", opt.run, player, players[player].true_skill,
+						  players[player].rating, players[player].rd, players[player].volatility);
+		}
+		p = &players[player];
+		p->state = PLAYER_SEARCHING;
+		t->players[i] = player;
+		plen = Append(&pjson, &pcap, plen,
+					  "%s{\"id\": \"%s-%d\", \"attributes\": {\"skill\": %.1f, \"mode\": \"%s\"},"
+					  " \"latencies\": {",
+					  i > 0 ? ", " : "", opt.run, player, p->rating, mode);
+		for (r = 0; r < SIM_REGIONS; r++)
+			plen = Append(&pjson, &pcap, plen, "%s\"%s\": %.0f", r > 0 ? ", " : "",
+						  sim_region_names[r], p->latency[r]);
+		plen = Append(&pjson, &pcap, plen, "}}");
+	}
+	Append(&pjson, &pcap, plen, "]");
+	Append(&njson, &ncap, nlen, "]");
+
+	FormatTime(when, sizeof(when), at);
+	params[0] = q->name;
+	params[1] = pjson;
+	params[2] = njson;
+	params[3] = opt.run;
+	params[4] = opt.clock == SIM_CLOCK_SIMULATED ? when : NULL;
+	res = SimExec(conn,
+				  "WITH newcomers AS ("
+				  "  INSERT INTO mm_sim.players (id, run, true_skill, initial_rating, rating, rd, volatility)"
+				  "  SELECT n.id, $4, n.true_skill, n.rating, n.rating, n.rd, n.volatility"
+				  "    FROM pg_catalog.jsonb_to_recordset($3::jsonb)"
+				  "         AS n(id text, true_skill float8, rating float8, rd float8, volatility float8))"
+				  "SELECT mm.create_ticket($1, $2::jsonb,"
+				  "       coalesce(pg_catalog.to_timestamp($5::float8), pg_catalog.now()))",
+				  5, params, PGRES_TUPLES_OK);
+	t->id = atoll(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	free(pjson);
+	free(njson);
+	ntickets++;
+
+	q->ticket_ids = GrowArray(q->ticket_ids, &q->ticket_ids_cap, q->nticket_ids + 1,
+							  sizeof(long long));
+	q->ticket_ids[q->nticket_ids++] = t->id;
+	q->tickets_made++;
+	stat_tickets++;
+}
+
+/* True once a queue has had all its arrivals. */
+static bool
+ArrivalsDone(const SimQueue *q, double now)
+{
+	if (interrupted)
+		return true;
+	if (opt.tickets > 0 && q->tickets_made >= opt.tickets)
+		return true;
+	if (opt.seconds > 0 && now >= opt.seconds)
+		return true;
+	return false;
+}
+
+/* Creates every ticket due by `now`, each at its own arrival time. */
+static void
+RunArrivals(double now)
+{
+	int			qi;
+
+	for (qi = 0; qi < nqueues; qi++)
+	{
+		SimQueue   *q = &queues[qi];
+
+		while (q->next_arrival <= now && !ArrivalsDone(q, q->next_arrival))
+		{
+			ArriveTicket(qi, q->next_arrival);
+			q->next_arrival += RandomBetween(opt.interval_min, opt.interval_max);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- ticks */
+
+/*
+ * Ticks every queue that has tickets of ours searching, in one statement;
+ * returns the number of matches formed.
+ */
+static long
+TickQueues(double now)
+{
+	char		when[32];
+	size_t		cap = 256,
+				len = 0;
+	char	   *names = malloc(cap);
+	const char *params[2];
+	PGresult   *res;
+	long		formed;
+	int			qi,
+				i;
+
+	if (names == NULL)
+		SimFatal("out of memory");
+	len = Append(&names, &cap, len, "{");
+	for (qi = 0; qi < nqueues; qi++)
+	{
+		for (i = 0; i < ntickets && tickets[i].queue != qi; i++)
+			;
+		if (i < ntickets)
+			len = Append(&names, &cap, len, "%s\"%s\"", len > 1 ? "," : "", queues[qi].name);
+	}
+	Append(&names, &cap, len, "}");
+	if (len == 1)
+	{
+		free(names);
+		return 0;
+	}
+	FormatTime(when, sizeof(when), now);
+	params[0] = names;
+	params[1] = when;
+	res = SimExec(conn,
+				  "SELECT coalesce(pg_catalog.sum(mm.tick(q, pg_catalog.to_timestamp($2::float8))), 0)"
+				  "  FROM pg_catalog.unnest($1::text[]) AS u(q)",
+				  2, params, PGRES_TUPLES_OK);
+	formed = atol(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	free(names);
+	return formed;
+}
+
+/* ---------------------------------------------------------------- games */
+
+/* Loads the players and teams of newly formed matches and starts their games. */
+static void
+StartGames(const long long *match_ids, int n, double now)
+{
+	char	   *ids = SimIdArray(match_ids, n);
+	const char *params[1] = {ids};
+	PGresult   *res = SimExec(conn,
+							  "SELECT mp.match_id, mp.player_id, coalesce(mp.team, ''), m.quality,"
+							  "       extract(epoch FROM m.created_at)::float8"
+							  "  FROM mm.match_players mp"
+							  "  JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) mp.match_id"
+							  " WHERE mp.match_id OPERATOR(pg_catalog.=) ANY ($1::bigint[])"
+							  " ORDER BY mp.match_id, mp.team, mp.player_id",
+							  1, params, PGRES_TUPLES_OK);
+	int			rows = PQntuples(res);
+	int			row = 0;
+
+	while (row < rows)
+	{
+		long long	match_id = atoll(PQgetvalue(res, row, 0));
+		int			first = row;
+		SimGame    *g;
+		int			i;
+
+		while (row < rows && atoll(PQgetvalue(res, row, 0)) == match_id)
+			row++;
+		games = GrowArray(games, &games_cap, ngames + 1, sizeof(SimGame));
+		g = &games[ngames++];
+		memset(g, 0, sizeof(*g));
+		g->match_id = match_id;
+		g->quality = atof(PQgetvalue(res, first, 3));
+		g->start = atof(PQgetvalue(res, first, 4)) - epoch;
+		if (g->start > now)
+			g->start = now;
+		g->end = g->start + opt.match_seconds * RandomBetween(0.7, 1.3);
+		g->n = row - first;
+		g->player = malloc(sizeof(int) * g->n);
+		g->team = malloc(sizeof(int) * g->n);
+		g->team_names = malloc(sizeof(char *) * g->n);
+		if (g->player == NULL || g->team == NULL || g->team_names == NULL)
+			SimFatal("out of memory");
+		for (i = 0; i < g->n; i++)
+		{
+			const char *team = PQgetvalue(res, first + i, 2);
+			int			player = PlayerIndexFromId(PQgetvalue(res, first + i, 1));
+
+			g->player[i] = player;
+			if (player >= 0)
+				players[player].state = PLAYER_PLAYING;
+			if (g->nteams == 0 || strcmp(g->team_names[g->nteams - 1], team) != 0)
+				g->team_names[g->nteams++] = StrDup(team);
+			g->team[i] = g->nteams - 1;
+		}
+		stat_matches++;
+	}
+	PQclear(res);
+	free(ids);
+}
+
+/* A growing text buffer for the array literals sent with a game's result. */
+typedef struct TextBuf
+{
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} TextBuf;
+
+/* Starts a buffer with the given text. */
+static void
+BufInit(TextBuf *b, const char *text)
+{
+	b->cap = 256;
+	b->len = 0;
+	b->data = malloc(b->cap);
+	if (b->data == NULL)
+		SimFatal("out of memory");
+	b->len = Append(&b->data, &b->cap, 0, "%s", text);
+}
+
+/* Appends one element of an array literal, with a comma unless it is the first. */
+static void
+BufElement(TextBuf *b, const char *fmt, double value)
+{
+	if (b->len > 1)
+		b->len = Append(&b->data, &b->cap, b->len, ",");
+	b->len = Append(&b->data, &b->cap, b->len, fmt, value);
+}
+
+/* Appends a quoted float8[] literal as one element of a text[] literal. */
+static void
+BufArray(TextBuf *b, const double *values, int n)
+{
+	int			i;
+
+	if (b->len > 1)
+		b->len = Append(&b->data, &b->cap, b->len, ",");
+	b->len = Append(&b->data, &b->cap, b->len, "\"{");
+	for (i = 0; i < n; i++)
+		b->len = Append(&b->data, &b->cap, b->len, "%s%.6f", i > 0 ? "," : "", values[i]);
+	b->len = Append(&b->data, &b->cap, b->len, "}\"");
+}
+
+#define SIM_MAX_TEAMS 64
+
+/*
+ * A game ends: the winning team is drawn from the players' true skills
+ * (logistic in the difference of team averages, 400 points = 10:1), a few
+ * players have left early, the result goes to mm.match_results with the
+ * favourite predicted from the stored ratings, and the stored ratings are
+ * updated with mm.glicko2_update at team level.
+ *
+ * Team level: a team's rating is the mean of its players' ratings, with
+ * deviation sqrt(sum rd^2) / n (the deviation of a mean).  The team's Glicko-2
+ * update against the other teams' means gives its change; each player takes
+ * the share of it that a Gaussian model gives them, n * rd_i^2 / sum rd^2
+ * (equal shares for equal deviations), and their deviation shrinks by the
+ * same model.  Rating each player by their own rating against the opposing
+ * team instead would expect a strong player on a weak team to win, and drag
+ * every rating towards its match average.
+ */
+static void
+FinishGame(SimGame *g)
+{
+	double		true_avg[SIM_MAX_TEAMS];
+	double		rating_avg[SIM_MAX_TEAMS];
+	double		rd_sq_sum[SIM_MAX_TEAMS];
+	int			count[SIM_MAX_TEAMS];
+	double		strength_sum = 0;
+	double		favourite_sum = 0;
+	double		favourite_p;
+	double		draw;
+	int			winner = -1;
+	int			favourite = -1;
+	int			nteams = g->nteams < SIM_MAX_TEAMS ? g->nteams : SIM_MAX_TEAMS;
+	int			i,
+				k;
+	char		start[32],
+				end[32],
+				match_id[24],
+				favourite_text[32];
+	TextBuf		ids,
+				team_rating,
+				team_rd,
+				share,
+				shrink,
+				opp,
+				opp_rd,
+				score,
+				won,
+				left;
+	const char *params[11];
+	PGresult   *res;
+
+	memset(true_avg, 0, sizeof(true_avg));
+	memset(rating_avg, 0, sizeof(rating_avg));
+	memset(rd_sq_sum, 0, sizeof(rd_sq_sum));
+	memset(count, 0, sizeof(count));
+	for (i = 0; i < g->n; i++)
+	{
+		int			t = g->team[i] < SIM_MAX_TEAMS ? g->team[i] : SIM_MAX_TEAMS - 1;
+		int			p = g->player[i];
+
+		/* someone else's player: taken as an average, unknown one */
+		true_avg[t] += p >= 0 ? players[p].true_skill : 1000;
+		rating_avg[t] += p >= 0 ? players[p].rating : 1000;
+		rd_sq_sum[t] += p >= 0 ? players[p].rd * players[p].rd : 350 * 350;
+		count[t]++;
+	}
+	for (k = 0; k < nteams; k++)
+	{
+		if (count[k] == 0)
+			continue;
+		true_avg[k] /= count[k];
+		rating_avg[k] /= count[k];
+		strength_sum += pow(10, true_avg[k] / 400);
+		favourite_sum += pow(10, rating_avg[k] / 400);
+		if (favourite < 0 || rating_avg[k] > rating_avg[favourite])
+			favourite = k;
+	}
+	if (favourite < 0)
+		return;					/* no players: nothing to report */
+	draw = RandomUniform() * strength_sum;
+	for (k = 0; k < nteams; k++)
+	{
+		if (count[k] == 0)
+			continue;
+		winner = k;
+		draw -= pow(10, true_avg[k] / 400);
+		if (draw < 0)
+			break;
+	}
+	favourite_p = pow(10, rating_avg[favourite] / 400) / favourite_sum;
+
+	BufInit(&ids, "{");
+	BufInit(&team_rating, "{");
+	BufInit(&team_rd, "{");
+	BufInit(&share, "{");
+	BufInit(&shrink, "{");
+	BufInit(&opp, "{");
+	BufInit(&opp_rd, "{");
+	BufInit(&score, "{");
+	BufInit(&won, "{");
+	BufInit(&left, "{");
+	for (i = 0; i < g->n; i++)
+	{
+		int			p = g->player[i];
+		int			t = g->team[i] < SIM_MAX_TEAMS ? g->team[i] : SIM_MAX_TEAMS - 1;
+		double		o[SIM_MAX_TEAMS],
+					ord[SIM_MAX_TEAMS],
+					sc[SIM_MAX_TEAMS];
+		double		rd_t,
+					rd_sq;
+		int			no = 0;
+
+		if (p < 0)
+			continue;
+		/* early leavers: somewhere in the first 60% of the game */
+		if (RandomUniform() < opt.leave_rate)
+		{
+			char		at[32];
+
+			FormatTime(at, sizeof(at), g->start + (g->end - g->start) * RandomBetween(0.02, 0.6));
+			if (left.len > 1)
+				left.len = Append(&left.data, &left.cap, left.len, ",");
+			left.len = Append(&left.data, &left.cap, left.len, "\"%s-%d=%s\"", opt.run, p, at);
+			stat_leavers++;
+		}
+		for (k = 0; k < nteams; k++)
+		{
+			if (k == t || count[k] == 0)
+				continue;
+			o[no] = rating_avg[k];
+			ord[no] = sqrt(rd_sq_sum[k]) / count[k];
+			sc[no] = t == winner ? 1.0 : (k == winner ? 0.0 : 0.5);
+			no++;
+		}
+		if (no == 0)
+			continue;
+		rd_sq = players[p].rd * players[p].rd;
+		rd_t = sqrt(rd_sq_sum[t]) / count[t];
+		if (ids.len > 1)
+			ids.len = Append(&ids.data, &ids.cap, ids.len, ",");
+		ids.len = Append(&ids.data, &ids.cap, ids.len, "\"%s-%d\"", opt.run, p);
+		BufElement(&team_rating, "%.6f", rating_avg[t]);
+		BufElement(&team_rd, "%.6f", rd_t);
+		BufElement(&share, "%.9f", count[t] * rd_sq / rd_sq_sum[t]);
+		/* (Cov(r_i, team) / Var(team))^2: how much of the team's variance drop is the player's */
+		BufElement(&shrink, "%.9f", pow(rd_sq / (count[t] * rd_t * rd_t), 2));
+		BufArray(&opp, o, no);
+		BufArray(&opp_rd, ord, no);
+		BufArray(&score, sc, no);
+		BufElement(&won, "%.0f", t == winner ? 1 : 0);
+	}
+	ids.len = Append(&ids.data, &ids.cap, ids.len, "}");
+	team_rating.len = Append(&team_rating.data, &team_rating.cap, team_rating.len, "}");
+	team_rd.len = Append(&team_rd.data, &team_rd.cap, team_rd.len, "}");
+	share.len = Append(&share.data, &share.cap, share.len, "}");
+	shrink.len = Append(&shrink.data, &shrink.cap, shrink.len, "}");
+	opp.len = Append(&opp.data, &opp.cap, opp.len, "}");
+	opp_rd.len = Append(&opp_rd.data, &opp_rd.cap, opp_rd.len, "}");
+	score.len = Append(&score.data, &score.cap, score.len, "}");
+	won.len = Append(&won.data, &won.cap, won.len, "}");
+	left.len = Append(&left.data, &left.cap, left.len, "}");
+
+	FormatTime(start, sizeof(start), g->start);
+	FormatTime(end, sizeof(end), g->end);
+	snprintf(match_id, sizeof(match_id), "%lld", g->match_id);
+	snprintf(favourite_text, sizeof(favourite_text), "%.6f", favourite_p);
+
+	SimExecCommand(conn, "BEGIN");
+	/* leavers: "<player>=<unix time>" pairs */
+	params[0] = match_id;
+	params[1] = left.data;
+	PQclear(SimExec(conn,
+					"UPDATE mm.match_players mp"
+					"   SET left_at = pg_catalog.to_timestamp(pg_catalog.split_part(l, '=', 2)::float8)"
+					"  FROM pg_catalog.unnest($2::text[]) AS l"
+					" WHERE mp.match_id OPERATOR(pg_catalog.=) $1::bigint"
+					"   AND mp.player_id OPERATOR(pg_catalog.=) pg_catalog.split_part(l, '=', 1)",
+					2, params, PGRES_COMMAND_OK));
+	params[1] = end;
+	PQclear(SimExec(conn,
+					"UPDATE mm.matches SET status = 'completed',"
+					"       updated_at = pg_catalog.to_timestamp($2::float8)"
+					" WHERE id OPERATOR(pg_catalog.=) $1::bigint",
+					2, params, PGRES_COMMAND_OK));
+	if (have_match_results)
+	{
+		params[1] = g->team_names[winner];
+		params[2] = g->team_names[favourite];
+		params[3] = favourite_text;
+		params[4] = start;
+		params[5] = end;
+		/* the queue is copied from the match by mm.match_results' trigger */
+		PQclear(SimExec(conn,
+						"INSERT INTO mm.match_results"
+						"  (match_id, winner_team, predicted_favourite, favourite_win_probability,"
+						"   duration, reported_at)"
+						" VALUES ($1::bigint, $2, $3, $4::float8,"
+						"         pg_catalog.to_timestamp($6::float8) OPERATOR(pg_catalog.-) pg_catalog.to_timestamp($5::float8),"
+						"         pg_catalog.to_timestamp($6::float8))",
+						6, params, PGRES_COMMAND_OK));
+	}
+	params[0] = ids.data;
+	params[1] = opp.data;
+	params[2] = opp_rd.data;
+	params[3] = score.data;
+	params[4] = won.data;
+	params[5] = end;
+	params[6] = team_rating.data;
+	params[7] = team_rd.data;
+	params[8] = share.data;
+	params[9] = shrink.data;
+	if (rating_method == RATING_GLICKO2)
+		res = SimExec(conn,
+					  "UPDATE mm_sim.players p"
+					  "   SET rating = p.rating OPERATOR(pg_catalog.+)"
+					  "                (x.share OPERATOR(pg_catalog.*) ((x.g).rating OPERATOR(pg_catalog.-) x.team_rating)),"
+					  "       rd = LEAST(350, GREATEST(30, pg_catalog.sqrt(GREATEST(0,"
+					  "              (p.rd OPERATOR(pg_catalog.*) p.rd) OPERATOR(pg_catalog.-) (x.shrink OPERATOR(pg_catalog.*)"
+					  "              ((x.team_rd OPERATOR(pg_catalog.*) x.team_rd)"
+					  "               OPERATOR(pg_catalog.-) ((x.g).rd OPERATOR(pg_catalog.*) (x.g).rd))))))),"
+					  "       volatility = (x.g).volatility,"
+					  "       games = p.games + 1, wins = p.wins + x.won,"
+					  "       updated_at = pg_catalog.to_timestamp($6::float8)"
+					  "  FROM (SELECT u.*,"
+					  "               mm.glicko2_update(u.team_rating, u.team_rd, p0.volatility,"
+					  "                                 u.opp::float8[], u.opp_rd::float8[], u.score::float8[]) AS g"
+					  "          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[],"
+					  "                      $7::float8[], $8::float8[], $9::float8[], $10::float8[])"
+					  "               AS u(id, opp, opp_rd, score, won, team_rating, team_rd, share, shrink)"
+					  "          JOIN mm_sim.players p0 ON p0.id OPERATOR(pg_catalog.=) u.id) x"
+					  " WHERE p.id OPERATOR(pg_catalog.=) x.id"
+					  " RETURNING p.id, p.rating, p.rd, p.volatility",
+					  10, params, PGRES_TUPLES_OK);
+	else if (rating_method == RATING_ELO)
+		/* Elo: the team mean against the other teams' mean, the change shared the same way */
+		res = SimExec(conn,
+					  "UPDATE mm_sim.players p"
+					  "   SET rating = p.rating OPERATOR(pg_catalog.+)"
+					  "                (x.share OPERATOR(pg_catalog.*) (x.r OPERATOR(pg_catalog.-) x.team_rating)),"
+					  "       games = p.games + 1, wins = p.wins + x.won,"
+					  "       updated_at = pg_catalog.to_timestamp($6::float8)"
+					  "  FROM (SELECT u.*,"
+					  "               mm.elo_update(u.team_rating,"
+					  "                 (SELECT pg_catalog.avg(v) FROM pg_catalog.unnest(u.opp::float8[]) v),"
+					  "                 (SELECT pg_catalog.avg(v) FROM pg_catalog.unnest(u.score::float8[]) v),"
+					  "                 32) AS r"
+					  "          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[],"
+					  "                      $7::float8[], $8::float8[], $9::float8[], $10::float8[])"
+					  "               AS u(id, opp, opp_rd, score, won, team_rating, team_rd, share, shrink)) x"
+					  " WHERE p.id OPERATOR(pg_catalog.=) x.id"
+					  " RETURNING p.id, p.rating, p.rd, p.volatility",
+					  10, params, PGRES_TUPLES_OK);
+	else
+		res = SimExec(conn,
+					  "UPDATE mm_sim.players p"
+					  "   SET games = p.games + 1, wins = p.wins + u.won,"
+					  "       updated_at = pg_catalog.to_timestamp($6::float8)"
+					  "  FROM unnest($1::text[], $5::int[]) AS u(id, won)"
+					  " WHERE p.id OPERATOR(pg_catalog.=) u.id"
+					  "   AND $2::text IS NOT NULL AND $3::text IS NOT NULL AND $4::text IS NOT NULL"
+					  "   AND $7::text IS NOT NULL AND $8::text IS NOT NULL AND $9::text IS NOT NULL"
+					  "   AND $10::text IS NOT NULL"
+					  " RETURNING p.id, p.rating, p.rd, p.volatility",
+					  10, params, PGRES_TUPLES_OK);
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		int			p = PlayerIndexFromId(PQgetvalue(res, i, 0));
+
+		if (p < 0)
+			continue;
+		players[p].rating = atof(PQgetvalue(res, i, 1));
+		players[p].rd = atof(PQgetvalue(res, i, 2));
+		players[p].volatility = atof(PQgetvalue(res, i, 3));
+	}
+	PQclear(res);
+	SimExecCommand(conn, "COMMIT");
+	stat_results++;
+
+	/* everyone takes a break, then queues again */
+	for (i = 0; i < g->n; i++)
+		if (g->player[i] >= 0)
+			MakeIdle(g->player[i], g->end + RandomBetween(opt.break_min, opt.break_max));
+
+	free(ids.data);
+	free(team_rating.data);
+	free(team_rd.data);
+	free(share.data);
+	free(shrink.data);
+	free(opp.data);
+	free(opp_rd.data);
+	free(score.data);
+	free(won.data);
+	free(left.data);
+}
+
+/* Ends every game whose time has come (all of them when `all`). */
+static void
+FinishGames(double now, bool all)
+{
+	int			i = 0;
+
+	while (i < ngames)
+	{
+		SimGame    *g = &games[i];
+		int			k;
+
+		if (!all && g->end > now)
+		{
+			i++;
+			continue;
+		}
+		if (all && g->end > now)
+			g->end = now > g->start ? now : g->start;
+		FinishGame(g);
+		for (k = 0; k < g->nteams; k++)
+			free(g->team_names[k]);
+		free(g->team_names);
+		free(g->player);
+		free(g->team);
+		games[i] = games[--ngames];
+	}
+}
+
+/* ---------------------------------------------------------------- polls */
+
+/*
+ * Reads what became of the tickets still searching: matched ones start a
+ * game, timed-out or cancelled ones send their players back to idle.
+ */
+static void
+PollTickets(double now)
+{
+	long long  *ids;
+	long long  *new_matches;
+	int			nnew = 0;
+	char	   *idarray;
+	const char *params[1];
+	PGresult   *res;
+	int			i;
+
+	if (ntickets == 0)
+		return;
+	ids = malloc(sizeof(long long) * ntickets);
+	new_matches = malloc(sizeof(long long) * ntickets);
+	if (ids == NULL || new_matches == NULL)
+		SimFatal("out of memory");
+	for (i = 0; i < ntickets; i++)
+		ids[i] = tickets[i].id;
+	idarray = SimIdArray(ids, ntickets);
+	params[0] = idarray;
+	res = SimExec(conn,
+				  "SELECT t.id, t.status, coalesce(t.match_id, 0),"
+				  "       coalesce(extract(epoch FROM t.matched_at OPERATOR(pg_catalog.-) t.created_at)::float8, 0)"
+				  "  FROM mm.tickets t"
+				  " WHERE t.id OPERATOR(pg_catalog.=) ANY ($1::bigint[])"
+				  "   AND t.status OPERATOR(pg_catalog.<>) ALL (ARRAY['searching', 'proposed'])",
+				  1, params, PGRES_TUPLES_OK);
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		long long	id = atoll(PQgetvalue(res, i, 0));
+		const char *status = PQgetvalue(res, i, 1);
+		long long	match_id = atoll(PQgetvalue(res, i, 2));
+		int			k,
+					j;
+
+		for (k = 0; k < ntickets && tickets[k].id != id; k++)
+			;
+		if (k == ntickets)
+			continue;
+		if (strcmp(status, "matched") == 0)
+		{
+			stat_matched++;
+			stat_wait_sum += atof(PQgetvalue(res, i, 3));
+			for (j = 0; j < nnew && new_matches[j] != match_id; j++)
+				;
+			if (j == nnew)
+				new_matches[nnew++] = match_id;
+		}
+		else
+		{
+			if (strcmp(status, "timed_out") == 0)
+				stat_timed_out++;
+			for (j = 0; j < tickets[k].nplayers; j++)
+				MakeIdle(tickets[k].players[j], now + RandomBetween(opt.break_min, opt.break_max));
+		}
+		tickets[k] = tickets[--ntickets];
+	}
+	PQclear(res);
+	if (nnew > 0)
+		StartGames(new_matches, nnew, now);
+	free(idarray);
+	free(ids);
+	free(new_matches);
+}
+
+/* Cancels what is still searching at the end of a real-time run. */
+static void
+CancelRemaining(void)
+{
+	int			i;
+
+	for (i = 0; i < ntickets; i++)
+	{
+		char		id[24];
+		const char *params[1] = {id};
+
+		snprintf(id, sizeof(id), "%lld", tickets[i].id);
+		PQclear(SimExec(conn, "SELECT mm.cancel_ticket($1::bigint)", 1, params, PGRES_TUPLES_OK));
+	}
+}
+
+/* ------------------------------------------------------------- progress */
+
+/* The progress line: tickets, matches, games in progress, average wait. */
+static void
+Progress(double now, bool final)
+{
+	static double last_wall = -1e9;
+	static double last_now = -1e9;
+	static int	tty = -1;
+
+	if (opt.quiet)
+		return;
+	if (tty < 0)
+		tty = isatty(fileno(stderr));
+	/* on a terminal a line redrawn in place 5 times a second; in a log a line a minute */
+	if (!final)
+	{
+		if (tty && WallClock() - last_wall < 0.2)
+			return;
+		if (!tty && now - last_now < (opt.clock == SIM_CLOCK_SIMULATED ? 60 : 10))
+			return;
+	}
+	last_wall = WallClock();
+	last_now = now;
+	fprintf(stderr, "%s[%s %4d:%02d] tickets %ld, searching %d, matched %ld, timed out %ld | "
+			"matches %ld, playing %d, results %ld | avg wait %.1f s%s",
+			tty ? "\r\033[K" : "",
+			opt.clock == SIM_CLOCK_SIMULATED ? "sim" : "live",
+			(int) (now / 60), (int) fmod(now, 60), stat_tickets, ntickets, stat_matched,
+			stat_timed_out, stat_matches, ngames, stat_results,
+			stat_matched > 0 ? stat_wait_sum / stat_matched : 0.0,
+			tty && !final ? "" : "\n");
+	fflush(stderr);
+}
+
+/* ------------------------------------------------------------------ run */
+
+/* Creates mm_sim.players, forgets an earlier run of the same tag, and finds the rating function. */
+static void
+PrepareSchema(void)
+{
+	SimExecCommand(conn, "SET client_min_messages = warning");
+	SimExecCommand(conn, "CREATE SCHEMA IF NOT EXISTS mm_sim");
+	SimExecCommand(conn,
+				   "CREATE TABLE IF NOT EXISTS mm_sim.players ("
+				   " id text PRIMARY KEY,"
+				   " run text NOT NULL,"
+				   " true_skill float8 NOT NULL,"
+				   " initial_rating float8 NOT NULL,"
+				   " rating float8 NOT NULL,"
+				   " rd float8 NOT NULL,"
+				   " volatility float8 NOT NULL,"
+				   " games integer NOT NULL DEFAULT 0,"
+				   " wins integer NOT NULL DEFAULT 0,"
+				   " updated_at timestamptz)");
+	SimExecCommand(conn,
+				   "COMMENT ON TABLE mm_sim.players IS"
+				   " 'The simulator''s players: hidden true skill and the stored rating outcomes update'");
+	{
+		const char *params[1] = {opt.run};
+
+		/* a run tag is reused from scratch: its old players and tickets go */
+		PQclear(SimExec(conn,
+						"SELECT mm.cancel_ticket(t.ticket_id)"
+						"  FROM (SELECT DISTINCT tp.ticket_id FROM mm.ticket_players tp"
+						"         WHERE tp.active AND pg_catalog.starts_with(tp.player_id,"
+						"                                 $1 OPERATOR(pg_catalog.||) '-')) t",
+						1, params, PGRES_TUPLES_OK));
+		PQclear(SimExec(conn, "DELETE FROM mm_sim.players WHERE run OPERATOR(pg_catalog.=) $1",
+						1, params, PGRES_COMMAND_OK));
+	}
+	if (SimFunctionExists(conn, "mm.glicko2_update(float8,float8,float8,float8[],float8[],float8[])")
+		|| SimFunctionExists(conn, "mm.glicko2_update(float8,float8,float8,float8[],float8[],float8[],float8)"))
+		rating_method = RATING_GLICKO2;
+	else if (SimFunctionExists(conn, "mm.elo_update(float8,float8,float8,float8)"))
+		rating_method = RATING_ELO;
+	else
+	{
+		rating_method = RATING_NONE;
+		fprintf(stderr, "mm_sim: no rating function (mm.glicko2_update, mm.elo_update): ratings stay as placed\n");
+	}
+	have_match_results = SimRelationExists(conn, "mm.match_results");
+	if (!have_match_results)
+		fprintf(stderr, "mm_sim: mm.match_results does not exist: outcomes update ratings only\n");
+}
+
+/* The main loop, for both clocks: arrivals, ticks, what became of the tickets, game ends. */
+static void
+Run(void)
+{
+	double		now = 0;
+	double		wall_start = WallClock();
+	double		last_tick = -1e9;
+	double		last_poll = -1e9;
+	double		drain_started = -1;
+	int			qi;
+
+	epoch = opt.clock == SIM_CLOCK_SIMULATED ? SIM_DEFAULT_EPOCH : wall_start;
+	for (qi = 0; qi < nqueues; qi++)
+		queues[qi].next_arrival = RandomBetween(0, opt.interval_max);
+
+	for (;;)
+	{
+		bool		arrivals_done = true;
+		long		formed;
+
+		if (opt.clock == SIM_CLOCK_REAL)
+			now = WallClock() - epoch;
+		RunArrivals(now);
+		for (qi = 0; qi < nqueues; qi++)
+			if (!ArrivalsDone(&queues[qi], now))
+				arrivals_done = false;
+
+		formed = 0;
+		if (opt.clock == SIM_CLOCK_SIMULATED || (opt.self_tick && now - last_tick >= opt.tick_interval))
+		{
+			formed = TickQueues(now);
+			last_tick = now;
+		}
+		/*
+		 * Simulated time reads the tickets back when a tick formed matches,
+		 * and every 5 s for timeouts; real time twice a second.
+		 */
+		if (opt.clock == SIM_CLOCK_SIMULATED ? (formed > 0 || now - last_poll >= 5)
+			: now - last_poll >= 0.5)
+		{
+			PollTickets(now);
+			last_poll = now;
+		}
+		FinishGames(now, false);
+		Progress(now, false);
+
+		if (arrivals_done)
+		{
+			if (ntickets == 0 && ngames == 0)
+				break;
+			if (opt.clock == SIM_CLOCK_REAL)
+			{
+				if (drain_started < 0)
+					drain_started = now;
+				/* searching tickets get `drain` seconds, then are cancelled */
+				if (ntickets > 0 && (now - drain_started >= opt.drain_seconds || interrupted))
+				{
+					CancelRemaining();
+					PollTickets(now);
+				}
+				if (interrupted)
+				{
+					FinishGames(now, true);
+					break;
+				}
+			}
+			else if (interrupted)
+			{
+				FinishGames(now, true);
+				break;
+			}
+		}
+
+		if (opt.clock == SIM_CLOCK_SIMULATED)
+		{
+			now += opt.tick_interval;
+			/* nothing left to match: skip ahead to the next game's end */
+			if (arrivals_done && ntickets == 0 && ngames > 0)
+			{
+				double		next_end = games[0].end;
+				int			i;
+
+				for (i = 1; i < ngames; i++)
+					if (games[i].end < next_end)
+						next_end = games[i].end;
+				if (next_end > now)
+					now += ceil((next_end - now) / opt.tick_interval) * opt.tick_interval;
+			}
+		}
+		else
+			SleepSeconds(0.2);
+	}
+	Progress(now, true);
+	if (opt.clock == SIM_CLOCK_SIMULATED)
+		fprintf(stderr, "simulated %.0f s of matchmaking in %.1f s of wall time\n",
+				now, WallClock() - wall_start);
+}
+
+/* ---------------------------------------------------------------- options */
+
+/* Prints the options. */
+static void
+Usage(FILE *out)
+{
+	fprintf(out,
+			"mm_sim: a matchmaking simulator for the matchmaking extension\n"
+			"\n"
+			"Usage: mm_sim [options]\n"
+			"  --flexmatch             create the FlexMatch benchmark's queues (Radiant vs Dire:\n"
+			"                          <prefix>classic, <prefix>survival, <prefix>practice) and\n"
+			"                          print our figures beside the published ones\n"
+			"  --prefix TEXT           queue name prefix for --flexmatch (default flexmatch_)\n"
+			"  --queues A,B,...        feed these existing queues instead\n"
+			"  --realtime              real clock: tickets arrive as time passes and pg_cron\n"
+			"                          ticks the queues (mm.schedule); default: simulated time,\n"
+			"                          mm_sim calls mm.tick(queue, now) itself\n"
+			"  --self-tick             with --realtime: call mm.tick itself every tick interval\n"
+			"  --seconds N             arrivals stop after N seconds (default: simulated 0 =\n"
+			"                          unlimited with --tickets, real time 60)\n"
+			"  --tickets N             arrivals stop after N tickets per queue (default 840 with\n"
+			"                          --flexmatch: the article's 829 + 11 Classic tickets)\n"
+			"  --interval MIN-MAX      seconds between two tickets of a queue (default 2-6)\n"
+			"  --party MIN-MAX         party size, capped by the queue's largest team (default 1-5)\n"
+			"  --match-seconds N       average game length (default 600 simulated, 20 real time)\n"
+			"  --break MIN-MAX         rest between a game and the next ticket (default 10-60\n"
+			"                          simulated, 2-8 real time)\n"
+			"  --leave-rate P          share of players who leave a game early (default 0.04)\n"
+			"  --tick-interval S       seconds between ticks (default 1)\n"
+			"  --drain N               real time: seconds the last tickets may still wait before\n"
+			"                          they are cancelled (default 30)\n"
+			"  --seed N                random seed (default 1)\n"
+			"  --run TAG               player id prefix, \"TAG-<n>\" (default sim)\n"
+			"  --chart FILE            write time to match and quality over time as HTML + SVG\n"
+			"  --dsn CONNINFO          libpq connection string (default: PG* environment)\n"
+			"  --quiet                 no progress line\n"
+			"  --help\n");
+}
+
+/* Parses a number in [min, max] or exits with a message naming the option. */
+static double
+ParseNumber(const char *option, const char *value, double min, double max)
+{
+	char	   *end;
+	double		v;
+
+	errno = 0;
+	v = strtod(value, &end);
+	if (errno != 0 || end == value || *end != '\0' || !(v >= min && v <= max))
+		SimFatal("%s: \"%s\" is not a number between %g and %g", option, value, min, max);
+	return v;
+}
+
+/* Parses "MIN-MAX" (each in [min, max], MIN <= MAX). */
+static void
+ParseRange(const char *option, const char *value, double min, double max,
+		   double *lo, double *hi)
+{
+	char		buf[64];
+	char	   *dash;
+
+	if (strlen(value) >= sizeof(buf) || (dash = strchr(value, '-')) == NULL || dash == value)
+		SimFatal("%s: \"%s\" is not a range MIN-MAX", option, value);
+	memcpy(buf, value, dash - value);
+	buf[dash - value] = '\0';
+	*lo = ParseNumber(option, buf, min, max);
+	*hi = ParseNumber(option, dash + 1, min, max);
+	if (*hi < *lo)
+		SimFatal("%s: \"%s\" has MAX below MIN", option, value);
+}
+
+/* True for the options that take a value. */
+static bool
+TakesValue(const char *option)
+{
+	static const char *const with_value[] = {
+		"--prefix", "--queues", "--seconds", "--tickets", "--interval", "--party",
+		"--match-seconds", "--break", "--leave-rate", "--tick-interval", "--drain", "--seed",
+		"--run", "--chart", "--dsn"
+	};
+	size_t		i;
+
+	for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
+		if (strcmp(option, with_value[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Reads the command line into opt, with the defaults that depend on the clock. */
+static void
+ParseOptions(int argc, char **argv)
+{
+	int			i;
+	double		match_seconds = -1,
+				break_min = -1,
+				break_max = -1,
+				seconds = -1,
+				tickets = -1;
+
+	opt.prefix = "flexmatch_";
+	opt.clock = SIM_CLOCK_SIMULATED;
+	opt.interval_min = 2;
+	opt.interval_max = 6;
+	opt.party_min = 1;
+	opt.party_max = 5;
+	opt.leave_rate = 0.04;
+	opt.tick_interval = 1;
+	opt.drain_seconds = 30;
+	opt.seed = 1;
+	opt.run = "sim";
+
+	for (i = 1; i < argc; i++)
+	{
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		bool		takes_value = true;
+
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+		{
+			Usage(stdout);
+			exit(0);
+		}
+		else if (strcmp(a, "--flexmatch") == 0)
+			opt.flexmatch = true, takes_value = false;
+		else if (strcmp(a, "--realtime") == 0)
+			opt.clock = SIM_CLOCK_REAL, takes_value = false;
+		else if (strcmp(a, "--self-tick") == 0)
+			opt.self_tick = true, takes_value = false;
+		else if (strcmp(a, "--quiet") == 0)
+			opt.quiet = true, takes_value = false;
+		else if (!TakesValue(a))
+			SimFatal("unknown option \"%s\" (see --help)", a);
+		else if (v == NULL)
+			SimFatal("%s needs a value (see --help)", a);
+		else if (strcmp(a, "--prefix") == 0)
+			opt.prefix = v;
+		else if (strcmp(a, "--queues") == 0)
+			opt.queue_list = v;
+		else if (strcmp(a, "--seconds") == 0)
+			seconds = ParseNumber(a, v, 0, 1e7);
+		else if (strcmp(a, "--tickets") == 0)
+			tickets = ParseNumber(a, v, 0, 1e7);
+		else if (strcmp(a, "--interval") == 0)
+			ParseRange(a, v, 0.001, 86400, &opt.interval_min, &opt.interval_max);
+		else if (strcmp(a, "--party") == 0)
+		{
+			double		lo,
+						hi;
+
+			ParseRange(a, v, 1, SIM_MAX_PARTY, &lo, &hi);
+			if (lo != floor(lo) || hi != floor(hi))
+				SimFatal("%s: \"%s\" is not a range of whole numbers", a, v);
+			opt.party_min = (int) lo;
+			opt.party_max = (int) hi;
+		}
+		else if (strcmp(a, "--match-seconds") == 0)
+			match_seconds = ParseNumber(a, v, 0, 1e6);
+		else if (strcmp(a, "--break") == 0)
+			ParseRange(a, v, 0, 1e6, &break_min, &break_max);
+		else if (strcmp(a, "--leave-rate") == 0)
+			opt.leave_rate = ParseNumber(a, v, 0, 1);
+		else if (strcmp(a, "--tick-interval") == 0)
+			opt.tick_interval = ParseNumber(a, v, 0.01, 3600);
+		else if (strcmp(a, "--drain") == 0)
+			opt.drain_seconds = ParseNumber(a, v, 0, 1e6);
+		else if (strcmp(a, "--seed") == 0)
+			opt.seed = (uint64_t) ParseNumber(a, v, 0, 1e15);
+		else if (strcmp(a, "--run") == 0)
+			opt.run = v;
+		else if (strcmp(a, "--chart") == 0)
+			opt.chart = v;
+		else if (strcmp(a, "--dsn") == 0)
+			opt.conninfo = v;
+		else
+			SimFatal("unknown option \"%s\" (see --help)", a);
+		if (takes_value)
+			i++;
+	}
+
+	if (!opt.flexmatch && opt.queue_list == NULL)
+		SimFatal("say which queues to feed: --flexmatch or --queues A,B,... (see --help)");
+	if (strlen(opt.run) == 0 || strlen(opt.run) > 40 || strchr(opt.run, '"') || strchr(opt.run, '\\'))
+		SimFatal("--run: a tag of 1 to 40 characters without quotes or backslashes");
+	opt.match_seconds = match_seconds >= 0 ? match_seconds : (opt.clock == SIM_CLOCK_SIMULATED ? 600 : 20);
+	opt.break_min = break_min >= 0 ? break_min : (opt.clock == SIM_CLOCK_SIMULATED ? 10 : 2);
+	opt.break_max = break_max >= 0 ? break_max : (opt.clock == SIM_CLOCK_SIMULATED ? 60 : 8);
+	opt.seconds = seconds >= 0 ? seconds : (opt.clock == SIM_CLOCK_REAL ? 60 : 0);
+	opt.tickets = tickets >= 0 ? (int) tickets : (opt.flexmatch && seconds < 0 ? 840 : 0);
+	if (opt.seconds <= 0 && opt.tickets <= 0)
+		SimFatal("the run would never end: give --seconds or --tickets");
+	if (opt.clock == SIM_CLOCK_SIMULATED && opt.self_tick)
+		SimFatal("--self-tick goes with --realtime (simulated time always ticks itself)");
+}
+
+/* How far outcomes moved the stored ratings towards the hidden true skills. */
+static void
+PrintRatingSummary(void)
+{
+	const char *params[1] = {opt.run};
+	PGresult   *res = SimExec(conn,
+							  "SELECT pg_catalog.count(*),"
+							  "       coalesce(pg_catalog.avg(pg_catalog.abs(initial_rating OPERATOR(pg_catalog.-) true_skill)), 0),"
+							  "       coalesce(pg_catalog.avg(pg_catalog.abs(rating OPERATOR(pg_catalog.-) true_skill)), 0),"
+							  "       coalesce(pg_catalog.avg(games), 0), coalesce(pg_catalog.sum(games), 0)"
+							  "  FROM mm_sim.players WHERE run OPERATOR(pg_catalog.=) $1",
+							  1, params, PGRES_TUPLES_OK);
+
+	printf("players %s, player-games %s, early leavers %ld; ratings (%s): mean |rating - true skill| "
+		   "%.0f when placed, %.0f now, after %.1f games on average\n",
+		   PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 4), stat_leavers,
+		   rating_method == RATING_GLICKO2 ? "Glicko-2, mm.glicko2_update" :
+		   rating_method == RATING_ELO ? "Elo, mm.elo_update" : "no rating function",
+		   atof(PQgetvalue(res, 0, 1)), atof(PQgetvalue(res, 0, 2)), atof(PQgetvalue(res, 0, 3)));
+	PQclear(res);
+}
+
+/* The command line, echoed above the figures so they say how they were made. */
+static char *
+CommandLine(int argc, char **argv)
+{
+	size_t		cap = 256,
+				len = 0;
+	char	   *line = malloc(cap);
+	int			i;
+
+	if (line == NULL)
+		SimFatal("out of memory");
+	line[0] = '\0';
+	for (i = 0; i < argc; i++)
+		len = Append(&line, &cap, len, "%s%s", i > 0 ? " " : "",
+					 i == 0 ? "mm_sim" : argv[i]);
+	return line;
+}
+
+int
+main(int argc, char **argv)
+{
+	char	   *command_line;
+
+	ParseOptions(argc, argv);
+	command_line = CommandLine(argc, argv);
+	RandomSeed(opt.seed);
+	signal(SIGINT, OnSignal);
+	signal(SIGTERM, OnSignal);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	conn = SimConnect(opt.conninfo);
+	PrepareSchema();
+	if (opt.flexmatch)
+		CreateFlexMatchQueues();
+	if (opt.queue_list)
+	{
+		char	   *list = StrDup(opt.queue_list);
+		char	   *save = NULL;
+		char	   *name;
+
+		for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))
+			AddQueue(name);
+		free(list);
+	}
+	LoadQueueShapes();
+
+	Run();
+
+	SimPrintFigures(conn, queues, nqueues, opt.flexmatch, command_line);
+	PrintRatingSummary();
+	if (opt.chart)
+		SimWriteChart(conn, queues, nqueues, epoch, 0, opt.chart);
+	PQfinish(conn);
+	free(command_line);
+	return interrupted ? 130 : 0;
+}

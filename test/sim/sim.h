@@ -1,0 +1,70 @@
+/*
+ * sim.h
+ *	  The matchmaking simulator (mm_sim): shared types and helpers.
+ *
+ * mm_sim.c drives players, tickets, ticks and game outcomes; sim_db.c wraps
+ * libpq; sim_report.c prints the per-queue figures and writes the HTML chart.
+ */
+#ifndef MM_SIM_H
+#define MM_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "libpq-fe.h"
+
+#define SIM_REGIONS 3
+#define SIM_MAX_PARTY 8
+#define SIM_MAX_QUEUES 16
+
+extern const char *const sim_region_names[SIM_REGIONS];
+
+/* A queue the simulator feeds, with the figures published for it (if any). */
+typedef struct SimQueue
+{
+	char		name[65];
+	int			max_party;		/* the largest team of the queue caps the party */
+	int			max_team;
+	double		next_arrival;	/* simulation seconds */
+	int			tickets_made;
+	/* every ticket this run created in the queue (for the final figures) */
+	long long  *ticket_ids;
+	int			nticket_ids;
+	int			ticket_ids_cap;
+	/* FlexMatch's published figures; < 0 when not published */
+	double		published_completed;
+	double		published_failed;
+	double		published_avg_seconds;
+} SimQueue;
+
+/* The figures of one queue, computed from the tables at the end of a run. */
+typedef struct SimQueueFigures
+{
+	long		completed;
+	long		failed;
+	long		cancelled;
+	long		searching;
+	double		avg_wait;		/* seconds, matched tickets; NaN when none */
+	double		p95_wait;
+	double		avg_quality;
+	long		matches;
+} SimQueueFigures;
+
+/* sim_db.c */
+extern PGconn *SimConnect(const char *conninfo);
+extern PGresult *SimExec(PGconn *conn, const char *sql, int nparams,
+						 const char *const *params, ExecStatusType expected);
+extern void SimExecCommand(PGconn *conn, const char *sql);
+extern bool SimFunctionExists(PGconn *conn, const char *signature);
+extern bool SimRelationExists(PGconn *conn, const char *name);
+extern char *SimIdArray(const long long *ids, int n);
+extern void SimFatal(const char *fmt,...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* sim_report.c */
+extern void SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *figures);
+extern void SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
+							const char *command_line);
+extern void SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
+						  double run_seconds, const char *path);
+
+#endif							/* MM_SIM_H */

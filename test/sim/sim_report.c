@@ -1,0 +1,367 @@
+/*
+ * sim_report.c
+ *	  The simulator's output: per-queue figures read back from the extension's
+ *	  tables (tickets completed and failed, time to match, match quality) next
+ *	  to FlexMatch's published ones, and an HTML page with inline SVG charts of
+ *	  time to match and quality over time.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define lengthof(array) (sizeof(array) / sizeof((array)[0]))
+
+/* Reads one queue's figures for the tickets this run created. */
+void
+SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *f)
+{
+	char	   *ids = SimIdArray(queue->ticket_ids, queue->nticket_ids);
+	const char *params[1] = {ids};
+	PGresult   *res = SimExec(conn,
+							  "WITH t AS ("
+							  "  SELECT t.status, t.match_id,"
+							  "         extract(epoch FROM t.matched_at OPERATOR(pg_catalog.-) t.created_at)::float8 AS wait"
+							  "    FROM mm.tickets t WHERE t.id OPERATOR(pg_catalog.=) ANY ($1::bigint[]))"
+							  "SELECT pg_catalog.count(*) FILTER (WHERE status OPERATOR(pg_catalog.=) 'matched'),"
+							  "       pg_catalog.count(*) FILTER (WHERE status OPERATOR(pg_catalog.=) 'timed_out'),"
+							  "       pg_catalog.count(*) FILTER (WHERE status OPERATOR(pg_catalog.=) 'cancelled'),"
+							  "       pg_catalog.count(*) FILTER (WHERE status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed'])),"
+							  "       coalesce(pg_catalog.avg(wait) FILTER (WHERE status OPERATOR(pg_catalog.=) 'matched'), 'NaN'),"
+							  "       coalesce(pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY wait)"
+							  "                FILTER (WHERE status OPERATOR(pg_catalog.=) 'matched'), 'NaN'),"
+							  "       coalesce((SELECT pg_catalog.avg(m.quality) FROM mm.matches m"
+							  "                  WHERE m.id OPERATOR(pg_catalog.=) ANY (SELECT match_id FROM t)), 'NaN'),"
+							  "       pg_catalog.count(DISTINCT match_id)"
+							  "  FROM t",
+							  1, params, PGRES_TUPLES_OK);
+
+	f->completed = atol(PQgetvalue(res, 0, 0));
+	f->failed = atol(PQgetvalue(res, 0, 1));
+	f->cancelled = atol(PQgetvalue(res, 0, 2));
+	f->searching = atol(PQgetvalue(res, 0, 3));
+	f->avg_wait = atof(PQgetvalue(res, 0, 4));
+	f->p95_wait = atof(PQgetvalue(res, 0, 5));
+	f->avg_quality = atof(PQgetvalue(res, 0, 6));
+	f->matches = atol(PQgetvalue(res, 0, 7));
+	PQclear(res);
+	free(ids);
+}
+
+/* A time column: seconds with one decimal, or "-" when there is none. */
+static void
+PrintSeconds(double s)
+{
+	if (isnan(s))
+		printf(" %9s", "-");
+	else
+		printf(" %7.1f s", s);
+}
+
+/* Prints the per-queue table, FlexMatch's figures beside ours where published. */
+void
+SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
+				const char *command_line)
+{
+	int			i;
+
+	printf("\n%s\n", command_line);
+	printf("%-22s %7s %9s %6s %9s %9s %9s %7s %7s", "queue", "tickets", "completed",
+		   "failed", "cancelled", "avg wait", "p95 wait", "matches", "quality");
+	if (flexmatch)
+		printf(" | %-26s", "FlexMatch: completed/failed, avg wait");
+	printf("\n");
+	for (i = 0; i < nqueues; i++)
+	{
+		SimQueueFigures f;
+		SimQueue   *q = &queues[i];
+
+		SimQueueFiguresLoad(conn, q, &f);
+		printf("%-22s %7d %9ld %6ld %9ld", q->name, q->nticket_ids, f.completed, f.failed,
+			   f.cancelled + f.searching);
+		PrintSeconds(f.avg_wait);
+		PrintSeconds(f.p95_wait);
+		printf(" %7ld", f.matches);
+		if (isnan(f.avg_quality))
+			printf(" %7s", "-");
+		else
+			printf(" %7.3f", f.avg_quality);
+		if (flexmatch)
+		{
+			printf(" | ");
+			if (q->published_completed >= 0)
+				printf("%.0f/%.0f, ", q->published_completed, q->published_failed);
+			else
+				printf("-, ");
+			if (q->published_avg_seconds >= 0)
+				printf("%.1f s", q->published_avg_seconds);
+			else
+				printf("-");
+		}
+		printf("\n");
+	}
+	if (flexmatch)
+		printf("FlexMatch: Amazon GameLift FlexMatch's published simulation, without acceptance;"
+			   " it did not publish p95 or quality.\n");
+}
+
+/* ------------------------------------------------------------------ chart */
+
+#define CHART_W 760
+#define CHART_H 256
+#define CHART_LEFT 56
+#define CHART_RIGHT 16
+#define CHART_TOP 32
+#define CHART_BOTTOM 36
+
+static const char *const palette[] = {
+	"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"
+};
+
+typedef struct Series
+{
+	int			n;
+	double	   *x;				/* minutes since the start */
+	double	   *wait;
+	double	   *quality;
+} Series;
+
+/* A round step for axis ticks: 1, 2 or 5 times a power of ten. */
+static double
+NiceStep(double span, int ticks)
+{
+	double		raw = span / ticks;
+	double		mag = pow(10, floor(log10(raw)));
+	double		norm = raw / mag;
+
+	if (norm <= 1)
+		return mag;
+	if (norm <= 2)
+		return 2 * mag;
+	if (norm <= 5)
+		return 5 * mag;
+	return 10 * mag;
+}
+
+/* Writes one line chart (one polyline per queue) as an SVG element. */
+static void
+WriteSvg(FILE *out, const char *title, const char *unit, Series *series, int nseries,
+		 SimQueue *queues, bool quality, double xmax)
+{
+	double		ymax = quality ? 1.0 : 0;
+	double		ymin = 0;
+	double		pw = CHART_W - CHART_LEFT - CHART_RIGHT;
+	double		ph = CHART_H - CHART_TOP - CHART_BOTTOM;
+	double		step,
+				v;
+	int			s,
+				i;
+
+	if (!quality)
+	{
+		for (s = 0; s < nseries; s++)
+			for (i = 0; i < series[s].n; i++)
+				if (series[s].wait[i] > ymax)
+					ymax = series[s].wait[i];
+		if (ymax <= 0)
+			ymax = 1;
+		step = NiceStep(ymax, 5);
+		ymax = ceil(ymax / step) * step;
+	}
+	else
+	{
+		/* quality lives near 1: zoom onto the range the data uses */
+		ymin = 1.0;
+		for (s = 0; s < nseries; s++)
+			for (i = 0; i < series[s].n; i++)
+				if (series[s].quality[i] < ymin)
+					ymin = series[s].quality[i];
+		ymin = floor(ymin * 10) / 10;
+		if (ymin > 0.9)
+			ymin = 0.9;
+		step = NiceStep(ymax - ymin, 5);
+	}
+	if (xmax <= 0)
+		xmax = 1;
+
+	fprintf(out, "<h2>%s</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\""
+			" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n",
+			title, CHART_W, CHART_H, CHART_W, CHART_H);
+	fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n",
+			CHART_LEFT, CHART_TOP, pw, ph);
+	for (v = ymin; v <= ymax + step / 1000; v += step)
+	{
+		double		y = CHART_TOP + ph - (v - ymin) / (ymax - ymin) * ph;
+
+		fprintf(out, "<line x1=\"%d\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>"
+				"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+				CHART_LEFT, CHART_LEFT + pw, y, y, CHART_LEFT - 4, y + 4, round(v * 100) / 100);
+	}
+	step = NiceStep(xmax, 8);
+	for (v = 0; v <= xmax + step / 1000; v += step)
+	{
+		double		x = CHART_LEFT + v / xmax * pw;
+
+		fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+				x, CHART_TOP + (int) ph + 14, v);
+	}
+	fprintf(out, "<text x=\"%.0f\" y=\"%d\" text-anchor=\"middle\">minutes since the start (each point: the tickets matched in one window)</text>\n",
+			CHART_LEFT + pw / 2, CHART_H - 4);
+	fprintf(out, "<text x=\"12\" y=\"%.0f\" transform=\"rotate(-90 12 %.0f)\" text-anchor=\"middle\">%s</text>\n",
+			CHART_TOP + ph / 2, CHART_TOP + ph / 2, unit);
+	for (s = 0; s < nseries; s++)
+	{
+		const char *color = palette[s % (sizeof(palette) / sizeof(palette[0]))];
+
+		if (series[s].n == 0)
+			continue;
+		fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"", color);
+		for (i = 0; i < series[s].n; i++)
+		{
+			double		y = quality ? series[s].quality[i] : series[s].wait[i];
+
+			fprintf(out, "%.1f,%.1f ", CHART_LEFT + series[s].x[i] / xmax * pw,
+					CHART_TOP + ph - (y - ymin) / (ymax - ymin) * ph);
+		}
+		fprintf(out, "\"/>\n");
+		/* the legend sits in the top margin, above the plot */
+		fprintf(out, "<rect x=\"%.0f\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+				"<text x=\"%.0f\" y=\"%d\">%s</text>\n",
+				CHART_LEFT + (double) (s % 4) * 170, 4 + (s / 4) * 13, color,
+				CHART_LEFT + 14 + (double) (s % 4) * 170, 13 + (s / 4) * 13,
+				queues[s].name);
+	}
+	fprintf(out, "</svg>\n");
+}
+
+/*
+ * Writes a self-contained HTML page: average time to match and average match
+ * quality of the tickets matched in each time bucket, one line per queue,
+ * and the final figures as a table.
+ */
+void
+SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
+			  double run_seconds, const char *path)
+{
+	Series	   *series = calloc(nqueues, sizeof(Series));
+	FILE	   *out;
+	double		span = run_seconds;
+	double		bucket;
+	int			q,
+				i;
+
+	if (series == NULL)
+		SimFatal("out of memory");
+
+	/* the span of the run: the last ticket matched */
+	for (q = 0; q < nqueues; q++)
+	{
+		char	   *ids = SimIdArray(queues[q].ticket_ids, queues[q].nticket_ids);
+		char		epoch_text[32];
+		const char *params[2] = {ids, epoch_text};
+		PGresult   *res;
+
+		snprintf(epoch_text, sizeof(epoch_text), "%.6f", epoch);
+		res = SimExec(conn,
+					  "SELECT coalesce(pg_catalog.max(extract(epoch FROM matched_at)::float8"
+					  "                 OPERATOR(pg_catalog.-) $2::float8), 0)"
+					  "  FROM mm.tickets WHERE id OPERATOR(pg_catalog.=) ANY ($1::bigint[])",
+					  2, params, PGRES_TUPLES_OK);
+		if (atof(PQgetvalue(res, 0, 0)) > span)
+			span = atof(PQgetvalue(res, 0, 0));
+		PQclear(res);
+		free(ids);
+	}
+	/* about 40 points a line, each a round number of seconds */
+	{
+		static const double round_buckets[] = {5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600};
+
+		for (i = 0; i < (int) lengthof(round_buckets); i++)
+		{
+			bucket = round_buckets[i];
+			if (span / bucket <= 40)
+				break;
+		}
+	}
+
+	for (q = 0; q < nqueues; q++)
+	{
+		char	   *ids = SimIdArray(queues[q].ticket_ids, queues[q].nticket_ids);
+		char		epoch_text[32],
+					bucket_text[32];
+		const char *params[3] = {ids, epoch_text, bucket_text};
+		PGresult   *res;
+		int			n;
+
+		snprintf(epoch_text, sizeof(epoch_text), "%.6f", epoch);
+		snprintf(bucket_text, sizeof(bucket_text), "%.0f", bucket);
+		res = SimExec(conn,
+					  "SELECT pg_catalog.floor((extract(epoch FROM t.matched_at)::float8"
+					  "                         OPERATOR(pg_catalog.-) $2::float8) OPERATOR(pg_catalog./) $3::float8) AS b,"
+					  "       pg_catalog.avg(extract(epoch FROM t.matched_at OPERATOR(pg_catalog.-) t.created_at))::float8,"
+					  "       pg_catalog.avg(m.quality)::float8"
+					  "  FROM mm.tickets t JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) t.match_id"
+					  " WHERE t.id OPERATOR(pg_catalog.=) ANY ($1::bigint[])"
+					  "   AND t.status OPERATOR(pg_catalog.=) 'matched'"
+					  " GROUP BY 1 ORDER BY 1",
+					  3, params, PGRES_TUPLES_OK);
+		n = PQntuples(res);
+		series[q].n = n;
+		series[q].x = malloc(sizeof(double) * (n + 1));
+		series[q].wait = malloc(sizeof(double) * (n + 1));
+		series[q].quality = malloc(sizeof(double) * (n + 1));
+		if (!series[q].x || !series[q].wait || !series[q].quality)
+			SimFatal("out of memory");
+		for (i = 0; i < n; i++)
+		{
+			/* plotted at the middle of its bucket */
+			series[q].x[i] = (atof(PQgetvalue(res, i, 0)) + 0.5) * bucket / 60.0;
+			series[q].wait[i] = atof(PQgetvalue(res, i, 1));
+			series[q].quality[i] = atof(PQgetvalue(res, i, 2));
+		}
+		PQclear(res);
+		free(ids);
+	}
+
+	out = fopen(path, "w");
+	if (out == NULL)
+		SimFatal("cannot write %s", path);
+	fprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>matchmaking simulation</title>\n"
+			"<style>body{font-family:sans-serif;margin:2em;color:#222}"
+			"table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+			"td:first-child,th:first-child{text-align:left}</style></head><body>\n"
+			"<h1>matchmaking simulation</h1>\n"
+			"<p>Each point: the tickets matched in a %.0f-second window, plotted at the middle of the window.</p>\n",
+			bucket);
+	/* the axis ends with the last window */
+	span = ceil(span / bucket) * bucket;
+	WriteSvg(out, "Time to match", "average seconds in the queue", series, nqueues, queues, false,
+			 span / 60.0);
+	WriteSvg(out, "Match quality", "average quality (0..1)", series, nqueues, queues, true,
+			 span / 60.0);
+	fprintf(out, "<h2>Per queue</h2>\n<table><tr><th>queue</th><th>tickets</th><th>completed</th>"
+			"<th>failed</th><th>cancelled or searching</th><th>avg wait (s)</th><th>p95 wait (s)</th>"
+			"<th>matches</th><th>quality</th></tr>\n");
+	for (q = 0; q < nqueues; q++)
+	{
+		SimQueueFigures f;
+
+		SimQueueFiguresLoad(conn, &queues[q], &f);
+		fprintf(out, "<tr><td>%s</td><td>%d</td><td>%ld</td><td>%ld</td><td>%ld</td>"
+				"<td>%.1f</td><td>%.1f</td><td>%ld</td><td>%.3f</td></tr>\n",
+				queues[q].name, queues[q].nticket_ids, f.completed, f.failed,
+				f.cancelled + f.searching, f.avg_wait, f.p95_wait, f.matches, f.avg_quality);
+	}
+	fprintf(out, "</table>\n</body></html>\n");
+	fclose(out);
+	for (q = 0; q < nqueues; q++)
+	{
+		free(series[q].x);
+		free(series[q].wait);
+		free(series[q].quality);
+	}
+	free(series);
+	printf("chart: %s\n", path);
+}
