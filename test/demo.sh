@@ -47,14 +47,7 @@ demo_cleanup() {
 	mm_cluster_stop
 }
 
-mm_install_packages
-mm_prepare_pgroot
-mm_fresh_workdir
-trap demo_cleanup EXIT
-trap 'exit 130' INT TERM
-mm_build_install sim
-# pg_cron runs its jobs through libpq over our socket (the cluster has no TCP)
-mm_cluster_start "cron.host = '$MM_SOCKDIR'"
+MM_ON_EXIT=demo_cleanup MM_BUILD_TARGETS=sim mm_setup_throwaway
 
 mm_psql -d postgres -c "CREATE DATABASE $MM_CRON_DB"
 export PGDATABASE=$MM_CRON_DB
@@ -74,26 +67,17 @@ mm_log "example queues (test/demo/queues.sql)"
 demo_psql -q -f "$MM_TREE/test/demo/queues.sql"
 
 mm_log "scheduling every queue with pg_cron: mm.schedule(queue, '1 second')"
-tick_mode=cron
-if [ "$(mm_as_user psql -X -At -c "SELECT to_regprocedure('mm.schedule(text,interval)') IS NOT NULL")" = t ]; then
-	demo_psql -q -c \
-		"SELECT q.name AS queue, mm.schedule(q.name, '1 second') AS cron_job FROM mm.queues q ORDER BY q.name"
-else
-	tick_mode=self
-	mm_log "mm.schedule is not in this build: the simulator ticks the queues itself (mm.tick once a second)"
-fi
+demo_psql -q -c \
+	"SELECT q.name AS queue, mm.schedule(q.name, '1 second') AS cron_job FROM mm.queues q ORDER BY q.name"
 
 # pg_cron 1.4.2 (Debian 12) schedules by the minute: the job mm.schedule made
 # first runs at the next minute boundary, then ticks every second.
 now_s=$(date +%s)
 wait_s=$(( 60 - now_s % 60 ))
-run_s=$demo_seconds
-if [ "$tick_mode" = cron ]; then
-	run_s=$(( wait_s + demo_seconds ))
-	first_tick=$(date -d "@$(( now_s + wait_s ))" +%H:%M:%S)
-	mm_log "pg_cron 1.4.2 runs jobs by the minute: the first tick is at $first_tick (in ${wait_s} s)."
-	mm_log "Tickets queue up until then; from then on every queue is ticked every second."
-fi
+run_s=$(( wait_s + demo_seconds ))
+first_tick=$(date -d "@$(( now_s + wait_s ))" +%H:%M:%S)
+mm_log "pg_cron 1.4.2 runs jobs by the minute: the first tick is at $first_tick (in ${wait_s} s)."
+mm_log "Tickets queue up until then; from then on every queue is ticked every second."
 
 mm_log "LISTEN mm_events: matches are printed as they are announced"
 # run directly (not through runuser) so that $! is the client itself
@@ -103,7 +87,6 @@ listener_pid=$!
 mm_log "simulating players in real time for ${run_s} s (--interval $demo_interval); Ctrl-C stops"
 sim_args=(--realtime --queues "$demo_queues" --seconds "$run_s" --interval "$demo_interval"
 	--seed "$demo_seed" --run demo --chart "$chart")
-[ "$tick_mode" = self ] && sim_args+=(--self-tick)
 mm_as_user "$sim" "${sim_args[@]}"
 
 kill "$listener_pid" 2>/dev/null || true

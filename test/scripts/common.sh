@@ -36,7 +36,7 @@ mm_as_user() {
 mm_install_packages() {
 	[ "${MM_SKIP_APT:-0}" = 1 ] && return 0
 	local missing=""
-	for p in $MM_PACKAGES $*; do
+	for p in $MM_PACKAGES; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 	done
 	[ -z "$missing" ] && return 0
@@ -142,14 +142,15 @@ mm_psql() {
 }
 
 # The whole set-up every entry script does: packages, a fresh work directory,
-# build and install, then a started cluster (extra postgresql.conf lines as
-# arguments) that is stopped on exit, failure or Ctrl-C.
+# build and install (plus the make targets in MM_BUILD_TARGETS), then a started
+# cluster (extra postgresql.conf lines as arguments).  On exit, failure or
+# Ctrl-C the function named by MM_ON_EXIT (default: stop the cluster) runs.
 mm_setup_throwaway() {
-	mm_install_packages ${MM_EXTRA_PACKAGES:-}
+	mm_install_packages
 	mm_prepare_pgroot
 	mm_fresh_workdir
-	trap mm_cluster_stop EXIT
+	trap "${MM_ON_EXIT:-mm_cluster_stop}" EXIT
 	trap 'exit 130' INT TERM
-	mm_build_install
+	mm_build_install ${MM_BUILD_TARGETS:-}
 	mm_cluster_start "$@"
 }

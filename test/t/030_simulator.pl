@@ -1,0 +1,93 @@
+# The simulator end to end in simulated time: FlexMatch's three Radiant vs Dire
+# queues fed and ticked by test/sim/mm_sim.  Checks that it is reproducible
+# (same seed, same figures, in two databases), that every committed match obeys
+# its queue's team rules, that no ticket is lost or in two matches, and that
+# the simulated outcomes moved the stored ratings through mm.glicko2_update.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use MmTest;
+
+my $sim = "$ENV{TESTDIR}/test/sim/mm_sim";
+plan skip_all => "mm_sim not built (make sim)" unless -x $sim;
+
+my $node = mm_new_node('simulator');
+$node->safe_psql('postgres', 'CREATE DATABASE sim_b');
+$node->safe_psql('sim_b', 'CREATE EXTENSION matchmaking');
+
+# Runs the simulator against one database and returns its figures table.
+sub run_sim
+{
+	my ($db) = @_;
+	my ($stdout, $stderr);
+	my $ok = IPC::Run::run(
+		[ $sim, '--flexmatch', '--seed', '7', '--tickets', '150', '--quiet',
+		  '--dsn', $node->connstr($db) ],
+		'>', \$stdout, '2>', \$stderr);
+	ok($ok, "mm_sim ran against $db") or diag($stderr);
+	# the per-queue lines of the figures (wall-clock times are left out)
+	my @rows = grep { /^flexmatch_\w+\s+\d/ } split /\n/, $stdout;
+	return join("\n", @rows);
+}
+
+my $a = run_sim('postgres');
+my $b = run_sim('sim_b');
+is(scalar(() = $a =~ /^flexmatch_/mg), 3, 'figures printed for the three queues');
+is($a, $b, 'same seed, same figures');
+
+my $db = 'postgres';
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.tickets WHERE queue LIKE 'flexmatch%'}), 450,
+	'every ticket is in the tables (150 per queue)');
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.tickets WHERE queue LIKE 'flexmatch%'
+	   AND status NOT IN ('matched', 'timed_out', 'cancelled')}), 0,
+	'the run ends with no ticket searching: each was matched, timed out or cancelled');
+cmp_ok($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.matches WHERE queue LIKE 'flexmatch%'}), '>', 50,
+	'matches were formed');
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM (SELECT ticket_id, player_id FROM mm.match_players
+	 GROUP BY 1, 2 HAVING count(DISTINCT match_id) > 1) x}), 0,
+	'no ticket in two matches');
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.tickets t
+	 WHERE t.status = 'matched' AND t.queue LIKE 'flexmatch%'
+	   AND t.player_count <> (SELECT count(*) FROM mm.match_players mp
+	                           WHERE mp.match_id = t.match_id AND mp.ticket_id = t.id)}), 0,
+	'every matched ticket has all its players in its match');
+# team_size_balance max_difference 0: teams of equal size, within the mode's bounds
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM (
+	  SELECT m.id, m.queue, min(n) AS smallest, max(n) AS largest, count(*) AS teams
+	    FROM mm.matches m
+	    JOIN (SELECT match_id, team, count(*) AS n FROM mm.match_players GROUP BY 1, 2) s
+	      ON s.match_id = m.id
+	   WHERE m.queue LIKE 'flexmatch%'
+	   GROUP BY m.id, m.queue) x
+	 WHERE teams <> 2 OR smallest <> largest
+	    OR (queue = 'flexmatch_classic' AND NOT smallest BETWEEN 4 AND 6)
+	    OR (queue = 'flexmatch_survival' AND NOT smallest BETWEEN 1 AND 3)
+	    OR (queue = 'flexmatch_practice' AND NOT smallest BETWEEN 2 AND 8)}), 0,
+	'two teams of equal size within each mode\'s bounds in every match');
+# every player's latency in the match's region is within the rule at its step
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.matches m
+	  JOIN mm.match_players mp ON mp.match_id = m.id
+	  JOIN mm.ticket_players tp ON tp.ticket_id = mp.ticket_id AND tp.player_id = mp.player_id
+	 WHERE m.queue LIKE 'flexmatch%'
+	   AND NOT coalesce((m.rule_steps -> 'fast_connection' ->> 'off')::boolean, false)
+	   AND (tp.latencies ->> m.region)::float8 > (m.rule_steps -> 'fast_connection' ->> 'threshold')::float8}), 0,
+	'every player\'s latency in the chosen region is within the latency rule at its step');
+cmp_ok($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.match_results r JOIN mm.matches m ON m.id = r.match_id
+	 WHERE m.queue LIKE 'flexmatch%'}), '>', 50,
+	'outcomes recorded in mm.match_results');
+cmp_ok($node->safe_psql($db, q{
+	SELECT count(*) FROM mm_sim.players WHERE games > 0 AND rating <> initial_rating}), '>', 0,
+	'outcomes moved stored ratings');
+
+$node->stop;
+done_testing();
