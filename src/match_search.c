@@ -175,30 +175,77 @@ RemoveTicket(SearchState *s, int i)
 /* A ticket's main value, for the one sort by value. */
 typedef struct ValueEntry
 {
+	uint64		key;			/* the value as an unsigned key (ValueKey) */
 	double		value;
 	int			ticket;
 } ValueEntry;
 
-/* Orders tickets by main value, then age. */
-static inline int
-CompareValueEntries(const ValueEntry *x, const ValueEntry *y)
+/*
+ * An unsigned integer whose order is the value's numeric order: the sign bit
+ * set for non-negative values, every bit flipped for negative ones.  -0.0
+ * counts as 0.0.  Values are never NaN (rules.c keeps only finite numbers;
+ * an average may at most overflow to an infinity, which orders correctly).
+ */
+static inline uint64
+ValueKey(double value)
 {
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	return (x->ticket > y->ticket) - (x->ticket < y->ticket);
+	uint64		bits;
+
+	if (value == 0.0)
+		value = 0.0;
+	memcpy(&bits, &value, sizeof(bits));
+	return (bits & UINT64CONST(0x8000000000000000)) ? ~bits :
+		bits | UINT64CONST(0x8000000000000000);
 }
 
 /*
- * SortValueEntries(): the one O(N log N) step of the search, so a sort
- * specialised by PostgreSQL's template (the comparison inlined) rather than
- * qsort with a function pointer.
+ * Sorts entries by (value, ticket): the one O(N log N) step of the search
+ * in a comparison sort, so an LSD radix sort instead, one stable pass per
+ * byte of the key that is not the same in every entry (values such as
+ * skills share most of their bytes), into the scratch array and back.
+ * Entries come in ticket order, so stability orders equal values by ticket.
  */
-#define ST_SORT SortValueEntries
-#define ST_ELEMENT_TYPE ValueEntry
-#define ST_COMPARE(a, b) CompareValueEntries(a, b)
-#define ST_SCOPE static
-#define ST_DEFINE
-#include "lib/sort_template.h"
+static void
+SortValueEntries(ValueEntry *entries, ValueEntry *scratch, int n)
+{
+	int			counts[8][256];
+	ValueEntry *from = entries;
+	ValueEntry *to = scratch;
+
+	memset(counts, 0, sizeof(counts));
+	for (int i = 0; i < n; i++)
+	{
+		uint64		key = entries[i].key;
+
+		for (int byte = 0; byte < 8; byte++)
+			counts[byte][(key >> (8 * byte)) & 0xFF]++;
+	}
+	for (int byte = 0; byte < 8; byte++)
+	{
+		int			offset = 0;
+		int		   *count = counts[byte];
+
+		if (n == 0 || count[(from[0].key >> (8 * byte)) & 0xFF] == n)
+			continue;			/* the same byte everywhere: already in order */
+		for (int d = 0; d < 256; d++)
+		{
+			int			c = count[d];
+
+			count[d] = offset;
+			offset += c;
+		}
+		for (int i = 0; i < n; i++)
+			to[count[(from[i].key >> (8 * byte)) & 0xFF]++] = from[i];
+		{
+			ValueEntry *swap = from;
+
+			from = to;
+			to = swap;
+		}
+	}
+	if (from != entries)
+		memcpy(entries, from, sizeof(ValueEntry) * n);
+}
 
 /* Orders ints ascending (ticket indexes: age order). */
 static int
@@ -249,6 +296,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	if (s->main_rule >= 0)
 	{
 		ValueEntry *entries = palloc(sizeof(ValueEntry) * Max(ntickets, 1));
+		ValueEntry *sort_scratch;
 
 		s->any_list = palloc(sizeof(int) * Max(ntickets, 1));
 		s->pos_of = palloc(sizeof(int) * Max(ntickets, 1));
@@ -263,6 +311,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 			s->main_kind[i] = (char) v->kind;
 			if (v->kind == MM_VALUE_PRESENT)
 			{
+				entries[s->nsorted].key = ValueKey(v->number);
 				entries[s->nsorted].value = v->number;
 				entries[s->nsorted].ticket = i;
 				s->nsorted++;
@@ -271,7 +320,9 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 				s->any_list[s->nany++] = i;
 		}
 		s->alive_any = s->nany;
-		SortValueEntries(entries, s->nsorted);
+		sort_scratch = palloc(sizeof(ValueEntry) * Max(s->nsorted, 1));
+		SortValueEntries(entries, sort_scratch, s->nsorted);
+		pfree(sort_scratch);
 		s->sorted = palloc(sizeof(int) * Max(s->nsorted, 1));
 		s->sorted_value = palloc(sizeof(double) * Max(s->nsorted, 1));
 		s->next_sorted = palloc(sizeof(int) * (s->nsorted + 1));

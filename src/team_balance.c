@@ -774,6 +774,44 @@ PairSplitSearch(const PairBalancer *b, int pos, int need, double taken,
 	}
 }
 
+/*
+ * The splits whose spread is below `bound`, counted up to two (the same
+ * walk as PairSplitSearch() with a fixed bound): *count, and the first one
+ * as a bitmask of team 0's units with its spread.
+ */
+static void
+PairSplitCount(const PairBalancer *b, int pos, int need, double taken, uint32 chosen,
+			   double bound, int *count, uint32 *found, double *found_spread)
+{
+	int			n = b->n;
+	double		total = b->rating_total;
+
+	if (need == 0)
+	{
+		double		spread = fabs(taken - (total - taken));
+
+		if (spread < bound && (*count)++ == 0)
+		{
+			*found = chosen;
+			*found_spread = spread;
+		}
+		return;
+	}
+	for (int j = pos; j <= n - need && *count < 2; j++)
+	{
+		double		with = taken + b->rating[j];
+		double		lowest = with + (b->desc_prefix[n] - b->desc_prefix[n - need + 1]);
+		double		highest = with + (b->desc_prefix[j + need] - b->desc_prefix[j + 1]);
+
+		if (lowest - (total - lowest) >= bound)
+			continue;
+		if ((total - highest) - highest >= bound)
+			break;
+		PairSplitCount(b, j + 1, need - 1, with, chosen | (1u << j), bound,
+					   count, found, found_spread);
+	}
+}
+
 /* BranchAndBound() for two teams of solo players: units d.. to place. */
 static void
 PairBranchAndBound(PairBalancer *b, int d)
@@ -904,15 +942,40 @@ BalancePairExact(const MmBalanceInput *input, int cap0, int cap1, bool exact_siz
 	 */
 	b.margin = b.eps * 1e-3;
 	b.spread_floor = -INFINITY;
+	b.done = false;
 	if (abs_total < 1e300)
 	{
-		double		smallest = b.best_spread - b.eps + 2 * b.margin;
+		double		acceptable = b.best_spread - b.eps;
 		int			fixed = cap0 == cap1 ? 1 : 0;
+		int			count = 0;
+		uint32		found = 0;
+		double		found_spread = 0.0;
 
-		PairSplitSearch(&b, fixed, cap0 - fixed, fixed ? b.rating[0] : 0.0, &smallest);
-		b.spread_floor = smallest - b.margin;
+		PairSplitCount(&b, fixed, cap0 - fixed, fixed ? b.rating[0] : 0.0, (uint32) fixed,
+					   acceptable + 2 * b.margin, &count, &found, &found_spread);
+		if (count == 0)
+			b.done = true;		/* nothing beats the heuristic */
+		else if (count == 1 && found_spread < acceptable - 2 * b.margin)
+		{
+			/*
+			 * Exactly one split beats the heuristic: the search would visit
+			 * it (its bounds stay below), accept it and nothing after it.
+			 * A second way to reach it (the search skipping a team in the
+			 * same state as the other) would be a second split here.
+			 */
+			for (int u = 0; u < n; u++)
+				b.best_assign[u] = (found & (1u << u)) ? 0 : 1;
+			b.done = true;
+		}
+		else
+		{
+			double		smallest = acceptable + 2 * b.margin;
+
+			PairSplitSearch(&b, fixed, cap0 - fixed, fixed ? b.rating[0] : 0.0, &smallest);
+			b.spread_floor = smallest - b.margin;
+			b.done = b.best_spread - b.eps <= b.spread_floor;
+		}
 	}
-	b.done = b.best_spread - b.eps <= b.spread_floor;
 	b.size[0] = b.size[1] = 0;
 	b.total[0] = b.total[1] = 0.0;
 	if (!b.done)
