@@ -208,25 +208,28 @@ ValueKey(double value)
 static void
 SortValueEntries(ValueEntry *entries, ValueEntry *scratch, int n)
 {
-	int			counts[8][256];
+	int			count[256];
 	ValueEntry *from = entries;
 	ValueEntry *to = scratch;
+	uint64		all_ones = ~UINT64CONST(0);
+	uint64		any_ones = 0;
 
-	memset(counts, 0, sizeof(counts));
+	/* the bits that differ between keys */
 	for (int i = 0; i < n; i++)
 	{
-		uint64		key = entries[i].key;
-
-		for (int byte = 0; byte < 8; byte++)
-			counts[byte][(key >> (8 * byte)) & 0xFF]++;
+		all_ones &= entries[i].key;
+		any_ones |= entries[i].key;
 	}
 	for (int byte = 0; byte < 8; byte++)
 	{
+		int			shift = 8 * byte;
 		int			offset = 0;
-		int		   *count = counts[byte];
 
-		if (n == 0 || count[(from[0].key >> (8 * byte)) & 0xFF] == n)
+		if ((((all_ones ^ any_ones) >> shift) & 0xFF) == 0)
 			continue;			/* the same byte everywhere: already in order */
+		memset(count, 0, sizeof(count));
+		for (int i = 0; i < n; i++)
+			count[(from[i].key >> shift) & 0xFF]++;
 		for (int d = 0; d < 256; d++)
 		{
 			int			c = count[d];
@@ -235,7 +238,7 @@ SortValueEntries(ValueEntry *entries, ValueEntry *scratch, int n)
 			offset += c;
 		}
 		for (int i = 0; i < n; i++)
-			to[count[(from[i].key >> (8 * byte)) & 0xFF]++] = from[i];
+			to[count[(from[i].key >> shift) & 0xFF]++] = from[i];
 		{
 			ValueEntry *swap = from;
 

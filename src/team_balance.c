@@ -709,6 +709,8 @@ PairHeuristic(PairBalancer *b, double sq_eps)
 				na = b->total[ta] + delta;
 				nb = b->total[tb] - delta;
 				spread = Max(na, nb) - Min(na, nb);
+				if (spread > cur_spread + b->eps)
+					continue;	/* no better on either count */
 				sq_change = na * na + nb * nb -
 					b->total[ta] * b->total[ta] -
 					b->total[tb] * b->total[tb];
