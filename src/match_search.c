@@ -199,6 +199,30 @@ ValueKey(double value)
 }
 
 /*
+ * Sets the sort keys.  Whole numbers (skills, levels) whose range fits in 53
+ * bits take their offset from the smallest as key, so that only the few low
+ * bytes the range needs differ; other values take ValueKey().
+ */
+static void
+SetValueKeys(ValueEntry *entries, int n)
+{
+	double		smallest = 0.0;
+	bool		whole = true;
+
+	for (int i = 0; i < n && whole; i++)
+	{
+		double		v = entries[i].value;
+
+		whole = fabs(v) < 4503599627370496.0 && v == floor(v);	/* 2^52 */
+		if (i == 0 || v < smallest)
+			smallest = v;
+	}
+	for (int i = 0; i < n; i++)
+		entries[i].key = whole ? (uint64) (entries[i].value - smallest) :
+			ValueKey(entries[i].value);
+}
+
+/*
  * Sorts entries by (value, ticket): the one O(N log N) step of the search
  * in a comparison sort, so an LSD radix sort instead, one stable pass per
  * byte of the key that is not the same in every entry (values such as
@@ -314,7 +338,6 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 			s->main_kind[i] = (char) v->kind;
 			if (v->kind == MM_VALUE_PRESENT)
 			{
-				entries[s->nsorted].key = ValueKey(v->number);
 				entries[s->nsorted].value = v->number;
 				entries[s->nsorted].ticket = i;
 				s->nsorted++;
@@ -323,6 +346,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 				s->any_list[s->nany++] = i;
 		}
 		s->alive_any = s->nany;
+		SetValueKeys(entries, s->nsorted);
 		sort_scratch = palloc(sizeof(ValueEntry) * Max(s->nsorted, 1));
 		SortValueEntries(entries, sort_scratch, s->nsorted);
 		pfree(sort_scratch);
