@@ -133,23 +133,38 @@ FenwickPrefix(const int *tree, int pos)
 	return sum;
 }
 
-/* First sorted position whose value is >= v (or > v when strict). */
+/*
+ * First sorted position whose value is >= v (or > v when strict).  Without
+ * branches on the data (a conditional move per halving): the comparisons are
+ * unpredictable, and mispredicted branches cost more than the loads.
+ */
 static int
 LowerBound(const SearchState *s, double v, bool strict)
 {
-	int			lo = 0,
-				hi = s->nsorted;
+	const double *base = s->sorted_value;
+	int			len = s->nsorted;
 
-	while (lo < hi)
+	if (len == 0)
+		return 0;
+	if (strict)
 	{
-		int			mid = lo + (hi - lo) / 2;
+		while (len > 1)
+		{
+			int			half = len / 2;
 
-		if (s->sorted_value[mid] < v || (strict && s->sorted_value[mid] == v))
-			lo = mid + 1;
-		else
-			hi = mid;
+			base = base[half - 1] <= v ? base + half : base;
+			len -= half;
+		}
+		return (int) (base - s->sorted_value) + (*base <= v);
 	}
-	return lo;
+	while (len > 1)
+	{
+		int			half = len / 2;
+
+		base = base[half - 1] < v ? base + half : base;
+		len -= half;
+	}
+	return (int) (base - s->sorted_value) + (*base < v);
 }
 
 /* Takes a ticket out of the pool. */
@@ -274,15 +289,13 @@ SortValueEntries(ValueEntry *entries, ValueEntry *scratch, int n)
 		memcpy(entries, from, sizeof(ValueEntry) * n);
 }
 
-/* Orders ints ascending (ticket indexes: age order). */
-static int
-CompareInt(const void *a, const void *b)
-{
-	int			x = *(const int *) a;
-	int			y = *(const int *) b;
-
-	return (x > y) - (x < y);
-}
+/* SortTicketIndexes(): ticket indexes ascending (age order), comparison inlined. */
+#define ST_SORT SortTicketIndexes
+#define ST_ELEMENT_TYPE int
+#define ST_COMPARE(a, b) ((*(a) > *(b)) - (*(a) < *(b)))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /* Builds the pool structures. */
 static void
@@ -425,7 +438,7 @@ CollectWindow(SearchState *s, int from)
 		if (i >= from && !s->dead[i])
 			s->cand[s->ncand++] = i;
 	}
-	qsort(s->cand + start, s->ncand - start, sizeof(int), CompareInt);
+	SortTicketIndexes(s->cand + start, s->ncand - start);
 	s->cand_done = true;
 }
 
