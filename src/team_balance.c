@@ -953,8 +953,10 @@ BalancePairExact(const MmBalanceInput *input, int cap0, int cap1, bool exact_siz
 		uint32		found = 0;
 		double		found_spread = 0.0;
 
-		PairSplitCount(&b, fixed, cap0 - fixed, fixed ? b.rating[0] : 0.0, (uint32) fixed,
-					   acceptable + 2 * b.margin, &count, &found, &found_spread);
+		/* no spread is below zero: a perfect heuristic needs no search */
+		if (acceptable + 2 * b.margin > 0.0)
+			PairSplitCount(&b, fixed, cap0 - fixed, fixed ? b.rating[0] : 0.0, (uint32) fixed,
+						   acceptable + 2 * b.margin, &count, &found, &found_spread);
 		if (count == 0)
 			b.done = true;		/* nothing beats the heuristic */
 		else if (count == 1 && found_spread < acceptable - 2 * b.margin)
