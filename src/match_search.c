@@ -404,18 +404,6 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 											sizeof(MmFoundMatch) * s->matches_allocated);
 }
 
-/* Whether a ticket lies in the anchor's window of the main rule. */
-static inline bool
-InWindow(const SearchState *s, int i)
-{
-	if (!s->windowed)
-		return true;
-	if (s->main_kind[i] == MM_VALUE_ANY)
-		return true;
-	return s->main_kind[i] == MM_VALUE_PRESENT &&
-		s->main_value[i] >= s->window_lo && s->main_value[i] <= s->window_hi;
-}
-
 /* Collects the rest of the window (index >= from) in age order at once. */
 static void
 CollectWindow(SearchState *s, int from)
@@ -475,6 +463,52 @@ CandidatesStart(SearchState *s)
 	}
 }
 
+/*
+ * Walks the pool in age order from walk_cursor to the next alive ticket in
+ * the window, spending walk_budget (< 0: unlimited); returns it, or -1 when
+ * the pool or the budget ran out (cand_done is set for the pool).  The state
+ * stays in locals: this loop is the search's hottest.
+ */
+static int
+WalkToCandidate(SearchState *s)
+{
+	int		   *next_age = s->next_age;
+	const double *value = s->main_value;
+	const char *kind = s->main_kind;
+	bool		windowed = s->windowed;
+	double		lo = s->window_lo;
+	double		hi = s->window_hi;
+	int			ntickets = s->ntickets;
+	int			cursor = s->walk_cursor;
+	long		budget = s->walk_budget;
+	int			found = -1;
+
+	while (budget != 0)
+	{
+		int			i;
+
+		if (budget > 0)
+			budget--;
+		i = FindNextAlive(next_age, cursor);
+		if (i >= ntickets)
+		{
+			s->cand_done = true;
+			break;
+		}
+		cursor = i + 1;
+		/* in the window of the main rule, or matching any value */
+		if (!windowed || kind[i] == MM_VALUE_ANY ||
+			(kind[i] == MM_VALUE_PRESENT && value[i] >= lo && value[i] <= hi))
+		{
+			found = i;
+			break;
+		}
+	}
+	s->walk_cursor = cursor;
+	s->walk_budget = budget;
+	return found;
+}
+
 /* The k-th candidate of the anchor (age order), or -1 when there is none. */
 static int
 CandidateAt(SearchState *s, int k)
@@ -490,16 +524,8 @@ CandidateAt(SearchState *s, int k)
 			CollectWindow(s, s->walk_cursor);
 			continue;
 		}
-		if (s->walk_budget > 0)
-			s->walk_budget--;
-		i = FindNextAlive(s->next_age, s->walk_cursor);
-		if (i >= s->ntickets)
-		{
-			s->cand_done = true;
-			return -1;
-		}
-		s->walk_cursor = i + 1;
-		if (InWindow(s, i))
+		i = WalkToCandidate(s);
+		if (i >= 0)
 			s->cand[s->ncand++] = i;
 	}
 	return s->cand[k];

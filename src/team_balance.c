@@ -17,6 +17,9 @@
  * with room) and then swaps same-sized units between teams while that lowers
  * the spread (or, at equal spread, the sum of squared team totals).
  *
+ * Two teams of solo players (the tick's 5v5 matches) take a fast path that
+ * gives the same answers; see BalancePairExact().
+ *
  * Everything lives in one stack-allocated Balancer (about 20 kB); nothing is
  * palloc'd, so the code can be compiled and tested outside the server.
  */
@@ -610,9 +613,17 @@ NormaliseLabels(const Balancer *b, int *team_of)
  * commonest case).  It runs the same steps as the general code (greedy fill,
  * pairwise swaps, then the branch and bound with the same visiting order,
  * symmetry rule, bound and acceptance test) with the same floating-point
- * operations in the same order, so it returns exactly the same answer; it
- * only drops the bookkeeping that k teams and parties need (team orderings,
+ * operations in the same order, so it returns exactly the same answer,
+ * without the bookkeeping that k teams and parties need (team orderings,
  * extremes, feasibility search, a sort per depth for the bounds).
+ *
+ * Before the branch and bound, a cheaper search over the splits (team 0's
+ * members in rating order, pruned by prefix sums) counts the splits that
+ * beat the heuristic's answer: none (the common case) means the answer is
+ * the heuristic's, exactly one means it is that split, and otherwise their
+ * smallest spread lets the branch and bound stop as soon as it reaches it.
+ * These shortcuts only skip work whose outcome they prove, with a margin
+ * far above rounding, so the answer stays the general code's.
  */
 typedef struct PairBalancer
 {
@@ -876,7 +887,6 @@ PairBranchAndBound(PairBalancer *b, int d)
 			return;
 	}
 }
-
 
 /*
  * MmBalanceTeams() for two teams, solo players and n <= MM_BALANCE_EXACT_MAX
