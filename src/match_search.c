@@ -133,23 +133,38 @@ FenwickPrefix(const int *tree, int pos)
 	return sum;
 }
 
-/* First sorted position whose value is >= v (or > v when strict). */
+/*
+ * First sorted position whose value is >= v (or > v when strict).  Without
+ * branches on the data (a conditional move per halving): the comparisons are
+ * unpredictable, and mispredicted branches cost more than the loads.
+ */
 static int
 LowerBound(const SearchState *s, double v, bool strict)
 {
-	int			lo = 0,
-				hi = s->nsorted;
+	const double *base = s->sorted_value;
+	int			len = s->nsorted;
 
-	while (lo < hi)
+	if (len == 0)
+		return 0;
+	if (strict)
 	{
-		int			mid = lo + (hi - lo) / 2;
+		while (len > 1)
+		{
+			int			half = len / 2;
 
-		if (s->sorted_value[mid] < v || (strict && s->sorted_value[mid] == v))
-			lo = mid + 1;
-		else
-			hi = mid;
+			base = base[half - 1] <= v ? base + half : base;
+			len -= half;
+		}
+		return (int) (base - s->sorted_value) + (*base <= v);
 	}
-	return lo;
+	while (len > 1)
+	{
+		int			half = len / 2;
+
+		base = base[half - 1] < v ? base + half : base;
+		len -= half;
+	}
+	return (int) (base - s->sorted_value) + (*base < v);
 }
 
 /* Takes a ticket out of the pool. */
@@ -175,40 +190,112 @@ RemoveTicket(SearchState *s, int i)
 /* A ticket's main value, for the one sort by value. */
 typedef struct ValueEntry
 {
+	uint64		key;			/* the value as an unsigned key (ValueKey) */
 	double		value;
 	int			ticket;
 } ValueEntry;
 
-/* Orders tickets by main value, then age. */
-static inline int
-CompareValueEntries(const ValueEntry *x, const ValueEntry *y)
+/*
+ * An unsigned integer whose order is the value's numeric order: the sign bit
+ * set for non-negative values, every bit flipped for negative ones.  -0.0
+ * counts as 0.0.  Values are never NaN (rules.c keeps only finite numbers;
+ * an average may at most overflow to an infinity, which orders correctly).
+ */
+static inline uint64
+ValueKey(double value)
 {
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	return (x->ticket > y->ticket) - (x->ticket < y->ticket);
+	uint64		bits;
+
+	if (value == 0.0)
+		value = 0.0;
+	memcpy(&bits, &value, sizeof(bits));
+	return (bits & UINT64CONST(0x8000000000000000)) ? ~bits :
+		bits | UINT64CONST(0x8000000000000000);
 }
 
 /*
- * SortValueEntries(): the one O(N log N) step of the search, so a sort
- * specialised by PostgreSQL's template (the comparison inlined) rather than
- * qsort with a function pointer.
+ * Sets the sort keys.  Whole numbers (skills, levels) whose range fits in 53
+ * bits take their offset from the smallest as key, so that only the few low
+ * bytes the range needs differ; other values take ValueKey().
  */
-#define ST_SORT SortValueEntries
-#define ST_ELEMENT_TYPE ValueEntry
-#define ST_COMPARE(a, b) CompareValueEntries(a, b)
+static void
+SetValueKeys(ValueEntry *entries, int n)
+{
+	double		smallest = 0.0;
+	bool		whole = true;
+
+	for (int i = 0; i < n && whole; i++)
+	{
+		double		v = entries[i].value;
+
+		whole = fabs(v) < 4503599627370496.0 && v == floor(v);	/* 2^52 */
+		if (i == 0 || v < smallest)
+			smallest = v;
+	}
+	for (int i = 0; i < n; i++)
+		entries[i].key = whole ? (uint64) (entries[i].value - smallest) :
+			ValueKey(entries[i].value);
+}
+
+/*
+ * Sorts entries by (value, ticket): the one O(N log N) step of the search
+ * in a comparison sort, so an LSD radix sort instead, one stable pass per
+ * byte of the key that is not the same in every entry (values such as
+ * skills share most of their bytes), into the scratch array and back.
+ * Entries come in ticket order, so stability orders equal values by ticket.
+ */
+static void
+SortValueEntries(ValueEntry *entries, ValueEntry *scratch, int n)
+{
+	int			count[256];
+	ValueEntry *from = entries;
+	ValueEntry *to = scratch;
+	uint64		all_ones = ~UINT64CONST(0);
+	uint64		any_ones = 0;
+
+	/* the bits that differ between keys */
+	for (int i = 0; i < n; i++)
+	{
+		all_ones &= entries[i].key;
+		any_ones |= entries[i].key;
+	}
+	for (int byte = 0; byte < 8; byte++)
+	{
+		int			shift = 8 * byte;
+		int			offset = 0;
+
+		if ((((all_ones ^ any_ones) >> shift) & 0xFF) == 0)
+			continue;			/* the same byte everywhere: already in order */
+		memset(count, 0, sizeof(count));
+		for (int i = 0; i < n; i++)
+			count[(from[i].key >> shift) & 0xFF]++;
+		for (int d = 0; d < 256; d++)
+		{
+			int			c = count[d];
+
+			count[d] = offset;
+			offset += c;
+		}
+		for (int i = 0; i < n; i++)
+			to[count[(from[i].key >> shift) & 0xFF]++] = from[i];
+		{
+			ValueEntry *swap = from;
+
+			from = to;
+			to = swap;
+		}
+	}
+	if (from != entries)
+		memcpy(entries, from, sizeof(ValueEntry) * n);
+}
+
+/* SortTicketIndexes(): ticket indexes ascending (age order), comparison inlined. */
+#define ST_SORT SortTicketIndexes
+#define ST_ELEMENT_TYPE int
+#define ST_COMPARE(a, b) ((*(a) > *(b)) - (*(a) < *(b)))
 #define ST_SCOPE static
 #define ST_DEFINE
 #include "lib/sort_template.h"
-
-/* Orders ints ascending (ticket indexes: age order). */
-static int
-CompareInt(const void *a, const void *b)
-{
-	int			x = *(const int *) a;
-	int			y = *(const int *) b;
-
-	return (x > y) - (x < y);
-}
 
 /* Builds the pool structures. */
 static void
@@ -249,6 +336,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	if (s->main_rule >= 0)
 	{
 		ValueEntry *entries = palloc(sizeof(ValueEntry) * Max(ntickets, 1));
+		ValueEntry *sort_scratch;
 
 		s->any_list = palloc(sizeof(int) * Max(ntickets, 1));
 		s->pos_of = palloc(sizeof(int) * Max(ntickets, 1));
@@ -271,7 +359,10 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 				s->any_list[s->nany++] = i;
 		}
 		s->alive_any = s->nany;
-		SortValueEntries(entries, s->nsorted);
+		SetValueKeys(entries, s->nsorted);
+		sort_scratch = palloc(sizeof(ValueEntry) * Max(s->nsorted, 1));
+		SortValueEntries(entries, sort_scratch, s->nsorted);
+		pfree(sort_scratch);
 		s->sorted = palloc(sizeof(int) * Max(s->nsorted, 1));
 		s->sorted_value = palloc(sizeof(double) * Max(s->nsorted, 1));
 		s->next_sorted = palloc(sizeof(int) * (s->nsorted + 1));
@@ -313,18 +404,6 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 											sizeof(MmFoundMatch) * s->matches_allocated);
 }
 
-/* Whether a ticket lies in the anchor's window of the main rule. */
-static inline bool
-InWindow(const SearchState *s, int i)
-{
-	if (!s->windowed)
-		return true;
-	if (s->main_kind[i] == MM_VALUE_ANY)
-		return true;
-	return s->main_kind[i] == MM_VALUE_PRESENT &&
-		s->main_value[i] >= s->window_lo && s->main_value[i] <= s->window_hi;
-}
-
 /* Collects the rest of the window (index >= from) in age order at once. */
 static void
 CollectWindow(SearchState *s, int from)
@@ -347,7 +426,7 @@ CollectWindow(SearchState *s, int from)
 		if (i >= from && !s->dead[i])
 			s->cand[s->ncand++] = i;
 	}
-	qsort(s->cand + start, s->ncand - start, sizeof(int), CompareInt);
+	SortTicketIndexes(s->cand + start, s->ncand - start);
 	s->cand_done = true;
 }
 
@@ -384,6 +463,52 @@ CandidatesStart(SearchState *s)
 	}
 }
 
+/*
+ * Walks the pool in age order from walk_cursor to the next alive ticket in
+ * the window, spending walk_budget (< 0: unlimited); returns it, or -1 when
+ * the pool or the budget ran out (cand_done is set for the pool).  The state
+ * stays in locals: this loop is the search's hottest.
+ */
+static int
+WalkToCandidate(SearchState *s)
+{
+	int		   *next_age = s->next_age;
+	const double *value = s->main_value;
+	const char *kind = s->main_kind;
+	bool		windowed = s->windowed;
+	double		lo = s->window_lo;
+	double		hi = s->window_hi;
+	int			ntickets = s->ntickets;
+	int			cursor = s->walk_cursor;
+	long		budget = s->walk_budget;
+	int			found = -1;
+
+	while (budget != 0)
+	{
+		int			i;
+
+		if (budget > 0)
+			budget--;
+		i = FindNextAlive(next_age, cursor);
+		if (i >= ntickets)
+		{
+			s->cand_done = true;
+			break;
+		}
+		cursor = i + 1;
+		/* in the window of the main rule, or matching any value */
+		if (!windowed || kind[i] == MM_VALUE_ANY ||
+			(kind[i] == MM_VALUE_PRESENT && value[i] >= lo && value[i] <= hi))
+		{
+			found = i;
+			break;
+		}
+	}
+	s->walk_cursor = cursor;
+	s->walk_budget = budget;
+	return found;
+}
+
 /* The k-th candidate of the anchor (age order), or -1 when there is none. */
 static int
 CandidateAt(SearchState *s, int k)
@@ -399,16 +524,8 @@ CandidateAt(SearchState *s, int k)
 			CollectWindow(s, s->walk_cursor);
 			continue;
 		}
-		if (s->walk_budget > 0)
-			s->walk_budget--;
-		i = FindNextAlive(s->next_age, s->walk_cursor);
-		if (i >= s->ntickets)
-		{
-			s->cand_done = true;
-			return -1;
-		}
-		s->walk_cursor = i + 1;
-		if (InWindow(s, i))
+		i = WalkToCandidate(s);
+		if (i >= 0)
 			s->cand[s->ncand++] = i;
 	}
 	return s->cand[k];

@@ -512,34 +512,43 @@ LatencyCanAdd(const MmRuleContext *context, const MmRuleState *state,
 	return false;
 }
 
-/* Raises each region's worst latency; closes regions the ticket cannot play in. */
+/*
+ * Raises each region's worst latency; closes regions the ticket cannot play
+ * in.  (The fields go to locals first: region_worst is a double array the
+ * compiler would otherwise have to assume overlaps them.)
+ */
 static void
 LatencyAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
 {
+	int			nregions = context->nregions;
+	double	   *worst = state->region_worst;
+	const MmRegionLatency *regions = value->regions;
+	int			nvalue = value->nregions;
+	bool		all_regions = value->all_regions;
+	double		floor_ms = value->floor_ms;
 	int			r;
 	int			i = 0;
 
 	if (value->kind != MM_VALUE_PRESENT)
 		return;
 	state->has_value = true;
-	state->max = Max(state->max, value->floor_ms);
-	for (r = 0; r < context->nregions; r++)
+	state->max = Max(state->max, floor_ms);
+	for (r = 0; r < nregions; r++)
 	{
 		double		ms;
 
-		if (value->all_regions)
-			ms = value->floor_ms;
+		if (all_regions)
+			ms = floor_ms;
 		else
 		{
-			while (i < value->nregions && value->regions[i].region < r)
+			while (i < nvalue && regions[i].region < r)
 				i++;
-			ms = (i < value->nregions && value->regions[i].region == r)
-				? value->regions[i].ms : NAN;
+			ms = (i < nvalue && regions[i].region == r) ? regions[i].ms : NAN;
 		}
 		if (isnan(ms))
-			state->region_worst[r] = NAN;
-		else if (!isnan(state->region_worst[r]))
-			state->region_worst[r] = Max(state->region_worst[r], ms);
+			worst[r] = NAN;
+		else if (!isnan(worst[r]))
+			worst[r] = Max(worst[r], ms);
 	}
 }
 

@@ -17,6 +17,9 @@
  * with room) and then swaps same-sized units between teams while that lowers
  * the spread (or, at equal spread, the sum of squared team totals).
  *
+ * Two teams of solo players (the tick's 5v5 matches) take a fast path that
+ * gives the same answers; see BalancePairExact().
+ *
  * Everything lives in one stack-allocated Balancer (about 20 kB); nothing is
  * palloc'd, so the code can be compiled and tested outside the server.
  */
@@ -604,6 +607,437 @@ NormaliseLabels(const Balancer *b, int *team_of)
 		team_of[p] = relabel[team_of[p]];
 }
 
+/*
+ * The fast exact path: two teams, solo players only, at most
+ * MM_BALANCE_EXACT_MAX players (a 5v5 match of solo tickets, the tick's
+ * commonest case).  It runs the same steps as the general code (greedy fill,
+ * pairwise swaps, then the branch and bound with the same visiting order,
+ * symmetry rule, bound and acceptance test) with the same floating-point
+ * operations in the same order, so it returns exactly the same answer,
+ * without the bookkeeping that k teams and parties need (team orderings,
+ * extremes, feasibility search, a sort per depth for the bounds).
+ *
+ * Before the branch and bound, a cheaper search over the splits (team 0's
+ * members in rating order, pruned by prefix sums) counts the splits that
+ * beat the heuristic's answer: none (the common case) means the answer is
+ * the heuristic's, exactly one means it is that split, and otherwise their
+ * smallest spread lets the branch and bound stop as soon as it reaches it.
+ * These shortcuts only skip work whose outcome they prove, with a margin
+ * far above rounding, so the answer stays the general code's.
+ */
+typedef struct PairBalancer
+{
+	int			n;				/* players = units, strongest first */
+	double		rating[MM_BALANCE_EXACT_MAX];	/* by unit */
+	int			cap[2];
+	double		eps;
+	double		avg;			/* rating_total / 2 */
+
+	/*
+	 * The ratings in ascending order as prefix sums: the units still to
+	 * place at depth d are the n - d weakest, so prefix[m] (m <= n - d) is
+	 * the sum of the m weakest of them.
+	 */
+	double		prefix[MM_BALANCE_EXACT_MAX + 1];
+	/* the same in descending order (desc_prefix[m]: the m strongest) */
+	double		desc_prefix[MM_BALANCE_EXACT_MAX + 1];
+	double		rating_total;
+
+	/* current partial assignment */
+	int			size[2];
+	double		total[2];
+	int			assign[MM_BALANCE_EXACT_MAX];
+
+	double		best_spread;
+	int			best_assign[MM_BALANCE_EXACT_MAX];
+
+	/*
+	 * No split has a spread below this (the smallest spread over all splits,
+	 * less a margin for rounding), so once best_spread - eps is at or below
+	 * it no later leaf can be accepted and the search stops (done).
+	 */
+	double		spread_floor;
+	bool		done;
+
+	double		margin;			/* far above the rounding of sums of 16 ratings */
+} PairBalancer;
+
+/* Spread of two team totals, computed as CurrentSpread() does. */
+static inline double
+PairSpread(double t0, double t1)
+{
+	double		hi = t0;
+	double		lo = t0;
+
+	hi = Max(hi, t1);
+	lo = Min(lo, t1);
+	return hi - lo;
+}
+
+/* GreedyFill() and ImproveBySwaps() for two teams of solo players. */
+static void
+PairHeuristic(PairBalancer *b, double sq_eps)
+{
+	b->size[0] = b->size[1] = 0;
+	b->total[0] = b->total[1] = 0.0;
+
+	/* strongest first to the weaker team with room (ties: team 0) */
+	for (int u = 0; u < b->n; u++)
+	{
+		int			t;
+
+		if (b->size[0] < b->cap[0])
+			t = (b->size[1] < b->cap[1] && b->total[1] < b->total[0]) ? 1 : 0;
+		else
+			t = 1;
+		b->assign[u] = t;
+		b->size[t]++;
+		b->total[t] += b->rating[u];
+	}
+
+	for (int pass = 0; pass < MM_BALANCE_MAX_SWAP_PASSES; pass++)
+	{
+		bool		improved = false;
+		double		cur_spread = PairSpread(b->total[0], b->total[1]);
+
+		for (int u = 0; u < b->n; u++)
+		{
+			for (int v = u + 1; v < b->n; v++)
+			{
+				int			ta = b->assign[u];
+				int			tb = b->assign[v];
+				double		delta,
+							na,
+							nb,
+							spread,
+							sq_change;
+
+				if (ta == tb)
+					continue;
+				delta = b->rating[v] - b->rating[u];
+				if (delta == 0.0)
+					continue;
+				na = b->total[ta] + delta;
+				nb = b->total[tb] - delta;
+				spread = Max(na, nb) - Min(na, nb);
+				if (spread > cur_spread + b->eps)
+					continue;	/* no better on either count */
+				sq_change = na * na + nb * nb -
+					b->total[ta] * b->total[ta] -
+					b->total[tb] * b->total[tb];
+
+				if (spread < cur_spread - b->eps ||
+					(spread <= cur_spread + b->eps && sq_change < -sq_eps))
+				{
+					/* the general code's RemoveUnit/PlaceUnit sequence */
+					b->total[ta] -= b->rating[u];
+					b->total[tb] -= b->rating[v];
+					b->total[tb] += b->rating[u];
+					b->total[ta] += b->rating[v];
+					b->assign[u] = tb;
+					b->assign[v] = ta;
+					improved = true;
+					cur_spread = PairSpread(b->total[0], b->total[1]);
+				}
+			}
+		}
+		if (!improved)
+			break;
+	}
+	b->best_spread = PairSpread(b->total[0], b->total[1]);
+	memcpy(b->best_assign, b->assign, sizeof(int) * b->n);
+}
+
+/*
+ * Branch and bound over the splits: team 0 takes `need` more units from
+ * positions pos..n-1 on top of `taken`.  Ratings are in descending order,
+ * so the most it can still add is the next `need` ones and the least the
+ * last `need` ones (prefix sums make both O(1)); a branch whose spread cannot
+ * get below *smallest is cut, and so are the later positions once even the
+ * largest choice falls short.  Lowers *smallest to the smallest spread below
+ * it.  Summed in another order than the branch and bound proper, so its
+ * spreads may differ from the ones that search computes for the same split,
+ * by rounding only.
+ */
+static void
+PairSplitSearch(const PairBalancer *b, int pos, int need, double taken,
+				double *smallest)
+{
+	int			n = b->n;
+	double		total = b->rating_total;
+
+	if (need == 0)
+	{
+		*smallest = Min(*smallest, fabs(taken - (total - taken)));
+		return;
+	}
+	for (int j = pos; j <= n - need; j++)
+	{
+		double		with = taken + b->rating[j];
+		double		lowest = with + (b->desc_prefix[n] - b->desc_prefix[n - need + 1]);
+		double		highest = with + (b->desc_prefix[j + need] - b->desc_prefix[j + 1]);
+
+		/* too strong even with the weakest rest: try a weaker unit */
+		if (lowest - (total - lowest) >= *smallest)
+			continue;
+		/* too weak even with the strongest rest: so are all later units */
+		if ((total - highest) - highest >= *smallest)
+			break;
+		PairSplitSearch(b, j + 1, need - 1, with, smallest);
+	}
+}
+
+/*
+ * The splits whose spread is below `bound`, counted up to two (the same
+ * walk as PairSplitSearch() with a fixed bound): *count, and the first one
+ * as a bitmask of team 0's units with its spread.
+ */
+static void
+PairSplitCount(const PairBalancer *b, int pos, int need, double taken, uint32 chosen,
+			   double bound, int *count, uint32 *found, double *found_spread)
+{
+	int			n = b->n;
+	double		total = b->rating_total;
+
+	if (need == 0)
+	{
+		double		spread = fabs(taken - (total - taken));
+
+		if (spread < bound && (*count)++ == 0)
+		{
+			*found = chosen;
+			*found_spread = spread;
+		}
+		return;
+	}
+	for (int j = pos; j <= n - need && *count < 2; j++)
+	{
+		double		with = taken + b->rating[j];
+		double		lowest = with + (b->desc_prefix[n] - b->desc_prefix[n - need + 1]);
+		double		highest = with + (b->desc_prefix[j + need] - b->desc_prefix[j + 1]);
+
+		if (lowest - (total - lowest) >= bound)
+			continue;
+		if ((total - highest) - highest >= bound)
+			break;
+		PairSplitCount(b, j + 1, need - 1, with, chosen | (1u << j), bound,
+					   count, found, found_spread);
+	}
+}
+
+/* BranchAndBound() for two teams of solo players: units d.. to place. */
+static void
+PairBranchAndBound(PairBalancer *b, int d)
+{
+	int			first;
+	int			tried = -1;
+
+	if (d == b->n)
+	{
+		double		spread = PairSpread(b->total[0], b->total[1]);
+
+		if (spread < b->best_spread - b->eps)
+		{
+			b->best_spread = spread;
+			memcpy(b->best_assign, b->assign, sizeof(int) * b->n);
+			b->done = b->best_spread - b->eps <= b->spread_floor;
+		}
+		return;
+	}
+
+	/* SpreadLowerBound() */
+	{
+		int			r = b->n - d;
+		int			m0 = b->cap[0] - b->size[0];
+		int			m1 = b->cap[1] - b->size[1];
+		double		max_low = -INFINITY;
+		double		min_high = INFINITY;
+
+		max_low = Max(max_low, b->total[0] + b->prefix[m0]);
+		min_high = Min(min_high, b->total[0] + (b->prefix[r] - b->prefix[r - m0]));
+		max_low = Max(max_low, b->total[1] + b->prefix[m1]);
+		min_high = Min(min_high, b->total[1] + (b->prefix[r] - b->prefix[r - m1]));
+		if (Max(max_low, b->avg) - Min(min_high, b->avg) >= b->best_spread - b->eps)
+			return;
+	}
+
+	/* the weaker team first (team 0 on a tie), as TeamsByTotal() orders */
+	first = b->total[0] > b->total[1] ? 1 : 0;
+	for (int i = 0; i < 2; i++)
+	{
+		int			t = i == 0 ? first : 1 - first;
+		double		saved_total;
+
+		if (b->size[t] + 1 > b->cap[t])
+			continue;
+		/* symmetry: a team in the same state as the one just tried */
+		if (tried >= 0 && b->size[tried] == b->size[t] &&
+			b->total[tried] == b->total[t] && b->cap[tried] == b->cap[t])
+			continue;
+		tried = t;
+
+		saved_total = b->total[t];
+		b->assign[d] = t;
+		b->size[t]++;
+		b->total[t] += b->rating[d];
+		PairBranchAndBound(b, d + 1);
+		b->size[t]--;
+		b->total[t] = saved_total;
+		if (b->done)
+			return;
+	}
+}
+
+/*
+ * MmBalanceTeams() for two teams, solo players and n <= MM_BALANCE_EXACT_MAX
+ * (the caller checked that): cap0/cap1 the exact sizes, exact_sizes whether
+ * they were given.  Same answer as the general code.
+ */
+static void
+BalancePairExact(const MmBalanceInput *input, int cap0, int cap1, bool exact_sizes,
+				 int *team_of)
+{
+	PairBalancer b;
+	int			n = input->n;
+	int			order[MM_BALANCE_EXACT_MAX];	/* unit -> player */
+	double		rating_total = 0.0;
+	double		abs_total = 0.0;
+
+	b.n = n;
+	b.cap[0] = cap0;
+	b.cap[1] = cap1;
+	for (int p = 0; p < n; p++)
+	{
+		rating_total += input->ratings[p];
+		abs_total += fabs(input->ratings[p]);
+	}
+	b.eps = 1e-9 * (abs_total + 1.0);
+	b.avg = rating_total / 2;
+
+	/*
+	 * Units strongest first, ties by player index (CompareUnits() with every
+	 * size 1): a stable insertion sort on descending rating.
+	 */
+	for (int p = 0; p < n; p++)
+	{
+		double		r = input->ratings[p];
+		int			j = p;
+
+		while (j > 0 && b.rating[j - 1] < r)
+		{
+			b.rating[j] = b.rating[j - 1];
+			order[j] = order[j - 1];
+			j--;
+		}
+		b.rating[j] = r;
+		order[j] = p;
+	}
+	/* ascending prefix sums: the weakest unit is the last */
+	b.prefix[0] = 0.0;
+	b.desc_prefix[0] = 0.0;
+	for (int m = 0; m < n; m++)
+	{
+		b.prefix[m + 1] = b.prefix[m] + b.rating[n - 1 - m];
+		b.desc_prefix[m + 1] = b.desc_prefix[m] + b.rating[m];
+	}
+	b.rating_total = rating_total;
+
+	PairHeuristic(&b, b.eps * (fabs(rating_total) + 1.0));
+
+	/*
+	 * The branch and bound only replaces the heuristic's answer by a split
+	 * whose spread is lower by more than eps, and stops once nothing lower
+	 * exists: often at once.  The margin (eps / 1000) is far above the
+	 * rounding of sums of 16 ratings (about 1e-14 of abs_total), so the
+	 * answer is the same as without the floor; with huge ratings (sums near
+	 * overflow) there is no floor.
+	 */
+	b.margin = b.eps * 1e-3;
+	b.spread_floor = -INFINITY;
+	b.done = false;
+	if (abs_total < 1e300)
+	{
+		double		acceptable = b.best_spread - b.eps;
+		int			fixed = cap0 == cap1 ? 1 : 0;
+		int			count = 0;
+		uint32		found = 0;
+		double		found_spread = 0.0;
+
+		/* no spread is below zero: a perfect heuristic needs no search */
+		if (acceptable + 2 * b.margin > 0.0)
+			PairSplitCount(&b, fixed, cap0 - fixed, fixed ? b.rating[0] : 0.0, (uint32) fixed,
+						   acceptable + 2 * b.margin, &count, &found, &found_spread);
+		if (count == 0)
+			b.done = true;		/* nothing beats the heuristic */
+		else if (count == 1 && found_spread < acceptable - 2 * b.margin)
+		{
+			/*
+			 * Exactly one split beats the heuristic: the search would visit
+			 * it (its bounds stay below), accept it and nothing after it.
+			 * A second way to reach it (the search skipping a team in the
+			 * same state as the other) would be a second split here.
+			 */
+			for (int u = 0; u < n; u++)
+				b.best_assign[u] = (found & (1u << u)) ? 0 : 1;
+			b.done = true;
+		}
+		else
+		{
+			double		smallest = acceptable + 2 * b.margin;
+
+			PairSplitSearch(&b, fixed, cap0 - fixed, fixed ? b.rating[0] : 0.0, &smallest);
+			b.spread_floor = smallest - b.margin;
+			b.done = b.best_spread - b.eps <= b.spread_floor;
+		}
+	}
+	b.size[0] = b.size[1] = 0;
+	b.total[0] = b.total[1] = 0.0;
+	if (!b.done)
+		PairBranchAndBound(&b, 0);
+
+	for (int u = 0; u < n; u++)
+		team_of[order[u]] = b.best_assign[u];
+
+	/* NormaliseLabels(): equal size rules put player 0 on team 0 */
+	if ((!exact_sizes || cap0 == cap1) && team_of[0] == 1)
+		for (int p = 0; p < n; p++)
+			team_of[p] = 1 - team_of[p];
+}
+
+/* Whether every party id is distinct (or there are none): all players solo. */
+static bool
+AllSolo(const MmBalanceInput *input)
+{
+	if (input->party == NULL)
+		return true;
+	for (int p = 1; p < input->n; p++)
+		for (int q = 0; q < p; q++)
+			if (input->party[q] == input->party[p])
+				return false;
+	return true;
+}
+
+/* The spread between the strongest and the weakest team of an answer. */
+static double
+AnswerSpread(const MmBalanceInput *input, const int *team_of)
+{
+	double		totals[MM_BALANCE_MAX_PLAYERS];
+	double		hi = -INFINITY,
+				lo = INFINITY;
+	int			k = input->team_count;
+
+	for (int t = 0; t < k; t++)
+		totals[t] = 0.0;
+	for (int p = 0; p < input->n; p++)
+		totals[team_of[p]] += input->ratings[p];
+	for (int t = 0; t < k; t++)
+	{
+		hi = Max(hi, totals[t]);
+		lo = Min(lo, totals[t]);
+	}
+	return hi - lo;
+}
+
 bool
 MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 {
@@ -616,6 +1050,28 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 
 	if (n < 1 || n > MM_BALANCE_MAX_PLAYERS || k < 2 || k > n)
 		return false;
+
+	/* two teams of solo players: the fast exact path */
+	if (k == 2 && n <= MM_BALANCE_EXACT_MAX && AllSolo(input))
+	{
+		int			cap0 = (n + 1) / 2;
+		int			cap1 = n / 2;
+
+		for (int p = 0; p < n; p++)
+			if (!isfinite(input->ratings[p]))
+				return false;
+		if (input->team_size != NULL)
+		{
+			cap0 = input->team_size[0];
+			cap1 = input->team_size[1];
+			if (cap0 < 1 || cap1 < 1 || cap0 + cap1 != n)
+				return false;
+		}
+		BalancePairExact(input, cap0, cap1, input->team_size != NULL, team_of);
+		if (spread != NULL)
+			*spread = AnswerSpread(input, team_of);
+		return true;
+	}
 
 	b.n = n;
 	b.k = k;
@@ -706,22 +1162,6 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 	NormaliseLabels(&b, team_of);
 
 	if (spread != NULL)
-	{
-		double		totals[MM_BALANCE_MAX_PLAYERS];
-		double		hi,
-					lo;
-
-		for (int t = 0; t < k; t++)
-			totals[t] = 0.0;
-		for (int p = 0; p < n; p++)
-			totals[team_of[p]] += input->ratings[p];
-		hi = lo = totals[0];
-		for (int t = 1; t < k; t++)
-		{
-			hi = Max(hi, totals[t]);
-			lo = Min(lo, totals[t]);
-		}
-		*spread = hi - lo;
-	}
+		*spread = AnswerSpread(input, team_of);
 	return true;
 }
