@@ -202,7 +202,73 @@ INSERT INTO mm.tickets (queue, players, created_at) VALUES
 SELECT mm.tick('tr_numbers', '2026-01-01 00:00:06+00');
 SELECT * FROM pg_temp.matches('tr_numbers');
 
+-- values beyond the JSON limit (1e12), stored before the rule existed and
+-- past the validation trigger: they count as missing, so a sum of them never
+-- overflows (team sums 1e308 + 1e308 = inf, spread inf - inf = NaN) into a
+-- NaN quality that matches_quality_range would refuse
+SELECT mm.create_queue('tr_huge', '{"match_size": {"min": 4, "max": 4},
+  "teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}]}');
+SELECT mm.create_queue('tr_huge_any', '{"match_size": {"min": 4, "max": 4},
+  "teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}]}');
+SELECT mm.create_queue('tr_huge_default', '{"match_size": {"min": 4, "max": 4},
+  "teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}]}');
+ALTER TABLE mm.tickets DISABLE TRIGGER tickets_validate;
+INSERT INTO mm.tickets (queue, players, player_count, created_at)
+SELECT q, jsonb_build_array(jsonb_build_object('id', q || '_' || i,
+		 'attributes', jsonb_build_object('skill', 1e308))),
+	   1, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 second'
+  FROM unnest(ARRAY['tr_huge', 'tr_huge_any', 'tr_huge_default']) q, generate_series(1, 4) i;
+ALTER TABLE mm.tickets ENABLE TRIGGER tickets_validate;
+SELECT mm.alter_queue('tr_huge', '{"match_size": {"min": 4, "max": 4},
+  "teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}],
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100}]}');
+SELECT mm.alter_queue('tr_huge_any', '{"match_size": {"min": 4, "max": 4},
+  "teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}],
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100,
+             "when_missing": "match_any"}]}');
+SELECT mm.alter_queue('tr_huge_default', '{"match_size": {"min": 4, "max": 4},
+  "teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}],
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100,
+             "default": 1000}]}');
+-- no skill: the tickets cannot satisfy the rule, no match, no error
+SELECT mm.tick('tr_huge', '2026-01-01 00:00:10+00');
+SELECT pg_temp.searching('tr_huge');
+-- match_any: they match anything (quality 1: no value, no spread)
+SELECT mm.tick('tr_huge_any', '2026-01-01 00:00:10+00');
+SELECT * FROM pg_temp.matches('tr_huge_any');
+-- default: everyone is 1000 (quality 1)
+SELECT mm.tick('tr_huge_default', '2026-01-01 00:00:10+00');
+SELECT * FROM pg_temp.matches('tr_huge_default');
+
+-- many distinct region names (62 of each player's 64 are its own): loading
+-- interns them through a hash table and a candidate match tracks only its
+-- anchor's regions, so this is fast; the match plays in the shared region
+-- whose worst latency is lowest (rg1 + rg2: eu worst 80, us worst 60: us);
+-- rg3 alone (100 players >= min 2) ties eu and us at 10: the region seen
+-- first, eu
+SELECT mm.create_queue('tr_regions', '{"match_size": {"min": 2, "max": 200},
+  "rules": [{"name": "ping", "type": "latency", "max_ms": 100}]}');
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT 'tr_regions',
+	   (SELECT jsonb_agg(jsonb_build_object('id', 'rg' || t || '_' || p,
+				 'latencies', (SELECT jsonb_object_agg('r' || t || '_' || p || '_' || k, 50)
+								 FROM generate_series(1, 62) k)
+							  || jsonb_build_object('eu', (ARRAY[30, 80, 10])[t], 'us', (ARRAY[60, 20, 10])[t]))
+				 ORDER BY p)
+		  FROM generate_series(1, 100) p),
+	   '2026-01-01 00:00:00+00'::timestamptz + t * interval '1 second'
+  FROM generate_series(1, 3) t;
+SELECT mm.tick('tr_regions', '2026-01-01 00:00:10+00');
+SELECT m.region, round(m.quality::numeric, 4) AS quality,
+	   string_agg(DISTINCT split_part(mp.player_id, '_', 1), ' '
+				  ORDER BY split_part(mp.player_id, '_', 1)) AS tickets,
+	   count(*) AS players
+  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+ WHERE m.queue = 'tr_regions' GROUP BY m.id ORDER BY m.id;
+SELECT pg_temp.searching('tr_regions');
+
 SELECT mm.drop_queue(q, force => true)
   FROM unnest(ARRAY['tr_linear', 'tr_custom', 'tr_optional', 'tr_latency', 'tr_ping_expand',
 					'tr_alter', 'tr_avg', 'tr_min', 'tr_max', 'tr_missing', 'tr_weights',
-					'tr_numbers']) q;
+					'tr_numbers', 'tr_huge', 'tr_huge_any', 'tr_huge_default',
+					'tr_regions']) q;

@@ -32,6 +32,7 @@
 
 #include <math.h>
 
+#include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "match_search.h"
@@ -387,7 +388,15 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->rule_step = palloc(sizeof(int) * Max(nrules, 1));
 	s->states = palloc0(sizeof(MmRuleState) * Max(nrules, 1));
 	for (i = 0; i < nrules; i++)
-		s->states[i].region_worst = palloc(sizeof(double) * Max(context->nregions, 1));
+	{
+		MmRuleState *state = &s->states[i];
+
+		if (config->rules[i].type != MM_RULE_LATENCY)
+			continue;
+		state->region_capacity = MmLatencyStateCapacity(tickets, ntickets, i);
+		state->open_region = palloc(sizeof(int) * Max(state->region_capacity, 1));
+		state->region_worst = palloc(sizeof(double) * Max(state->region_capacity, 1));
+	}
 	s->cand = palloc(sizeof(int) * Max(ntickets, 1));
 	s->chosen = palloc(sizeof(int) * maxp);
 	s->chosen_tickets = palloc(sizeof(MmTicket *) * maxp);
@@ -666,6 +675,9 @@ Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 
 		if (i < 0)
 			break;
+		/* one anchor may scan a large pool, for each target size */
+		if ((k & 4095) == 4095)
+			CHECK_FOR_INTERRUPTS();
 		np = s->tickets[i].nplayers;
 		if (s->chosen_players + np > target)
 			continue;
@@ -902,7 +914,12 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 		weight_sum += rule->weight;
 	}
 	quality = weight_sum > 0 ? closeness_sum / weight_sum : 1.0;
-	m->quality = Max(0.0, Min(1.0, quality));
+	/* NaN-safe clamp: matches_quality_range must hold whatever the inputs */
+	if (!(quality >= 0.0))
+		quality = 0.0;
+	if (quality > 1.0)
+		quality = 1.0;
+	m->quality = quality;
 }
 
 /* Tries to form a match around the current anchor. */
@@ -926,7 +943,15 @@ SearchAnchor(SearchState *s)
 			s->rule_threshold[r] = 0;
 		if (s->rule_on[r] && rule->type == MM_RULE_TEAM_SIZE_BALANCE)
 		{
-			int			spread = (int) floor(s->rule_threshold[r]);
+			double		threshold = s->rule_threshold[r];
+			int			spread;
+
+			/* bounded before the cast: a spread beyond the largest match is no limit */
+			if (!(threshold >= 0))
+				threshold = 0;
+			if (threshold > MM_MAX_MATCH_SIZE)
+				threshold = MM_MAX_MATCH_SIZE;
+			spread = (int) floor(threshold);
 
 			max_spread = max_spread < 0 ? spread : Min(max_spread, spread);
 		}
@@ -979,7 +1004,9 @@ SearchAnchor(SearchState *s)
 		{
 			double		allowed = s->rule_threshold[s->main_rule];
 
-			closeness_sum += allowed > 0 ? Max(0.0, 1.0 - team_spread / allowed) : 1.0;
+			double		c = allowed > 0 ? 1.0 - team_spread / allowed : 1.0;
+
+			closeness_sum += c >= 0.0 ? c : 0.0;	/* NaN counts as 0 */
 			weight_sum += 1.0;
 		}
 		EmitMatch(s, closeness_sum, weight_sum);
@@ -1004,6 +1031,8 @@ MmSearchMatches(const MmRuleContext *context, MmTicket *tickets, int ntickets)
 	{
 		if (s.dead[a])
 			continue;
+		/* statement_timeout and pg_cancel_backend() act during a long tick */
+		CHECK_FOR_INTERRUPTS();
 		/* the anchor leaves the pool: later anchors only see younger tickets */
 		RemoveTicket(&s, a);
 		s.anchor = a;

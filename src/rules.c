@@ -12,14 +12,20 @@
 
 #include <math.h>
 
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
+#include "json_walk.h"
 #include "rules.h"
 
-/* 1 - used/allowed, in [0,1]; a zero threshold met exactly is a perfect 1. */
+/*
+ * 1 - used/allowed, in [0,1]; a zero threshold met exactly is a perfect 1.
+ * A NaN (which finite values never give, but an overflowed sum would) counts
+ * as 0, so a quality never leaves [0,1].
+ */
 static double
 ClosenessOf(double used, double allowed)
 {
@@ -30,7 +36,7 @@ ClosenessOf(double used, double allowed)
 	if (isinf(allowed))
 		return 1.0;
 	c = 1.0 - used / allowed;
-	if (c < 0)
+	if (!(c >= 0))
 		c = 0;
 	if (c > 1)
 		c = 1;
@@ -38,9 +44,12 @@ ClosenessOf(double used, double allowed)
 }
 
 /*
- * A jsonb number as a double; false when it is not a finite number.  Whole
- * numbers within int4 (skills, latencies) take a fast exact path; others go
- * through numeric's text conversion.
+ * A jsonb number as a double; false when it is not a finite number or its
+ * magnitude exceeds MM_JSON_MAX_NUMBER (what ticket validation allows: a
+ * larger value can only come from a ticket stored before the rule existed or
+ * past the trigger, and sums of such values overflow to infinities and NaN).
+ * Whole numbers within int4 (skills, latencies) take a fast exact path;
+ * others go through numeric's text conversion.
  */
 static bool
 JsonbNumberValue(const JsonbValue *v, double *result)
@@ -62,7 +71,7 @@ JsonbNumberValue(const JsonbValue *v, double *result)
 	}
 	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
 										   NumericGetDatum(v->val.numeric)));
-	if (isnan(d) || isinf(d))
+	if (isnan(d) || fabs(d) > MM_JSON_MAX_NUMBER)
 		return false;
 	*result = d;
 	return true;
@@ -308,23 +317,68 @@ StringEqualityCloseness(const MmRuleContext *context, const MmRuleState *state, 
 
 /* ---- latency: every player's latency in the chosen region <= max_ms ------- */
 
-/* The index of a region name, added when new. */
+/* The hash of a region name (up to a NUL, as the stored copy), for region_hash. */
+static inline uint32
+RegionNameHash(const char *name, int len)
+{
+	return hash_bytes((const unsigned char *) name, strnlen(name, len));
+}
+
+/* (Re)builds region_hash with room for the regions known so far. */
+static void
+RegionHashGrow(MmRuleContext *context, int size)
+{
+	int			mask = size - 1;
+
+	if (context->region_hash != NULL)
+		pfree(context->region_hash);
+	context->region_hash = palloc(sizeof(int) * size);
+	memset(context->region_hash, -1, sizeof(int) * size);
+	context->region_hash_size = size;
+	for (int r = 0; r < context->nregions; r++)
+	{
+		const char *name = context->regions[r];
+		uint32		slot = RegionNameHash(name, strlen(name)) & mask;
+
+		while (context->region_hash[slot] >= 0)
+			slot = (slot + 1) & mask;
+		context->region_hash[slot] = r;
+	}
+}
+
+/*
+ * The index of a region name, added when new (indexes in order of first
+ * appearance: MmBestRegion breaks ties by it).  A hash lookup: a sender may
+ * post many distinct names, and a linear scan made loading quadratic.
+ */
 static int
 InternRegion(MmRuleContext *context, const char *name, int len)
 {
-	int			i;
+	uint32		mask;
+	uint32		slot;
+	int			r;
 
-	for (i = 0; i < context->nregions; i++)
-		if (strncmp(context->regions[i], name, len) == 0 && context->regions[i][len] == '\0')
-			return i;
+	/* at most half full */
+	if (2 * (context->nregions + 1) > context->region_hash_size)
+		RegionHashGrow(context, Max(16, 2 * context->region_hash_size));
+	mask = context->region_hash_size - 1;
+	for (slot = RegionNameHash(name, len) & mask;
+		 (r = context->region_hash[slot]) >= 0;
+		 slot = (slot + 1) & mask)
+	{
+		if (strncmp(context->regions[r], name, len) == 0 && context->regions[r][len] == '\0')
+			return r;
+	}
 	if (context->nregions == context->regions_allocated)
 	{
 		context->regions_allocated *= 2;
 		context->regions = repalloc(context->regions,
 									sizeof(char *) * context->regions_allocated);
 	}
-	context->regions[context->nregions] = pnstrdup(name, len);
-	return context->nregions++;
+	r = context->nregions++;
+	context->regions[r] = pnstrdup(name, len);
+	context->region_hash[slot] = r;
+	return r;
 }
 
 /* Sorts a player's few regions by region index (insertion sort: 1 to ~10). */
@@ -470,15 +524,17 @@ LatencyExtract(MmRuleContext *context, const MmRuleConfig *rule,
 static void
 LatencyStateInit(const MmRuleContext *context, MmRuleState *state)
 {
-	int			r;
-
 	state->has_value = false;
-	state->max = 0;				/* the worst default so far (regionless queues) */
-	for (r = 0; r < context->nregions; r++)
-		state->region_worst[r] = 0;
+	state->max = 0;				/* the worst default so far; while not
+								 * restricted, every region's worst */
+	state->restricted = false;
+	state->nopen = 0;
 }
 
-/* Joins when some region stays open to everyone within max_ms. */
+/*
+ * Joins when some region stays open to everyone within max_ms.  Costs
+ * O(regions of the state + regions of the ticket), never O(regions seen).
+ */
 static bool
 LatencyCanAdd(const MmRuleContext *context, const MmRuleState *state,
 			  const MmRuleValue *value, double threshold)
@@ -491,64 +547,107 @@ LatencyCanAdd(const MmRuleContext *context, const MmRuleState *state,
 		return false;
 	if (context->nregions == 0)
 		return Max(state->max, value->floor_ms) <= threshold;
-	if (value->all_regions)
+	if (!state->restricted)
 	{
-		for (i = 0; i < context->nregions; i++)
-		{
-			double		w = state->region_worst[i];
-
-			if (!isnan(w) && Max(w, value->floor_ms) <= threshold)
+		/* every region open at state->max */
+		if (value->all_regions)
+			return Max(state->max, value->floor_ms) <= threshold;
+		for (i = 0; i < value->nregions; i++)
+			if (Max(state->max, value->regions[i].ms) <= threshold)
 				return true;
-		}
 		return false;
 	}
-	for (i = 0; i < value->nregions; i++)
+	if (value->all_regions)
 	{
-		double		w = state->region_worst[value->regions[i].region];
+		for (i = 0; i < state->nopen; i++)
+			if (Max(state->region_worst[i], value->floor_ms) <= threshold)
+				return true;
+		return false;
+	}
+	/* both lists are sorted by region index */
+	{
+		int			a = 0,
+					b = 0;
 
-		if (!isnan(w) && Max(w, value->regions[i].ms) <= threshold)
-			return true;
+		while (a < state->nopen && b < value->nregions)
+		{
+			int			ra = state->open_region[a];
+			int			rb = value->regions[b].region;
+
+			if (ra < rb)
+				a++;
+			else if (ra > rb)
+				b++;
+			else
+			{
+				if (Max(state->region_worst[a], value->regions[b].ms) <= threshold)
+					return true;
+				a++;
+				b++;
+			}
+		}
 	}
 	return false;
 }
 
 /*
- * Raises each region's worst latency; closes regions the ticket cannot play
- * in.  (The fields go to locals first: region_worst is a double array the
- * compiler would otherwise have to assume overlaps them.)
+ * Raises each open region's worst latency; closes the regions the ticket
+ * cannot play in (they leave the list: a closed region never reopens).
  */
 static void
 LatencyAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValue *value)
 {
-	int			nregions = context->nregions;
-	double	   *worst = state->region_worst;
-	const MmRegionLatency *regions = value->regions;
-	int			nvalue = value->nregions;
-	bool		all_regions = value->all_regions;
-	double		floor_ms = value->floor_ms;
-	int			r;
-	int			i = 0;
+	double		uniform = state->max;
+	int			i;
 
 	if (value->kind != MM_VALUE_PRESENT)
 		return;
 	state->has_value = true;
-	state->max = Max(state->max, floor_ms);
-	for (r = 0; r < nregions; r++)
+	state->max = Max(state->max, value->floor_ms);
+	if (value->all_regions)
 	{
-		double		ms;
-
-		if (all_regions)
-			ms = floor_ms;
-		else
+		for (i = 0; i < state->nopen; i++)
+			state->region_worst[i] = Max(state->region_worst[i], value->floor_ms);
+		return;
+	}
+	if (!state->restricted)
+	{
+		/* the first ticket with its own regions: they are the candidates */
+		Assert(value->nregions <= state->region_capacity);
+		for (i = 0; i < value->nregions; i++)
 		{
-			while (i < nvalue && regions[i].region < r)
-				i++;
-			ms = (i < nvalue && regions[i].region == r) ? regions[i].ms : NAN;
+			state->open_region[i] = value->regions[i].region;
+			state->region_worst[i] = Max(uniform, value->regions[i].ms);
 		}
-		if (isnan(ms))
-			worst[r] = NAN;
-		else if (!isnan(worst[r]))
-			worst[r] = Max(worst[r], ms);
+		state->nopen = value->nregions;
+		state->restricted = true;
+		return;
+	}
+	/* intersect in place, keeping the worst latency */
+	{
+		int			a = 0,
+					b = 0,
+					out = 0;
+
+		while (a < state->nopen && b < value->nregions)
+		{
+			int			ra = state->open_region[a];
+			int			rb = value->regions[b].region;
+
+			if (ra < rb)
+				a++;
+			else if (ra > rb)
+				b++;
+			else
+			{
+				state->open_region[out] = ra;
+				state->region_worst[out] = Max(state->region_worst[a], value->regions[b].ms);
+				out++;
+				a++;
+				b++;
+			}
+		}
+		state->nopen = out;
 	}
 }
 
@@ -565,26 +664,52 @@ LatencyCloseness(const MmRuleContext *context, const MmRuleState *state, double 
 	return ClosenessOf(worst, threshold);
 }
 
-/* The open region with the lowest worst latency (see rules.h). */
+/*
+ * The open region with the lowest worst latency (see rules.h); ties go to
+ * the region seen first (the lowest index), so the choice is deterministic.
+ */
 int
 MmBestRegion(const MmRuleContext *context, const MmRuleState *state, double *worst)
 {
-	int			r;
 	int			best = -1;
+	double		best_worst = 0;
 
-	for (r = 0; r < context->nregions; r++)
+	if (!state->restricted)
 	{
-		double		w = state->region_worst[r];
-
-		if (isnan(w))
-			continue;
-		/* ties go to the region seen first, so the choice is deterministic */
-		if (best < 0 || w < state->region_worst[best])
-			best = r;
+		/* every region open at the same latency: the first one */
+		if (context->nregions == 0)
+			return -1;
+		best = 0;
+		best_worst = state->max;
+	}
+	else
+	{
+		for (int i = 0; i < state->nopen; i++)
+		{
+			if (best < 0 || state->region_worst[i] < best_worst)
+			{
+				best = state->open_region[i];
+				best_worst = state->region_worst[i];
+			}
+		}
 	}
 	if (best >= 0 && worst != NULL)
-		*worst = state->region_worst[best];
+		*worst = best_worst;
 	return best;
+}
+
+/*
+ * The room a latency state needs for a rule: the most regions one ticket
+ * has (a state's regions are a subset of one ticket's).
+ */
+int
+MmLatencyStateCapacity(const MmTicket *tickets, int ntickets, int rule_index)
+{
+	int			most = 0;
+
+	for (int i = 0; i < ntickets; i++)
+		most = Max(most, tickets[i].values[rule_index].nregions);
+	return most;
 }
 
 /* ---- team_difference: max between the teams' average values -------------- */
@@ -717,6 +842,8 @@ MmRuleContextInit(MmRuleContext *context, const MmQueueConfig *config)
 	context->nregions = 0;
 	context->regions_allocated = 8;
 	context->regions = palloc(sizeof(char *) * context->regions_allocated);
+	context->region_hash_size = 0;
+	context->region_hash = NULL;
 }
 
 /* Every rule's value of one ticket, through its handler. */

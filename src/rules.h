@@ -74,7 +74,10 @@ typedef struct MmTicket
 
 /*
  * Per-tick context shared by the handlers: the region names seen so far
- * (latency rules intern them so a region is an int during the search).
+ * (latency rules intern them so a region is an int during the search).  A
+ * region's index is its order of first appearance; region_hash (open
+ * addressing, region index or -1, a power of two in size) finds a name in
+ * O(1), since senders choose the names and may send many.
  */
 typedef struct MmRuleContext
 {
@@ -82,6 +85,8 @@ typedef struct MmRuleContext
 	int			nregions;
 	int			regions_allocated;
 	char	  **regions;
+	int			region_hash_size;	/* 0: no table yet */
+	int		   *region_hash;
 } MmRuleContext;
 
 /*
@@ -95,8 +100,20 @@ typedef struct MmRuleState
 	double		min;			/* difference */
 	double		max;
 	const char *string;			/* string_equality */
-	double	   *region_worst;	/* latency: per region the worst so far, NaN:
-								 * someone cannot play there */
+
+	/*
+	 * latency: until a ticket with its own regions joins (restricted false)
+	 * every region is open with worst latency max.  Then the regions still
+	 * open to every ticket so far, by region index, each with its worst
+	 * latency: a subset of the first such ticket's regions, so the state
+	 * never grows with the number of regions of the queue.  The arrays hold
+	 * region_capacity entries (the most regions of one ticket).
+	 */
+	bool		restricted;
+	int			nopen;
+	int			region_capacity;
+	int		   *open_region;
+	double	   *region_worst;
 } MmRuleState;
 
 /* The teams of a formed candidate match, for team rules. */
@@ -169,5 +186,12 @@ extern JsonbValue *MmLookupPlayerValue(const MmRuleConfig *rule,
  */
 extern int	MmBestRegion(const MmRuleContext *context, const MmRuleState *state,
 						 double *worst);
+
+/*
+ * Latency rules: the room (open_region, region_worst entries) a state of the
+ * rule needs over these tickets.
+ */
+extern int	MmLatencyStateCapacity(const MmTicket *tickets, int ntickets,
+								   int rule_index);
 
 #endif							/* MM_RULES_H */

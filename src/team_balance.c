@@ -29,10 +29,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "miscadmin.h"
+
 #include "team_balance.h"
 
 /* Search nodes allowed to the party-placement feasibility search. */
 #define MM_BALANCE_PLACEMENT_BUDGET 2000000L
+
+/*
+ * Search nodes between two CHECK_FOR_INTERRUPTS() (a power of two): often
+ * enough for statement_timeout and pg_cancel_backend() to act at once,
+ * rarely enough to cost nothing.
+ */
+#define MM_BALANCE_INTERRUPT_MASK 4095
 
 /* Passes of the swap improvement (each pass is O(units^2)); a safety cap. */
 #define MM_BALANCE_MAX_SWAP_PASSES 1000
@@ -73,6 +82,7 @@ typedef struct Balancer
 	int			best_assign[MM_BALANCE_MAX_PLAYERS];
 
 	long		placement_nodes;
+	long		search_nodes;	/* BranchAndBound() calls, for interrupts */
 
 	/*
 	 * Exact search only: for each depth d, the ratings of the players in
@@ -202,6 +212,8 @@ PlacePartiesFrom(Balancer *b, const int *parties, int count, int idx)
 		return true;
 	if (++b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
 		return false;
+	if ((b->placement_nodes & MM_BALANCE_INTERRUPT_MASK) == 0)
+		CHECK_FOR_INTERRUPTS();
 
 	u = parties[idx];
 	TeamsByTotal(b, order);
@@ -344,6 +356,7 @@ ImproveBySwaps(Balancer *b)
 		double		cur_spread = CurrentSpread(b);
 		TeamExtremes x;
 
+		CHECK_FOR_INTERRUPTS(); /* a pass is O(units^2) */
 		FindExtremes(b, &x);
 		for (int u = 0; u < b->unit_count; u++)
 		{
@@ -445,6 +458,8 @@ BranchAndBound(Balancer *b, int d)
 	int			size;
 	double		saved_total;
 
+	if ((++b->search_nodes & MM_BALANCE_INTERRUPT_MASK) == 0)
+		CHECK_FOR_INTERRUPTS();
 	if (d == b->unit_count)
 	{
 		OfferSolution(b);
@@ -543,6 +558,8 @@ TrySizeVectors(Balancer *b, int pos, int left, int diff, bool exact)
 
 	if (++b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
 		return;
+	if ((b->placement_nodes & MM_BALANCE_INTERRUPT_MASK) == 0)
+		CHECK_FOR_INTERRUPTS();
 	if (teams_left == 1)
 	{
 		if (left >= lower && left <= upper)
@@ -1124,6 +1141,7 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 		PrepareBounds(&b, input->ratings);
 	b.found = false;
 	b.placement_nodes = 0;
+	b.search_nodes = 0;
 
 	if (b.exact_sizes)
 	{

@@ -6,6 +6,7 @@
 #include "fmgr.h"
 #include <stdlib.h>
 #include <stdio.h>
+#include <signal.h>
 
 MemoryContext CurrentMemoryContext = NULL;
 static MemoryContextData dummy_ctx;
@@ -35,3 +36,6 @@ Datum numeric_scale(PG_FUNCTION_ARGS) { abort(); }
 Datum numeric_float8_no_overflow(PG_FUNCTION_ARGS) { abort(); }
 int32 numeric_int4_opt_error(Numeric n, bool *e) { abort(); }
 Datum DirectFunctionCall1Coll(PGFunction f, Oid c, Datum a) { abort(); }
+/* CHECK_FOR_INTERRUPTS() in the search and the balancer: never pending here */
+volatile sig_atomic_t InterruptPending = false;
+void ProcessInterrupts(void) {}
