@@ -13,7 +13,6 @@
  */
 #include "postgres.h"
 
-#include <math.h>
 
 #include "access/htup_details.h"
 #include "commands/trigger.h"
@@ -602,64 +601,6 @@ MmParseQueueConfig(Jsonb *jb)
 	}
 
 	return config;
-}
-
-/*
- * A rule's threshold at an age; see queue_config.h.
- *
- * Linear: base + delta * floor(age / every_seconds), never past limit; the
- * step stops growing once the limit is reached.  Custom: step k (0-based)
- * applies from (k + 1) * every_seconds on, the last one stays; a null step
- * switches the rule off.  Once seconds_until_optional is reached the rule is
- * off whatever the step.
- */
-bool
-MmRuleThresholdAt(const MmRuleConfig *rule, double age_seconds, double *threshold, int *step)
-{
-	const MmExpansion *e = &rule->expansion;
-	double		t = rule->threshold;
-	int			s = 0;
-	bool		on = true;
-
-	if (!(age_seconds > 0))		/* negative, zero or NaN */
-		age_seconds = 0;
-
-	if (e->kind == MM_EXPANSION_LINEAR)
-	{
-		double		periods = floor(age_seconds / e->every_seconds);
-
-		if (e->delta > 0)
-		{
-			/* the first period at which the limit is reached */
-			double		to_limit = isinf(e->limit) ? 1e9 : ceil((e->limit - rule->threshold) / e->delta);
-
-			periods = Min(periods, Min(to_limit, 1e9));
-			t = Min(rule->threshold + e->delta * periods, e->limit);
-			s = (int) periods;
-		}
-	}
-	else if (e->kind == MM_EXPANSION_CUSTOM)
-	{
-		double		periods = floor(age_seconds / e->every_seconds);
-
-		if (periods >= 1)
-		{
-			int			k = (int) Min(periods, (double) e->nsteps) - 1;
-
-			s = k + 1;
-			if (e->step_off[k])
-				on = false;
-			else
-				t = e->steps[k];
-		}
-	}
-
-	if (rule->seconds_until_optional >= 0 && age_seconds >= rule->seconds_until_optional)
-		on = false;
-
-	*threshold = t;
-	*step = s;
-	return on;
 }
 
 /*

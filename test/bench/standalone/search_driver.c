@@ -14,51 +14,6 @@
 #include <time.h>
 #include "match_search.h"
 
-bool
-MmRuleThresholdAt(const MmRuleConfig *rule, double age_seconds, double *threshold, int *step)
-{
-	const MmExpansion *e = &rule->expansion;
-	double		t = rule->threshold;
-	int			s = 0;
-	bool		on = true;
-
-	if (!(age_seconds > 0))
-		age_seconds = 0;
-	if (e->kind == MM_EXPANSION_LINEAR)
-	{
-		double		periods = floor(age_seconds / e->every_seconds);
-
-		if (e->delta > 0)
-		{
-			double		to_limit = isinf(e->limit) ? 1e9 : ceil((e->limit - rule->threshold) / e->delta);
-
-			periods = Min(periods, Min(to_limit, 1e9));
-			t = Min(rule->threshold + e->delta * periods, e->limit);
-			s = (int) periods;
-		}
-	}
-	else if (e->kind == MM_EXPANSION_CUSTOM)
-	{
-		double		periods = floor(age_seconds / e->every_seconds);
-
-		if (periods >= 1)
-		{
-			int			k = (int) Min(periods, (double) e->nsteps) - 1;
-
-			s = k + 1;
-			if (e->step_off[k])
-				on = false;
-			else
-				t = e->steps[k];
-		}
-	}
-	if (rule->seconds_until_optional >= 0 && age_seconds >= rule->seconds_until_optional)
-		on = false;
-	*threshold = t;
-	*step = s;
-	return on;
-}
-
 static uint64 rng = 0x9E3779B97F4A7C15ULL;
 static double
 Uniform(void)
