@@ -1,5 +1,5 @@
 # matchmaking: PGXS build.  Warnings-as-errors come from PG_CFLAGS (set by
-# test/scripts/build.sh), never hard-coded here, so a newer compiler's new
+# test/scripts/common.sh), never hard-coded here, so a newer compiler's new
 # warning cannot break a user's build.
 
 EXTENSION = matchmaking
@@ -19,8 +19,7 @@ ISOLATION_OPTS = --inputdir=test
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
-EXTRA_CLEAN = results/ regression.diffs regression.out output_iso/ tmp_check/ \
-	$(patsubst %.c,%,$(wildcard test/bench/*.c)) $(SIM_PROGRAMS)
+EXTRA_CLEAN = results/ regression.diffs regression.out output_iso/ tmp_check/ $(SIM_PROGRAMS)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
