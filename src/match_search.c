@@ -46,6 +46,8 @@ typedef struct SearchState
 	MmTicket   *tickets;
 	int			ntickets;
 	const MmRuleHandler **handlers;
+	int		   *ticket_rule;	/* the MM_SCOPE_TICKETS rules, in order */
+	int			nticket_rules;
 
 	/* the pool: alive tickets */
 	bool	   *dead;
@@ -71,6 +73,9 @@ typedef struct SearchState
 	/* per anchor */
 	int			anchor;
 	bool	   *rule_on;
+	int		   *fit_rule;		/* the rules on, in order (TicketFits) */
+	bool	   *fit_can_add;	/* ... and whether each is a ticket rule */
+	int			nfit;
 	double	   *rule_threshold;
 	int		   *rule_step;
 	MmRuleState *states;
@@ -315,11 +320,14 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->tickets = tickets;
 	s->ntickets = ntickets;
 	s->handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
+	s->ticket_rule = palloc(sizeof(int) * Max(nrules, 1));
 	s->main_rule = -1;
 	s->balance_rule = -1;
 	for (i = 0; i < nrules; i++)
 	{
 		s->handlers[i] = MmRuleHandlerFor(config->rules[i].type);
+		if (s->handlers[i]->scope == MM_SCOPE_TICKETS)
+			s->ticket_rule[s->nticket_rules++] = i;
 		if (config->rules[i].type == MM_RULE_DIFFERENCE && s->main_rule < 0)
 			s->main_rule = i;
 	}
@@ -384,6 +392,8 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	}
 
 	s->rule_on = palloc(sizeof(bool) * Max(nrules, 1));
+	s->fit_rule = palloc(sizeof(int) * Max(nrules, 1));
+	s->fit_can_add = palloc(sizeof(bool) * Max(nrules, 1));
 	s->rule_threshold = palloc(sizeof(double) * Max(nrules, 1));
 	s->rule_step = palloc(sizeof(int) * Max(nrules, 1));
 	s->states = palloc0(sizeof(MmRuleState) * Max(nrules, 1));
@@ -544,15 +554,13 @@ CandidateAt(SearchState *s, int k)
 static bool
 TicketFits(SearchState *s, const MmTicket *t)
 {
-	int			r;
-
-	for (r = 0; r < s->config->nrules; r++)
+	for (int k = 0; k < s->nfit; k++)
 	{
-		if (!s->rule_on[r])
-			continue;
+		int			r = s->fit_rule[k];
+
 		if (t->values[r].kind == MM_VALUE_MISSING)
 			return false;
-		if (s->handlers[r]->scope == MM_SCOPE_TICKETS &&
+		if (s->fit_can_add[k] &&
 			!s->handlers[r]->can_add(s->context, &s->states[r], &t->values[r],
 									 s->rule_threshold[r]))
 			return false;
@@ -565,11 +573,13 @@ static void
 TicketJoin(SearchState *s, int i)
 {
 	const MmTicket *t = &s->tickets[i];
-	int			r;
 
-	for (r = 0; r < s->config->nrules; r++)
-		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
-			s->handlers[r]->add(s->context, &s->states[r], &t->values[r]);
+	for (int k = 0; k < s->nticket_rules; k++)
+	{
+		int			r = s->ticket_rule[k];
+
+		s->handlers[r]->add(s->context, &s->states[r], &t->values[r]);
+	}
 	s->chosen[s->nchosen++] = i;
 	s->chosen_players += t->nplayers;
 }
@@ -653,13 +663,15 @@ PartiesFit(const SearchState *s, const int *sizes, int extra)
 static int
 Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 {
-	int			r;
 	int			k;
 
 	*packing_skipped = false;
-	for (r = 0; r < s->config->nrules; r++)
-		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
-			s->handlers[r]->state_init(s->context, &s->states[r]);
+	for (k = 0; k < s->nticket_rules; k++)
+	{
+		int			r = s->ticket_rule[k];
+
+		s->handlers[r]->state_init(s->context, &s->states[r]);
+	}
 	s->nchosen = 0;
 	s->chosen_players = 0;
 	if (s->tickets[s->anchor].nplayers > target || !TicketFits(s, &s->tickets[s->anchor]))
@@ -955,6 +967,15 @@ SearchAnchor(SearchState *s)
 
 			max_spread = max_spread < 0 ? spread : Min(max_spread, spread);
 		}
+	}
+	s->nfit = 0;
+	for (r = 0; r < config->nrules; r++)
+	{
+		if (!s->rule_on[r])
+			continue;
+		s->fit_rule[s->nfit] = r;
+		s->fit_can_add[s->nfit] = s->handlers[r]->scope == MM_SCOPE_TICKETS;
+		s->nfit++;
 	}
 	CandidatesStart(s);
 
