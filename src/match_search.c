@@ -97,6 +97,7 @@ typedef struct SearchState
 	/* team scratch */
 	double	   *ratings;
 	int		   *party;
+	bool		all_solo;		/* every gathered ticket has one player */
 	int		   *team_of;
 	int		   *team_size;
 	int		   *actual_size;
@@ -758,11 +759,14 @@ PreparePlayers(SearchState *s)
 	int			known = 0;
 	double		fill;
 
+	s->all_solo = true;
 	for (k = 0; k < s->nchosen; k++)
 	{
 		const MmTicket *t = &s->tickets[s->chosen[k]];
 
 		s->chosen_tickets[k] = t;
+		if (t->nplayers != 1)
+			s->all_solo = false;
 		for (p = 0; p < t->nplayers; p++)
 		{
 			double		v = NAN;
@@ -808,7 +812,8 @@ FormTeams(SearchState *s, const int *sizes, double *team_spread)
 
 	input.n = n;
 	input.ratings = s->ratings;
-	input.party = s->party;
+	/* every player alone on a ticket: the party ids all differ, as with none */
+	input.party = s->all_solo ? NULL : s->party;
 	input.team_count = config->nteams;
 	input.team_size = sizes;
 	if (!MmBalanceTeams(&input, s->team_of, NULL))
