@@ -815,6 +815,7 @@ PairSplitCount(const PairBalancer *b, int pos, int need, double taken, uint32 ch
 {
 	int			n = b->n;
 	double		total = b->rating_total;
+	bool		may_be_too_strong = true;	/* see below */
 
 	if (need == 0)
 	{
@@ -827,14 +828,25 @@ PairSplitCount(const PairBalancer *b, int pos, int need, double taken, uint32 ch
 		}
 		return;
 	}
+	/*
+	 * The ratings descend, and rounding is monotone, so the "too strong"
+	 * test below (lowest's spread against the fixed bound) can only go from
+	 * true to false as j grows: once false, it needs no more evaluating.
+	 */
 	for (int j = pos; j <= n - need && *count < 2; j++)
 	{
 		double		with = taken + b->rating[j];
-		double		lowest = with + (b->desc_prefix[n] - b->desc_prefix[n - need + 1]);
-		double		highest = with + (b->desc_prefix[j + need] - b->desc_prefix[j + 1]);
+		double		highest;
 
-		if (lowest - (total - lowest) >= bound)
-			continue;
+		if (may_be_too_strong)
+		{
+			double		lowest = with + (b->desc_prefix[n] - b->desc_prefix[n - need + 1]);
+
+			if (lowest - (total - lowest) >= bound)
+				continue;
+			may_be_too_strong = false;
+		}
+		highest = with + (b->desc_prefix[j + need] - b->desc_prefix[j + 1]);
 		if ((total - highest) - highest >= bound)
 			break;
 		PairSplitCount(b, j + 1, need - 1, with, chosen | (1u << j), bound,
