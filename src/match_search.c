@@ -357,7 +357,8 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 			const MmRuleValue *v = &tickets[i].values[s->main_rule];
 
 			s->pos_of[i] = -1;
-			s->main_value[i] = v->number;
+			/* NaN unless PRESENT: no window holds it (see WalkToCandidate) */
+			s->main_value[i] = v->kind == MM_VALUE_PRESENT ? v->number : NAN;
 			s->main_kind[i] = (char) v->kind;
 			if (v->kind == MM_VALUE_PRESENT)
 			{
@@ -516,9 +517,12 @@ WalkToCandidate(SearchState *s)
 			break;
 		}
 		cursor = i + 1;
-		/* in the window of the main rule, or matching any value */
-		if (!windowed || kind[i] == MM_VALUE_ANY ||
-			(kind[i] == MM_VALUE_PRESENT && value[i] >= lo && value[i] <= hi))
+		/*
+		 * In the window of the main rule (only a PRESENT value can be: the
+		 * others are NaN), or matching any value.
+		 */
+		if (!windowed || (value[i] >= lo && value[i] <= hi) ||
+			kind[i] == MM_VALUE_ANY)
 		{
 			found = i;
 			break;
