@@ -38,6 +38,12 @@
 #include "match_search.h"
 #include "team_balance.h"
 
+/* A ticket rule's can_add and add (see MmRuleHandler), called per candidate. */
+typedef bool (*CanAddFunction) (const MmRuleContext *context, const MmRuleState *state,
+								const MmRuleValue *value, double threshold);
+typedef void (*AddFunction) (const MmRuleContext *context, MmRuleState *state,
+							 const MmRuleValue *value);
+
 /* The search's working state over one queue's tickets. */
 typedef struct SearchState
 {
@@ -47,6 +53,7 @@ typedef struct SearchState
 	int			ntickets;
 	const MmRuleHandler **handlers;
 	int		   *ticket_rule;	/* the MM_SCOPE_TICKETS rules, in order */
+	AddFunction *ticket_add;	/* ... and their handlers' add */
 	int			nticket_rules;
 
 	/* the pool: alive tickets */
@@ -74,7 +81,8 @@ typedef struct SearchState
 	int			anchor;
 	bool	   *rule_on;
 	int		   *fit_rule;		/* the rules on, in order (TicketFits) */
-	bool	   *fit_can_add;	/* ... and whether each is a ticket rule */
+	CanAddFunction *fit_can_add;	/* ... and can_add for a ticket rule, else
+									 * NULL */
 	int			nfit;
 	double	   *rule_threshold;
 	int		   *rule_step;
@@ -322,13 +330,18 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->ntickets = ntickets;
 	s->handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
 	s->ticket_rule = palloc(sizeof(int) * Max(nrules, 1));
+	s->ticket_add = palloc(sizeof(AddFunction) * Max(nrules, 1));
 	s->main_rule = -1;
 	s->balance_rule = -1;
 	for (i = 0; i < nrules; i++)
 	{
 		s->handlers[i] = MmRuleHandlerFor(config->rules[i].type);
 		if (s->handlers[i]->scope == MM_SCOPE_TICKETS)
-			s->ticket_rule[s->nticket_rules++] = i;
+		{
+			s->ticket_rule[s->nticket_rules] = i;
+			s->ticket_add[s->nticket_rules] = s->handlers[i]->add;
+			s->nticket_rules++;
+		}
 		if (config->rules[i].type == MM_RULE_DIFFERENCE && s->main_rule < 0)
 			s->main_rule = i;
 	}
@@ -395,7 +408,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 
 	s->rule_on = palloc(sizeof(bool) * Max(nrules, 1));
 	s->fit_rule = palloc(sizeof(int) * Max(nrules, 1));
-	s->fit_can_add = palloc(sizeof(bool) * Max(nrules, 1));
+	s->fit_can_add = palloc(sizeof(CanAddFunction) * Max(nrules, 1));
 	s->rule_threshold = palloc(sizeof(double) * Max(nrules, 1));
 	s->rule_step = palloc(sizeof(int) * Max(nrules, 1));
 	s->states = palloc0(sizeof(MmRuleState) * Max(nrules, 1));
@@ -565,9 +578,9 @@ TicketFits(SearchState *s, const MmTicket *t)
 
 		if (t->values[r].kind == MM_VALUE_MISSING)
 			return false;
-		if (s->fit_can_add[k] &&
-			!s->handlers[r]->can_add(s->context, &s->states[r], &t->values[r],
-									 s->rule_threshold[r]))
+		if (s->fit_can_add[k] != NULL &&
+			!s->fit_can_add[k] (s->context, &s->states[r], &t->values[r],
+								s->rule_threshold[r]))
 			return false;
 	}
 	return true;
@@ -583,7 +596,7 @@ TicketJoin(SearchState *s, int i)
 	{
 		int			r = s->ticket_rule[k];
 
-		s->handlers[r]->add(s->context, &s->states[r], &t->values[r]);
+		s->ticket_add[k] (s->context, &s->states[r], &t->values[r]);
 	}
 	s->chosen[s->nchosen++] = i;
 	s->chosen_players += t->nplayers;
@@ -983,7 +996,8 @@ SearchAnchor(SearchState *s)
 		if (!s->rule_on[r])
 			continue;
 		s->fit_rule[s->nfit] = r;
-		s->fit_can_add[s->nfit] = s->handlers[r]->scope == MM_SCOPE_TICKETS;
+		s->fit_can_add[s->nfit] = s->handlers[r]->scope == MM_SCOPE_TICKETS ?
+			s->handlers[r]->can_add : NULL;
 		s->nfit++;
 	}
 	CandidatesStart(s);
