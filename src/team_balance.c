@@ -677,6 +677,8 @@ typedef struct PairBalancer
 	bool		done;
 
 	double		margin;			/* far above the rounding of sums of 16 ratings */
+	bool		sums_finite;	/* abs_total < 1e300: no sum or difference of
+								 * ratings overflows */
 } PairBalancer;
 
 /* Spread of two team totals, computed as CurrentSpread() does. */
@@ -738,7 +740,17 @@ PairHeuristic(PairBalancer *b, double sq_eps)
 				nb = b->total[tb] - delta;
 				spread = Max(na, nb) - Min(na, nb);
 				if (spread > cur_spread + b->eps)
+				{
+					/*
+					 * Later v have a delta no larger (the ratings descend
+					 * and rounding is monotone), so na no larger and nb no
+					 * smaller: with na < nb their spread is no smaller
+					 * either, and they are all rejected here too.
+					 */
+					if (na < nb && b->sums_finite)
+						break;
 					continue;	/* no better on either count */
+				}
 				sq_change = na * na + nb * nb -
 					b->total[ta] * b->total[ta] -
 					b->total[tb] * b->total[tb];
@@ -971,6 +983,7 @@ BalancePairExact(const MmBalanceInput *input, int cap0, int cap1, bool exact_siz
 	}
 	b.rating_total = rating_total;
 
+	b.sums_finite = abs_total < 1e300;
 	PairHeuristic(&b, b.eps * (fabs(rating_total) + 1.0));
 
 	/*
