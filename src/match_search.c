@@ -38,6 +38,12 @@
 #include "match_search.h"
 #include "team_balance.h"
 
+/* A ticket rule's can_add and add (see MmRuleHandler), called per candidate. */
+typedef bool (*CanAddFunction) (const MmRuleContext *context, const MmRuleState *state,
+								const MmRuleValue *value, double threshold);
+typedef void (*AddFunction) (const MmRuleContext *context, MmRuleState *state,
+							 const MmRuleValue *value);
+
 /* The search's working state over one queue's tickets. */
 typedef struct SearchState
 {
@@ -46,6 +52,9 @@ typedef struct SearchState
 	MmTicket   *tickets;
 	int			ntickets;
 	const MmRuleHandler **handlers;
+	int		   *ticket_rule;	/* the MM_SCOPE_TICKETS rules, in order */
+	AddFunction *ticket_add;	/* ... and their handlers' add */
+	int			nticket_rules;
 
 	/* the pool: alive tickets */
 	bool	   *dead;
@@ -71,6 +80,10 @@ typedef struct SearchState
 	/* per anchor */
 	int			anchor;
 	bool	   *rule_on;
+	int		   *fit_rule;		/* the rules on, in order (TicketFits) */
+	CanAddFunction *fit_can_add;	/* ... and can_add for a ticket rule, else
+									 * NULL */
+	int			nfit;
 	double	   *rule_threshold;
 	int		   *rule_step;
 	MmRuleState *states;
@@ -92,6 +105,7 @@ typedef struct SearchState
 	/* team scratch */
 	double	   *ratings;
 	int		   *party;
+	bool		all_solo;		/* every gathered ticket has one player */
 	int		   *team_of;
 	int		   *team_size;
 	int		   *actual_size;
@@ -315,11 +329,19 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->tickets = tickets;
 	s->ntickets = ntickets;
 	s->handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
+	s->ticket_rule = palloc(sizeof(int) * Max(nrules, 1));
+	s->ticket_add = palloc(sizeof(AddFunction) * Max(nrules, 1));
 	s->main_rule = -1;
 	s->balance_rule = -1;
 	for (i = 0; i < nrules; i++)
 	{
 		s->handlers[i] = MmRuleHandlerFor(config->rules[i].type);
+		if (s->handlers[i]->scope == MM_SCOPE_TICKETS)
+		{
+			s->ticket_rule[s->nticket_rules] = i;
+			s->ticket_add[s->nticket_rules] = s->handlers[i]->add;
+			s->nticket_rules++;
+		}
 		if (config->rules[i].type == MM_RULE_DIFFERENCE && s->main_rule < 0)
 			s->main_rule = i;
 	}
@@ -348,7 +370,8 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 			const MmRuleValue *v = &tickets[i].values[s->main_rule];
 
 			s->pos_of[i] = -1;
-			s->main_value[i] = v->number;
+			/* NaN unless PRESENT: no window holds it (see WalkToCandidate) */
+			s->main_value[i] = v->kind == MM_VALUE_PRESENT ? v->number : NAN;
 			s->main_kind[i] = (char) v->kind;
 			if (v->kind == MM_VALUE_PRESENT)
 			{
@@ -384,6 +407,8 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	}
 
 	s->rule_on = palloc(sizeof(bool) * Max(nrules, 1));
+	s->fit_rule = palloc(sizeof(int) * Max(nrules, 1));
+	s->fit_can_add = palloc(sizeof(CanAddFunction) * Max(nrules, 1));
 	s->rule_threshold = palloc(sizeof(double) * Max(nrules, 1));
 	s->rule_step = palloc(sizeof(int) * Max(nrules, 1));
 	s->states = palloc0(sizeof(MmRuleState) * Max(nrules, 1));
@@ -505,9 +530,12 @@ WalkToCandidate(SearchState *s)
 			break;
 		}
 		cursor = i + 1;
-		/* in the window of the main rule, or matching any value */
-		if (!windowed || kind[i] == MM_VALUE_ANY ||
-			(kind[i] == MM_VALUE_PRESENT && value[i] >= lo && value[i] <= hi))
+		/*
+		 * In the window of the main rule (only a PRESENT value can be: the
+		 * others are NaN), or matching any value.
+		 */
+		if (!windowed || (value[i] >= lo && value[i] <= hi) ||
+			kind[i] == MM_VALUE_ANY)
 		{
 			found = i;
 			break;
@@ -544,17 +572,15 @@ CandidateAt(SearchState *s, int k)
 static bool
 TicketFits(SearchState *s, const MmTicket *t)
 {
-	int			r;
-
-	for (r = 0; r < s->config->nrules; r++)
+	for (int k = 0; k < s->nfit; k++)
 	{
-		if (!s->rule_on[r])
-			continue;
+		int			r = s->fit_rule[k];
+
 		if (t->values[r].kind == MM_VALUE_MISSING)
 			return false;
-		if (s->handlers[r]->scope == MM_SCOPE_TICKETS &&
-			!s->handlers[r]->can_add(s->context, &s->states[r], &t->values[r],
-									 s->rule_threshold[r]))
+		if (s->fit_can_add[k] != NULL &&
+			!s->fit_can_add[k] (s->context, &s->states[r], &t->values[r],
+								s->rule_threshold[r]))
 			return false;
 	}
 	return true;
@@ -565,11 +591,13 @@ static void
 TicketJoin(SearchState *s, int i)
 {
 	const MmTicket *t = &s->tickets[i];
-	int			r;
 
-	for (r = 0; r < s->config->nrules; r++)
-		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
-			s->handlers[r]->add(s->context, &s->states[r], &t->values[r]);
+	for (int k = 0; k < s->nticket_rules; k++)
+	{
+		int			r = s->ticket_rule[k];
+
+		s->ticket_add[k] (s->context, &s->states[r], &t->values[r]);
+	}
 	s->chosen[s->nchosen++] = i;
 	s->chosen_players += t->nplayers;
 }
@@ -653,13 +681,15 @@ PartiesFit(const SearchState *s, const int *sizes, int extra)
 static int
 Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 {
-	int			r;
 	int			k;
 
 	*packing_skipped = false;
-	for (r = 0; r < s->config->nrules; r++)
-		if (s->handlers[r]->scope == MM_SCOPE_TICKETS)
-			s->handlers[r]->state_init(s->context, &s->states[r]);
+	for (k = 0; k < s->nticket_rules; k++)
+	{
+		int			r = s->ticket_rule[k];
+
+		s->handlers[r]->state_init(s->context, &s->states[r]);
+	}
 	s->nchosen = 0;
 	s->chosen_players = 0;
 	if (s->tickets[s->anchor].nplayers > target || !TicketFits(s, &s->tickets[s->anchor]))
@@ -746,11 +776,14 @@ PreparePlayers(SearchState *s)
 	int			known = 0;
 	double		fill;
 
+	s->all_solo = true;
 	for (k = 0; k < s->nchosen; k++)
 	{
 		const MmTicket *t = &s->tickets[s->chosen[k]];
 
 		s->chosen_tickets[k] = t;
+		if (t->nplayers != 1)
+			s->all_solo = false;
 		for (p = 0; p < t->nplayers; p++)
 		{
 			double		v = NAN;
@@ -796,7 +829,8 @@ FormTeams(SearchState *s, const int *sizes, double *team_spread)
 
 	input.n = n;
 	input.ratings = s->ratings;
-	input.party = s->party;
+	/* every player alone on a ticket: the party ids all differ, as with none */
+	input.party = s->all_solo ? NULL : s->party;
 	input.team_count = config->nteams;
 	input.team_size = sizes;
 	if (!MmBalanceTeams(&input, s->team_of, NULL))
@@ -955,6 +989,16 @@ SearchAnchor(SearchState *s)
 
 			max_spread = max_spread < 0 ? spread : Min(max_spread, spread);
 		}
+	}
+	s->nfit = 0;
+	for (r = 0; r < config->nrules; r++)
+	{
+		if (!s->rule_on[r])
+			continue;
+		s->fit_rule[s->nfit] = r;
+		s->fit_can_add[s->nfit] = s->handlers[r]->scope == MM_SCOPE_TICKETS ?
+			s->handlers[r]->can_add : NULL;
+		s->nfit++;
 	}
 	CandidatesStart(s);
 

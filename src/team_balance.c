@@ -677,6 +677,8 @@ typedef struct PairBalancer
 	bool		done;
 
 	double		margin;			/* far above the rounding of sums of 16 ratings */
+	bool		sums_finite;	/* abs_total < 1e300: no sum or difference of
+								 * ratings overflows */
 } PairBalancer;
 
 /* Spread of two team totals, computed as CurrentSpread() does. */
@@ -738,7 +740,17 @@ PairHeuristic(PairBalancer *b, double sq_eps)
 				nb = b->total[tb] - delta;
 				spread = Max(na, nb) - Min(na, nb);
 				if (spread > cur_spread + b->eps)
+				{
+					/*
+					 * Later v have a delta no larger (the ratings descend
+					 * and rounding is monotone), so na no larger and nb no
+					 * smaller: with na < nb their spread is no smaller
+					 * either, and they are all rejected here too.
+					 */
+					if (na < nb && b->sums_finite)
+						break;
 					continue;	/* no better on either count */
+				}
 				sq_change = na * na + nb * nb -
 					b->total[ta] * b->total[ta] -
 					b->total[tb] * b->total[tb];
@@ -815,6 +827,7 @@ PairSplitCount(const PairBalancer *b, int pos, int need, double taken, uint32 ch
 {
 	int			n = b->n;
 	double		total = b->rating_total;
+	bool		may_be_too_strong = true;	/* see below */
 
 	if (need == 0)
 	{
@@ -827,14 +840,25 @@ PairSplitCount(const PairBalancer *b, int pos, int need, double taken, uint32 ch
 		}
 		return;
 	}
+	/*
+	 * The ratings descend, and rounding is monotone, so the "too strong"
+	 * test below (lowest's spread against the fixed bound) can only go from
+	 * true to false as j grows: once false, it needs no more evaluating.
+	 */
 	for (int j = pos; j <= n - need && *count < 2; j++)
 	{
 		double		with = taken + b->rating[j];
-		double		lowest = with + (b->desc_prefix[n] - b->desc_prefix[n - need + 1]);
-		double		highest = with + (b->desc_prefix[j + need] - b->desc_prefix[j + 1]);
+		double		highest;
 
-		if (lowest - (total - lowest) >= bound)
-			continue;
+		if (may_be_too_strong)
+		{
+			double		lowest = with + (b->desc_prefix[n] - b->desc_prefix[n - need + 1]);
+
+			if (lowest - (total - lowest) >= bound)
+				continue;
+			may_be_too_strong = false;
+		}
+		highest = with + (b->desc_prefix[j + need] - b->desc_prefix[j + 1]);
 		if ((total - highest) - highest >= bound)
 			break;
 		PairSplitCount(b, j + 1, need - 1, with, chosen | (1u << j), bound,
@@ -959,6 +983,7 @@ BalancePairExact(const MmBalanceInput *input, int cap0, int cap1, bool exact_siz
 	}
 	b.rating_total = rating_total;
 
+	b.sums_finite = abs_total < 1e300;
 	PairHeuristic(&b, b.eps * (fabs(rating_total) + 1.0));
 
 	/*
