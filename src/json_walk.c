@@ -115,27 +115,44 @@ JsonErrorInternal(MmJsonPath *path, const char *hint, const char *problem)
 }
 
 /*
- * Raises the problem at the current path.
+ * Formats a problem message; va_copy lets the buffer grow and retry.
  */
-void
-MmJsonError(MmJsonPath *path, const char *fmt,...)
+static char *FormatProblem(const char *fmt, va_list args) pg_attribute_printf(1, 0);
+
+static char *
+FormatProblem(const char *fmt, va_list args)
 {
 	StringInfoData problem;
 
 	initStringInfo(&problem);
 	for (;;)
 	{
-		va_list		args;
+		va_list		copy;
 		int			needed;
 
-		va_start(args, fmt);
-		needed = appendStringInfoVA(&problem, fmt, args);
-		va_end(args);
+		va_copy(copy, args);
+		needed = appendStringInfoVA(&problem, fmt, copy);
+		va_end(copy);
 		if (needed == 0)
 			break;
 		enlargeStringInfo(&problem, needed);
 	}
-	JsonErrorInternal(path, NULL, problem.data);
+	return problem.data;
+}
+
+/*
+ * Raises the problem at the current path.
+ */
+void
+MmJsonError(MmJsonPath *path, const char *fmt,...)
+{
+	va_list		args;
+	char	   *problem;
+
+	va_start(args, fmt);
+	problem = FormatProblem(fmt, args);
+	va_end(args);
+	JsonErrorInternal(path, NULL, problem);
 }
 
 /*
@@ -144,22 +161,13 @@ MmJsonError(MmJsonPath *path, const char *fmt,...)
 void
 MmJsonErrorHint(MmJsonPath *path, const char *hint, const char *fmt,...)
 {
-	StringInfoData problem;
+	va_list		args;
+	char	   *problem;
 
-	initStringInfo(&problem);
-	for (;;)
-	{
-		va_list		args;
-		int			needed;
-
-		va_start(args, fmt);
-		needed = appendStringInfoVA(&problem, fmt, args);
-		va_end(args);
-		if (needed == 0)
-			break;
-		enlargeStringInfo(&problem, needed);
-	}
-	JsonErrorInternal(path, hint, problem.data);
+	va_start(args, fmt);
+	problem = FormatProblem(fmt, args);
+	va_end(args);
+	JsonErrorInternal(path, hint, problem);
 }
 
 bool

@@ -8,6 +8,7 @@
 
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
 #include "sql_arrays.h"
@@ -86,24 +87,72 @@ MmInt4Array(ArrayType *array, const char *argname, int max_count, int *count)
 	return values;
 }
 
+/*
+ * Array builders.  Each frees its scratch Datum array at once: the tick builds
+ * arrays of one element per ticket or player (100k and more) in one context.
+ */
 ArrayType *
 MmBuildFloat8Array(const double *values, int count)
 {
 	Datum	   *datums = (Datum *) palloc(sizeof(Datum) * Max(count, 1));
+	ArrayType  *result;
 
 	for (int i = 0; i < count; i++)
 		datums[i] = Float8GetDatum(values[i]);
-	return construct_array(datums, count, FLOAT8OID, sizeof(float8),
-						   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	result = construct_array(datums, count, FLOAT8OID, sizeof(float8),
+							 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(datums);
+	return result;
 }
 
 ArrayType *
 MmBuildInt4Array(const int32 *values, int count)
 {
 	Datum	   *datums = (Datum *) palloc(sizeof(Datum) * Max(count, 1));
+	ArrayType  *result;
 
 	for (int i = 0; i < count; i++)
 		datums[i] = Int32GetDatum(values[i]);
-	return construct_array(datums, count, INT4OID, sizeof(int32),
-						   true, TYPALIGN_INT);
+	result = construct_array(datums, count, INT4OID, sizeof(int32),
+							 true, TYPALIGN_INT);
+	pfree(datums);
+	return result;
+}
+
+ArrayType *
+MmBuildInt8Array(const int64 *values, int count)
+{
+	Datum	   *datums = (Datum *) palloc(sizeof(Datum) * Max(count, 1));
+	ArrayType  *result;
+
+	for (int i = 0; i < count; i++)
+		datums[i] = Int64GetDatum(values[i]);
+	result = construct_array(datums, count, INT8OID, sizeof(int64),
+							 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(datums);
+	return result;
+}
+
+ArrayType *
+MmBuildTextArray(const char **values, int count)
+{
+	Datum	   *datums = (Datum *) palloc(sizeof(Datum) * Max(count, 1));
+	bool	   *nulls = (bool *) palloc(sizeof(bool) * Max(count, 1));
+	int			dims[1] = {count};
+	int			lbs[1] = {1};
+	ArrayType  *result;
+
+	for (int i = 0; i < count; i++)
+	{
+		nulls[i] = values[i] == NULL;
+		datums[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(values[i]);
+	}
+	result = construct_md_array(datums, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+	/* the array holds copies: free the elements too */
+	for (int i = 0; i < count; i++)
+		if (!nulls[i])
+			pfree(DatumGetPointer(datums[i]));
+	pfree(datums);
+	pfree(nulls);
+	return result;
 }

@@ -28,9 +28,11 @@ extern double *MmFloat8Array(ArrayType *array, const char *argname,
 extern int32 *MmInt4Array(ArrayType *array, const char *argname,
 						  int max_count, int *count);
 
-/* Builds a one-dimensional float8[] / int4[] from C values. */
+/* Build one-dimensional arrays from C values (NULL strings: NULL elements). */
 extern ArrayType *MmBuildFloat8Array(const double *values, int count);
 extern ArrayType *MmBuildInt4Array(const int32 *values, int count);
+extern ArrayType *MmBuildInt8Array(const int64 *values, int count);
+extern ArrayType *MmBuildTextArray(const char **values, int count);
 
 /* Refuses NaN and +-Infinity in a scalar argument, naming it. */
 extern void MmCheckFinite(double value, const char *argname);

@@ -41,6 +41,7 @@
 #include "match_search.h"
 #include "queue_config.h"
 #include "rules.h"
+#include "sql_arrays.h"
 
 PG_FUNCTION_INFO_V1(mm_tick);
 PG_FUNCTION_INFO_V1(mm_last_tick_stats);
@@ -200,62 +201,6 @@ NewStats(const char *queue)
 	memset(stats, 0, sizeof(*stats));
 	strlcpy(stats->queue, queue, sizeof(stats->queue));
 	return stats;
-}
-
-/* Builds a one-dimensional array of int8. */
-static ArrayType *
-Int8Array(const int64 *values, int n)
-{
-	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
-	int			i;
-	ArrayType  *result;
-
-	for (i = 0; i < n; i++)
-		datums[i] = Int64GetDatum(values[i]);
-	result = construct_array(datums, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
-	pfree(datums);
-	return result;
-}
-
-/* Builds a one-dimensional array of text; NULL strings become NULL elements. */
-static ArrayType *
-TextArray(const char **values, int n)
-{
-	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
-	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
-	int			i;
-	ArrayType  *result;
-
-	for (i = 0; i < n; i++)
-	{
-		nulls[i] = values[i] == NULL;
-		datums[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(values[i]);
-	}
-	result = construct_md_array(datums, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
-	/* the array holds copies: free the elements (one per player at 100k tickets) */
-	for (i = 0; i < n; i++)
-		if (!nulls[i])
-			pfree(DatumGetPointer(datums[i]));
-	pfree(datums);
-	pfree(nulls);
-	return result;
-}
-
-/* Builds a one-dimensional array of float8. */
-static ArrayType *
-Float8Array(const double *values, int n)
-{
-	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
-	int			i;
-	ArrayType  *result;
-
-	for (i = 0; i < n; i++)
-		datums[i] = Float8GetDatum(values[i]);
-	result = construct_array(datums, n, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
-	pfree(datums);
-	return result;
 }
 
 /* Orders int64 ids ascending, for qsort. */
@@ -521,10 +466,10 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = TimestampTzGetDatum(now);
-	values[2] = PointerGetDatum(TextArray(regions, nm));
-	values[3] = PointerGetDatum(Float8Array(qualities, nm));
-	values[4] = PointerGetDatum(TextArray(steps, nm));
-	values[5] = PointerGetDatum(Int8Array(match_ids, nm));
+	values[2] = PointerGetDatum(MmBuildTextArray(regions, nm));
+	values[3] = PointerGetDatum(MmBuildFloat8Array(qualities, nm));
+	values[4] = PointerGetDatum(MmBuildTextArray(steps, nm));
+	values[5] = PointerGetDatum(MmBuildInt8Array(match_ids, nm));
 	rc = SPI_execute_plan(PlanInsertMatches, values, NULL, false, 0);
 	BackToQueueContext();
 	if (rc != SPI_OK_INSERT)
@@ -561,13 +506,13 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			}
 		}
 	}
-	values[1] = PointerGetDatum(Int8Array(mp_match, nplayers));
+	values[1] = PointerGetDatum(MmBuildInt8Array(mp_match, nplayers));
 	pfree(mp_match);
-	values[2] = PointerGetDatum(TextArray(mp_player, nplayers));
+	values[2] = PointerGetDatum(MmBuildTextArray(mp_player, nplayers));
 	pfree(mp_player);
-	values[3] = PointerGetDatum(Int8Array(mp_ticket, nplayers));
+	values[3] = PointerGetDatum(MmBuildInt8Array(mp_ticket, nplayers));
 	pfree(mp_ticket);
-	values[4] = PointerGetDatum(TextArray(mp_team, nplayers));
+	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, nplayers));
 	pfree(mp_team);
 	rc = SPI_execute_plan(PlanInsertPlayers, values, NULL, false, 0);
 	BackToQueueContext();
@@ -578,8 +523,8 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			 SPI_processed, nplayers);
 
 	values[0] = TimestampTzGetDatum(now);
-	values[1] = PointerGetDatum(Int8Array(t_ids, ntickets));
-	values[2] = PointerGetDatum(Int8Array(t_match, ntickets));
+	values[1] = PointerGetDatum(MmBuildInt8Array(t_ids, ntickets));
+	values[2] = PointerGetDatum(MmBuildInt8Array(t_match, ntickets));
 	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
 	BackToQueueContext();
 	if (rc != SPI_OK_UPDATE)
