@@ -33,12 +33,13 @@ LANGUAGE sql AS $$
 		INSERT INTO match_label SELECT label, id FROM m RETURNING id
 	), p AS (
 		INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)
-		SELECT l.id, 'metrics_q', tp.player_id, tp.ticket_id,
+		SELECT l.id, 'metrics_q', p.value ->> 'id', tk.id,
 			   CASE WHEN t.label = red THEN 'red' ELSE 'blue' END
-		  FROM l, label t JOIN mm.ticket_players tp ON tp.ticket_id = t.id
+		  FROM l, label t JOIN mm.tickets tk ON tk.id = t.id, jsonb_array_elements(tk.players) p
 		 WHERE t.label IN (red, blue)
 	)
 	UPDATE mm.tickets SET status = 'matched', match_id = (SELECT id FROM l),
+		   team = CASE WHEN id = (SELECT id FROM label WHERE label = red) THEN 'red' ELSE 'blue' END,
 		   matched_at = ('2041-06-15 ' || at || '+00')::timestamptz,
 		   updated_at = ('2041-06-15 ' || at || '+00')::timestamptz
 	 WHERE id IN (SELECT id FROM label WHERE label IN (red, blue))

@@ -327,7 +327,7 @@ BEGIN;
 CREATE TEMP TABLE dropped_tickets AS SELECT id FROM mm.tickets WHERE queue = 'qs-duel';
 SELECT mm.drop_queue('qs-duel', force => true);
 SELECT count(*) AS tickets_left FROM mm.tickets t JOIN dropped_tickets d USING (id);
-SELECT count(*) AS ticket_players_left FROM mm.ticket_players WHERE queue = 'qs-duel';
+SELECT count(*) AS active_players_left FROM mm.active_players WHERE queue = 'qs-duel';
 COMMIT;
 SELECT count(*) AS queue_left FROM mm.queues WHERE name = 'qs-duel';
 -- the players were released and can queue elsewhere

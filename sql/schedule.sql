@@ -162,7 +162,7 @@ SELECT * FROM mm.purge_finished('20 minutes', 1, false, '2031-03-01 11:00:00+00'
 SELECT * FROM mm.purge_finished('20 minutes', 1, false, '2031-03-01 11:00:00+00');
 SELECT t.id - :t1 AS ticket, t.status FROM mm.tickets t WHERE t.queue = 'sched_keep' ORDER BY t.id;
 SELECT count(*) AS results_left FROM mm.match_results WHERE queue = 'sched_keep';
-SELECT count(*) AS players_of_purged_tickets FROM mm.ticket_players
+SELECT count(*) AS players_of_purged_tickets FROM mm.active_players
  WHERE ticket_id IN (:t1, :t2, :t5);
 -- the archive tables were not touched
 SELECT (SELECT count(*) FROM mm.matches_archive) AS matches, (SELECT count(*) FROM mm.tickets_archive) AS tickets;
@@ -179,8 +179,8 @@ SELECT * FROM mm.purge_finished('0 seconds', 10000, true, '2031-03-01 12:00:00+0
 SELECT t.id - :t1 AS ticket, t.status FROM mm.tickets t WHERE t.queue = 'sched_keep' ORDER BY t.id;
 SELECT id - :t1 AS ticket, status, match_id IS NOT NULL AS has_match, archived_at
   FROM mm.tickets_archive WHERE queue = 'sched_keep' ORDER BY id;
-SELECT ticket_id - :t1 AS ticket, player_id, attributes, active, archived_at
-  FROM mm.ticket_players_archive WHERE queue = 'sched_keep' ORDER BY ticket_id;
+SELECT id - :t1 AS ticket, players, archived_at
+  FROM mm.tickets_archive WHERE queue = 'sched_keep' ORDER BY id;
 SELECT status, updated_at, archived_at FROM mm.matches_archive WHERE queue = 'sched_keep';
 SELECT player_id, team IS NOT NULL AS has_team, left_at FROM mm.match_players_archive
  WHERE queue = 'sched_keep' ORDER BY player_id;
@@ -194,7 +194,6 @@ CALL mm.run_retention();
 
 SELECT mm.drop_queue('sched_keep', force => true);
 DELETE FROM mm.tickets_archive WHERE queue = 'sched_keep';
-DELETE FROM mm.ticket_players_archive WHERE queue = 'sched_keep';
 DELETE FROM mm.matches_archive WHERE queue = 'sched_keep';
 DELETE FROM mm.match_players_archive WHERE queue = 'sched_keep';
 DELETE FROM mm.match_results_archive WHERE queue = 'sched_keep';

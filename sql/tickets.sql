@@ -1,12 +1,12 @@
 -- Tickets: validation of the players against the queue (same errors for
--- mm.create_ticket, INSERT, multi-row INSERT and COPY), the players and
--- ticket_players rows, one active ticket per player, cancel_ticket.
+-- mm.create_ticket, INSERT, multi-row INSERT and COPY), the claimed players
+-- (mm.active_players), one active ticket per player, cancel_ticket.
 \set SHOW_CONTEXT never
 SET timezone = 'UTC';
 SET datestyle = 'ISO, YMD';
 
 -- Ticket ids are printed below: start them at a known value.
-ALTER TABLE mm.tickets ALTER COLUMN id RESTART WITH 5001;
+ALTER SEQUENCE mm.tickets_id_seq RESTART WITH 5001;
 
 CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -39,14 +39,19 @@ SELECT mm.create_queue('tk-mode', '{"match_size": {"min": 2, "max": 200}, "rules
 --
 -- Happy paths.
 --
--- create_ticket with an explicit now: created_at and updated_at are now
+-- create_ticket with an explicit now: created_at is now, updated_at stays NULL
 SELECT mm.create_ticket('tk-ffa', '[{"id": "tk-a1", "attributes": {"skill": 1500}, "latencies": {"eu-west": 35, "us-east": 90}}]',
 						'2026-01-01 10:00:00+00');
--- INSERT ... RETURNING: status is forced to searching, player_count filled, a match id dropped
-INSERT INTO mm.tickets (queue, players, status, player_count, created_at)
+-- INSERT ... RETURNING: status starts searching, player_count is computed
+INSERT INTO mm.tickets (queue, players, created_at)
 VALUES ('tk-teams', '[{"id": "tk-b1"}, {"id": "tk-b2", "attributes": {"x": [1, 2]}}, {"id": "tk-b3"}]',
-		'matched', 99, '2026-01-01 10:00:01+00')
+		'2026-01-01 10:00:01+00')
 RETURNING id, queue, status, player_count, created_at, updated_at, matched_at, match_id;
+-- a new ticket cannot start in another status, with a match, or set player_count
+SELECT pg_temp.try($$INSERT INTO mm.tickets (queue, players, status) VALUES ('tk-teams', '[{"id": "tk-b9"}]', 'cancelled')$$);
+SELECT pg_temp.try($$INSERT INTO mm.tickets (queue, players, match_id) VALUES ('tk-teams', '[{"id": "tk-b9"}]', 7)$$);
+SELECT pg_temp.try($$INSERT INTO mm.tickets (queue, players, player_count) VALUES ('tk-teams', '[{"id": "tk-b9"}]', 99)$$);
+ALTER SEQUENCE mm.tickets_id_seq RESTART WITH 5003;
 -- multi-row INSERT
 INSERT INTO mm.tickets (queue, players, created_at) VALUES
 	('tk-ffa', '[{"id": "tk-c1", "attributes": {"skill": 1400}, "latencies": {"eu-west": 20}}]', '2026-01-01 10:00:02+00'),
@@ -61,10 +66,10 @@ tk-mode	[{"id": "tk-d2", "attributes": {"prefs": {"mode": "ranked"}, "level": 7}
 tk-teams	[{"id": "tk-d4"}]	2026-01-01 10:00:03+00
 \.
 SELECT id, queue, status, player_count, created_at, updated_at FROM mm.tickets WHERE queue LIKE 'tk-%' ORDER BY id;
--- one ticket_players row per player, active, with attributes and latencies ({} when absent)
-SELECT ticket_id, player_id, queue, attributes, latencies, active
-  FROM mm.ticket_players WHERE queue LIKE 'tk-%' ORDER BY ticket_id, player_id;
-SELECT id, attributes FROM mm.players WHERE id LIKE 'tk-%' ORDER BY id;
+-- every player is claimed by its ticket (one active ticket per player)
+SELECT ticket_id, player_id, queue FROM mm.active_players WHERE queue LIKE 'tk-%' ORDER BY ticket_id, player_id;
+-- tickets do not create mm.players rows (those hold server-side attributes)
+SELECT count(*) AS player_rows FROM mm.players WHERE id LIKE 'tk-%';
 
 --
 -- Every ticket error (through INSERT; create_ticket and COPY run the same trigger).
@@ -149,7 +154,7 @@ COPY mm.tickets (queue, players) FROM STDIN;
 tk-teams	[{"id": "tk-e6"}]
 tk-teams	[{"id": ""}]
 \.
-SELECT count(*) AS written FROM mm.ticket_players WHERE player_id IN ('tk-e1', 'tk-e2', 'tk-e3', 'tk-e4', 'tk-e5', 'tk-e6');
+SELECT count(*) AS written FROM mm.active_players WHERE player_id IN ('tk-e1', 'tk-e2', 'tk-e3', 'tk-e4', 'tk-e5', 'tk-e6');
 -- across queues too
 SELECT mm.create_ticket('tk-mode', '[{"id": "tk-b2", "attributes": {"prefs": {"mode": "classic"}}}]', '2026-01-01 10:01');
 
@@ -159,24 +164,26 @@ SELECT mm.create_ticket('tk-mode', '[{"id": "tk-b2", "attributes": {"prefs": {"m
 SELECT id AS a1_ticket FROM mm.tickets WHERE players @> '[{"id": "tk-a1"}]' \gset
 SELECT mm.cancel_ticket(:a1_ticket) AS first, mm.cancel_ticket(:a1_ticket) AS second;
 SELECT status, updated_at > created_at AS updated FROM mm.tickets WHERE id = :a1_ticket;
-SELECT player_id, active FROM mm.ticket_players WHERE ticket_id = :a1_ticket;
+SELECT count(*) AS still_claimed FROM mm.active_players WHERE ticket_id = :a1_ticket;
 SELECT mm.cancel_ticket(999999);
 SELECT mm.cancel_ticket(NULL) IS NULL AS null_ticket;
--- the player is free again; the old ticket keeps its (inactive) row
+-- the player is free again: the new ticket claims the player
 SELECT mm.create_ticket('tk-ffa', '[{"id": "tk-a1", "attributes": {"skill": 1510}, "latencies": {"eu-west": 30}}]', '2026-01-01 10:02') AS a1_again;
-SELECT ticket_id, active FROM mm.ticket_players WHERE player_id = 'tk-a1' ORDER BY ticket_id;
+SELECT ticket_id = :a1_ticket AS old_ticket FROM mm.active_players WHERE player_id = 'tk-a1';
 
 --
--- Status changes keep ticket_players.active in step, set-based (the tick's
--- bulk UPDATE), and a ticket's queue and players are fixed.
+-- Status changes by UPDATE keep mm.active_players in step, set-based, and a
+-- ticket's queue and players are fixed.
 --
 UPDATE mm.tickets SET status = 'timed_out' WHERE queue = 'tk-mode' AND status = 'searching';
-SELECT t.id, t.status, tp.player_id, tp.active
-  FROM mm.tickets t JOIN mm.ticket_players tp ON tp.ticket_id = t.id
- WHERE t.queue = 'tk-mode' ORDER BY t.id, tp.player_id;
+SELECT t.id, t.status, p.value ->> 'id' AS player_id,
+	   EXISTS (SELECT 1 FROM mm.active_players ap
+				WHERE ap.ticket_id = t.id AND ap.player_id = p.value ->> 'id') AS active
+  FROM mm.tickets t, jsonb_array_elements(t.players) p
+ WHERE t.queue = 'tk-mode' ORDER BY t.id, 3;
 -- back to searching (e.g. a requeue) reactivates them
 UPDATE mm.tickets SET status = 'searching' WHERE queue = 'tk-mode' AND players @> '[{"id": "tk-c4"}]';
-SELECT player_id, active FROM mm.ticket_players WHERE player_id = 'tk-c4';
+SELECT player_id, ticket_id IS NOT NULL AS active FROM mm.active_players WHERE player_id = 'tk-c4';
 UPDATE mm.tickets SET players = '[{"id": "tk-z"}]' WHERE players @> '[{"id": "tk-c4"}]';
 UPDATE mm.tickets SET queue = 'tk-ffa' WHERE players @> '[{"id": "tk-c4"}]';
 UPDATE mm.tickets SET players = players WHERE players @> '[{"id": "tk-c4"}]';	-- unchanged: allowed

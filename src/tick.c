@@ -29,6 +29,8 @@
 #include "portability/instr_time.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "catalog/namespace.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
@@ -80,6 +82,14 @@ static SPIPlanPtr PlanMatchIds = NULL;
 static SPIPlanPtr PlanInsertMatches = NULL;
 static SPIPlanPtr PlanInsertPlayers = NULL;
 static SPIPlanPtr PlanUpdateTickets = NULL;
+static SPIPlanPtr PlanReleasePlayers = NULL;
+
+/*
+ * Whether the installed schema is 0.1's (one mm.tickets table, statuses
+ * updated in place): the library serves both versions' SQL, so a database
+ * not yet updated keeps ticking.  Decided when the plans are prepared.
+ */
+static bool PlansForSchema01 = false;
 
 /*
  * The per-queue memory context.  SPI calls return in SPI's procedure
@@ -107,7 +117,36 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
 	return plan;
 }
 
-/* Prepares every statement of the tick (first call in this backend only). */
+/* Forgets the prepared plans (the schema changed under this backend). */
+static void
+FreePlans(void)
+{
+	SPIPlanPtr *plans[] = {&PlanQueueConfig, &PlanQueueNames, &PlanTimeout, &PlanLoad,
+		&PlanMatchIds, &PlanInsertMatches, &PlanInsertPlayers, &PlanUpdateTickets,
+	&PlanReleasePlayers};
+	int			i;
+
+	for (i = 0; i < lengthof(plans); i++)
+	{
+		if (*plans[i] != NULL)
+			SPI_freeplan(*plans[i]);
+		*plans[i] = NULL;
+	}
+}
+
+/* True when schema mm has 0.1's layout (no mm.tickets_active partition). */
+static bool
+IsSchema01(void)
+{
+	Oid			namespace = get_namespace_oid("mm", false);
+
+	return !OidIsValid(get_relname_relid("tickets_active", namespace));
+}
+
+/*
+ * Prepares every statement of the tick (first call in this backend, and
+ * again after ALTER EXTENSION changed the schema's layout).
+ */
 static void
 PreparePlans(void)
 {
@@ -117,6 +156,13 @@ PreparePlans(void)
 	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
+	Oid			move_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			text_array1[] = {TEXTARRAYOID};
+	bool		schema01 = IsSchema01();
+
+	if (PlanQueueConfig != NULL && schema01 != PlansForSchema01)
+		FreePlans();
+	PlansForSchema01 = schema01;
 
 	/*
 	 * FOR SHARE: conflicts with the UPDATE of mm.alter_queue and the FOR
@@ -131,19 +177,34 @@ PreparePlans(void)
 			 "SELECT config FROM mm.queues WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE",
 			 1, text1);
 	KeepPlan(&PlanQueueNames, "SELECT name FROM mm.queues ORDER BY name", 0, NULL);
-	KeepPlan(&PlanTimeout,
-			 "WITH expired AS ("
-			 " SELECT id FROM mm.tickets"
+	if (schema01)
+		KeepPlan(&PlanTimeout,
+				 "WITH expired AS ("
+				 " SELECT id FROM mm.tickets"
+				 " WHERE queue OPERATOR(pg_catalog.=) $1"
+				 " AND status OPERATOR(pg_catalog.=) 'searching'"
+				 " AND created_at OPERATOR(pg_catalog.<) $2"
+				 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED)"
+				 " UPDATE mm.tickets t SET status = 'timed_out', updated_at = $3"
+				 " FROM expired WHERE t.id OPERATOR(pg_catalog.=) expired.id"
+				 " RETURNING t.id",
+				 3, timeout_args);
+	else
+		KeepPlan(&PlanTimeout,
+				 "SELECT pg_catalog.array_agg(e.id) FROM mm.end_tickets(ARRAY("
+				 " SELECT id FROM mm.tickets_active"
+				 " WHERE queue OPERATOR(pg_catalog.=) $1"
+				 " AND status OPERATOR(pg_catalog.=) 'searching'"
+				 " AND created_at OPERATOR(pg_catalog.<) $2"
+				 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED), 'timed_out', $3) AS e(id)",
+				 3, timeout_args);
+	KeepPlan(&PlanLoad,
+			 schema01 ?
+			 "SELECT id, created_at, players FROM mm.tickets"
 			 " WHERE queue OPERATOR(pg_catalog.=) $1"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
-			 " AND created_at OPERATOR(pg_catalog.<) $2"
-			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED)"
-			 " UPDATE mm.tickets t SET status = 'timed_out', updated_at = $3"
-			 " FROM expired WHERE t.id OPERATOR(pg_catalog.=) expired.id"
-			 " RETURNING t.id",
-			 3, timeout_args);
-	KeepPlan(&PlanLoad,
-			 "SELECT id, created_at, players FROM mm.tickets"
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED" :
+			 "SELECT id, created_at, players FROM mm.tickets_active"
 			 " WHERE queue OPERATOR(pg_catalog.=) $1"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
 			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
@@ -163,12 +224,39 @@ PreparePlans(void)
 			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team"
 			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(match_id, player_id, ticket_id, team)",
 			 5, players_args);
+	if (schema01)
+	{
+		/* 0.1: statuses in place; a trigger releases the players */
+		KeepPlan(&PlanUpdateTickets,
+				 "UPDATE mm.tickets t SET status = 'matched', matched_at = $1, updated_at = $1,"
+				 " match_id = u.match_id"
+				 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(ticket_id, match_id)"
+				 " WHERE t.id OPERATOR(pg_catalog.=) u.ticket_id",
+				 3, tickets_args);
+		return;
+	}
+
+	/*
+	 * A matched ticket leaves the active partition for the ended one: a
+	 * delete and one insert, written straight into the partitions (the
+	 * parent's statement triggers are for other writers), and its players
+	 * are released.
+	 */
 	KeepPlan(&PlanUpdateTickets,
-			 "UPDATE mm.tickets t SET status = 'matched', matched_at = $1, updated_at = $1,"
-			 " match_id = u.match_id"
-			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(ticket_id, match_id)"
-			 " WHERE t.id OPERATOR(pg_catalog.=) u.ticket_id",
-			 3, tickets_args);
+			 "WITH moved AS ("
+			 " DELETE FROM mm.tickets_active t"
+			 " USING ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
+			 " AS u(ticket_id, match_id, team)"
+			 " WHERE t.id OPERATOR(pg_catalog.=) u.ticket_id"
+			 " RETURNING t.id, t.queue, t.players, t.created_at, u.match_id, u.team)"
+			 " INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
+			 " matched_at, match_id, team)"
+			 " SELECT id, queue, players, 'matched', created_at, $1, $1, match_id, team FROM moved",
+			 4, move_args);
+	KeepPlan(&PlanReleasePlayers,
+			 "DELETE FROM mm.active_players a USING pg_catalog.unnest($1) AS p(player_id)"
+			 " WHERE a.player_id OPERATOR(pg_catalog.=) p.player_id",
+			 1, text_array1);
 }
 
 /* Milliseconds since a start time. */
@@ -234,22 +322,41 @@ TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
 	values[2] = TimestampTzGetDatum(now);
 	rc = SPI_execute_plan(PlanTimeout, values, nulls, false, 0);
 	BackToQueueContext();
-	if (rc != SPI_OK_UPDATE_RETURNING)
+	if (rc != (PlansForSchema01 ? SPI_OK_UPDATE_RETURNING : SPI_OK_SELECT))
 		elog(ERROR, "timing out tickets failed: %s", SPI_result_code_string(rc));
-	n = (int) SPI_processed;
-	if (n == 0)
-		return 0;
-	ids = palloc(sizeof(int64) * n);
-	for (i = 0; i < n; i++)
+	if (PlansForSchema01)
 	{
-		bool		isnull;
+		n = (int) SPI_processed;
+		ids = palloc(sizeof(int64) * Max(n, 1));
+		for (i = 0; i < n; i++)
+		{
+			bool		isnull;
 
-		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+			ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		}
+	}
+	else
+	{
+		/* one row: the array of the ended tickets' ids (NULL when none) */
+		bool		isnull;
+		Datum		array = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		n = 0;
+		ids = NULL;
+		if (!isnull)
+		{
+			ArrayType  *a = DatumGetArrayTypePCopy(array);
+
+			n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+			ids = palloc(sizeof(int64) * Max(n, 1));
+			memcpy(ids, ARR_DATA_PTR(a), sizeof(int64) * n);
+		}
 	}
 	SPI_freetuptable(SPI_tuptable);
+	if (n == 0)
+		return 0;
 	qsort(ids, n, sizeof(int64), CompareInt64);
 
-	/* mm.tickets_after_update releases the players (ticket_players.active) */
 	MmNotifyTickets("ticket_timed_out", queue, n, ids);
 	return n;
 }
@@ -422,13 +529,16 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			   *t_ids,
 			   *t_match;
 	const char **mp_player,
-			  **mp_team;
+			  **mp_team,
+			  **t_team;
+	ArrayType  *player_ids;
 	Datum		values[6];
 	int			rc,
 				i,
 				k,
 				p;
 	StringInfoData buf;
+
 
 	initStringInfo(&buf);
 	for (i = 0; i < nm; i++)
@@ -485,6 +595,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	mp_team = palloc(sizeof(char *) * nplayers);
 	t_ids = palloc(sizeof(int64) * ntickets);
 	t_match = palloc(sizeof(int64) * ntickets);
+	t_team = palloc(sizeof(char *) * ntickets);
 	nplayers = ntickets = 0;
 	for (i = 0; i < nm; i++)
 	{
@@ -496,6 +607,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			const char *team = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
 
 			t_ids[ntickets] = t->id;
+			t_team[ntickets] = team;
 			t_match[ntickets++] = match_ids[i];
 			for (p = 0; p < t->nplayers; p++)
 			{
@@ -508,7 +620,8 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	}
 	values[1] = PointerGetDatum(MmBuildInt8Array(mp_match, nplayers));
 	pfree(mp_match);
-	values[2] = PointerGetDatum(MmBuildTextArray(mp_player, nplayers));
+	player_ids = MmBuildTextArray(mp_player, nplayers);
+	values[2] = PointerGetDatum(player_ids);
 	pfree(mp_player);
 	values[3] = PointerGetDatum(MmBuildInt8Array(mp_ticket, nplayers));
 	pfree(mp_ticket);
@@ -525,13 +638,22 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = PointerGetDatum(MmBuildInt8Array(t_ids, ntickets));
 	values[2] = PointerGetDatum(MmBuildInt8Array(t_match, ntickets));
+	values[3] = PointerGetDatum(MmBuildTextArray(t_team, ntickets));
 	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
 	BackToQueueContext();
-	if (rc != SPI_OK_UPDATE)
+	if (rc != (PlansForSchema01 ? SPI_OK_UPDATE : SPI_OK_INSERT))
 		elog(ERROR, "marking tickets matched failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed != (uint64) ntickets)
-		elog(ERROR, "marking tickets matched updated " UINT64_FORMAT " tickets instead of %d",
+		elog(ERROR, "marking tickets matched wrote " UINT64_FORMAT " tickets instead of %d",
 			 SPI_processed, ntickets);
+	if (!PlansForSchema01)
+	{
+		values[0] = PointerGetDatum(player_ids);
+		rc = SPI_execute_plan(PlanReleasePlayers, values, NULL, false, 0);
+		BackToQueueContext();
+		if (rc != SPI_OK_DELETE)
+			elog(ERROR, "releasing matched players failed: %s", SPI_result_code_string(rc));
+	}
 
 	/* events: one match_found per match, sent at commit */
 	for (i = 0; i < nm; i++)

@@ -36,6 +36,7 @@
 #include "queue_config.h"
 
 PG_FUNCTION_INFO_V1(mm_tickets_validate);
+PG_FUNCTION_INFO_V1(mm_validate_ticket);
 
 #define MM_MAX_PLAYER_ID_LENGTH 128
 #define MM_MAX_REGIONS 64
@@ -385,7 +386,22 @@ ValidatePlayers(Jsonb *players, const MmQueueConfig *config, const char *queue)
 }
 
 /*
- * BEFORE INSERT row trigger on mm.tickets: validates the players against the
+ * The tick computes ages as now - created_at, and the metrics subtract
+ * created_at from matched_at: an infinite created_at breaks both.
+ */
+static void
+CheckCreatedAt(TimestampTz created_at)
+{
+	if (TIMESTAMP_NOT_FINITE(created_at))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ticket created_at must be a finite timestamp"),
+				 errhint("mm.create_ticket takes created_at from its now argument.")));
+}
+
+/*
+ * BEFORE INSERT row trigger on 0.1's mm.tickets (0.2 validates in
+ * mm_validate_ticket, called by a statement trigger): validates the players against the
  * queue's config and sets status 'searching', player_count, updated_at =
  * created_at and no match.
  */
@@ -429,20 +445,12 @@ mm_tickets_validate(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("ticket players must not be null")));
 
-	/*
-	 * The tick computes ages as now - created_at, and the metrics subtract
-	 * created_at from matched_at: an infinite created_at breaks both.
-	 */
 	created_at = heap_getattr(tuple, SPI_fnumber(tupdesc, "created_at"), tupdesc, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("ticket created_at must not be null")));
-	if (TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(created_at)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ticket created_at must be a finite timestamp"),
-				 errhint("mm.create_ticket takes created_at from its now argument.")));
+	CheckCreatedAt(DatumGetTimestampTz(created_at));
 
 	config = GetQueueConfig(queue);
 	count = ValidatePlayers(DatumGetJsonbP(value), config, queue);
@@ -466,4 +474,36 @@ mm_tickets_validate(PG_FUNCTION_ARGS)
 
 	tuple = heap_modify_tuple_by_cols(tuple, tupdesc, 5, cols, values, nulls);
 	return PointerGetDatum(tuple);
+}
+
+/*
+ * mm.validate_ticket(queue text, players jsonb, created_at timestamptz)
+ * RETURNS integer
+ *
+ * Checks a new ticket against its queue's config, as the statement trigger
+ * of mm.tickets does for every inserted row, and returns its player count.
+ * Errors name the JSON path of the first problem.
+ */
+Datum
+mm_validate_ticket(PG_FUNCTION_ARGS)
+{
+	char	   *queue;
+	MmQueueConfig *config;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ticket queue must not be null")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ticket players must not be null")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ticket created_at must not be null")));
+	CheckCreatedAt(PG_GETARG_TIMESTAMPTZ(2));
+	queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	config = GetQueueConfig(queue);
+	PG_RETURN_INT32(ValidatePlayers(PG_GETARG_JSONB_P(1), config, queue));
 }

@@ -1,0 +1,699 @@
+/* matchmaking--0.1--0.2.sql */
+
+-- complain if script is sourced in psql, rather than via ALTER EXTENSION
+\echo Use "ALTER EXTENSION matchmaking UPDATE TO '0.2'" to load this file. \quit
+
+-- 0.2 moves tickets into a table partitioned by status (tickets_active,
+-- tickets_ended), replaces ticket_players by active_players, drops the
+-- foreign keys the tick paid for on every row, adds the lifecycle tables
+-- and registers every user table with pg_dump.  Searching tickets keep
+-- searching with their age; matches, results and history are kept.
+
+DROP TRIGGER tickets_validate ON mm.tickets;
+DROP TRIGGER tickets_after_insert ON mm.tickets;
+DROP TRIGGER tickets_after_update ON mm.tickets;
+DROP TRIGGER tickets_refuse_change ON mm.tickets;
+DROP FUNCTION mm.tickets_validate();
+
+-- ---------------------------------------------------------------------
+-- Matches: no foreign key to queues (drop_queue deletes them), lifecycle columns.
+-- ---------------------------------------------------------------------
+ALTER TABLE mm.matches DROP CONSTRAINT matches_queue_fkey;
+ALTER TABLE mm.matches ADD COLUMN acceptance_deadline timestamptz;
+ALTER TABLE mm.matches ADD COLUMN cancel_reason text;
+
+ALTER TABLE mm.match_players DROP CONSTRAINT match_players_match_id_fkey;
+DROP INDEX mm.match_players_ticket_once;
+
+COMMENT ON TABLE mm.players IS 'Server-side player attributes (trusted: clients cannot write them); tickets do not need a row here';
+
+-- ---------------------------------------------------------------------
+-- Tickets: 0.1's table becomes the partitioned mm.tickets.
+-- ---------------------------------------------------------------------
+ALTER TABLE mm.tickets RENAME TO tickets_01;
+ALTER SEQUENCE mm.tickets_id_seq RENAME TO tickets_01_id_seq;
+
+CREATE SEQUENCE mm.tickets_id_seq;
+CREATE TABLE mm.tickets (
+	id bigint NOT NULL DEFAULT pg_catalog.nextval('mm.tickets_id_seq'::pg_catalog.regclass),
+	queue text NOT NULL,
+	players jsonb NOT NULL,
+	status text NOT NULL DEFAULT 'searching'
+		CONSTRAINT tickets_status CHECK (status OPERATOR(pg_catalog.=) ANY (
+			ARRAY['searching', 'proposed', 'matched', 'cancelled', 'timed_out'])),
+	-- NULL for a players value that is not an array: the validation names the problem
+	player_count integer GENERATED ALWAYS AS (
+		CASE WHEN pg_catalog.jsonb_typeof(players) OPERATOR(pg_catalog.=) 'array'
+			 THEN pg_catalog.jsonb_array_length(players) END) STORED,
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	-- when the status last changed; NULL while the ticket has only searched
+	updated_at timestamptz,
+	matched_at timestamptz,
+	match_id bigint,
+	-- the team of the match the ticket plays on (NULL in a free-for-all)
+	team text,
+	CONSTRAINT tickets_match_consistent CHECK (
+		status OPERATOR(pg_catalog.<>) ALL (ARRAY['proposed', 'matched']) OR match_id IS NOT NULL)
+) PARTITION BY LIST (status);
+ALTER SEQUENCE mm.tickets_id_seq OWNED BY mm.tickets.id;
+COMMENT ON TABLE mm.tickets IS 'Every ticket (one player or a party), partitioned into tickets_active and tickets_ended';
+
+CREATE TABLE mm.tickets_active PARTITION OF mm.tickets
+	FOR VALUES IN ('searching', 'proposed');
+ALTER TABLE mm.tickets_active ADD PRIMARY KEY (id);
+CREATE INDEX tickets_active_queue_created ON mm.tickets_active (queue, created_at, id);
+COMMENT ON TABLE mm.tickets_active IS 'Searching and proposed tickets: the tick''s working set';
+
+CREATE TABLE mm.tickets_ended PARTITION OF mm.tickets
+	FOR VALUES IN ('matched', 'cancelled', 'timed_out');
+ALTER TABLE mm.tickets_ended ADD PRIMARY KEY (id);
+CREATE INDEX tickets_ended_updated ON mm.tickets_ended USING brin (updated_at);
+COMMENT ON TABLE mm.tickets_ended IS 'Matched, cancelled and timed-out tickets: written once, when the ticket ends';
+
+CREATE TABLE mm.active_players (
+	player_id text PRIMARY KEY,
+	ticket_id bigint NOT NULL,
+	queue text NOT NULL
+);
+COMMENT ON TABLE mm.active_players IS 'The player of every searching or proposed ticket, one row each: one active ticket per player';
+
+-- The rows, written into the partitions directly (the parent's statement
+-- triggers would validate against today's configs and re-claim players).
+-- A searching ticket's updated_at was its created_at in 0.1: NULL now.
+INSERT INTO mm.tickets_active (id, queue, players, status, created_at, updated_at, matched_at, match_id, team)
+SELECT t.id, t.queue, t.players, t.status, t.created_at,
+	   CASE WHEN t.status OPERATOR(pg_catalog.=) 'searching' THEN NULL ELSE t.updated_at END,
+	   t.matched_at, t.match_id,
+	   (SELECT mp.team FROM mm.match_players mp
+		 WHERE mp.ticket_id OPERATOR(pg_catalog.=) t.id AND mp.match_id OPERATOR(pg_catalog.=) t.match_id
+		 LIMIT 1)
+  FROM mm.tickets_01 t
+ WHERE t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed']);
+INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at, match_id, team)
+SELECT t.id, t.queue, t.players, t.status, t.created_at, t.updated_at, t.matched_at, t.match_id,
+	   (SELECT mp.team FROM mm.match_players mp
+		 WHERE mp.ticket_id OPERATOR(pg_catalog.=) t.id AND mp.match_id OPERATOR(pg_catalog.=) t.match_id
+		 LIMIT 1)
+  FROM mm.tickets_01 t
+ WHERE t.status OPERATOR(pg_catalog.<>) ALL (ARRAY['searching', 'proposed']);
+INSERT INTO mm.active_players (player_id, ticket_id, queue)
+SELECT tp.player_id, tp.ticket_id, tp.queue FROM mm.ticket_players tp WHERE tp.active;
+SELECT pg_catalog.setval('mm.tickets_id_seq',
+	   GREATEST(pg_catalog.nextval('mm.tickets_01_id_seq'::pg_catalog.regclass),
+						   (SELECT pg_catalog.max(id) OPERATOR(pg_catalog.+) 1 FROM mm.tickets_01)),
+	   false);
+
+DROP TABLE mm.ticket_players;
+DROP TABLE mm.tickets_01;
+
+-- The players of every ticket, one row each, read from the tickets' players
+-- (for queries; one active ticket per player is kept by mm.active_players).
+CREATE VIEW mm.ticket_players AS
+SELECT t.id AS ticket_id,
+	   p.value OPERATOR(pg_catalog.->>) 'id' AS player_id,
+	   t.queue,
+	   coalesce(p.value OPERATOR(pg_catalog.->) 'attributes', '{}') AS attributes,
+	   coalesce(p.value OPERATOR(pg_catalog.->) 'latencies', '{}') AS latencies,
+	   t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed']) AS active
+  FROM mm.tickets t CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(t.players) p;
+COMMENT ON VIEW mm.ticket_players IS 'The players of every ticket with their attributes and latencies, one row each';
+
+-- ---------------------------------------------------------------------
+-- Functions (after the tables: SQL functions are checked against them).
+-- ---------------------------------------------------------------------
+-- Deleting a queue deletes its tickets and matches (and, through their
+-- keys, results and backfill requests): the tick's tables carry no foreign
+-- key to mm.queues, whose checks would cost a lookup per written row.
+CREATE FUNCTION mm.queues_after_delete() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	DELETE FROM mm.tickets t USING old_queues q WHERE t.queue = q.name;
+	DELETE FROM mm.match_players mp USING old_queues q WHERE mp.queue = q.name;
+	DELETE FROM mm.matches m USING old_queues q WHERE m.queue = q.name;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.queues_after_delete() IS
+	'Trigger: deletes the tickets and matches of deleted queues';
+
+CREATE TRIGGER queues_after_delete AFTER DELETE ON mm.queues
+	REFERENCING OLD TABLE AS old_queues
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.queues_after_delete();
+
+CREATE OR REPLACE FUNCTION mm.validate_ticket(queue text, players jsonb, created_at timestamptz)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'mm_validate_ticket'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION mm.validate_ticket(text, jsonb, timestamptz) IS
+	'Checks a new ticket''s players against its queue''s config (errors name the JSON path); returns the player count';
+
+CREATE OR REPLACE FUNCTION mm.claim_players(ticket_ids bigint[], queues text[], players jsonb[])
+	RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	-- the row estimate of jsonb_array_elements (100 per ticket) would
+	-- otherwise make a bulk load pay for JIT compilation
+	SET jit = off
+	AS $$
+DECLARE
+	dup_ticket bigint;
+	dup_player text;
+	holder_ticket bigint;
+	holder_status text;
+BEGIN
+	WITH new_players AS (
+		SELECT u.ticket_id, p.value ->> 'id' AS player_id, u.queue, u.ticket_ord, p.ord
+		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
+						  unnest(claim_players.players)) WITH ORDINALITY AS u(ticket_id, queue, players, ticket_ord),
+			   jsonb_array_elements(u.players) WITH ORDINALITY p(value, ord)
+	), inserted AS (
+		INSERT INTO mm.active_players (player_id, ticket_id, queue)
+		SELECT np.player_id, np.ticket_id, np.queue FROM new_players np
+		ON CONFLICT (player_id) DO NOTHING
+		RETURNING ticket_id, player_id
+	)
+	SELECT np.ticket_id, np.player_id INTO dup_ticket, dup_player
+	  FROM new_players np
+	 WHERE NOT EXISTS (SELECT FROM inserted i
+						WHERE i.ticket_id = np.ticket_id AND i.player_id = np.player_id)
+	 ORDER BY np.ticket_ord, np.ord
+	 LIMIT 1;
+
+	IF dup_player IS NOT NULL THEN
+		SELECT t.id, t.status INTO holder_ticket, holder_status
+		  FROM mm.active_players ap JOIN mm.tickets_active t ON t.id = ap.ticket_id
+		 WHERE ap.player_id = dup_player AND ap.ticket_id <> dup_ticket;
+		IF holder_ticket IS NULL THEN
+			RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
+				USING ERRCODE = 'unique_violation';
+		END IF;
+		RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
+			USING ERRCODE = 'unique_violation',
+				  DETAIL = format('Ticket %s holds the player and is %s.', holder_ticket, holder_status),
+				  HINT = 'A player can be in one searching or proposed ticket at a time; cancel that ticket first.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.claim_players(bigint[], text[], jsonb[]) IS
+	'Internal: records the players of new active tickets in mm.active_players; one active ticket per player';
+
+CREATE OR REPLACE FUNCTION mm.tickets_after_insert() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	SET jit = off
+	AS $$
+DECLARE
+	bad record;
+BEGIN
+	SELECT n.id, n.status, n.match_id IS NOT NULL AS has_match INTO bad
+	  FROM new_tickets n
+	 WHERE n.status <> 'searching' OR n.match_id IS NOT NULL OR n.matched_at IS NOT NULL
+		OR n.updated_at IS NOT NULL OR n.team IS NOT NULL
+	 ORDER BY n.id LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'a new ticket must start searching, without a match'
+			USING ERRCODE = 'check_violation',
+				  DETAIL = format('Ticket %s was inserted with status %s%s.', bad.id, bad.status,
+								  CASE WHEN bad.has_match THEN ' and a match' ELSE '' END),
+				  HINT = 'Insert only queue, players and optionally created_at; the tick sets the rest.';
+	END IF;
+	-- KEY SHARE on the queues: mm.drop_queue (FOR UPDATE) waits for this
+	-- insert, or this insert for the drop, whose queue is then gone
+	PERFORM FROM mm.queues q WHERE q.name IN (SELECT n.queue FROM new_tickets n) FOR KEY SHARE OF q;
+	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n ORDER BY n.id;
+	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
+							 array_agg(n.players ORDER BY n.id))
+	  FROM new_tickets n;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_insert() IS
+	'Trigger: validates the inserted tickets and claims their players (one active ticket per player)';
+
+CREATE OR REPLACE FUNCTION mm.tickets_after_update() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	SET jit = off
+	AS $$
+BEGIN
+	DELETE FROM mm.active_players ap
+	 USING old_tickets o JOIN new_tickets n ON n.id = o.id
+	 WHERE ap.ticket_id = o.id
+	   AND o.status IN ('searching', 'proposed') AND n.status NOT IN ('searching', 'proposed');
+	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
+							 array_agg(n.players ORDER BY n.id))
+	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+	 WHERE o.status NOT IN ('searching', 'proposed') AND n.status IN ('searching', 'proposed')
+	HAVING count(*) > 0;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_update() IS
+	'Trigger: releases or claims players when an UPDATE moves tickets out of or into searching/proposed';
+
+CREATE OR REPLACE FUNCTION mm.tickets_after_delete() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	SET jit = off
+	AS $$
+BEGIN
+	DELETE FROM mm.active_players ap USING old_tickets o WHERE ap.ticket_id = o.id;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_delete() IS
+	'Trigger: releases the players of deleted tickets';
+
+CREATE OR REPLACE FUNCTION mm.tickets_refuse_change() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	RAISE EXCEPTION 'the queue and players of ticket % cannot be changed', OLD.id
+		USING ERRCODE = 'feature_not_supported',
+			  HINT = 'Cancel the ticket and create a new one.';
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_refuse_change() IS
+	'Trigger: refuses changes to a ticket''s id, queue or players';
+
+CREATE OR REPLACE FUNCTION mm.end_tickets(ticket_ids bigint[], new_status text, ended_at timestamptz)
+	RETURNS SETOF bigint
+	LANGUAGE sql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	WITH moved AS (
+		DELETE FROM mm.tickets_active t WHERE t.id = ANY (end_tickets.ticket_ids)
+		RETURNING t.id, t.queue, t.players, t.created_at
+	), released AS (
+		DELETE FROM mm.active_players a
+		 USING moved m, jsonb_array_elements(m.players) p
+		 WHERE a.player_id = p.value ->> 'id' AND a.ticket_id = m.id
+	)
+	INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at)
+	SELECT m.id, m.queue, m.players, end_tickets.new_status, m.created_at, end_tickets.ended_at
+	  FROM moved m
+	RETURNING id
+$$;
+COMMENT ON FUNCTION mm.end_tickets(bigint[], text, timestamptz) IS
+	'Internal: moves active tickets to tickets_ended as cancelled or timed_out and releases their players';
+
+CREATE OR REPLACE FUNCTION mm.create_ticket(queue text, players jsonb,
+								 now timestamptz DEFAULT pg_catalog.now()) RETURNS bigint
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ticket_id bigint;
+BEGIN
+	IF create_ticket.now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- the trigger validates and claims the players, as for a plain INSERT
+	INSERT INTO mm.tickets (queue, players, created_at)
+	VALUES (create_ticket.queue, create_ticket.players, create_ticket.now)
+	RETURNING id INTO ticket_id;
+	RETURN ticket_id;
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) IS
+	'Puts a ticket (one player or a party) into a queue; returns its id. Same as INSERT INTO mm.tickets';
+
+CREATE OR REPLACE FUNCTION mm.cancel_ticket(ticket_id bigint) RETURNS boolean
+	LANGUAGE plpgsql STRICT
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ticket_status text;
+	ticket_queue text;
+BEGIN
+	-- waits for a tick that holds the ticket; if the tick ended it, the
+	-- active row is gone and the ended one tells the outcome
+	SELECT t.status, t.queue INTO ticket_status, ticket_queue
+	  FROM mm.tickets_active t WHERE t.id = cancel_ticket.ticket_id
+	   FOR UPDATE;
+	IF NOT FOUND THEN
+		PERFORM FROM mm.tickets_ended t WHERE t.id = cancel_ticket.ticket_id;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'ticket % does not exist', cancel_ticket.ticket_id
+				USING ERRCODE = 'undefined_object';
+		END IF;
+		RETURN false;
+	END IF;
+
+	PERFORM mm.end_tickets(ARRAY[cancel_ticket.ticket_id], 'cancelled', now());
+	-- delivered at commit only
+	PERFORM pg_notify('mm_events', jsonb_build_object(
+		'event', 'ticket_cancelled',
+		'queue', ticket_queue,
+		'tickets', jsonb_build_array(cancel_ticket.ticket_id))::text);
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_ticket(bigint) IS
+	'Cancels a searching or proposed ticket (true), or returns false when it was no longer active; NOTIFYs mm_events';
+
+CREATE OR REPLACE FUNCTION mm.drop_queue(name text, force boolean DEFAULT false) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	active_count bigint;
+	cancelled_ids bigint[];
+BEGIN
+	-- FOR UPDATE also blocks new tickets (their validation locks the row FOR KEY SHARE)
+	PERFORM FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) drop_queue.name FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', drop_queue.name
+			USING ERRCODE = 'undefined_object';
+	END IF;
+
+	SELECT pg_catalog.count(*) INTO active_count FROM mm.tickets t
+	 WHERE t.queue OPERATOR(pg_catalog.=) drop_queue.name
+	   AND t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed']);
+	IF active_count OPERATOR(pg_catalog.>) 0 THEN
+		IF NOT coalesce(drop_queue.force, false) THEN
+			RAISE EXCEPTION 'queue "%" still has active tickets', drop_queue.name
+				USING ERRCODE = 'object_in_use',
+					  DETAIL = pg_catalog.format('%s searching or proposed ticket(s) block dropping the queue.',
+												 active_count),
+					  HINT = 'Cancel them first, or call mm.drop_queue(name, force => true) to cancel them.';
+		END IF;
+		-- cancel them all in one statement (the queue row lock keeps new
+		-- tickets out; a ticket locked by a tick is waited for), then tell
+		-- every client in ticket_cancelled events split under 8000 bytes
+		SELECT pg_catalog.array_agg(c.id ORDER BY c.id) INTO cancelled_ids
+		  FROM mm.end_tickets(ARRAY(SELECT t.id FROM mm.tickets_active t
+									 WHERE t.queue OPERATOR(pg_catalog.=) drop_queue.name
+									 ORDER BY t.id FOR UPDATE),
+							  'cancelled', pg_catalog.now()) AS c(id);
+		IF cancelled_ids IS NOT NULL THEN
+			PERFORM mm.notify_ticket_event('ticket_cancelled', drop_queue.name, cancelled_ids);
+		END IF;
+	END IF;
+
+	-- tickets, matches and everything hanging off them go with the queue
+	-- (mm.queues_after_delete)
+	DELETE FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) drop_queue.name;
+END
+$$;
+COMMENT ON FUNCTION mm.drop_queue(text, boolean) IS
+	'Drops a queue with its tickets and matches; refused while tickets are active unless force cancels them';
+
+CREATE OR REPLACE FUNCTION mm.purge_finished(older_than interval, batch_size integer DEFAULT 10000,
+								  archive boolean DEFAULT false, now timestamptz DEFAULT now(),
+								  OUT matches_purged bigint, OUT tickets_purged bigint)
+RETURNS record
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	cutoff timestamptz;
+	match_ids bigint[];
+	ticket_ids bigint[];
+	q text;
+	n bigint;
+BEGIN
+	IF older_than IS NULL THEN
+		RAISE EXCEPTION 'older_than must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF older_than < '0'::interval THEN
+		RAISE EXCEPTION 'older_than must not be negative: %', older_than USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF batch_size IS NULL OR archive IS NULL OR now IS NULL THEN
+		RAISE EXCEPTION '% must not be null',
+			CASE WHEN batch_size IS NULL THEN 'batch_size' WHEN archive IS NULL THEN 'archive' ELSE 'now' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF batch_size < 1 OR batch_size > 1000000 THEN
+		RAISE EXCEPTION 'batch_size must be between 1 and 1000000: %', batch_size
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF now IN ('infinity', '-infinity') THEN
+		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	cutoff := now - older_than;
+
+	-- the oldest finished matches, queue by queue (the indexes lead with queue)
+	match_ids := '{}';
+	FOR q IN SELECT name FROM mm.queues ORDER BY name LOOP
+		EXIT WHEN cardinality(match_ids) >= batch_size;
+		match_ids := match_ids || ARRAY(
+			SELECT m.id FROM mm.matches m
+			 WHERE m.queue = q AND m.status IN ('completed', 'cancelled') AND m.updated_at < cutoff
+			 ORDER BY m.updated_at, m.id
+			 LIMIT batch_size - cardinality(match_ids)
+			   FOR UPDATE SKIP LOCKED);
+	END LOOP;
+	ticket_ids := '{}';
+	FOR q IN SELECT name FROM mm.queues ORDER BY name LOOP
+		EXIT WHEN cardinality(ticket_ids) >= batch_size;
+		ticket_ids := ticket_ids || ARRAY(
+			SELECT t.id FROM mm.tickets t
+			 WHERE t.queue = q AND t.status IN ('cancelled', 'timed_out') AND t.updated_at < cutoff
+			 ORDER BY t.updated_at, t.id
+			 LIMIT batch_size - cardinality(ticket_ids)
+			   FOR UPDATE SKIP LOCKED);
+	END LOOP;
+	-- a purged match takes its tickets along (a matched ticket needs its match)
+	ticket_ids := ticket_ids || ARRAY(
+		SELECT t.id FROM mm.tickets t
+		 WHERE t.match_id = ANY (match_ids) AND t.id <> ALL (ticket_ids)
+		 ORDER BY t.id FOR UPDATE);
+
+	IF archive THEN
+		INSERT INTO mm.matches_archive SELECT m.*, now FROM mm.matches m WHERE m.id = ANY (match_ids);
+		INSERT INTO mm.match_players_archive
+			SELECT mp.*, now FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
+		INSERT INTO mm.match_results_archive
+			SELECT r.*, now FROM mm.match_results r WHERE r.match_id = ANY (match_ids);
+		INSERT INTO mm.tickets_archive SELECT t.*, now FROM mm.tickets t WHERE t.id = ANY (ticket_ids);
+	END IF;
+
+	-- match_results go by ON DELETE CASCADE; match players are deleted here
+	DELETE FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
+	DELETE FROM mm.tickets t WHERE t.id = ANY (ticket_ids);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	tickets_purged := n;
+	DELETE FROM mm.matches m WHERE m.id = ANY (match_ids);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	matches_purged := n;
+END;
+$$;
+COMMENT ON FUNCTION mm.purge_finished(interval, integer, boolean, timestamptz) IS
+'One retention batch: deletes or archives finished matches and tickets last changed before now - older_than';
+
+CREATE OR REPLACE FUNCTION mm.match_player_values(match_id bigint, region text, skill_attribute text,
+									   OUT team text, OUT skill float8, OUT latency float8)
+RETURNS SETOF record
+LANGUAGE sql STABLE PARALLEL SAFE
+-- no SET clause, so that it is inlined into its caller's query: hence the
+-- schema-qualified operators
+AS $$
+	SELECT mp.team,
+		   CASE WHEN pg_catalog.jsonb_typeof(tp.attributes OPERATOR(pg_catalog.->) skill_attribute)
+					 OPERATOR(pg_catalog.=) 'number'
+				THEN CAST(tp.attributes OPERATOR(pg_catalog.->>) skill_attribute AS pg_catalog.float8) END,
+		   CASE WHEN pg_catalog.jsonb_typeof(tp.latencies OPERATOR(pg_catalog.->) region)
+					 OPERATOR(pg_catalog.=) 'number'
+				THEN CAST(tp.latencies OPERATOR(pg_catalog.->>) region AS pg_catalog.float8) END
+	  FROM mm.match_players mp
+	  LEFT JOIN LATERAL (
+			SELECT coalesce(p.value OPERATOR(pg_catalog.->) 'attributes', '{}') AS attributes,
+				   coalesce(p.value OPERATOR(pg_catalog.->) 'latencies', '{}') AS latencies
+			  FROM mm.tickets t, pg_catalog.jsonb_array_elements(t.players) p
+			 WHERE t.id OPERATOR(pg_catalog.=) mp.ticket_id
+			   AND p.value OPERATOR(pg_catalog.->>) 'id' OPERATOR(pg_catalog.=) mp.player_id) tp ON true
+	 WHERE mp.match_id OPERATOR(pg_catalog.=) match_player_values.match_id
+$$;
+COMMENT ON FUNCTION mm.match_player_values(bigint, text, text) IS
+'The players of a match: team, skill attribute and latency to the region (used by mm.match_details)';
+
+CREATE OR REPLACE FUNCTION mm.match_details(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now(), skill_attribute text DEFAULT 'skill')
+RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
+			   teams integer, quality float8, seed_quality float8, team_skill_gap float8,
+			   latency_avg_ms float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	queues text[];
+BEGIN
+	PERFORM mm.metrics_check_window(time_window, now);
+	IF skill_attribute IS NULL THEN
+		RAISE EXCEPTION 'skill_attribute must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	queues := mm.metrics_queues(queue);
+	-- Per match lookups (LATERAL, by the match_players and tickets
+	-- primary keys), so the cost follows the window's matches, not the tables.
+	RETURN QUERY
+	WITH m AS (
+		SELECT mt.id, mt.queue, mt.created_at, mt.region, mt.quality
+		  FROM mm.matches mt
+		 WHERE mt.queue = ANY (queues) AND mt.created_at > now - time_window AND mt.created_at <= now
+	), per_match AS (
+		SELECT m.*, pl.players, pl.latency, pl.skill_sum, pl.skill_count,
+			   pl.teams, pl.teams_with_skill, pl.skill_gap
+		  FROM m
+		 CROSS JOIN LATERAL (
+			-- one row per team (and one for players without a team)
+			SELECT coalesce(sum(t.players), 0)::integer AS players,
+				   sum(t.latency_sum) / nullif(sum(t.latency_count), 0) AS latency,
+				   sum(t.skill_sum) AS skill_sum, sum(t.skill_count) AS skill_count,
+				   count(*) FILTER (WHERE t.team IS NOT NULL)::integer AS teams,
+				   count(t.skill) FILTER (WHERE t.team IS NOT NULL) AS teams_with_skill,
+				   max(t.skill) FILTER (WHERE t.team IS NOT NULL)
+				   - min(t.skill) FILTER (WHERE t.team IS NOT NULL) AS skill_gap
+			  FROM (SELECT x.team, count(*) AS players, avg(x.skill) AS skill,
+						   sum(x.skill) AS skill_sum, count(x.skill) AS skill_count,
+						   sum(x.latency) AS latency_sum, count(x.latency) AS latency_count
+					  FROM mm.match_player_values(m.id, m.region, skill_attribute) x
+					 GROUP BY x.team) t) pl
+	), with_global AS (
+		-- the queue's average skill over every player of its matches in the window
+		SELECT pm.*, sum(pm.skill_sum) OVER (PARTITION BY pm.queue)
+					 / nullif(sum(pm.skill_count) OVER (PARTITION BY pm.queue), 0) AS global_skill
+		  FROM per_match pm
+	)
+	SELECT g.id, g.queue, g.created_at, g.region, g.players, g.teams, g.quality,
+		   CASE WHEN g.teams_with_skill >= 2 AND g.global_skill > 0
+				THEN 1 - g.skill_gap / g.global_skill END,
+		   CASE WHEN g.teams_with_skill >= 2 THEN g.skill_gap END,
+		   g.latency
+	  FROM with_global g
+	 ORDER BY g.created_at, g.id;
+END;
+$$;
+COMMENT ON FUNCTION mm.match_details(text, interval, timestamptz, text) IS
+'Per match formed in the window: players, teams, stored quality, the seed''s skill quality score, average latency';
+
+CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
+	REFERENCING NEW TABLE AS new_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_insert();
+CREATE TRIGGER tickets_after_update AFTER UPDATE ON mm.tickets
+	REFERENCING OLD TABLE AS old_tickets NEW TABLE AS new_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_update();
+CREATE TRIGGER tickets_after_delete AFTER DELETE ON mm.tickets
+	REFERENCING OLD TABLE AS old_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_delete();
+CREATE TRIGGER tickets_refuse_change BEFORE UPDATE OF id, queue, players ON mm.tickets
+	FOR EACH ROW
+	WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.queue IS DISTINCT FROM NEW.queue
+		  OR OLD.players IS DISTINCT FROM NEW.players)
+	EXECUTE FUNCTION mm.tickets_refuse_change();
+
+-- ---------------------------------------------------------------------
+-- Lifecycle tables (filled by later versions' functions).
+-- ---------------------------------------------------------------------
+-- Backfill: open slots of a running match that the tick fills from searching
+-- tickets before it forms new matches.  At most one open request per match.
+CREATE TABLE mm.backfill_requests (
+	id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	match_id bigint NOT NULL REFERENCES mm.matches (id) ON DELETE CASCADE,
+	queue text NOT NULL,
+	-- {"team name": slots, ...}
+	open_slots jsonb NOT NULL,
+	status text NOT NULL DEFAULT 'open'
+		CONSTRAINT backfill_requests_status CHECK (status OPERATOR(pg_catalog.=) ANY (
+			ARRAY['open', 'filled', 'cancelled'])),
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	updated_at timestamptz
+);
+CREATE UNIQUE INDEX backfill_requests_one_open ON mm.backfill_requests (match_id)
+	WHERE status OPERATOR(pg_catalog.=) 'open';
+CREATE INDEX backfill_requests_queue_open ON mm.backfill_requests (queue, created_at)
+	WHERE status OPERATOR(pg_catalog.=) 'open';
+COMMENT ON TABLE mm.backfill_requests IS 'Requests to fill open slots of running matches';
+
+-- Stored ratings per rating pool (several queues may share a pool).
+CREATE TABLE mm.ratings (
+	player_id text NOT NULL,
+	pool text NOT NULL,
+	rating float8,
+	rd float8,
+	volatility float8,
+	mu float8,
+	sigma float8,
+	games integer NOT NULL DEFAULT 0,
+	wins integer NOT NULL DEFAULT 0,
+	updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	PRIMARY KEY (player_id, pool)
+);
+COMMENT ON TABLE mm.ratings IS 'Each player''s stored rating per rating pool';
+
+CREATE TABLE mm.rating_history (
+	id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+	player_id text NOT NULL,
+	pool text NOT NULL,
+	match_id bigint,
+	rating_before float8,
+	rating_after float8,
+	rd_before float8,
+	rd_after float8,
+	mu_before float8,
+	mu_after float8,
+	sigma_before float8,
+	sigma_after float8,
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX rating_history_player ON mm.rating_history (player_id, pool, created_at);
+COMMENT ON TABLE mm.rating_history IS 'Every change of a stored rating, with the match that caused it';
+
+-- ---------------------------------------------------------------------
+-- Archives: rebuilt with the live tables' 0.2 columns (the tickets' players
+-- are in tickets_archive.players, so ticket_players_archive goes).
+-- ---------------------------------------------------------------------
+ALTER TABLE mm.matches_archive RENAME TO matches_archive_01;
+ALTER INDEX mm.matches_archive_queue_created RENAME TO matches_archive_01_queue_created;
+CREATE TABLE mm.matches_archive (LIKE mm.matches);
+ALTER TABLE mm.matches_archive ADD COLUMN archived_at timestamptz NOT NULL;
+CREATE INDEX matches_archive_queue_created ON mm.matches_archive (queue, created_at);
+INSERT INTO mm.matches_archive (id, queue, status, created_at, updated_at, region, quality, rule_steps,
+								connection, properties, archived_at)
+SELECT id, queue, status, created_at, updated_at, region, quality, rule_steps, connection, properties,
+	   archived_at
+  FROM mm.matches_archive_01;
+-- leaving the extension first removes it from pg_dump's list of config tables
+ALTER EXTENSION matchmaking DROP TABLE mm.matches_archive_01;
+DROP TABLE mm.matches_archive_01;
+COMMENT ON TABLE mm.matches_archive IS 'Finished matches moved out by mm.purge_finished(archive => true)';
+
+ALTER TABLE mm.tickets_archive RENAME TO tickets_archive_01;
+ALTER INDEX mm.tickets_archive_queue_created RENAME TO tickets_archive_01_queue_created;
+CREATE TABLE mm.tickets_archive (LIKE mm.tickets);
+ALTER TABLE mm.tickets_archive ADD COLUMN archived_at timestamptz NOT NULL;
+CREATE INDEX tickets_archive_queue_created ON mm.tickets_archive (queue, created_at);
+INSERT INTO mm.tickets_archive (id, queue, players, status, player_count, created_at, updated_at,
+								matched_at, match_id, archived_at)
+SELECT id, queue, players, status, player_count, created_at, updated_at, matched_at, match_id, archived_at
+  FROM mm.tickets_archive_01;
+-- leaving the extension first removes it from pg_dump's list of config tables
+ALTER EXTENSION matchmaking DROP TABLE mm.tickets_archive_01;
+DROP TABLE mm.tickets_archive_01;
+-- leaving the extension first removes it from pg_dump's list of config tables
+ALTER EXTENSION matchmaking DROP TABLE mm.ticket_players_archive;
+DROP TABLE mm.ticket_players_archive;
+COMMENT ON TABLE mm.tickets_archive IS 'Finished tickets moved out by mm.purge_finished(archive => true)';
+
+-- pg_dump keeps user data only for tables registered here (and sequences).
+SELECT pg_catalog.pg_extension_config_dump('mm.queues', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.players', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.matches', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.matches_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.tickets_active', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.tickets_ended', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.tickets_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.active_players', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.match_players', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.match_results', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.backfill_requests', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.backfill_requests_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.ratings', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.rating_history', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.rating_history_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.matches_archive', '');
+SELECT pg_catalog.pg_extension_config_dump('mm.tickets_archive', '');
