@@ -44,7 +44,7 @@ INSERT INTO mm.match_results (match_id, winner_team, predicted_favourite, favour
 SELECT match_id, CASE WHEN pair % 3 = 0 THEN 'blue' ELSE 'red' END, 'red', 0.6, interval '20 minutes',
 	   formed + interval '20 minutes'
   FROM bench_matches WHERE pair % 2 = 0;
-VACUUM ANALYZE mm.tickets, mm.matches, mm.match_players, mm.match_results, mm.ticket_players;
+VACUUM ANALYZE mm.tickets, mm.matches, mm.match_players, mm.match_results, mm.active_players;
 
 DO $$
 DECLARE

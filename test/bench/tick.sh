@@ -122,7 +122,7 @@ SELECT :'queue',
   FROM gen ORDER BY n;
 INSERT INTO bench_tick_enqueue VALUES (:size, (extract(epoch FROM clock_timestamp()) - :t0) * 1000);
 SQL
-	q -c "VACUUM ANALYZE mm.tickets, mm.ticket_players, mm.players, mm.matches, mm.match_players"
+	q -c "VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players"
 
 	# one backend for the warm-up and every run of this size (the script is
 	# built here because psql has no loops)
@@ -141,14 +141,14 @@ SQL
 \set run $run
 SQL
 			cat <<'SQL'
-VACUUM mm.tickets, mm.ticket_players, mm.matches, mm.match_players;
+VACUUM mm.tickets, mm.active_players, mm.matches, mm.match_players;
 BEGIN;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
 EXECUTE floor \gset
 SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
 ROLLBACK;
 INSERT INTO bench_tick_runs VALUES (:size, :run, 'floor', (:t1 - :t0) * 1000, :m, :floor_tickets, :floor_players, NULL, NULL, NULL, NULL, NULL);
-VACUUM mm.tickets, mm.ticket_players, mm.matches, mm.match_players;
+VACUUM mm.tickets, mm.active_players, mm.matches, mm.match_players;
 BEGIN;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
 SELECT mm.tick(:'queue', :'now') AS tick_matches \gset
