@@ -163,37 +163,46 @@ DECLARE
 	holder_ticket bigint;
 	holder_status text;
 BEGIN
-	WITH new_players AS (
-		SELECT u.ticket_id, p.value ->> 'id' AS player_id, u.queue, u.ticket_ord, p.ord
-		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
-						  unnest(claim_players.players)) WITH ORDINALITY AS u(ticket_id, queue, players, ticket_ord),
-			   jsonb_array_elements(u.players) WITH ORDINALITY p(value, ord)
-	), inserted AS (
+	-- a plain insert: the primary key refuses a taken player (waiting for a
+	-- concurrent claim to commit or roll back), and the rare refusal is
+	-- explained afterwards
+	BEGIN
 		INSERT INTO mm.active_players (player_id, ticket_id, queue)
-		SELECT np.player_id, np.ticket_id, np.queue FROM new_players np
-		ON CONFLICT (player_id) DO NOTHING
-		RETURNING ticket_id, player_id
+		SELECT p.value ->> 'id', u.ticket_id, u.queue
+		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
+						  unnest(claim_players.players)) AS u(ticket_id, queue, players),
+			   jsonb_array_elements(u.players) p;
+		RETURN;
+	EXCEPTION WHEN unique_violation THEN
+		NULL;
+	END;
+
+	-- the first player, in ticket order, that is taken or repeated
+	WITH new_players AS (
+		SELECT u.ticket_id, p.value ->> 'id' AS player_id, u.ticket_ord, p.ord
+		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.players))
+			   WITH ORDINALITY AS u(ticket_id, players, ticket_ord),
+			   jsonb_array_elements(u.players) WITH ORDINALITY p(value, ord)
 	)
 	SELECT np.ticket_id, np.player_id INTO dup_ticket, dup_player
 	  FROM new_players np
-	 WHERE NOT EXISTS (SELECT FROM inserted i
-						WHERE i.ticket_id = np.ticket_id AND i.player_id = np.player_id)
+	 WHERE EXISTS (SELECT FROM mm.active_players ap WHERE ap.player_id = np.player_id)
+		OR EXISTS (SELECT FROM new_players e
+					WHERE e.player_id = np.player_id AND (e.ticket_ord, e.ord) < (np.ticket_ord, np.ord))
 	 ORDER BY np.ticket_ord, np.ord
 	 LIMIT 1;
 
-	IF dup_player IS NOT NULL THEN
-		SELECT t.id, t.status INTO holder_ticket, holder_status
-		  FROM mm.active_players ap JOIN mm.tickets_active t ON t.id = ap.ticket_id
-		 WHERE ap.player_id = dup_player AND ap.ticket_id <> dup_ticket;
-		IF holder_ticket IS NULL THEN
-			RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
-				USING ERRCODE = 'unique_violation';
-		END IF;
-		RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
-			USING ERRCODE = 'unique_violation',
-				  DETAIL = format('Ticket %s holds the player and is %s.', holder_ticket, holder_status),
-				  HINT = 'A player can be in one searching or proposed ticket at a time; cancel that ticket first.';
+	SELECT t.id, t.status INTO holder_ticket, holder_status
+	  FROM mm.active_players ap JOIN mm.tickets_active t ON t.id = ap.ticket_id
+	 WHERE ap.player_id = dup_player;
+	IF holder_ticket IS NULL THEN
+		RAISE EXCEPTION 'player "%" already has an active ticket', coalesce(dup_player, '?')
+			USING ERRCODE = 'unique_violation';
 	END IF;
+	RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
+		USING ERRCODE = 'unique_violation',
+			  DETAIL = format('Ticket %s holds the player and is %s.', holder_ticket, holder_status),
+			  HINT = 'A player can be in one searching or proposed ticket at a time; cancel that ticket first.';
 END
 $$;
 COMMENT ON FUNCTION mm.claim_players(bigint[], text[], jsonb[]) IS
