@@ -607,7 +607,6 @@ CREATE FUNCTION mm.claim_players(ticket_ids bigint[], queues text[], players jso
 	SET jit = off
 	AS $$
 DECLARE
-	dup_ticket bigint;
 	dup_player text;
 	holder_ticket bigint;
 	holder_status text;
@@ -633,18 +632,20 @@ BEGIN
 			   WITH ORDINALITY AS u(ticket_id, players, ticket_ord),
 			   jsonb_array_elements(u.players) WITH ORDINALITY p(value, ord)
 	)
-	SELECT np.ticket_id, np.player_id INTO dup_ticket, dup_player
-	  FROM new_players np
-	 WHERE EXISTS (SELECT FROM mm.active_players ap WHERE ap.player_id = np.player_id)
-		OR EXISTS (SELECT FROM new_players e
-					WHERE e.player_id = np.player_id AND (e.ticket_ord, e.ord) < (np.ticket_ord, np.ord))
-	 ORDER BY np.ticket_ord, np.ord
+	SELECT h.player_id, h.holder INTO dup_player, holder_ticket
+	  FROM (SELECT np.player_id, np.ticket_ord, np.ord,
+				   coalesce((SELECT ap.ticket_id FROM mm.active_players ap
+							  WHERE ap.player_id = np.player_id),
+							(SELECT e.ticket_id FROM new_players e
+							  WHERE e.player_id = np.player_id
+								AND (e.ticket_ord, e.ord) < (np.ticket_ord, np.ord)
+							  ORDER BY e.ticket_ord, e.ord LIMIT 1)) AS holder
+			  FROM new_players np) h
+	 WHERE h.holder IS NOT NULL
+	 ORDER BY h.ticket_ord, h.ord
 	 LIMIT 1;
-
-	SELECT t.id, t.status INTO holder_ticket, holder_status
-	  FROM mm.active_players ap JOIN mm.tickets_active t ON t.id = ap.ticket_id
-	 WHERE ap.player_id = dup_player;
-	IF holder_ticket IS NULL THEN
+	SELECT t.status INTO holder_status FROM mm.tickets_active t WHERE t.id = holder_ticket;
+	IF holder_status IS NULL THEN
 		RAISE EXCEPTION 'player "%" already has an active ticket', coalesce(dup_player, '?')
 			USING ERRCODE = 'unique_violation';
 	END IF;
