@@ -1,0 +1,269 @@
+# ALTER EXTENSION matchmaking UPDATE TO '0.2' on a database filled through
+# 0.1's API: every ticket keeps its id, queue, status, created_at, match and
+# players (searching tickets keep searching with their age), matches, match
+# players and results are kept, the one-active-ticket-per-player rule holds
+# for the carried-over tickets, a tick after the upgrade matches them, and
+# new tickets get new ids.  Then the upgraded schema is compared with a fresh
+# CREATE EXTENSION of 0.2 (pg_dump of both, and the column order of every
+# table), and so are the tables registered for pg_dump.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use MmTest;
+
+my $tempdir = PostgreSQL::Test::Utils::tempdir;
+
+# Set up like mm_new_node, without creating the extension in postgres.
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'pg_cron'\ncron.database_name = 'postgres'\n");
+$node->start;
+$node->safe_psql('postgres', 'CREATE DATABASE up');
+$node->safe_psql('up', "CREATE EXTENSION matchmaking VERSION '0.1'");
+is($node->safe_psql('up', "SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
+	'0.1', 'version 0.1 installed');
+
+# --- fill it through 0.1's API, every call at an explicit time
+$node->safe_psql(
+	'up', q{
+	SELECT mm.create_queue('duel', '{"match_size": {"min": 2, "max": 2},
+	  "teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}],
+	  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100}]}');
+	SELECT mm.create_queue('ffa', '{"match_size": {"min": 2, "max": 4}, "ticket_timeout_seconds": 60}');
+
+	-- duel: a and b match, c waits (too far), d is cancelled
+	SELECT mm.create_ticket('duel', '[{"id": "a", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:00+00');
+	SELECT mm.create_ticket('duel', '[{"id": "b", "attributes": {"skill": 1050}}]', '2026-01-01 00:00:01+00');
+	SELECT mm.create_ticket('duel', '[{"id": "c", "attributes": {"skill": 3000}}]', '2026-01-01 00:00:02+00');
+	SELECT mm.cancel_ticket(mm.create_ticket('duel', '[{"id": "d", "attributes": {"skill": 5000}}]',
+											 '2026-01-01 00:00:03+00'));
+	SELECT mm.tick('duel', '2026-01-01 00:00:10+00');
+
+	-- ffa: a party of two matches with x; y times out alone
+	SELECT mm.create_ticket('ffa', '[{"id": "p1"}, {"id": "p2"}]', '2026-01-01 00:00:00+00');
+	SELECT mm.create_ticket('ffa', '[{"id": "x"}]', '2026-01-01 00:00:01+00');
+	SELECT mm.tick('ffa', '2026-01-01 00:00:10+00');
+	SELECT mm.create_ticket('ffa', '[{"id": "y"}]', '2026-01-01 00:00:20+00');
+	SELECT mm.tick('ffa', '2026-01-01 00:01:30+00');
+
+	-- left searching: z and the party q1+q2 in ffa (and c in duel)
+	SELECT mm.create_ticket('ffa', '[{"id": "z"}]', '2026-01-01 00:01:40+00');
+	SELECT mm.create_ticket('ffa', '[{"id": "q1"}, {"id": "q2"}]', '2026-01-01 00:01:41+00');
+
+	INSERT INTO mm.match_results (match_id, winner_team, duration)
+	SELECT match_id, 'red', '25 minutes' FROM mm.tickets WHERE players -> 0 ->> 'id' = 'a';
+});
+
+# What must survive, read the same way before and after.
+my %record = (
+	tickets => q{SELECT id, queue, status, created_at, matched_at, match_id, players
+				   FROM mm.tickets ORDER BY id},
+	matches => q{SELECT id, queue, status, quality, created_at, updated_at, region, rule_steps
+				   FROM mm.matches ORDER BY id},
+	match_players => q{SELECT match_id, player_id, ticket_id, team, queue
+						 FROM mm.match_players ORDER BY match_id, player_id},
+	match_results => q{SELECT match_id, queue, winner_team, ranks, predicted_favourite,
+							  favourite_win_probability, duration, reported_at
+						 FROM mm.match_results ORDER BY match_id},
+	queues  => q{SELECT name, config, created_at, updated_at FROM mm.queues ORDER BY name},
+	players => q{SELECT id, attributes, created_at FROM mm.players ORDER BY id});
+my %before = map { $_ => $node->safe_psql('up', $record{$_}) } keys %record;
+
+is( $node->safe_psql(
+		'up', q{
+	SELECT string_agg(t.queue || ':' || (t.players -> 0 ->> 'id') || ':' || t.status, ' '
+					  ORDER BY t.id) FROM mm.tickets t}),
+	'duel:a:matched duel:b:matched duel:c:searching duel:d:cancelled '
+	  . 'ffa:p1:matched ffa:x:matched ffa:y:timed_out ffa:z:searching ffa:q1:searching',
+	'0.1 has tickets in every state');
+is($node->safe_psql('up', 'SELECT count(*) FROM mm.matches'),       '2', 'two matches');
+is($node->safe_psql('up', 'SELECT count(*) FROM mm.match_results'), '1', 'one result');
+my $old_max_id = $node->safe_psql('up', 'SELECT max(id) FROM mm.tickets');
+
+# --- the upgrade
+my ($rc, $out, $err) = $node->psql('up', "ALTER EXTENSION matchmaking UPDATE TO '0.2'");
+is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.2' succeeds")
+  or diag "the upgrade failed:\n$err";
+if ($rc != 0)
+{
+	$node->stop;
+	done_testing();
+	exit;
+}
+is($node->safe_psql('up', "SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
+	'0.2', 'extversion is 0.2');
+
+for my $what (sort keys %record)
+{
+	is($node->safe_psql('up', $record{$what}), $before{$what}, "$what unchanged by the upgrade");
+}
+is( $node->safe_psql(
+		'up', q{
+	SELECT string_agg(id || ':' || status || ':' || created_at, ' ' ORDER BY id)
+	  FROM mm.tickets_active}),
+	$node->safe_psql(
+		'up', q{
+	SELECT string_agg(id || ':' || status || ':' || created_at, ' ' ORDER BY id)
+	  FROM mm.tickets WHERE players -> 0 ->> 'id' IN ('c', 'z', 'q1')}),
+	'the searching tickets are in tickets_active, still searching, with their created_at');
+is($node->safe_psql('up', 'SELECT count(*) FROM mm.tickets_ended'),
+	'6', 'the ended tickets are in tickets_ended');
+is( $node->safe_psql(
+		'up', q{
+	SELECT count(*) FROM mm.tickets t JOIN mm.match_players mp ON mp.ticket_id = t.id
+	 WHERE t.status = 'matched' AND mp.match_id = t.match_id
+	   AND t.team IS NOT DISTINCT FROM mp.team}),
+	'5', "matched tickets carry their match's team");
+is( $node->safe_psql(
+		'up', q{
+	SELECT string_agg(ap.player_id || '>' || (t.players -> 0 ->> 'id') || '@' || ap.queue, ' '
+					  ORDER BY ap.player_id)
+	  FROM mm.active_players ap JOIN mm.tickets t ON t.id = ap.ticket_id}),
+	'c>c@duel q1>q1@ffa q2>q1@ffa z>z@ffa',
+	'mm.active_players holds the players of the searching tickets');
+
+# --- one active ticket per player, for the tickets carried over
+my $try_fn = q{
+	CREATE FUNCTION pg_temp.try(q text) RETURNS text LANGUAGE plpgsql AS $f$
+	BEGIN
+		EXECUTE q;
+		RETURN 'ok';
+	EXCEPTION WHEN OTHERS THEN
+		RETURN SQLSTATE;
+	END
+	$f$;
+};
+is( $node->safe_psql(
+		'up', $try_fn . q{
+	SELECT pg_temp.try($$SELECT mm.create_ticket('duel', '[{"id": "c", "attributes": {"skill": 3000}}]',
+					   '2026-01-01 00:01:50+00')$$);
+	SELECT pg_temp.try($$SELECT mm.create_ticket('ffa', '[{"id": "q2"}]', '2026-01-01 00:01:50+00')$$);
+}),
+	"23505\n23505",
+	'players of searching tickets (solo and party) are refused a second ticket');
+
+my $a_again = $node->safe_psql('up',
+	q{SELECT mm.create_ticket('duel', '[{"id": "a", "attributes": {"skill": 1010}}]', '2026-01-01 00:02:00+00')});
+ok($a_again > $old_max_id, "a player of a matched ticket queues again, ticket id $a_again > $old_max_id");
+
+# --- a tick after the upgrade matches the carried-over tickets
+my $ticked = $node->safe_psql(
+	'up', q{
+	SELECT mm.create_ticket('duel', '[{"id": "e", "attributes": {"skill": 2990}}]', '2026-01-01 00:02:01+00');
+	SELECT mm.create_ticket('duel', '[{"id": "f", "attributes": {"skill": 1040}}]', '2026-01-01 00:02:02+00');
+	SELECT mm.create_ticket('ffa', '[{"id": "w"}]', '2026-01-01 00:02:03+00');
+	SELECT mm.tick('duel', '2026-01-01 00:02:05+00');
+	SELECT mm.tick('ffa', '2026-01-01 00:02:05+00');
+});
+my @ticked = split /\n/, $ticked;
+ok($ticked[0] > $a_again && $ticked[1] > $ticked[0] && $ticked[2] > $ticked[1],
+	'new tickets get increasing ids above the old ones');
+is("$ticked[3] $ticked[4]", '2 1', 'two duel matches and one ffa match formed');
+is( $node->safe_psql(
+		'up', q{
+	SELECT string_agg(g, ' ; ' ORDER BY g) FROM (
+		SELECT m.id || ' ' || m.queue || '=' || string_agg(coalesce(t.team, '-') || ':' || (t.players -> 0 ->> 'id'),
+														   '+' ORDER BY t.players -> 0 ->> 'id') AS g
+		  FROM mm.matches m JOIN mm.tickets t ON t.match_id = m.id
+		 WHERE m.created_at = '2026-01-01 00:02:05+00' GROUP BY m.id, m.queue) s}),
+	'3 duel=red:c+blue:e ; 4 duel=red:a+blue:f ; 5 ffa=-:q1+-:w+-:z',
+	'the expected matches, with match ids continuing from 0.1');
+is( $node->safe_psql(
+		'up', q{
+	SELECT string_agg(mp.player_id, ',' ORDER BY mp.player_id) FROM mm.match_players mp
+	 WHERE mp.match_id = 5}),
+	'q1,q2,w,z', 'the party joined its match whole');
+is($node->safe_psql('up', "SELECT count(*) FROM mm.tickets WHERE status = 'searching'"),
+	'0', 'nothing left searching');
+is($node->safe_psql('up', 'SELECT count(*) FROM mm.active_players'),
+	'0', 'and no player held');
+
+# --- the upgraded schema is the one CREATE EXTENSION makes
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('fresh', 'CREATE EXTENSION matchmaking');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
+	'0.2', 'fresh database at 0.2');
+
+# pg_dump never prints an extension's member objects, except in
+# --binary-upgrade mode, which dumps each one (with ALTER EXTENSION ... ADD):
+# a plain `pg_dump --schema-only --schema=mm` would compare only CREATE SCHEMA
+# (and pg_dump 15 crashes on -n mm / -t mm.tickets_active once a partition is
+# an extension configuration table).  Both databases hold nothing else.
+# Dropped: comments, SET lines, blank lines, \restrict keys, and what
+# carries OIDs, xids or sequence positions.
+sub schema_dump
+{
+	my ($db) = @_;
+	my ($rc, $out, $err) = ('', '', '');
+	IPC::Run::run(
+		[ $node->installed_command('pg_dump'), '--schema-only', '--binary-upgrade',
+		  '-d', $node->connstr($db) ],
+		'>', \$out, '2>', \$err);
+	is($? >> 8, 0, "pg_dump --schema-only of $db") or diag $err;
+	my @lines = grep {
+		!/^--/
+		  && !/^SET /
+		  && !/^\s*$/
+		  && !/^\\(un)?restrict /
+		  && !/^SELECT pg_catalog\.set_config\('search_path'/
+		  && !/binary_upgrade_set_next_/
+		  && !/binary_upgrade_create_empty_extension/
+		  && !/pg_catalog\.setval\(/
+		  && !/relfrozenxid/
+		  && !/^WHERE oid = '\d+';$/
+	} split /\n/, $out;
+	return join("\n", sort @lines) . "\n";
+}
+my $up_schema    = schema_dump('up');
+my $fresh_schema = schema_dump('fresh');
+ok($fresh_schema =~ /CREATE TABLE mm\.tickets_active/ && $fresh_schema =~ /ALTER EXTENSION matchmaking ADD TABLE mm\.tickets_active/,
+	'the dump shows the extension\'s objects');
+if (!is($up_schema eq $fresh_schema ? 'same' : 'different', 'same',
+		'pg_dump of the upgraded schema = pg_dump of a fresh 0.2'))
+{
+	PostgreSQL::Test::Utils::append_to_file("$tempdir/up.sql",    $up_schema);
+	PostgreSQL::Test::Utils::append_to_file("$tempdir/fresh.sql", $fresh_schema);
+	my ($diff, $derr) = PostgreSQL::Test::Utils::run_command(
+		[ 'diff', '-u', "$tempdir/up.sql", "$tempdir/fresh.sql" ]);
+	diag "--- upgraded, +++ fresh (sorted lines):\n$diff$derr";
+}
+
+# Sorting hides column order, which SELECT * (and the archive copies) see.
+my $columns = q{
+	SELECT c.relname || ' ' || c.relkind::text || ' (' || cols.list || ')'
+	  FROM pg_class c
+	  JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'mm'
+	 CROSS JOIN LATERAL (
+		SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum) AS list
+		  FROM pg_attribute a
+		 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) cols
+	 WHERE c.relkind IN ('r', 'p', 'v')
+	 ORDER BY c.relname
+};
+my %up_cols    = map { /^(\S+)/; ($1 => $_) } split /\n/, $node->safe_psql('up',    $columns);
+my %fresh_cols = map { /^(\S+)/; ($1 => $_) } split /\n/, $node->safe_psql('fresh', $columns);
+my @col_diffs;
+for my $rel (sort keys %{ { %up_cols, %fresh_cols } })
+{
+	my ($u, $f) = ($up_cols{$rel} // '(missing)', $fresh_cols{$rel} // '(missing)');
+	push @col_diffs, "upgraded: $u\n   fresh: $f" if $u ne $f;
+}
+ok(keys %fresh_cols >= 20, 'the column lists cover the tables and views of mm');
+is(join("\n", @col_diffs), '', 'every table and view has the same columns in the same order');
+
+my $config = q{
+	SELECT array_to_string(ARRAY(SELECT unnest(extconfig::regclass[]::text[]) ORDER BY 1), ' ')
+		   || ' / ' || array_to_string(ARRAY(SELECT unnest(extcondition) ORDER BY 1), ',')
+	  FROM pg_extension WHERE extname = 'matchmaking'
+};
+my $up_config = $node->safe_psql('up', $config);
+is($up_config, $node->safe_psql('fresh', $config),
+	'the same tables are registered for pg_dump (extconfig)');
+note $up_config;
+
+$node->stop;
+done_testing();
