@@ -41,10 +41,6 @@ CREATE TABLE mm.tickets (
 	status text NOT NULL DEFAULT 'searching'
 		CONSTRAINT tickets_status CHECK (status OPERATOR(pg_catalog.=) ANY (
 			ARRAY['searching', 'proposed', 'matched', 'cancelled', 'timed_out'])),
-	-- NULL for a players value that is not an array: the validation names the problem
-	player_count integer GENERATED ALWAYS AS (
-		CASE WHEN pg_catalog.jsonb_typeof(players) OPERATOR(pg_catalog.=) 'array'
-			 THEN pg_catalog.jsonb_array_length(players) END) STORED,
 	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	-- when the status last changed; NULL while the ticket has only searched
 	updated_at timestamptz,
@@ -221,7 +217,7 @@ BEGIN
 	  FROM new_tickets n
 	 WHERE n.status <> 'searching' OR n.match_id IS NOT NULL OR n.matched_at IS NOT NULL
 		OR n.updated_at IS NOT NULL OR n.team IS NOT NULL
-	 ORDER BY n.id LIMIT 1;
+	 LIMIT 1;
 	IF FOUND THEN
 		RAISE EXCEPTION 'a new ticket must start searching, without a match'
 			USING ERRCODE = 'check_violation',
@@ -232,10 +228,19 @@ BEGIN
 	-- KEY SHARE on the queues: mm.drop_queue (FOR UPDATE) waits for this
 	-- insert, or this insert for the drop, whose queue is then gone
 	PERFORM FROM mm.queues q WHERE q.name IN (SELECT n.queue FROM new_tickets n) FOR KEY SHARE OF q;
-	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n ORDER BY n.id;
-	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
-							 array_agg(n.players ORDER BY n.id))
-	  FROM new_tickets n;
+	-- in the order the rows came: the first invalid one is reported
+	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n;
+	-- one active ticket per player: a plain insert; the rare refusal is
+	-- explained by claim_players, which tries again and names the holder
+	BEGIN
+		INSERT INTO mm.active_players (player_id, ticket_id, queue)
+		SELECT p.value ->> 'id', n.id, n.queue
+		  FROM new_tickets n, jsonb_array_elements(n.players) p;
+	EXCEPTION WHEN unique_violation THEN
+		PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
+								 array_agg(n.players ORDER BY n.id))
+		  FROM new_tickets n;
+	END;
 	RETURN NULL;
 END
 $$;
@@ -581,6 +586,109 @@ $$;
 COMMENT ON FUNCTION mm.match_details(text, interval, timestamptz, text) IS
 'Per match formed in the window: players, teams, stored quality, the seed''s skill quality score, average latency';
 
+CREATE OR REPLACE FUNCTION mm.ticket_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								  now timestamptz DEFAULT now())
+RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
+			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
+			   time_to_match_p95_s float8, time_to_match_p99_s float8,
+			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	queues text[];
+	since timestamptz;
+	fill_within constant interval := '120 seconds';
+BEGIN
+	PERFORM mm.metrics_check_window(time_window, now);
+	queues := mm.metrics_queues(queue);
+	since := now - time_window;
+
+	SELECT count(*), coalesce(sum(jsonb_array_length(t.players)), 0),
+		   extract(epoch FROM now - min(t.created_at))::float8
+	  INTO searching_tickets, searching_players, oldest_wait_s
+	  FROM mm.tickets t
+	 WHERE t.queue = ANY (queues) AND t.status = 'searching' AND t.created_at <= now;
+
+	SELECT count(*), avg(w.seconds), percentile_cont(0.5) WITHIN GROUP (ORDER BY w.seconds),
+		   percentile_cont(0.95) WITHIN GROUP (ORDER BY w.seconds),
+		   percentile_cont(0.99) WITHIN GROUP (ORDER BY w.seconds)
+	  INTO tickets_matched, time_to_match_avg_s, time_to_match_p50_s, time_to_match_p95_s,
+		   time_to_match_p99_s
+	  FROM (SELECT extract(epoch FROM t.matched_at - t.created_at)::float8 AS seconds
+			  FROM mm.tickets t
+			 WHERE t.queue = ANY (queues) AND t.matched_at > since AND t.matched_at <= now) w;
+
+	-- The window's tickets whose 120 s verdict is in: matched in time, or
+	-- timed out, or older than 120 s; a cancellation within 120 s was the
+	-- player's choice and is left out, and so is a ticket still younger.
+	SELECT count(*) FILTER (WHERE f.in_time)::float8 / nullif(count(*), 0), count(*)
+	  INTO fill_rate, fill_rate_tickets
+	  FROM (SELECT coalesce(t.matched_at <= now AND t.matched_at - t.created_at <= fill_within, false) AS in_time,
+				   t.status, t.created_at, t.updated_at
+			  FROM mm.tickets t
+			 WHERE t.queue = ANY (queues) AND t.created_at > since AND t.created_at <= now) f
+	 WHERE f.in_time
+		OR f.status = 'timed_out'
+		OR (f.status = 'cancelled' AND f.updated_at - f.created_at >= fill_within)
+		OR (f.status <> 'cancelled' AND now - f.created_at >= fill_within);
+
+	SELECT count(*) FILTER (WHERE t.status = 'timed_out'), count(*) FILTER (WHERE t.status = 'cancelled')
+	  INTO timeouts, cancellations
+	  FROM mm.tickets t
+	 WHERE t.queue = ANY (queues) AND t.status IN ('cancelled', 'timed_out')
+	   AND t.updated_at > since AND t.updated_at <= now;
+
+	RETURN NEXT;
+END;
+$$;
+COMMENT ON FUNCTION mm.ticket_metrics(text, interval, timestamptz) IS
+'Ticket figures of a queue (all queues pooled for NULL) over (now - time_window, now]: searching, time to match, fill rate, timeouts';
+
+CREATE OR REPLACE FUNCTION mm.queue_statistics(queue text, now timestamptz DEFAULT now())
+RETURNS TABLE (players_searching bigint, estimated_wait_s float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	config jsonb;
+	show_player_count boolean;
+	show_time_to_match boolean;
+BEGIN
+	IF queue_statistics.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	PERFORM mm.metrics_check_window('15 minutes', now);
+	SELECT q.config INTO config FROM mm.queues q WHERE q.name = queue_statistics.queue;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue_statistics.queue USING ERRCODE = 'undefined_object';
+	END IF;
+	show_player_count := coalesce((config #>> '{statistics,show_player_count}')::boolean, false);
+	show_time_to_match := coalesce((config #>> '{statistics,show_time_to_match}')::boolean, false);
+
+	players_searching := NULL;
+	estimated_wait_s := NULL;
+	IF show_player_count THEN
+		SELECT coalesce(sum(jsonb_array_length(t.players)), 0) INTO players_searching
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_statistics.queue AND t.status = 'searching' AND t.created_at <= now;
+	END IF;
+	IF show_time_to_match THEN
+		SELECT round(percentile_cont(0.5) WITHIN GROUP (
+					 ORDER BY extract(epoch FROM t.matched_at - t.created_at)::float8))
+		  INTO estimated_wait_s
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_statistics.queue
+		   AND t.matched_at > now - '15 minutes'::interval AND t.matched_at <= now;
+	END IF;
+	RETURN NEXT;
+END;
+$$;
+COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
+'What players may see about a queue: searching players and estimated wait, as the queue''s statistics flags allow';
+
 CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
 	REFERENCING NEW TABLE AS new_tickets
 	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_insert();
@@ -677,9 +785,9 @@ ALTER INDEX mm.tickets_archive_queue_created RENAME TO tickets_archive_01_queue_
 CREATE TABLE mm.tickets_archive (LIKE mm.tickets);
 ALTER TABLE mm.tickets_archive ADD COLUMN archived_at timestamptz NOT NULL;
 CREATE INDEX tickets_archive_queue_created ON mm.tickets_archive (queue, created_at);
-INSERT INTO mm.tickets_archive (id, queue, players, status, player_count, created_at, updated_at,
+INSERT INTO mm.tickets_archive (id, queue, players, status, created_at, updated_at,
 								matched_at, match_id, archived_at)
-SELECT id, queue, players, status, player_count, created_at, updated_at, matched_at, match_id, archived_at
+SELECT id, queue, players, status, created_at, updated_at, matched_at, match_id, archived_at
   FROM mm.tickets_archive_01;
 -- leaving the extension first removes it from pg_dump's list of config tables
 ALTER EXTENSION matchmaking DROP TABLE mm.tickets_archive_01;

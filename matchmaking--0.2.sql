@@ -289,10 +289,6 @@ CREATE TABLE mm.tickets (
 	status text NOT NULL DEFAULT 'searching'
 		CONSTRAINT tickets_status CHECK (status OPERATOR(pg_catalog.=) ANY (
 			ARRAY['searching', 'proposed', 'matched', 'cancelled', 'timed_out'])),
-	-- NULL for a players value that is not an array: the validation names the problem
-	player_count integer GENERATED ALWAYS AS (
-		CASE WHEN pg_catalog.jsonb_typeof(players) OPERATOR(pg_catalog.=) 'array'
-			 THEN pg_catalog.jsonb_array_length(players) END) STORED,
 	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	-- when the status last changed; NULL while the ticket has only searched
 	updated_at timestamptz,
@@ -674,7 +670,7 @@ BEGIN
 	  FROM new_tickets n
 	 WHERE n.status <> 'searching' OR n.match_id IS NOT NULL OR n.matched_at IS NOT NULL
 		OR n.updated_at IS NOT NULL OR n.team IS NOT NULL
-	 ORDER BY n.id LIMIT 1;
+	 LIMIT 1;
 	IF FOUND THEN
 		RAISE EXCEPTION 'a new ticket must start searching, without a match'
 			USING ERRCODE = 'check_violation',
@@ -685,10 +681,19 @@ BEGIN
 	-- KEY SHARE on the queues: mm.drop_queue (FOR UPDATE) waits for this
 	-- insert, or this insert for the drop, whose queue is then gone
 	PERFORM FROM mm.queues q WHERE q.name IN (SELECT n.queue FROM new_tickets n) FOR KEY SHARE OF q;
-	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n ORDER BY n.id;
-	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
-							 array_agg(n.players ORDER BY n.id))
-	  FROM new_tickets n;
+	-- in the order the rows came: the first invalid one is reported
+	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n;
+	-- one active ticket per player: a plain insert; the rare refusal is
+	-- explained by claim_players, which tries again and names the holder
+	BEGIN
+		INSERT INTO mm.active_players (player_id, ticket_id, queue)
+		SELECT p.value ->> 'id', n.id, n.queue
+		  FROM new_tickets n, jsonb_array_elements(n.players) p;
+	EXCEPTION WHEN unique_violation THEN
+		PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
+								 array_agg(n.players ORDER BY n.id))
+		  FROM new_tickets n;
+	END;
 	RETURN NULL;
 END
 $$;
@@ -1588,7 +1593,7 @@ BEGIN
 	queues := mm.metrics_queues(queue);
 	since := now - time_window;
 
-	SELECT count(*), coalesce(sum(t.player_count), 0),
+	SELECT count(*), coalesce(sum(jsonb_array_length(t.players)), 0),
 		   extract(epoch FROM now - min(t.created_at))::float8
 	  INTO searching_tickets, searching_players, oldest_wait_s
 	  FROM mm.tickets t
@@ -1982,7 +1987,7 @@ BEGIN
 	players_searching := NULL;
 	estimated_wait_s := NULL;
 	IF show_player_count THEN
-		SELECT coalesce(sum(t.player_count), 0) INTO players_searching
+		SELECT coalesce(sum(jsonb_array_length(t.players)), 0) INTO players_searching
 		  FROM mm.tickets t
 		 WHERE t.queue = queue_statistics.queue AND t.status = 'searching' AND t.created_at <= now;
 	END IF;

@@ -83,7 +83,7 @@ SELECT pg_temp.match('A', '11:10:10', 0.9, 't1', 't2'), pg_temp.match('B', '11:2
 	   pg_temp.match('E', '10:00:00', 0.95, 't15', 't16');
 SELECT pg_temp.finish('t7', 'timed_out', '11:42:00'), pg_temp.finish('t8', 'cancelled', '11:50:30'),
 	   pg_temp.finish('t13', 'cancelled', '10:10:00'), pg_temp.finish('t14', 'cancelled', '11:48:00');
-SELECT l.label, t.status, t.player_count, t.created_at, t.matched_at, t.updated_at
+SELECT l.label, t.status, jsonb_array_length(t.players) AS player_count, t.created_at, t.matched_at, t.updated_at
   FROM label l JOIN mm.tickets t ON t.id = l.id ORDER BY t.created_at, l.label;
 
 -- Results, all reported within the hour (E's match formed before it, at 10:00).

@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/array.h"
+#include "storage/itemptr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "catalog/namespace.h"
@@ -83,6 +84,7 @@ static SPIPlanPtr PlanInsertMatches = NULL;
 static SPIPlanPtr PlanInsertPlayers = NULL;
 static SPIPlanPtr PlanUpdateTickets = NULL;
 static SPIPlanPtr PlanReleasePlayers = NULL;
+static SPIPlanPtr PlanDeleteActive = NULL;
 
 /*
  * Whether the installed schema is 0.1's (one mm.tickets table, statuses
@@ -123,7 +125,7 @@ FreePlans(void)
 {
 	SPIPlanPtr *plans[] = {&PlanQueueConfig, &PlanQueueNames, &PlanTimeout, &PlanLoad,
 		&PlanMatchIds, &PlanInsertMatches, &PlanInsertPlayers, &PlanUpdateTickets,
-	&PlanReleasePlayers};
+	&PlanReleasePlayers, &PlanDeleteActive};
 	int			i;
 
 	for (i = 0; i < lengthof(plans); i++)
@@ -156,7 +158,9 @@ PreparePlans(void)
 	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
-	Oid			move_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			ended_args[] = {TEXTOID, TIMESTAMPTZOID, INT8ARRAYOID, JSONBARRAYOID,
+	TIMESTAMPTZARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			tid_array1[] = {TIDARRAYOID};
 	Oid			text_array1[] = {TEXTARRAYOID};
 	bool		schema01 = IsSchema01();
 
@@ -204,7 +208,7 @@ PreparePlans(void)
 			 " WHERE queue OPERATOR(pg_catalog.=) $1"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
 			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED" :
-			 "SELECT id, created_at, players FROM mm.tickets_active"
+			 "SELECT id, created_at, players, ctid FROM mm.tickets_active"
 			 " WHERE queue OPERATOR(pg_catalog.=) $1"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
 			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
@@ -237,27 +241,39 @@ PreparePlans(void)
 	}
 
 	/*
-	 * A matched ticket leaves the active partition for the ended one: a
-	 * delete and one insert, written straight into the partitions (the
-	 * parent's statement triggers are for other writers), and its players
-	 * are released.
+	 * A matched ticket leaves the active partition for the ended one: its
+	 * row is deleted by ctid and written again from what the tick loaded,
+	 * straight into the partitions (the parent's statement triggers are for
+	 * other writers); then its players are released.
 	 */
+	KeepPlan(&PlanDeleteActive,
+			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)",
+			 1, tid_array1);
 	KeepPlan(&PlanUpdateTickets,
-			 "WITH moved AS ("
-			 " DELETE FROM mm.tickets_active t"
-			 " USING ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
-			 " AS u(ticket_id, match_id, team)"
-			 " WHERE t.id OPERATOR(pg_catalog.=) u.ticket_id"
-			 " RETURNING t.id, t.queue, t.players, t.created_at, u.match_id, u.team)"
-			 " INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
+			 "INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
 			 " matched_at, match_id, team)"
-			 " SELECT id, queue, players, 'matched', created_at, $1, $1, match_id, team FROM moved",
-			 4, move_args);
+			 " SELECT u.id, $1, u.players, 'matched', u.created_at, $2, $2, u.match_id, u.team"
+			 " FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5),"
+			 " pg_catalog.unnest($6), pg_catalog.unnest($7)) AS u(id, players, created_at, match_id, team)",
+			 7, ended_args);
 	KeepPlan(&PlanReleasePlayers,
-			 "DELETE FROM mm.active_players a USING pg_catalog.unnest($1) AS p(player_id)"
-			 " WHERE a.player_id OPERATOR(pg_catalog.=) p.player_id",
+			 "DELETE FROM mm.active_players"
+			 " WHERE player_id OPERATOR(pg_catalog.=) ANY ($1)",
 			 1, text_array1);
 }
+
+/*
+ * What the 0.2 write path needs of each loaded ticket besides its MmTicket:
+ * where its row is (a matched ticket's row is deleted by ctid: it is locked
+ * by this tick, so it cannot move), when it was created, and its players
+ * jsonb, written again into the ended partition.  Indexed like the tickets.
+ */
+typedef struct MmTicketRows
+{
+	ItemPointerData *ctids;
+	TimestampTz *created_at;
+	Datum	   *players;
+} MmTicketRows;
 
 /* Milliseconds since a start time. */
 static double
@@ -417,9 +433,14 @@ ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 	MmExtractTicketValues(context, ticket, players, n);
 }
 
-/* Loads the searching tickets oldest first, locking them (SKIP LOCKED). */
+/*
+ * Loads the searching tickets oldest first, locking them (SKIP LOCKED).
+ * With rows (0.2's write path), also keeps each ticket's ctid, creation
+ * time and players.
+ */
 static MmTicket *
-LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *count)
+LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *count,
+			MmTicketRows *rows)
 {
 	Datum		values[1];
 	Portal		portal;
@@ -429,6 +450,12 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	MmPlayerInput players[MM_MAX_MATCH_SIZE];
 
 	tickets = palloc(sizeof(MmTicket) * allocated);
+	if (rows)
+	{
+		rows->ctids = palloc(sizeof(ItemPointerData) * allocated);
+		rows->created_at = palloc(sizeof(TimestampTz) * allocated);
+		rows->players = palloc(sizeof(Datum) * allocated);
+	}
 	values[0] = CStringGetTextDatum(queue);
 	portal = SPI_cursor_open(NULL, PlanLoad, values, NULL, false);
 	BackToQueueContext();
@@ -456,6 +483,12 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			{
 				allocated *= 2;
 				tickets = repalloc_huge(tickets, sizeof(MmTicket) * allocated);
+				if (rows)
+				{
+					rows->ctids = repalloc_huge(rows->ctids, sizeof(ItemPointerData) * allocated);
+					rows->created_at = repalloc_huge(rows->created_at, sizeof(TimestampTz) * allocated);
+					rows->players = repalloc_huge(rows->players, sizeof(Datum) * allocated);
+				}
 			}
 			ticket = &tickets[n++];
 			ticket->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
@@ -465,9 +498,22 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			raw = SPI_getbinval(tuple, desc, 3, &isnull);
 			jb = DatumGetJsonbP(raw);
 			ParseTicket(context, ticket, jb, players);
-			/* a detoasted copy is ours to free; the tuple is freed below */
-			if ((Pointer) jb != DatumGetPointer(raw))
-				pfree(jb);
+			if (rows)
+			{
+				/* the tuple is freed below: keep a copy (a detoasted one is ours) */
+				if ((Pointer) jb == DatumGetPointer(raw))
+				{
+					Jsonb	   *copy = palloc(VARSIZE(jb));
+
+					memcpy(copy, jb, VARSIZE(jb));
+					jb = copy;
+				}
+				rows->players[n - 1] = JsonbPGetDatum(jb);
+				rows->created_at[n - 1] = created_at;
+				rows->ctids[n - 1] = *(ItemPointer) DatumGetPointer(SPI_getbinval(tuple, desc, 4, &isnull));
+			}
+			else if ((Pointer) jb != DatumGetPointer(raw))
+				pfree(jb);	/* a detoasted copy is ours to free */
 		}
 		SPI_freetuptable(SPI_tuptable);
 	}
@@ -511,10 +557,89 @@ RuleStepsJson(const MmQueueConfig *config, const MmFoundMatch *m, StringInfo buf
 	return pnstrdup(buf->data, buf->len);
 }
 
+/* 0.1's schema: the matched tickets' statuses are updated in place. */
+static void
+MarkTicketsMatched01(TimestampTz now, int ntickets, const int64 *ids, const int64 *match_ids)
+{
+	Datum		values[3];
+	int			rc;
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(MmBuildInt8Array(ids, ntickets));
+	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "marking tickets matched failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) ntickets)
+		elog(ERROR, "marking tickets matched updated " UINT64_FORMAT " tickets instead of %d",
+			 SPI_processed, ntickets);
+}
+
+/*
+ * Moves the matched tickets (positions t_index in the loaded rows) from
+ * mm.tickets_active to mm.tickets_ended and releases their players.
+ */
+static void
+MoveMatchedTickets(const char *queue, TimestampTz now, const MmTicketRows *rows, int ntickets,
+				   const int *t_index, const int64 *ids, const int64 *match_ids,
+				   const char **teams, ArrayType *player_ids)
+{
+	ItemPointerData *ctids = palloc(sizeof(ItemPointerData) * ntickets);
+	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
+	Datum		values[7];
+	int			rc,
+				i;
+
+	for (i = 0; i < ntickets; i++)
+	{
+		ctids[i] = rows->ctids[t_index[i]];
+		datums[i] = PointerGetDatum(&ctids[i]);
+	}
+	values[0] = PointerGetDatum(construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData),
+												false, TYPALIGN_SHORT));
+	rc = SPI_execute_plan(PlanDeleteActive, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "deleting matched tickets failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) ntickets)
+		elog(ERROR, "deleting matched tickets deleted " UINT64_FORMAT " rows instead of %d",
+			 SPI_processed, ntickets);
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = PointerGetDatum(MmBuildInt8Array(ids, ntickets));
+	for (i = 0; i < ntickets; i++)
+		datums[i] = rows->players[t_index[i]];
+	values[3] = PointerGetDatum(construct_array(datums, ntickets, JSONBOID, -1, false, TYPALIGN_INT));
+	for (i = 0; i < ntickets; i++)
+		datums[i] = TimestampTzGetDatum(rows->created_at[t_index[i]]);
+	values[4] = PointerGetDatum(construct_array(datums, ntickets, TIMESTAMPTZOID, sizeof(TimestampTz),
+												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	values[5] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+	values[6] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "writing matched tickets failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) ntickets)
+		elog(ERROR, "writing matched tickets wrote " UINT64_FORMAT " rows instead of %d",
+			 SPI_processed, ntickets);
+
+	values[0] = PointerGetDatum(player_ids);
+	rc = SPI_execute_plan(PlanReleasePlayers, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "releasing matched players failed: %s", SPI_result_code_string(rc));
+	pfree(ctids);
+	pfree(datums);
+}
+
 /* Writes the matches in bulk and queues their events. */
 static void
 WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
-			 MmTicket *tickets, const MmSearchResult *result, MmTickStats *stats)
+			 MmTicket *tickets, const MmTicketRows *rows, const MmSearchResult *result,
+			 MmTickStats *stats)
 {
 	const MmQueueConfig *config = context->config;
 	int			nm = result->nmatches;
@@ -531,6 +656,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	const char **mp_player,
 			  **mp_team,
 			  **t_team;
+	int		   *t_index;
 	ArrayType  *player_ids;
 	Datum		values[6];
 	int			rc,
@@ -596,6 +722,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	t_ids = palloc(sizeof(int64) * ntickets);
 	t_match = palloc(sizeof(int64) * ntickets);
 	t_team = palloc(sizeof(char *) * ntickets);
+	t_index = palloc(sizeof(int) * ntickets);
 	nplayers = ntickets = 0;
 	for (i = 0; i < nm; i++)
 	{
@@ -606,6 +733,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			const MmTicket *t = &tickets[m->tickets[k]];
 			const char *team = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
 
+			t_index[ntickets] = m->tickets[k];
 			t_ids[ntickets] = t->id;
 			t_team[ntickets] = team;
 			t_match[ntickets++] = match_ids[i];
@@ -635,25 +763,10 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 		elog(ERROR, "inserting match players wrote " UINT64_FORMAT " rows instead of %d",
 			 SPI_processed, nplayers);
 
-	values[0] = TimestampTzGetDatum(now);
-	values[1] = PointerGetDatum(MmBuildInt8Array(t_ids, ntickets));
-	values[2] = PointerGetDatum(MmBuildInt8Array(t_match, ntickets));
-	values[3] = PointerGetDatum(MmBuildTextArray(t_team, ntickets));
-	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != (PlansForSchema01 ? SPI_OK_UPDATE : SPI_OK_INSERT))
-		elog(ERROR, "marking tickets matched failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed != (uint64) ntickets)
-		elog(ERROR, "marking tickets matched wrote " UINT64_FORMAT " tickets instead of %d",
-			 SPI_processed, ntickets);
-	if (!PlansForSchema01)
-	{
-		values[0] = PointerGetDatum(player_ids);
-		rc = SPI_execute_plan(PlanReleasePlayers, values, NULL, false, 0);
-		BackToQueueContext();
-		if (rc != SPI_OK_DELETE)
-			elog(ERROR, "releasing matched players failed: %s", SPI_result_code_string(rc));
-	}
+	if (PlansForSchema01)
+		MarkTicketsMatched01(now, ntickets, t_ids, t_match);
+	else
+		MoveMatchedTickets(queue, now, rows, ntickets, t_index, t_ids, t_match, t_team, player_ids);
 
 	/* events: one match_found per match, sent at commit */
 	for (i = 0; i < nm; i++)
@@ -703,6 +816,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 	MmQueueConfig *config;
 	MmRuleContext context;
 	MmTicket   *tickets;
+	MmTicketRows rows = {0};
 	int			ntickets;
 	MmSearchResult *result;
 	instr_time	start;
@@ -746,7 +860,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 
 	stats->tickets_timed_out = TimeOutTickets(queue, config, now);
 	MmRuleContextInit(&context, config);
-	tickets = LoadTickets(&context, queue, now, &ntickets);
+	tickets = LoadTickets(&context, queue, now, &ntickets, PlansForSchema01 ? NULL : &rows);
 	stats->tickets_loaded = ntickets;
 	stats->load_ms = ElapsedMs(start);
 
@@ -758,7 +872,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (result->nmatches > 0)
-		WriteMatches(queue, &context, now, tickets, result, stats);
+		WriteMatches(queue, &context, now, tickets, &rows, result, stats);
 	stats->write_ms = ElapsedMs(start);
 	stats->memory_bytes = Max(stats->memory_bytes,
 							  (int64) MemoryContextMemAllocated(queue_context, true));

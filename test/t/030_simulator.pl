@@ -55,7 +55,7 @@ is($node->safe_psql($db, q{
 is($node->safe_psql($db, q{
 	SELECT count(*) FROM mm.tickets t
 	 WHERE t.status = 'matched' AND t.queue LIKE 'flexmatch%'
-	   AND t.player_count <> (SELECT count(*) FROM mm.match_players mp
+	   AND jsonb_array_length(t.players) <> (SELECT count(*) FROM mm.match_players mp
 	                           WHERE mp.match_id = t.match_id AND mp.ticket_id = t.id)}), 0,
 	'every matched ticket has all its players in its match');
 # team_size_balance max_difference 0: teams of equal size, within the mode's bounds
