@@ -34,6 +34,7 @@
 #include "catalog/namespace.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
@@ -101,6 +102,13 @@ static MemoryContext QueueContext = NULL;
 
 #define BackToQueueContext() MemoryContextSwitchTo(QueueContext)
 
+/*
+ * The work_mem the tick's statements run with, at least: their bulk writes
+ * unnest arrays as long as the queue, whose rows PostgreSQL materialises,
+ * and below this they would spill to temporary files.
+ */
+#define MM_TICK_WORK_MEM_KB 65536
+
 /* Prepares a statement once and keeps it for the backend's lifetime. */
 static SPIPlanPtr
 KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
@@ -109,7 +117,12 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
 
 	if (*slot != NULL)
 		return *slot;
-	plan = SPI_prepare(sql, nargs, argtypes);
+	/*
+	 * Generic plans from the first call: the bulk statements take arrays of
+	 * up to the whole queue, and a custom plan would estimate every element
+	 * of them on each call.
+	 */
+	plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql,
 			 SPI_result_code_string(SPI_result));
@@ -158,8 +171,7 @@ PreparePlans(void)
 	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
-	Oid			ended_args[] = {TEXTOID, TIMESTAMPTZOID, INT8ARRAYOID, JSONBARRAYOID,
-	TIMESTAMPTZARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tid_array1[] = {TIDARRAYOID};
 	Oid			text_array1[] = {TEXTARRAYOID};
 	bool		schema01 = IsSchema01();
@@ -242,20 +254,21 @@ PreparePlans(void)
 
 	/*
 	 * A matched ticket leaves the active partition for the ended one: its
-	 * row is deleted by ctid and written again from what the tick loaded,
-	 * straight into the partitions (the parent's statement triggers are for
-	 * other writers); then its players are released.
+	 * row is copied (read back by ctid) and deleted by ctid, straight in the
+	 * partitions (the parent's statement triggers are for other writers);
+	 * then its players are released.
 	 */
-	KeepPlan(&PlanDeleteActive,
-			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)",
-			 1, tid_array1);
 	KeepPlan(&PlanUpdateTickets,
 			 "INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
 			 " matched_at, match_id, team)"
-			 " SELECT u.id, $1, u.players, 'matched', u.created_at, $2, $2, u.match_id, u.team"
-			 " FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5),"
-			 " pg_catalog.unnest($6), pg_catalog.unnest($7)) AS u(id, players, created_at, match_id, team)",
-			 7, ended_args);
+			 " SELECT t.id, t.queue, t.players, 'matched', t.created_at, $1, $1, u.match_id, u.team"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
+			 " AS u(row_id, match_id, team)"
+			 " JOIN mm.tickets_active t ON t.ctid OPERATOR(pg_catalog.=) u.row_id",
+			 4, ended_args);
+	KeepPlan(&PlanDeleteActive,
+			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)",
+			 1, tid_array1);
 	KeepPlan(&PlanReleasePlayers,
 			 "DELETE FROM mm.active_players"
 			 " WHERE player_id OPERATOR(pg_catalog.=) ANY ($1)",
@@ -264,15 +277,13 @@ PreparePlans(void)
 
 /*
  * What the 0.2 write path needs of each loaded ticket besides its MmTicket:
- * where its row is (a matched ticket's row is deleted by ctid: it is locked
- * by this tick, so it cannot move), when it was created, and its players
- * jsonb, written again into the ended partition.  Indexed like the tickets.
+ * where its row is.  A matched ticket's row is copied to the ended
+ * partition and deleted by ctid: it is locked by this tick, so it cannot
+ * move.  Indexed like the tickets.
  */
 typedef struct MmTicketRows
 {
 	ItemPointerData *ctids;
-	TimestampTz *created_at;
-	Datum	   *players;
 } MmTicketRows;
 
 /* Milliseconds since a start time. */
@@ -453,8 +464,6 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	if (rows)
 	{
 		rows->ctids = palloc(sizeof(ItemPointerData) * allocated);
-		rows->created_at = palloc(sizeof(TimestampTz) * allocated);
-		rows->players = palloc(sizeof(Datum) * allocated);
 	}
 	values[0] = CStringGetTextDatum(queue);
 	portal = SPI_cursor_open(NULL, PlanLoad, values, NULL, false);
@@ -486,8 +495,6 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 				if (rows)
 				{
 					rows->ctids = repalloc_huge(rows->ctids, sizeof(ItemPointerData) * allocated);
-					rows->created_at = repalloc_huge(rows->created_at, sizeof(TimestampTz) * allocated);
-					rows->players = repalloc_huge(rows->players, sizeof(Datum) * allocated);
 				}
 			}
 			ticket = &tickets[n++];
@@ -498,22 +505,11 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			raw = SPI_getbinval(tuple, desc, 3, &isnull);
 			jb = DatumGetJsonbP(raw);
 			ParseTicket(context, ticket, jb, players);
+			/* a detoasted copy is ours to free; the tuple is freed below */
+			if ((Pointer) jb != DatumGetPointer(raw))
+				pfree(jb);
 			if (rows)
-			{
-				/* the tuple is freed below: keep a copy (a detoasted one is ours) */
-				if ((Pointer) jb == DatumGetPointer(raw))
-				{
-					Jsonb	   *copy = palloc(VARSIZE(jb));
-
-					memcpy(copy, jb, VARSIZE(jb));
-					jb = copy;
-				}
-				rows->players[n - 1] = JsonbPGetDatum(jb);
-				rows->created_at[n - 1] = created_at;
 				rows->ctids[n - 1] = *(ItemPointer) DatumGetPointer(SPI_getbinval(tuple, desc, 4, &isnull));
-			}
-			else if ((Pointer) jb != DatumGetPointer(raw))
-				pfree(jb);	/* a detoasted copy is ours to free */
 		}
 		SPI_freetuptable(SPI_tuptable);
 	}
@@ -581,43 +577,26 @@ MarkTicketsMatched01(TimestampTz now, int ntickets, const int64 *ids, const int6
  * mm.tickets_active to mm.tickets_ended and releases their players.
  */
 static void
-MoveMatchedTickets(const char *queue, TimestampTz now, const MmTicketRows *rows, int ntickets,
-				   const int *t_index, const int64 *ids, const int64 *match_ids,
-				   const char **teams, ArrayType *player_ids)
+MoveMatchedTickets(TimestampTz now, const MmTicketRows *rows, int ntickets,
+				   const int *t_index, const int64 *match_ids, const char **teams,
+				   ArrayType *player_ids)
 {
-	ItemPointerData *ctids = palloc(sizeof(ItemPointerData) * ntickets);
 	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
-	Datum		values[7];
+	ArrayType  *row_ids;
+	Datum		values[4];
 	int			rc,
 				i;
 
 	for (i = 0; i < ntickets; i++)
-	{
-		ctids[i] = rows->ctids[t_index[i]];
-		datums[i] = PointerGetDatum(&ctids[i]);
-	}
-	values[0] = PointerGetDatum(construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData),
-												false, TYPALIGN_SHORT));
-	rc = SPI_execute_plan(PlanDeleteActive, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "deleting matched tickets failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed != (uint64) ntickets)
-		elog(ERROR, "deleting matched tickets deleted " UINT64_FORMAT " rows instead of %d",
-			 SPI_processed, ntickets);
+		datums[i] = PointerGetDatum(&rows->ctids[t_index[i]]);
+	row_ids = construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData), false,
+							  TYPALIGN_SHORT);
+	pfree(datums);
 
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = TimestampTzGetDatum(now);
-	values[2] = PointerGetDatum(MmBuildInt8Array(ids, ntickets));
-	for (i = 0; i < ntickets; i++)
-		datums[i] = rows->players[t_index[i]];
-	values[3] = PointerGetDatum(construct_array(datums, ntickets, JSONBOID, -1, false, TYPALIGN_INT));
-	for (i = 0; i < ntickets; i++)
-		datums[i] = TimestampTzGetDatum(rows->created_at[t_index[i]]);
-	values[4] = PointerGetDatum(construct_array(datums, ntickets, TIMESTAMPTZOID, sizeof(TimestampTz),
-												FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	values[5] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
-	values[6] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(row_ids);
+	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
 	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
 	BackToQueueContext();
 	if (rc != SPI_OK_INSERT)
@@ -626,13 +605,20 @@ MoveMatchedTickets(const char *queue, TimestampTz now, const MmTicketRows *rows,
 		elog(ERROR, "writing matched tickets wrote " UINT64_FORMAT " rows instead of %d",
 			 SPI_processed, ntickets);
 
+	values[0] = PointerGetDatum(row_ids);
+	rc = SPI_execute_plan(PlanDeleteActive, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "deleting matched tickets failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) ntickets)
+		elog(ERROR, "deleting matched tickets deleted " UINT64_FORMAT " rows instead of %d",
+			 SPI_processed, ntickets);
+
 	values[0] = PointerGetDatum(player_ids);
 	rc = SPI_execute_plan(PlanReleasePlayers, values, NULL, false, 0);
 	BackToQueueContext();
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "releasing matched players failed: %s", SPI_result_code_string(rc));
-	pfree(ctids);
-	pfree(datums);
 }
 
 /* Writes the matches in bulk and queues their events. */
@@ -766,7 +752,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	if (PlansForSchema01)
 		MarkTicketsMatched01(now, ntickets, t_ids, t_match);
 	else
-		MoveMatchedTickets(queue, now, rows, ntickets, t_index, t_ids, t_match, t_team, player_ids);
+		MoveMatchedTickets(now, rows, ntickets, t_index, t_match, t_team, player_ids);
 
 	/* events: one match_found per match, sent at commit */
 	for (i = 0; i < nm; i++)
@@ -971,6 +957,7 @@ mm_tick(PG_FUNCTION_ARGS)
 	TimestampTz now;
 	int			total = 0;
 	int			rc;
+	int			guc_nest_level;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -986,6 +973,16 @@ mm_tick(PG_FUNCTION_ARGS)
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 	PreparePlans();
+	/* raised for this call only: restored below, or by the abort on error */
+	guc_nest_level = NewGUCNestLevel();
+	if (work_mem < MM_TICK_WORK_MEM_KB)
+	{
+		char		value[32];
+
+		snprintf(value, sizeof(value), "%d", MM_TICK_WORK_MEM_KB);
+		(void) set_config_option("work_mem", value, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 
 	if (!PG_ARGISNULL(0))
 	{
@@ -1013,6 +1010,7 @@ mm_tick(PG_FUNCTION_ARGS)
 			total += TickQueueGuarded(names[i], now, caller_context);
 	}
 
+	AtEOXact_GUC(true, guc_nest_level);
 	if ((rc = SPI_finish()) != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
 	PG_RETURN_INT32(total);
