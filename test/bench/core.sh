@@ -1,0 +1,623 @@
+#!/usr/bin/env bash
+# Core benchmark of the 0.2 data model: every figure is a ratio (or a figure
+# against its target) measured in this run, each measurement run
+# MM_BENCH_CORE_RUNS times (default 3) after one unrecorded warm-up, medians
+# reported.  Printed at the end as a Markdown table
+# "| figure | ours | baseline | ratio | target |", then every run.
+#
+#   1. tick vs physical floor, 100k searching tickets (queue "bench": 5v5,
+#      difference on skill max 100, +50 every 10 s up to 400; latency 150 ms
+#      on eu/us/asia; solo tickets created over the last 60 s, loaded by
+#      COPY).  tick = SELECT mm.tick('bench', now) in its own transaction.
+#      floor = plain tables with primary keys only and no triggers holding the
+#      same rows (floor_tickets, floor_matches, floor_match_players,
+#      floor_ended): in one transaction (bench_core_floor()), read the
+#      searching tickets FOR UPDATE SKIP LOCKED oldest first, insert the very
+#      match and match-player rows the tick wrote (copied from mm.matches and
+#      mm.match_players after the tick), move the matched tickets from
+#      floor_tickets to floor_ended.  Reset (truncate, reload, VACUUM ANALYZE,
+#      CHECKPOINT) before every timing.
+#   2. history: the same tick at 20k searching tickets in two databases, one
+#      with an empty history, one with 1M ended tickets (matched / cancelled /
+#      timed_out) and 100k finished matches with their 1M match_players
+#      inserted directly; the two alternate, each run in a fresh backend after
+#      a warm-up tick of a small side queue.
+#   3. 1,000 small queues (free-for-all of 2 or 1v1, difference rule), 20
+#      searching tickets each: SELECT mm.tick(NULL, now), all queues.
+#   4. enqueue: COPY of 100k tickets into mm.tickets vs the same COPY into a
+#      plain table (id identity primary key, queue, players, created_at), and
+#      mm.create_ticket from 8 pgbench clients (-c 8 -j 2 -T 10) vs a plain
+#      INSERT of the same rows into the plain table; for the split of the
+#      COPY's cost, the same COPY straight into mm.tickets_active (storage,
+#      indexes; the parent's statement trigger, which validates and claims
+#      the players, does not fire).
+#   5. the tick's memory (mm.last_tick_stats().memory_bytes / tickets_loaded)
+#      at 100k, next to the tickets' own jsonb size.
+#
+# Run by: bash test/bench/run.sh core   (PGHOST/PGPORT/PGDATABASE set by run.sh)
+# Settings: MM_BENCH_CORE_RUNS (3), MM_BENCH_CORE_TICKETS (100000),
+#   MM_BENCH_CORE_HISTORY_TICKETS (1000000, matches are a tenth),
+#   MM_BENCH_CORE_HISTORY_SEARCHING (20000), MM_BENCH_CORE_QUEUES (1000),
+#   MM_BENCH_CORE_PGBENCH_SECONDS (10).
+set -euo pipefail
+
+runs=${MM_BENCH_CORE_RUNS:-3}
+n_tickets=${MM_BENCH_CORE_TICKETS:-100000}
+n_history=${MM_BENCH_CORE_HISTORY_TICKETS:-1000000}
+n_history_matches=$((n_history / 10))
+n_hist_searching=${MM_BENCH_CORE_HISTORY_SEARCHING:-20000}
+n_queues=${MM_BENCH_CORE_QUEUES:-1000}
+pgbench_seconds=${MM_BENCH_CORE_PGBENCH_SECONDS:-10}
+now="2026-01-01 00:10:00+00"
+main_db=${PGDATABASE:-mm_bench}
+hist_db=${main_db}_core_hist
+queues_db=${main_db}_core_queues
+
+# files the server reads (COPY FROM a file) and pgbench scripts
+dir=$(mktemp -d /tmp/mm_bench_core.XXXXXX)
+chmod 755 "$dir"
+trap 'rm -rf "$dir"' EXIT
+
+q() { psql -X -v ON_ERROR_STOP=1 -q -At "$@"; }
+say() { printf '==> core: %s\n' "$*" >&2; }
+
+# the bench queue (the same config in every database that uses it)
+bench_config='{
+  "match_size": {"min": 10, "max": 10},
+  "teams": [{"name": "red", "min": 5, "max": 5}, {"name": "blue", "min": 5, "max": 5}],
+  "rules": [
+    {"name": "skill", "type": "difference", "attribute": "skill", "max": 100,
+     "expansion": {"every_seconds": 10, "delta": 50, "limit": 400}},
+    {"name": "ping", "type": "latency", "max_ms": 150}]}'
+
+# ---------------------------------------------------------------------------
+# Set-up in the main database: results, ticket files, floor tables.
+# ---------------------------------------------------------------------------
+say "set-up: ticket files, floor tables"
+q -v now="$now" -v dir="$dir" -v n="$n_tickets" -v nh="$n_hist_searching" \
+  -v nq="$n_queues" -v config="$bench_config" <<'SQL'
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS bench_core_runs, bench_core_notes;
+CREATE TABLE bench_core_runs (figure text, run int, kind text, value float8);
+CREATE TABLE bench_core_notes (note text);
+-- (a re-run in the same database starts afresh)
+DROP TABLE IF EXISTS floor_tickets, floor_matches, floor_match_players, floor_ended,
+	bench_out_matches, bench_out_players, bench_out_tickets, bench_plain;
+DROP FUNCTION IF EXISTS bench_core_floor(text, timestamptz);
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+SELECT count(mm.drop_queue(name)) FROM mm.queues WHERE name IN ('bench', 'warm') \gset dummy_
+SELECT mm.create_queue('bench', :'config') \gset dummy_
+
+-- :n solo tickets of queue :queue created over the 60 s before :now, oldest
+-- first (skill N(1000, 400), latencies N(70, 20)), written to a file
+CREATE FUNCTION pg_temp.ticket_rows(queue text, n int, now timestamptz, prefix text)
+RETURNS TABLE (queue text, players jsonb, created_at timestamptz) LANGUAGE sql AS $$
+	SELECT ticket_rows.queue,
+	       jsonb_build_array(jsonb_build_object('id', prefix || g.i,
+	         'attributes', jsonb_build_object('skill', g.skill),
+	         'latencies', jsonb_build_object('eu', g.eu, 'us', g.us, 'asia', g.asia))),
+	       g.created_at
+	  FROM (SELECT i,
+	               round(1000 + 400 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random())) AS skill,
+	               greatest(1, round(70 + 20 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))) AS eu,
+	               greatest(1, round(70 + 20 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))) AS us,
+	               greatest(1, round(70 + 20 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))) AS asia,
+	               ticket_rows.now - random() * interval '60 seconds' AS created_at
+	          FROM generate_series(1, n) i) g
+	 ORDER BY g.created_at, g.i
+$$;
+SELECT setseed(0.5) \gset dummy_
+\set file :dir '/tickets_main.tsv'
+COPY (SELECT * FROM pg_temp.ticket_rows('bench', :n, :'now', 'p')) TO :'file';
+\set file :dir '/tickets_hist.tsv'
+COPY (SELECT * FROM pg_temp.ticket_rows('bench', :nh, :'now', 's')) TO :'file';
+-- a small side queue's tickets, to warm a fresh backend up (plans, caches)
+\set file :dir '/tickets_warm.tsv'
+COPY (SELECT * FROM pg_temp.ticket_rows('warm', 100, :'now', 'w')) TO :'file';
+-- :nq queues of 20 tickets: odd queues free-for-all of 2, even queues 1v1
+\set file :dir '/tickets_queues.tsv'
+COPY (SELECT 'q' || lpad(((i - 1) % :nq + 1)::text, 5, '0'),
+             jsonb_build_array(jsonb_build_object('id', 'p' || i, 'attributes',
+               jsonb_build_object('skill', round(1000 + 300 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))))),
+             timestamptz :'now' - random() * interval '60 seconds' AS created_at
+        FROM generate_series(1, :nq * 20) i ORDER BY 3, 2) TO :'file';
+
+-- the physical floor: the same columns, primary keys only, no triggers
+CREATE TABLE floor_tickets (id bigint PRIMARY KEY, queue text NOT NULL, players jsonb NOT NULL,
+                            created_at timestamptz NOT NULL);
+CREATE TABLE floor_matches (LIKE mm.matches INCLUDING DEFAULTS);
+ALTER TABLE floor_matches ADD PRIMARY KEY (id);
+CREATE TABLE floor_match_players (LIKE mm.match_players INCLUDING DEFAULTS);
+ALTER TABLE floor_match_players ADD PRIMARY KEY (match_id, player_id);
+CREATE TABLE floor_ended (LIKE mm.tickets_ended INCLUDING DEFAULTS INCLUDING GENERATED);
+ALTER TABLE floor_ended ADD PRIMARY KEY (id);
+-- what the tick wrote, for the floor to write again
+CREATE TABLE bench_out_matches (LIKE mm.matches);
+CREATE TABLE bench_out_players (LIKE mm.match_players);
+CREATE TABLE bench_out_tickets (ticket_id bigint, match_id bigint, team text);
+-- the enqueue baseline
+CREATE TABLE bench_plain (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, queue text NOT NULL,
+                          players jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+
+-- The floor, in one transaction (the caller's): read, write the tick's rows.
+CREATE FUNCTION bench_core_floor(q text, now timestamptz) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
+	bytes bigint;
+BEGIN
+	-- the tick's load: id, created_at, players of the searching tickets, oldest first
+	SELECT count(*), sum(pg_column_size(s.players)) INTO n, bytes
+	  FROM (SELECT t.id, t.created_at, t.players FROM floor_tickets t
+	         WHERE t.queue = q ORDER BY t.created_at, t.id FOR UPDATE SKIP LOCKED) s;
+	INSERT INTO floor_matches SELECT * FROM bench_out_matches;
+	INSERT INTO floor_match_players SELECT * FROM bench_out_players;
+	WITH moved AS (
+		DELETE FROM floor_tickets t USING bench_out_tickets o WHERE t.id = o.ticket_id
+		RETURNING t.id, t.queue, t.players, t.created_at, o.match_id, o.team)
+	INSERT INTO floor_ended (id, queue, players, status, created_at, updated_at, matched_at, match_id, team)
+	SELECT id, queue, players, 'matched', created_at, now, now, match_id, team FROM moved;
+	RETURN n;
+END
+$$;
+SQL
+
+failures=""
+load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
+# Runs one section in a subshell with -e; a failure is reported and the
+# other sections still run.
+section() {
+	local name=$1 rc
+	shift
+	say "$name"
+	set +e
+	( set -e; "$@" )
+	rc=$?
+	set -e
+	if [ "$rc" -ne 0 ]; then
+		say "$name FAILED (exit $rc)"
+		failures="$failures $name"
+		note "$name failed (exit $rc), see the messages above" || true
+	fi
+}
+
+# Copies the rows of a database's results table ($2) into the main
+# database's bench_core_runs.
+collect_runs() {
+	q -d "$1" -c "COPY $2 TO STDOUT" | q -d "$main_db" -c "COPY bench_core_runs FROM STDIN"
+}
+
+# Records a note (something that looked wrong) for the report.
+note() {
+	say "note: $*"
+	echo "INSERT INTO bench_core_notes VALUES (:'note');" | q -d "$main_db" -v note="$*"
+}
+
+# ---------------------------------------------------------------------------
+# 1, 4a, 5: per run, COPY of the same file into the plain table, into the
+# active partition directly (no statement trigger: storage and indexes only;
+# emptied again) and into mm.tickets (the order rotates), the tick, then the
+# floor with the tick's rows.
+# ---------------------------------------------------------------------------
+# SQL that times one COPY of the file into $2, recorded as kind $1.
+copy_sql() {
+	cat <<SQL
+CHECKPOINT;
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+COPY $2 (queue, players, created_at) FROM :'file';
+SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+INSERT INTO bench_core_runs VALUES ('copy', :run, '$1', (:t1 - :t0) * 1000);
+SQL
+}
+copy_plain_sql() { copy_sql plain_ms bench_plain; }
+copy_partition_sql() {
+	copy_sql partition_ms mm.tickets_active
+	cat <<'SQL'
+TRUNCATE mm.tickets_active;
+SELECT setval('mm.tickets_id_seq', 1, false) \gset dummy_
+VACUUM ANALYZE mm.tickets;
+SQL
+}
+copy_mm_sql() { copy_sql mm_ms mm.tickets; }
+
+figure_tick() {
+	{
+		for run in $(seq 0 "$runs"); do
+			echo "\\set run $run"
+			cat <<'SQL'
+-- reset
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results,
+         mm.backfill_requests, floor_tickets, floor_matches, floor_match_players, floor_ended,
+         bench_out_matches, bench_out_players, bench_out_tickets;
+TRUNCATE bench_plain RESTART IDENTITY;
+SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
+VACUUM ANALYZE bench_plain, mm.tickets, mm.active_players;
+SQL
+			# enqueue by COPY (the partition's before mm.tickets', whose rows stay)
+			case $((run % 3)) in
+				0) copy_plain_sql; copy_partition_sql; copy_mm_sql ;;
+				1) copy_partition_sql; copy_mm_sql; copy_plain_sql ;;
+				2) copy_partition_sql; copy_plain_sql; copy_mm_sql ;;
+			esac
+			cat <<'SQL'
+-- the floor's tickets: the same rows, the same ids
+INSERT INTO floor_tickets SELECT id, queue, players, created_at FROM mm.tickets_active;
+SELECT count(*) AS searching, avg(pg_column_size(players)) AS jsonb_bytes FROM mm.tickets_active \gset
+INSERT INTO bench_core_runs VALUES ('tick', :run, 'searching', :searching), ('tick', :run, 'jsonb_bytes', :jsonb_bytes);
+VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players,
+               floor_tickets, floor_matches, floor_match_players, floor_ended;
+CHECKPOINT;
+-- the tick, in its own transaction
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT mm.tick('bench', :'now') AS tick_matches \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT tickets_loaded, matches AS stat_matches, players_matched, load_ms, compute_ms, write_ms, memory_bytes
+  FROM mm.last_tick_stats() WHERE queue = 'bench' \gset
+INSERT INTO bench_core_runs VALUES
+	('tick', :run, 'tick_ms', (:t1 - :t0) * 1000), ('tick', :run, 'matches', :tick_matches),
+	('tick', :run, 'tickets_loaded', :tickets_loaded), ('tick', :run, 'players_matched', :players_matched),
+	('tick', :run, 'load_ms', :load_ms), ('tick', :run, 'compute_ms', :compute_ms),
+	('tick', :run, 'write_ms', :write_ms), ('tick', :run, 'memory_bytes', :memory_bytes);
+-- the tick's output, for the floor to write the same rows
+INSERT INTO bench_out_matches SELECT * FROM mm.matches;
+INSERT INTO bench_out_players SELECT * FROM mm.match_players;
+INSERT INTO bench_out_tickets SELECT id, match_id, team FROM mm.tickets_ended WHERE status = 'matched';
+SELECT (SELECT count(*) FROM bench_out_matches) AS out_matches, (SELECT count(*) FROM bench_out_players) AS out_players,
+       (SELECT count(*) FROM bench_out_tickets) AS out_tickets,
+       (SELECT count(*) FROM mm.tickets_active WHERE status = 'searching') AS left_searching,
+       (SELECT count(*) FROM mm.active_players) AS left_active_players \gset
+INSERT INTO bench_core_runs VALUES ('tick', :run, 'tickets_matched', :out_tickets),
+	('tick', :run, 'left_searching', :left_searching), ('tick', :run, 'left_active_players', :left_active_players);
+VACUUM ANALYZE bench_out_matches, bench_out_players, bench_out_tickets;
+CHECKPOINT;
+-- the floor, in its own transaction
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT bench_core_floor('bench', :'now') AS floor_read \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT (SELECT count(*) FROM floor_matches) AS floor_m, (SELECT count(*) FROM floor_match_players) AS floor_p,
+       (SELECT count(*) FROM floor_ended) AS floor_t, (SELECT count(*) FROM floor_tickets) AS floor_left \gset
+INSERT INTO bench_core_runs VALUES ('tick', :run, 'floor_ms', (:t1 - :t0) * 1000),
+	('tick', :run, 'floor_read', :floor_read), ('tick', :run, 'floor_rows_ok',
+	 (:floor_m = :out_matches AND :floor_p = :out_players AND :floor_t = :out_tickets
+	  AND :floor_left = :left_searching AND :floor_read = :searching)::int);
+SQL
+		done
+	} | q -d "$main_db" -v now="$now" -v file="$dir/tickets_main.tsv"
+}
+
+# ---------------------------------------------------------------------------
+# 4b: mm.create_ticket from 8 clients vs a plain INSERT of the same rows.
+# ---------------------------------------------------------------------------
+figure_pgbench() {
+	cat > "$dir/create_ticket.pgbench" <<'EOF'
+\set r random(1, 1000000000000)
+\set skill random(0, 2000)
+\set eu random(20, 150)
+\set us random(20, 150)
+\set asia random(20, 150)
+SELECT mm.create_ticket('bench', jsonb_build_array(jsonb_build_object('id', 'c' || :client_id || '-' || :r, 'attributes', jsonb_build_object('skill', :skill), 'latencies', jsonb_build_object('eu', :eu, 'us', :us, 'asia', :asia))));
+EOF
+	cat > "$dir/plain_insert.pgbench" <<'EOF'
+\set r random(1, 1000000000000)
+\set skill random(0, 2000)
+\set eu random(20, 150)
+\set us random(20, 150)
+\set asia random(20, 150)
+INSERT INTO bench_plain (queue, players, created_at) VALUES ('bench', jsonb_build_array(jsonb_build_object('id', 'c' || :client_id || '-' || :r, 'attributes', jsonb_build_object('skill', :skill), 'latencies', jsonb_build_object('eu', :eu, 'us', :us, 'asia', :asia))), now());
+EOF
+	local run kind out tps failed
+	for run in $(seq 1 "$runs"); do
+		for kind in $(if [ $((run % 2)) = 1 ]; then echo plain mm; else echo mm plain; fi); do
+			q -d "$main_db" <<'SQL'
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE bench_plain RESTART IDENTITY;
+VACUUM ANALYZE bench_plain, mm.tickets, mm.active_players;
+CHECKPOINT;
+SQL
+			local script=$dir/plain_insert.pgbench
+			[ "$kind" = mm ] && script=$dir/create_ticket.pgbench
+			out=$(pgbench -n -c 8 -j 2 -T "$pgbench_seconds" -f "$script" "$main_db" 2>"$dir/pgbench.err") || {
+				cat "$dir/pgbench.err" >&2
+				return 1
+			}
+			tps=$(printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p')
+			failed=$(printf '%s\n' "$out" | sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p')
+			if [ -z "$tps" ]; then
+				printf '%s\n' "$out" >&2
+				return 1
+			fi
+			if [ -s "$dir/pgbench.err" ] || [ "${failed:-0}" != 0 ]; then
+				note "pgbench $kind run $run: ${failed:-?} failed transactions; $(head -c 300 "$dir/pgbench.err" | tr '\n' ' ')"
+			fi
+			echo "INSERT INTO bench_core_runs VALUES ('pgbench', :run, :'kind', :tps);" |
+				q -d "$main_db" -v run="$run" -v kind="${kind}_tps" -v tps="$tps"
+			# the tickets pgbench wrote must all be searching, each with its player
+			[ "$kind" = mm ] || continue
+			q -d "$main_db" -v run="$run" <<'SQL'
+SELECT count(*) AS n, count(*) FILTER (WHERE status = 'searching') AS s,
+       (SELECT count(*) FROM mm.active_players) AS p FROM mm.tickets \gset
+INSERT INTO bench_core_runs VALUES ('pgbench', :run, 'mm_tickets', :n), ('pgbench', :run, 'mm_searching', :s),
+	('pgbench', :run, 'mm_active_players', :p);
+SQL
+		done
+	done
+	q -d "$main_db" <<'SQL'
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results,
+         mm.backfill_requests, bench_plain;
+SQL
+}
+
+# ---------------------------------------------------------------------------
+# 2: history.  Two databases with the same queue, ids and searching tickets;
+# one holds the history.  Ids of the history come first (tickets 1..H,
+# matches 1..H/10), the sequences continue after them in both.
+# ---------------------------------------------------------------------------
+hist_reset_sql() {
+	cat <<'SQL'
+SET client_min_messages = warning;
+TRUNCATE mm.tickets_active, mm.active_players;
+DELETE FROM mm.tickets_ended WHERE id > :nh;
+DELETE FROM mm.match_players WHERE match_id > :nhm;
+DELETE FROM mm.matches WHERE id > :nhm;
+SELECT setval('mm.tickets_id_seq', :nh + 1, false), setval('mm.matches_id_seq', :nhm + 1, false) \gset dummy_
+SQL
+}
+
+figure_history() {
+	local db
+	PGOPTIONS="-c client_min_messages=warning" q -d postgres -c "DROP DATABASE IF EXISTS $hist_db" -c "CREATE DATABASE $hist_db"
+	q -d "$hist_db" -c "CREATE EXTENSION matchmaking"
+	for db in "$main_db" "$hist_db"; do
+		q -d "$db" -v config="$bench_config" <<'SQL'
+SET client_min_messages = warning;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+DROP TABLE IF EXISTS bench_core_hist_runs;
+CREATE TABLE bench_core_hist_runs (figure text, run int, kind text, value float8);
+SELECT count(mm.create_queue(name, :'config')) FROM (VALUES ('bench'), ('warm')) v(name)
+ WHERE NOT EXISTS (SELECT FROM mm.queues q WHERE q.name = v.name) \gset dummy_
+SQL
+	done
+	say "history: inserting $n_history ended tickets, $n_history_matches matches, $n_history match players"
+	q -d "$hist_db" -v now="$now" -v nh="$n_history" -v nhm="$n_history_matches" <<'SQL'
+-- matches 1..nhm, one every 6 s over the week before now; 80% completed, 20%
+-- cancelled (rejected at acceptance)
+INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps,
+                        acceptance_deadline, cancel_reason)
+SELECT m, 'bench', CASE WHEN m <= :nhm * 0.8 THEN 'completed' ELSE 'cancelled' END,
+       ts, ts + CASE WHEN m <= :nhm * 0.8 THEN interval '30 minutes' ELSE interval '15 seconds' END,
+       (ARRAY['eu', 'us', 'asia'])[1 + m % 3], 0.5 + (m % 50) / 100.0,
+       '{"skill": {"step": 1, "threshold": 150}, "ping": {"step": 0, "threshold": 150}}',
+       CASE WHEN m > :nhm * 0.8 THEN ts + interval '15 seconds' END,
+       CASE WHEN m > :nhm * 0.8 THEN 'rejected' END
+  FROM generate_series(1, :nhm) m,
+       LATERAL (SELECT timestamptz :'now' - interval '7 days' + m * (interval '7 days' / :nhm) AS ts) x;
+-- ten players each: tickets 1..nh
+INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team, accepted)
+SELECT (t - 1) / 10 + 1, 'bench', 'h' || t, t, CASE WHEN (t - 1) % 10 < 5 THEN 'red' ELSE 'blue' END,
+       t <= :nh * 0.8
+  FROM generate_series(1, :nh) t;
+-- the tickets: those of completed matches matched, the others cancelled or timed out
+INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at, match_id, team)
+SELECT t, 'bench',
+       jsonb_build_array(jsonb_build_object('id', 'h' || t,
+         'attributes', jsonb_build_object('skill', 500 + t % 1000),
+         'latencies', jsonb_build_object('eu', 40 + t % 60, 'us', 60 + t % 50, 'asia', 80 + t % 40))),
+       CASE WHEN matched THEN 'matched' WHEN t % 2 = 0 THEN 'cancelled' ELSE 'timed_out' END,
+       ts - interval '40 seconds', ts, CASE WHEN matched THEN ts END,
+       CASE WHEN matched THEN (t - 1) / 10 + 1 END,
+       CASE WHEN NOT matched THEN NULL WHEN (t - 1) % 10 < 5 THEN 'red' ELSE 'blue' END
+  FROM generate_series(1, :nh) t,
+       LATERAL (SELECT t <= :nh * 0.8 AS matched,
+                       timestamptz :'now' - interval '7 days' + ((t - 1) / 10 + 1) * (interval '7 days' / :nhm) AS ts) x;
+VACUUM ANALYZE mm.tickets, mm.matches, mm.match_players;
+SQL
+	q -d "$hist_db" -At -c "SELECT format('history: %s ended tickets (%s), %s matches, %s match players',
+		(SELECT count(*) FROM mm.tickets_ended), pg_size_pretty(pg_total_relation_size('mm.tickets_ended')),
+		(SELECT count(*) FROM mm.matches), (SELECT count(*) FROM mm.match_players))" >&2
+
+	local run kind
+	for run in $(seq 0 "$runs"); do
+		for kind in $(if [ $((run % 2)) = 0 ]; then echo empty history; else echo history empty; fi); do
+			db=$main_db
+			[ "$kind" = history ] && db=$hist_db
+			{
+				hist_reset_sql
+				cat <<'SQL'
+COPY mm.tickets (queue, players, created_at) FROM :'file';
+COPY mm.tickets (queue, players, created_at) FROM :'warm';
+VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
+-- a fresh backend: warm it up with the side queue (plans, caches)
+SELECT mm.tick('warm', :'now') \gset dummy_
+CHECKPOINT;
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT mm.tick('bench', :'now') AS tick_matches \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT tickets_loaded, load_ms, compute_ms, write_ms FROM mm.last_tick_stats() WHERE queue = 'bench' \gset
+INSERT INTO bench_core_hist_runs VALUES ('history', :run, :'kind' || '_ms', (:t1 - :t0) * 1000),
+	('history', :run, :'kind' || '_matches', :tick_matches), ('history', :run, :'kind' || '_loaded', :tickets_loaded),
+	('history', :run, :'kind' || '_load_ms', :load_ms), ('history', :run, :'kind' || '_compute_ms', :compute_ms),
+	('history', :run, :'kind' || '_write_ms', :write_ms);
+SQL
+			} | q -d "$db" -v now="$now" -v run="$run" -v kind="$kind" -v nh="$n_history" \
+				-v nhm="$n_history_matches" -v file="$dir/tickets_hist.tsv" -v warm="$dir/tickets_warm.tsv"
+		done
+	done
+	collect_runs "$hist_db" bench_core_hist_runs
+	collect_runs "$main_db" bench_core_hist_runs
+}
+
+# ---------------------------------------------------------------------------
+# 3: many small queues, SELECT mm.tick(NULL, now).
+# ---------------------------------------------------------------------------
+figure_queues() {
+	PGOPTIONS="-c client_min_messages=warning" q -d postgres -c "DROP DATABASE IF EXISTS $queues_db" -c "CREATE DATABASE $queues_db"
+	q -d "$queues_db" -c "CREATE EXTENSION matchmaking"
+	q -d "$queues_db" -v nq="$n_queues" <<'SQL'
+CREATE TABLE bench_core_runs (figure text, run int, kind text, value float8);
+SELECT count(mm.create_queue('q' || lpad(i::text, 5, '0'), CASE WHEN i % 2 = 1
+	THEN '{"match_size": {"min": 2, "max": 2},
+	       "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 200}]}'::jsonb
+	ELSE '{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}],
+	       "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 200}]}'::jsonb END))
+  FROM generate_series(1, :nq) i \gset dummy_
+SQL
+	{
+		for run in $(seq 0 "$runs"); do
+			echo "\\set run $run"
+			cat <<'SQL'
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
+COPY mm.tickets (queue, players, created_at) FROM :'file';
+VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
+CHECKPOINT;
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT mm.tick(NULL, :'now') AS tick_matches \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT count(*) AS stat_queues, count(*) FILTER (WHERE matches > 0) AS queues_with_matches,
+       sum(tickets_loaded) AS loaded, sum(load_ms) AS load_ms, sum(compute_ms) AS compute_ms,
+       sum(write_ms) AS write_ms
+  FROM mm.last_tick_stats() \gset
+INSERT INTO bench_core_runs VALUES ('queues', :run, 'tick_s', :t1 - :t0), ('queues', :run, 'matches', :tick_matches),
+	('queues', :run, 'stat_queues', :stat_queues), ('queues', :run, 'queues_with_matches', :queues_with_matches),
+	('queues', :run, 'loaded', :loaded), ('queues', :run, 'load_ms', :load_ms),
+	('queues', :run, 'compute_ms', :compute_ms), ('queues', :run, 'write_ms', :write_ms);
+SQL
+		done
+	} | q -d "$queues_db" -v now="$now" -v file="$dir/tickets_queues.tsv" 2> "$dir/queues.err"
+	local warnings
+	warnings=$(grep -c 'skipped queue' "$dir/queues.err" || true)
+	if [ -s "$dir/queues.err" ]; then
+		cat "$dir/queues.err" | head -20 >&2
+		note "mm.tick(NULL) printed $(wc -l < "$dir/queues.err") lines on stderr, $warnings 'skipped queue' warnings: $(head -c 300 "$dir/queues.err" | tr '\n' ' ')"
+	fi
+	collect_runs "$queues_db" bench_core_runs
+}
+
+section "1, 4a, 5: tick vs floor at $n_tickets tickets, COPY enqueue" figure_tick
+section "4b: create_ticket from 8 pgbench clients" figure_pgbench
+section "2: history" figure_history
+section "3: $n_queues small queues" figure_queues
+
+# drop the extra databases (the cluster is thrown away anyway)
+PGOPTIONS="-c client_min_messages=warning" q -d postgres -c "DROP DATABASE IF EXISTS $hist_db" -c "DROP DATABASE IF EXISTS $queues_db" || true
+
+# ---------------------------------------------------------------------------
+# The report.
+# ---------------------------------------------------------------------------
+q -d "$main_db" -v runs="$runs" -v nt="$n_tickets" -v cpus="$(nproc 2>/dev/null || echo '?')" \
+  -v load_start="$load_start" -v load_end="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')" -v nh="$n_history" -v nhs="$n_hist_searching" \
+  -v nq="$n_queues" -v pgs="$pgbench_seconds" <<'SQL'
+-- medians of the recorded runs (run 0 is the warm-up)
+CREATE TEMP VIEW med AS
+SELECT figure, kind, percentile_cont(0.5) WITHIN GROUP (ORDER BY value) AS v,
+       min(value) AS lo, max(value) AS hi, count(*) AS n
+  FROM bench_core_runs WHERE run > 0 GROUP BY figure, kind;
+CREATE FUNCTION pg_temp.m(f text, k text) RETURNS float8 LANGUAGE sql AS
+	$$ SELECT v FROM med WHERE figure = f AND kind = k $$;
+CREATE FUNCTION pg_temp.fmt(x float8, digits int DEFAULT 0) RETURNS text LANGUAGE sql AS
+	$$ SELECT coalesce(to_char(round(x::numeric, digits),
+	                           'FM999,999,999,990' || CASE WHEN digits > 0 THEN '.' || repeat('0', digits) ELSE '' END),
+	                   'n/a') $$;
+CREATE FUNCTION pg_temp.verdict(x float8, limit_ float8) RETURNS text LANGUAGE sql AS
+	$$ SELECT CASE WHEN x IS NULL THEN 'no data' WHEN x <= limit_ THEN 'met' ELSE 'MISSED' END $$;
+
+\echo
+\echo '### Core benchmark (medians of' :runs 'runs after a warm-up; ratio = ours / baseline, so > 1 is slower or bigger)'
+\echo
+\echo '| figure | ours | baseline | ratio | target |'
+\echo '| --- | ---: | ---: | ---: | --- |'
+SELECT format('| %s | %s | %s | %s | %s |', figure, ours, baseline, ratio, target)
+  FROM (VALUES
+	(1, format('1. tick vs physical floor, %s searching tickets, 5v5 (ms)', pg_temp.fmt(:nt)),
+	 pg_temp.fmt(pg_temp.m('tick', 'tick_ms')), pg_temp.fmt(pg_temp.m('tick', 'floor_ms')),
+	 pg_temp.fmt(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'floor_ms'), 2),
+	 '≤ 1.5: ' || pg_temp.verdict(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'floor_ms'), 1.5)),
+	(2, '1a. tick phases: load / compute / write (ms)',
+	 format('%s / %s / %s', pg_temp.fmt(pg_temp.m('tick', 'load_ms'), 1), pg_temp.fmt(pg_temp.m('tick', 'compute_ms'), 1),
+	        pg_temp.fmt(pg_temp.m('tick', 'write_ms'), 1)), '—', '—', '—'),
+	(3, '1b. matches formed / tickets matched (floor writes the same rows)',
+	 format('%s / %s', pg_temp.fmt(pg_temp.m('tick', 'matches')), pg_temp.fmt(pg_temp.m('tick', 'tickets_matched'))),
+	 format('%s / %s', pg_temp.fmt(pg_temp.m('tick', 'matches')), pg_temp.fmt(pg_temp.m('tick', 'tickets_matched'))),
+	 '—', '—'),
+	(4, format('2. tick at %s tickets: %s ended tickets + %s matches in history vs empty (ms)',
+	           pg_temp.fmt(:nhs), pg_temp.fmt(:nh), pg_temp.fmt(:nh / 10)),
+	 pg_temp.fmt(pg_temp.m('history', 'history_ms'), 1), pg_temp.fmt(pg_temp.m('history', 'empty_ms'), 1),
+	 pg_temp.fmt(pg_temp.m('history', 'history_ms') / pg_temp.m('history', 'empty_ms'), 2),
+	 '≤ 1.2: ' || pg_temp.verdict(pg_temp.m('history', 'history_ms') / pg_temp.m('history', 'empty_ms'), 1.2)),
+	(5, '2a. history vs empty, write phase (ms)',
+	 pg_temp.fmt(pg_temp.m('history', 'history_write_ms'), 1), pg_temp.fmt(pg_temp.m('history', 'empty_write_ms'), 1),
+	 pg_temp.fmt(pg_temp.m('history', 'history_write_ms') / pg_temp.m('history', 'empty_write_ms'), 2), '—'),
+	(6, format('3. mm.tick() over %s queues × 20 tickets (s)', pg_temp.fmt(:nq)),
+	 pg_temp.fmt(pg_temp.m('queues', 'tick_s'), 3), '—', '—',
+	 '≤ 1 s: ' || pg_temp.verdict(pg_temp.m('queues', 'tick_s'), 1)),
+	(7, '3a. per queue (ms); matches formed',
+	 format('%s; %s', pg_temp.fmt(pg_temp.m('queues', 'tick_s') * 1000 / :nq, 2), pg_temp.fmt(pg_temp.m('queues', 'matches'))),
+	 '—', '—', '—'),
+	(8, format('4a. COPY %s tickets: mm.tickets vs plain table (ms)', pg_temp.fmt(:nt)),
+	 pg_temp.fmt(pg_temp.m('copy', 'mm_ms')), pg_temp.fmt(pg_temp.m('copy', 'plain_ms')),
+	 pg_temp.fmt(pg_temp.m('copy', 'mm_ms') / pg_temp.m('copy', 'plain_ms'), 2),
+	 '≤ 1.5: ' || pg_temp.verdict(pg_temp.m('copy', 'mm_ms') / pg_temp.m('copy', 'plain_ms'), 1.5)),
+	(9.5, format('4c. COPY %s tickets straight into mm.tickets_active (no statement trigger: no validation, no player claim) vs plain table (ms)', pg_temp.fmt(:nt)),
+	 pg_temp.fmt(pg_temp.m('copy', 'partition_ms')), pg_temp.fmt(pg_temp.m('copy', 'plain_ms')),
+	 pg_temp.fmt(pg_temp.m('copy', 'partition_ms') / pg_temp.m('copy', 'plain_ms'), 2), '—'),
+	(9, format('4b. mm.create_ticket, 8 clients, %s s (tickets/s; baseline: plain INSERT)', :pgs),
+	 pg_temp.fmt(pg_temp.m('pgbench', 'mm_tps')), pg_temp.fmt(pg_temp.m('pgbench', 'plain_tps')),
+	 pg_temp.fmt(pg_temp.m('pgbench', 'plain_tps') / pg_temp.m('pgbench', 'mm_tps'), 2), '—'),
+	(10, format('5. tick memory per ticket at %s (B; baseline: jsonb of the players)', pg_temp.fmt(:nt)),
+	 pg_temp.fmt(pg_temp.m('tick', 'memory_bytes') / pg_temp.m('tick', 'tickets_loaded')),
+	 pg_temp.fmt(pg_temp.m('tick', 'jsonb_bytes')),
+	 pg_temp.fmt(pg_temp.m('tick', 'memory_bytes') / pg_temp.m('tick', 'tickets_loaded') / pg_temp.m('tick', 'jsonb_bytes'), 2),
+	 '≤ 1024 B: ' || pg_temp.verdict(pg_temp.m('tick', 'memory_bytes') / pg_temp.m('tick', 'tickets_loaded'), 1024))
+  ) t(ord, figure, ours, baseline, ratio, target)
+ ORDER BY ord;
+
+\echo
+\echo 'The floor of 1 is physical: the same rows written to plain tables with only their primary keys,'
+\echo 'no triggers, no events, no search: what any matchmaker storing these rows must write.'
+\echo 'Ratio of 4b: plain INSERTs per second / create_ticket calls per second.'
+\echo 'Machine:' :cpus 'CPUs, load average (1, 5, 15 min)' :load_start 'at the start,' :load_end 'at the end.'
+\echo
+\echo '#### Every run (run 0 = warm-up, not in the medians)'
+\echo
+\echo '| figure | value | runs |'
+\echo '| --- | --- | --- |'
+SELECT format('| %s | %s | %s |', figure, kind,
+              string_agg(run || ': ' || CASE WHEN abs(value) >= 100 OR value = round(value) THEN round(value::numeric)::text
+                                             ELSE round(value::numeric, 3)::text END, ', ' ORDER BY run))
+  FROM bench_core_runs GROUP BY figure, kind ORDER BY figure, kind;
+
+-- checks: anything that looked wrong
+\echo
+SELECT 'check: ' || msg FROM (
+	SELECT 'floor did not write the tick''s rows in run ' || run AS msg FROM bench_core_runs
+	 WHERE figure = 'tick' AND kind = 'floor_rows_ok' AND value <> 1
+	UNION ALL
+	SELECT format('run %s: %s tickets left searching but %s active players', a.run, a.value, b.value)
+	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
+	 WHERE a.figure = 'tick' AND a.kind = 'left_searching' AND b.kind = 'left_active_players' AND a.value <> b.value
+	UNION ALL
+	SELECT format('run %s: tick loaded %s of %s searching tickets', a.run, a.value, b.value)
+	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
+	 WHERE a.figure = 'tick' AND a.kind = 'tickets_loaded' AND b.kind = 'searching' AND a.value <> b.value
+	UNION ALL
+	SELECT format('history run %s: %s matches with history, %s without', a.run, a.value, b.value)
+	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
+	 WHERE a.figure = 'history' AND a.kind = 'history_matches' AND b.kind = 'empty_matches' AND a.value <> b.value
+	UNION ALL
+	SELECT format('pgbench run %s: %s of %s tickets searching', a.run, b.value, a.value)
+	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
+	 WHERE a.figure = 'pgbench' AND a.kind = 'mm_tickets' AND b.kind = 'mm_searching' AND a.value <> b.value
+	UNION ALL
+	SELECT format('pgbench run %s: %s tickets but %s active players', a.run, a.value, b.value)
+	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
+	 WHERE a.figure = 'pgbench' AND a.kind = 'mm_tickets' AND b.kind = 'mm_active_players' AND a.value <> b.value
+	UNION ALL
+	SELECT format('queues run %s: stats for %s queues, %s expected', run, value, :nq)
+	  FROM bench_core_runs WHERE figure = 'queues' AND kind = 'stat_queues' AND value <> :nq
+	UNION ALL
+	SELECT note FROM bench_core_notes) c;
+SQL
+
+if [ -n "$failures" ]; then
+	say "sections that failed:$failures"
+	exit 1
+fi
