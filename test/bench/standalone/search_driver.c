@@ -1,7 +1,8 @@
 /*
  * Stand-alone driver: MmSearchMatches on a 5v5 queue (skill difference
- * 50 + 50 every 10 s up to 400, latency 100/120/150 ms on three regions) over N tickets (skill N(1000, 400), latencies N(70, 20),
- * ages n % 120 s), timed, with a hash and optionally a dump of the matches.
+ * 50 + 50 every 10 s up to 400, latency 100/120/150 ms on three regions)
+ * over N tickets (skill N(1000, 400), latencies N(70, 20), ages n % 120 s),
+ * timed, with a hash and optionally a dump of the matches.
  *   ./search N runs [dump-file]      (FRAC=1: non-integer and negative skills)
  * The random numbers are not the bench's (xorshift, not setseed), so the
  * figures are close to the bench's, not equal.
