@@ -63,7 +63,7 @@ COMMENT ON TABLE mm.tickets_active IS 'Searching and proposed tickets: the tick'
 CREATE TABLE mm.tickets_ended PARTITION OF mm.tickets
 	FOR VALUES IN ('matched', 'cancelled', 'timed_out');
 ALTER TABLE mm.tickets_ended ADD PRIMARY KEY (id);
-CREATE INDEX tickets_ended_updated ON mm.tickets_ended USING brin (updated_at);
+CREATE INDEX tickets_ended_times ON mm.tickets_ended USING brin (created_at, updated_at, matched_at);
 COMMENT ON TABLE mm.tickets_ended IS 'Matched, cancelled and timed-out tickets: written once, when the ticket ends';
 
 CREATE TABLE mm.active_players (

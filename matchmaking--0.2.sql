@@ -312,9 +312,10 @@ COMMENT ON TABLE mm.tickets_active IS 'Searching and proposed tickets: the tick'
 CREATE TABLE mm.tickets_ended PARTITION OF mm.tickets
 	FOR VALUES IN ('matched', 'cancelled', 'timed_out');
 ALTER TABLE mm.tickets_ended ADD PRIMARY KEY (id);
--- metrics and retention read ended tickets by time; rows arrive in time
--- order, so a block range index serves them at almost no cost to the tick
-CREATE INDEX tickets_ended_updated ON mm.tickets_ended USING brin (updated_at);
+-- metrics and retention read ended tickets by time windows (created,
+-- ended, matched); rows arrive in time order, so a block range index serves
+-- them at almost no cost to the tick
+CREATE INDEX tickets_ended_times ON mm.tickets_ended USING brin (created_at, updated_at, matched_at);
 COMMENT ON TABLE mm.tickets_ended IS 'Matched, cancelled and timed-out tickets: written once, when the ticket ends';
 
 -- One active ticket per player: a player's row lives from the ticket's
