@@ -74,10 +74,14 @@ SELECT tickets_loaded, tickets_timed_out, matches FROM mm.last_tick_stats();
 -- the player is released and may queue again
 SELECT EXISTS (SELECT 1 FROM mm.active_players WHERE player_id = 'c') AS active;
 SELECT mm.create_ticket('tb_ffa', '[{"id": "c", "attributes": {"skill": 2000}}]', '2026-01-01 00:02:00+00') > 0 AS requeued;
--- a ticket created after now is still matched (its age counts as 0)
-SELECT mm.create_ticket('tb_ffa', '[{"id": "i", "attributes": {"skill": 1990}}]', '2026-01-01 00:05:00+00') > 0 AS future;
+-- a ticket created after now waits for a tick whose now has reached it (a
+-- time to match is never negative)
+SELECT mm.create_ticket('tb_ffa', '[{"id": "i", "attributes": {"skill": 1990}}]', '2026-01-01 00:02:30+00') > 0 AS future;
 SELECT mm.tick('tb_ffa', '2026-01-01 00:02:01+00');
+SELECT tickets_loaded, matches FROM mm.last_tick_stats();
+SELECT mm.tick('tb_ffa', '2026-01-01 00:02:30+00');
 SELECT * FROM pg_temp.matches('tb_ffa') WHERE n = 3;
+SELECT count(*) AS negative_waits FROM mm.tickets WHERE queue = 'tb_ffa' AND matched_at < created_at;
 
 -- tick of all queues (NULL): every queue in name order, the total returned
 SELECT mm.create_queue('tb_all_1', '{"match_size": {"min": 2, "max": 2}}');

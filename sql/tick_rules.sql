@@ -139,7 +139,8 @@ INSERT INTO mm.tickets (queue, players, created_at)
 SELECT q, format('[{"id": "%s_%s", "attributes": {"skill": %s}}]', q, s, s)::jsonb,
 	   '2026-01-01 00:00:00+00'::timestamptz + s * interval '1 ms'
   FROM unnest(ARRAY['tr_avg', 'tr_min', 'tr_max']) q, unnest(ARRAY[1000, 1100, 1200]) s;
-SELECT mm.tick(q, '2026-01-01 00:00:01+00') FROM unnest(ARRAY['tr_avg', 'tr_min', 'tr_max']) q;
+-- (the solos are created up to 1.2 s after the parties: tick once all exist)
+SELECT mm.tick(q, '2026-01-01 00:00:02+00') FROM unnest(ARRAY['tr_avg', 'tr_min', 'tr_max']) q;
 -- each party is matched with the solo at its merged value: 1100, 1000, 1200
 SELECT * FROM pg_temp.matches('tr_avg');
 SELECT * FROM pg_temp.matches('tr_min');

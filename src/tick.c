@@ -166,6 +166,7 @@ static void
 PreparePlans(void)
 {
 	Oid			text1[] = {TEXTOID};
+	Oid			load_args[] = {TEXTOID, TIMESTAMPTZOID};
 	Oid			timeout_args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Oid			int4_1[] = {INT4OID};
 	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
@@ -214,6 +215,11 @@ PreparePlans(void)
 				 " AND created_at OPERATOR(pg_catalog.<) $2"
 				 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED), 'timed_out', $3) AS e(id)",
 				 3, timeout_args);
+	/*
+	 * 0.2 leaves out tickets created after the tick's now (committed after
+	 * the tick's transaction started, or inserted with a later created_at):
+	 * their time to match would be negative.  The next tick takes them.
+	 */
 	KeepPlan(&PlanLoad,
 			 schema01 ?
 			 "SELECT id, created_at, players FROM mm.tickets"
@@ -223,8 +229,9 @@ PreparePlans(void)
 			 "SELECT id, created_at, players, ctid FROM mm.tickets_active"
 			 " WHERE queue OPERATOR(pg_catalog.=) $1"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
+			 " AND created_at OPERATOR(pg_catalog.<=) $2"
 			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
-			 1, text1);
+			 2, load_args);
 	/* match ids are drawn first, so each is paired with its match by position */
 	KeepPlan(&PlanMatchIds,
 			 "SELECT pg_catalog.nextval(CAST('mm.matches_id_seq' AS pg_catalog.regclass))"
@@ -453,7 +460,7 @@ static MmTicket *
 LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *count,
 			MmTicketRows *rows)
 {
-	Datum		values[1];
+	Datum		values[2];
 	Portal		portal;
 	MmTicket   *tickets;
 	int			allocated = 1024;
@@ -466,6 +473,7 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 		rows->ctids = palloc(sizeof(ItemPointerData) * allocated);
 	}
 	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(now);
 	portal = SPI_cursor_open(NULL, PlanLoad, values, NULL, false);
 	BackToQueueContext();
 	for (;;)
