@@ -608,15 +608,17 @@ DECLARE
 	holder_ticket bigint;
 	holder_status text;
 BEGIN
-	-- a plain insert: the primary key refuses a taken player (waiting for a
-	-- concurrent claim to commit or roll back), and the rare refusal is
+	-- a plain insert in player order (no deadlock with a concurrent claim of
+	-- the same players): the primary key refuses a taken player (waiting for
+	-- a concurrent claim to commit or roll back), and the rare refusal is
 	-- explained afterwards
 	BEGIN
 		INSERT INTO mm.active_players (player_id, ticket_id, queue)
 		SELECT p.value ->> 'id', u.ticket_id, u.queue
 		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
 						  unnest(claim_players.players)) AS u(ticket_id, queue, players),
-			   jsonb_array_elements(u.players) p;
+			   jsonb_array_elements(u.players) p
+		 ORDER BY 1;
 		RETURN;
 	EXCEPTION WHEN unique_violation THEN
 		NULL;
@@ -684,12 +686,15 @@ BEGIN
 	PERFORM FROM mm.queues q WHERE q.name IN (SELECT n.queue FROM new_tickets n) FOR KEY SHARE OF q;
 	-- in the order the rows came: the first invalid one is reported
 	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n;
-	-- one active ticket per player: a plain insert; the rare refusal is
-	-- explained by claim_players, which tries again and names the holder
+	-- one active ticket per player: a plain insert, in player order, so that
+	-- two statements claiming the same players in different orders queue up
+	-- on the first one they share instead of deadlocking; the rare refusal
+	-- is explained by claim_players, which tries again and names the holder
 	BEGIN
 		INSERT INTO mm.active_players (player_id, ticket_id, queue)
 		SELECT p.value ->> 'id', n.id, n.queue
-		  FROM new_tickets n, jsonb_array_elements(n.players) p;
+		  FROM new_tickets n, jsonb_array_elements(n.players) p
+		 ORDER BY 1;
 	EXCEPTION WHEN unique_violation THEN
 		PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
 								 array_agg(n.players ORDER BY n.id))
