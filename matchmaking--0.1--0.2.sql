@@ -694,6 +694,114 @@ $$;
 COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
 'What players may see about a queue: searching players and estimated wait, as the queue''s statistics flags allow';
 
+CREATE OR REPLACE FUNCTION mm.queue_stats_by_minute(queue text, from_time timestamptz, to_time timestamptz)
+RETURNS TABLE (minute timestamptz, tickets_created bigint, tickets_matched bigint,
+			   time_to_match_avg_s float8, time_to_match_p95_s float8, matches bigint,
+			   quality_avg float8, timeouts bigint, cancellations bigint, searching_at_end bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	first_minute timestamptz;
+	last_end timestamptz;
+BEGIN
+	IF queue IS NULL OR from_time IS NULL OR to_time IS NULL THEN
+		RAISE EXCEPTION '% must not be null',
+			CASE WHEN queue IS NULL THEN 'queue' WHEN from_time IS NULL THEN 'from_time' ELSE 'to_time' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(from_time) OR NOT isfinite(to_time) THEN
+		RAISE EXCEPTION 'from_time and to_time must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF to_time <= from_time THEN
+		RAISE EXCEPTION 'to_time must be after from_time' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- in seconds: to_time - from_time as an interval overflows for far-apart times
+	IF extract(epoch FROM to_time) - extract(epoch FROM from_time) > 7 * 86400 THEN
+		RAISE EXCEPTION 'from_time and to_time must be at most 7 days apart'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Use mm.queue_stats(time_window, now) for longer spans.';
+	END IF;
+	PERFORM mm.metrics_queues(queue);
+	first_minute := date_trunc('minute', from_time);
+	-- the end of the last minute that starts before to_time
+	last_end := date_trunc('minute', to_time - '1 microsecond'::interval) + '1 minute'::interval;
+
+	RETURN QUERY
+	WITH minutes AS (
+		SELECT g AS minute FROM generate_series(first_minute, last_end - '1 minute'::interval,
+												'1 minute'::interval) g
+	), created AS (
+		SELECT date_trunc('minute', t.created_at) AS minute, count(*) AS n
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue
+		   AND t.created_at >= first_minute AND t.created_at < last_end
+		 GROUP BY 1
+	), matched AS (
+		SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
+			   avg(extract(epoch FROM t.matched_at - t.created_at)::float8) AS wait_avg,
+			   percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM t.matched_at - t.created_at)::float8) AS wait_p95
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue
+		   AND t.matched_at >= first_minute AND t.matched_at < last_end
+		 GROUP BY 1
+	), formed AS (
+		SELECT date_trunc('minute', m.created_at) AS minute, count(*) AS n, avg(m.quality) AS quality
+		  FROM mm.matches m
+		 WHERE m.queue = queue_stats_by_minute.queue
+		   AND m.created_at >= first_minute AND m.created_at < last_end
+		 GROUP BY 1
+	), ended AS (
+		SELECT date_trunc('minute', t.updated_at) AS minute,
+			   count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
+			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at >= first_minute AND t.updated_at < last_end
+		 GROUP BY 1
+	), alive AS (
+		-- tickets searching at the end of some minute of the range: created
+		-- before its end, ended (matched, cancelled, timed out) after the first
+		-- minute's end or not at all; each read through an index
+		SELECT t.created_at, NULL::timestamptz AS ended_at
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status = 'searching' AND t.created_at < last_end
+		UNION ALL
+		SELECT t.created_at, t.matched_at
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
+		   AND t.matched_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+		UNION ALL
+		SELECT t.created_at, t.updated_at
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+	), depth_change AS (
+		-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
+		SELECT d.minute, sum(d.change) AS change
+		  FROM (SELECT greatest(first_minute, date_trunc('minute', a.created_at)) AS minute, 1 AS change
+				  FROM alive a
+				UNION ALL
+				SELECT date_trunc('minute', a.ended_at), -1
+				  FROM alive a WHERE a.ended_at < last_end) d
+		 GROUP BY d.minute
+	)
+	SELECT mi.minute, coalesce(c.n, 0), coalesce(ma.n, 0), ma.wait_avg, ma.wait_p95,
+		   coalesce(f.n, 0), f.quality, coalesce(e.timeouts, 0), coalesce(e.cancellations, 0),
+		   (sum(coalesce(dc.change, 0)) OVER (ORDER BY mi.minute))::bigint
+	  FROM minutes mi
+	  LEFT JOIN created c ON c.minute = mi.minute
+	  LEFT JOIN matched ma ON ma.minute = mi.minute
+	  LEFT JOIN formed f ON f.minute = mi.minute
+	  LEFT JOIN ended e ON e.minute = mi.minute
+	  LEFT JOIN depth_change dc ON dc.minute = mi.minute
+	 ORDER BY mi.minute;
+END;
+$$;
+COMMENT ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestamptz) IS
+'Per minute of a queue, for dashboards: tickets created and matched, time to match, matches, quality, timeouts, cancellations, queue depth';
+
 CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
 	REFERENCING NEW TABLE AS new_tickets
 	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_insert();

@@ -1880,7 +1880,8 @@ BEGIN
 	IF to_time <= from_time THEN
 		RAISE EXCEPTION 'to_time must be after from_time' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	IF to_time - from_time > '7 days'::interval THEN
+	-- in seconds: to_time - from_time as an interval overflows for far-apart times
+	IF extract(epoch FROM to_time) - extract(epoch FROM from_time) > 7 * 86400 THEN
 		RAISE EXCEPTION 'from_time and to_time must be at most 7 days apart'
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'Use mm.queue_stats(time_window, now) for longer spans.';

@@ -259,6 +259,8 @@ SELECT * FROM mm.queue_stats_by_minute('metrics_q', now(), NULL);
 SELECT * FROM mm.queue_stats_by_minute('metrics_q', '2041-06-15 12:00+00', '2041-06-15 12:00+00');
 SELECT * FROM mm.queue_stats_by_minute('metrics_q', '2041-06-15 12:00+00', '2041-06-15 11:00+00');
 SELECT * FROM mm.queue_stats_by_minute('metrics_q', '2041-06-01 00:00+00', '2041-06-08 00:00:01+00');
+-- far apart: to_time - from_time would overflow to a negative interval
+SELECT * FROM mm.queue_stats_by_minute('metrics_q', '1900-01-01', '294276-12-31');
 SELECT * FROM mm.queue_stats_by_minute('metrics_q', '-infinity', '2041-06-15 12:00+00');
 SELECT * FROM mm.queue_stats_by_minute('no_such_queue', '2041-06-15 11:00+00', '2041-06-15 12:00+00');
 
