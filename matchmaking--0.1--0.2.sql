@@ -364,11 +364,8 @@ BEGIN
 	END IF;
 
 	PERFORM mm.end_tickets(ARRAY[cancel_ticket.ticket_id], 'cancelled', now());
-	-- delivered at commit only
-	PERFORM pg_notify('mm_events', jsonb_build_object(
-		'event', 'ticket_cancelled',
-		'queue', ticket_queue,
-		'tickets', jsonb_build_array(cancel_ticket.ticket_id))::text);
+	-- signed, delivered at commit only
+	PERFORM mm.notify_ticket_event('ticket_cancelled', ticket_queue, ARRAY[cancel_ticket.ticket_id]);
 	RETURN true;
 END
 $$;
@@ -928,3 +925,34 @@ SELECT pg_catalog.pg_extension_config_dump('mm.rating_history', '');
 SELECT pg_catalog.pg_extension_config_dump('mm.rating_history_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('mm.matches_archive', '');
 SELECT pg_catalog.pg_extension_config_dump('mm.tickets_archive', '');
+
+-- ---------------------------------------------------------------------
+-- Signed events.
+-- ---------------------------------------------------------------------
+-- The secret that signs every mm_events payload (src/event_signing.c): 32
+-- random bytes made at install.  Readable by no role but the extension's
+-- owner; the extension reads it internally to sign and to verify.
+CREATE TABLE mm.event_key (
+	id integer PRIMARY KEY DEFAULT 1 CONSTRAINT event_key_single_row CHECK (id OPERATOR(pg_catalog.=) 1),
+	key bytea NOT NULL
+		CONSTRAINT event_key_length CHECK (pg_catalog.length(key) OPERATOR(pg_catalog.>=) 16
+										   AND pg_catalog.length(key) OPERATOR(pg_catalog.<=) 256),
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+INSERT INTO mm.event_key (key)
+SELECT pg_catalog.decode(pg_catalog.replace(
+		   CAST(pg_catalog.gen_random_uuid() AS text) OPERATOR(pg_catalog.||)
+		   CAST(pg_catalog.gen_random_uuid() AS text), '-', ''), 'hex');
+REVOKE ALL ON mm.event_key FROM PUBLIC;
+COMMENT ON TABLE mm.event_key IS 'The HMAC-SHA256 key that signs every mm_events payload; secret';
+SELECT pg_catalog.pg_extension_config_dump('mm.event_key', '');
+
+CREATE FUNCTION mm.verify_event(payload text)
+RETURNS boolean
+LANGUAGE C STABLE STRICT
+AS 'MODULE_PATHNAME', 'mm_verify_event';
+COMMENT ON FUNCTION mm.verify_event(text) IS
+'True when an mm_events payload carries this database''s signature ("sig"), so the extension sent it unchanged';
+
+COMMENT ON FUNCTION mm.notify_ticket_event(text, text, bigint[]) IS
+'Queues signed ticket_cancelled or ticket_timed_out events for tickets in that state, split under 8000 bytes; sent at commit';

@@ -12,10 +12,10 @@ SELECT dblink_exec('tick_listener', 'LISTEN mm_events');
 -- Waits (up to 10 s) for n notifications, or for notifications naming
 -- min_tickets tickets in all, on the listener and returns them.
 CREATE FUNCTION pg_temp.wait_events(n integer, min_tickets integer DEFAULT 0)
-RETURNS TABLE (channel text, payload jsonb)
+RETURNS TABLE (channel text, payload jsonb, raw text)
 LANGUAGE plpgsql AS $$
 DECLARE
-	got jsonb[] := '{}';
+	got text[] := '{}';
 	chan text[] := '{}';
 	r record;
 	tries integer := 0;
@@ -23,7 +23,7 @@ DECLARE
 BEGIN
 	LOOP
 		FOR r IN SELECT * FROM dblink_get_notify('tick_listener') LOOP
-			got := got || r.extra::jsonb;
+			got := got || r.extra;
 			chan := chan || r.notify_name;
 			seen_tickets := seen_tickets + coalesce(jsonb_array_length(r.extra::jsonb -> 'tickets'), 0);
 		END LOOP;
@@ -31,13 +31,14 @@ BEGIN
 		tries := tries + 1;
 		PERFORM pg_sleep(0.1);
 	END LOOP;
-	RETURN QUERY SELECT c, p FROM unnest(chan, got) AS u(c, p);
+	RETURN QUERY SELECT c, p::jsonb, p FROM unnest(chan, got) AS u(c, p);
 END
 $$;
--- A payload with match and ticket ids replaced by stable names.
+-- A payload with match and ticket ids replaced by stable names (and without
+-- its signature, checked at the end).
 CREATE FUNCTION pg_temp.readable(p jsonb) RETURNS jsonb
 LANGUAGE sql AS $$
-	SELECT p - 'match_id' - 'tickets'
+	SELECT p - 'match_id' - 'tickets' - 'sig'
 		   || jsonb_build_object('tickets',
 				(SELECT jsonb_agg(t.players -> 0 ->> 'id' ORDER BY u.ord)
 				   FROM jsonb_array_elements_text(p -> 'tickets') WITH ORDINALITY AS u(id, ord)
@@ -156,10 +157,69 @@ SELECT count(DISTINCT e.payload) BETWEEN 2 AND 10 AS batched,
 	   count(DISTINCT t) AS distinct_tickets,
 	   count(*) FILTER (WHERE t::text::bigint NOT IN (SELECT id FROM te_drop_tickets)) AS strangers,
 	   max(octet_length(payload::text)) < 8000 AS under_limit,
-	   bool_and(payload ->> 'event' = 'ticket_cancelled' AND payload ->> 'queue' = 'te_drop') AS all_cancelled
+	   bool_and(payload ->> 'event' = 'ticket_cancelled' AND payload ->> 'queue' = 'te_drop') AS all_cancelled,
+	   bool_and(mm.verify_event(e.raw)) AS all_signed
   FROM pg_temp.wait_events(2, 2000) e, jsonb_array_elements(e.payload -> 'tickets') t;
 DELETE FROM mm.players WHERE id LIKE 'drop%';
 
+-- Signatures.  Every payload ends with "sig": the HMAC-SHA256, under the key
+-- in mm.event_key, of the payload without that member; anyone may NOTIFY
+-- mm_events, so a listener tells ours from forged ones by it.
+UPDATE mm.event_key SET key = decode(repeat('ab', 32), 'hex');
+SELECT mm.create_queue('te_sig', '{"match_size": {"min": 2, "max": 2}}');
+SELECT mm.cancel_ticket(mm.create_ticket('te_sig', '[{"id": "sig1"}]', '2026-01-01 00:00:00+00'));
+-- forged: a made-up signature, and none at all
+SELECT pg_notify('mm_events', '{"event": "ticket_cancelled", "queue": "te_sig", "tickets": [1], "sig": "'
+				 || repeat('0', 64) || '"}');
+SELECT pg_notify('mm_events', '{"event": "match_assigned", "queue": "te_sig", "match_id": 1, "connection": "evil:7777"}');
+CREATE TEMP TABLE te_sig_events AS SELECT raw FROM pg_temp.wait_events(3);
+-- ours verifies, the forged ones do not, and a changed byte breaks ours
+SELECT raw::jsonb ->> 'event' AS event, raw::jsonb ? 'sig' AS has_sig, mm.verify_event(raw) AS genuine,
+	   mm.verify_event(replace(raw, '"te_sig"', '"te_sih"')) AS altered
+  FROM te_sig_events ORDER BY 1, 3;
+-- the signature is the standard HMAC-SHA256, what a client computes with its
+-- own library: SHA256((K xor opad) || SHA256((K xor ipad) || m)), here with
+-- K = 32 bytes 0xab (zero-padded to 64) and m = the payload without its
+-- last member ', "sig": "<64 hex>"' (76 characters with the closing brace)
+SELECT encode(sha256(decode(repeat('f7', 32) || repeat('5c', 32), 'hex')
+				 || sha256(decode(repeat('9d', 32) || repeat('36', 32), 'hex')
+						   || convert_to(left(raw, length(raw) - 76) || '}', 'UTF8'))), 'hex')
+	   = substr(raw, length(raw) - 65, 64) AS standard_hmac
+  FROM te_sig_events WHERE mm.verify_event(raw);
+-- another key: the same payload no longer verifies
+UPDATE mm.event_key SET key = decode(repeat('cd', 32), 'hex');
+SELECT bool_or(mm.verify_event(raw)) AS any_verifies_under_another_key FROM te_sig_events;
+-- odd input: false, or NULL for NULL
+SELECT mm.verify_event('') AS empty, mm.verify_event('{}') AS object, mm.verify_event(NULL) IS NULL AS null_in,
+	   mm.verify_event(repeat('x', 200)) AS garbage;
+-- events are only signed for tickets in the state they announce
+-- (sig2 is searching, sig1 was cancelled, not timed out)
+SELECT mm.create_ticket('te_sig', '[{"id": "sig2"}]', '2026-01-01 00:00:00+00') > 0 AS created;
+DO $$
+DECLARE
+	event text;
+	player text;
+BEGIN
+	FOR event, player IN VALUES ('ticket_cancelled', 'sig2'), ('ticket_timed_out', 'sig1') LOOP
+		BEGIN
+			PERFORM mm.notify_ticket_event(event, 'te_sig',
+				ARRAY(SELECT t.id FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = player));
+			RAISE NOTICE '% of %: sent', event, player;
+		EXCEPTION WHEN invalid_parameter_value THEN
+			RAISE NOTICE '% of %: %', event, player, regexp_replace(SQLERRM, '[0-9]+', 'N');
+		END;
+	END LOOP;
+END
+$$;
+-- the key is secret: only its owner reads it
+CREATE ROLE te_reader;
+GRANT USAGE ON SCHEMA mm TO te_reader;
+SET ROLE te_reader;
+SELECT key FROM mm.event_key;
+RESET ROLE;
+REVOKE USAGE ON SCHEMA mm FROM te_reader;
+DROP ROLE te_reader;
+
 SELECT dblink_disconnect('tick_listener');
-SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['te_q', 'te_big', 'te_lock']) q;
+SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['te_q', 'te_big', 'te_lock', 'te_sig']) q;
 DROP EXTENSION dblink;

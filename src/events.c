@@ -10,6 +10,7 @@
 
 #include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
@@ -51,55 +52,60 @@ AppendHead(StringInfo buf, const char *event, const char *queue)
 	escape_json(buf, queue);
 }
 
-/* The match_found payload, compact when the full one is too large. */
-char *
-MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
-					double quality, int nteams, const MmEventTeam *teams,
-					int ntickets, const int64 *ticket_ids)
+/* Signs a payload and queues it; it goes out at commit. */
+static void
+SignAndNotify(StringInfo payload)
 {
-	StringInfoData buf;
+	MmSignPayload(payload);
+	Async_Notify(MM_EVENTS_CHANNEL, payload->data);
+}
+
+/* The match_found payload into buf, compact when the full one is too large. */
+static void
+MatchFoundPayload(StringInfo buf, const char *queue, int64 match_id, const char *region,
+				  double quality, int nteams, const MmEventTeam *teams,
+				  int ntickets, const int64 *ticket_ids)
+{
 	char	   *quality_text;
 	int			t,
 				p;
 
-	initStringInfo(&buf);
-	AppendHead(&buf, "match_found", queue);
-	appendStringInfo(&buf, ", \"match_id\": " INT64_FORMAT ", \"region\": ", match_id);
-	AppendJsonString(&buf, region);
+	AppendHead(buf, "match_found", queue);
+	appendStringInfo(buf, ", \"match_id\": " INT64_FORMAT ", \"region\": ", match_id);
+	AppendJsonString(buf, region);
 	quality_text = float8out_internal(quality);
-	appendStringInfo(&buf, ", \"quality\": %s, \"teams\": [", quality_text);
+	appendStringInfo(buf, ", \"quality\": %s, \"teams\": [", quality_text);
 	pfree(quality_text);
 	for (t = 0; t < nteams; t++)
 	{
-		appendStringInfoString(&buf, t > 0 ? ", {\"name\": " : "{\"name\": ");
-		AppendJsonString(&buf, teams[t].name);
-		appendStringInfoString(&buf, ", \"players\": [");
+		appendStringInfoString(buf, t > 0 ? ", {\"name\": " : "{\"name\": ");
+		AppendJsonString(buf, teams[t].name);
+		appendStringInfoString(buf, ", \"players\": [");
 		for (p = 0; p < teams[t].nplayers; p++)
 		{
 			if (p > 0)
-				appendStringInfoString(&buf, ", ");
-			escape_json(&buf, teams[t].player_ids[p]);
+				appendStringInfoString(buf, ", ");
+			escape_json(buf, teams[t].player_ids[p]);
 		}
-		appendStringInfoString(&buf, "]}");
+		appendStringInfoString(buf, "]}");
 	}
-	appendStringInfoChar(&buf, ']');
-	AppendIdArray(&buf, "tickets", ntickets, ticket_ids);
-	appendStringInfoChar(&buf, '}');
-	if (buf.len <= MM_EVENT_PAYLOAD_MAX)
-		return buf.data;
+	appendStringInfoChar(buf, ']');
+	AppendIdArray(buf, "tickets", ntickets, ticket_ids);
+	appendStringInfoChar(buf, '}');
+	if (buf->len <= MM_EVENT_BODY_MAX)
+		return;
 
 	/* too large: ids only; the client reads the rest from mm.match_players */
-	resetStringInfo(&buf);
-	AppendHead(&buf, "match_found", queue);
-	appendStringInfo(&buf, ", \"match_id\": " INT64_FORMAT, match_id);
-	AppendIdArray(&buf, "tickets", ntickets, ticket_ids);
-	appendStringInfoString(&buf, ", \"truncated\": true}");
-	if (buf.len <= MM_EVENT_PAYLOAD_MAX)
-		return buf.data;
-	resetStringInfo(&buf);
-	AppendHead(&buf, "match_found", queue);
-	appendStringInfo(&buf, ", \"match_id\": " INT64_FORMAT ", \"truncated\": true}", match_id);
-	return buf.data;
+	resetStringInfo(buf);
+	AppendHead(buf, "match_found", queue);
+	appendStringInfo(buf, ", \"match_id\": " INT64_FORMAT, match_id);
+	AppendIdArray(buf, "tickets", ntickets, ticket_ids);
+	appendStringInfoString(buf, ", \"truncated\": true}");
+	if (buf->len <= MM_EVENT_BODY_MAX)
+		return;
+	resetStringInfo(buf);
+	AppendHead(buf, "match_found", queue);
+	appendStringInfo(buf, ", \"match_id\": " INT64_FORMAT ", \"truncated\": true}", match_id);
 }
 
 /* Queues a match_found notification (sent at commit). */
@@ -108,11 +114,13 @@ MmNotifyMatchFound(const char *queue, int64 match_id, const char *region,
 				   double quality, int nteams, const MmEventTeam *teams,
 				   int ntickets, const int64 *ticket_ids)
 {
-	char	   *payload = MmMatchFoundPayload(queue, match_id, region, quality,
-											  nteams, teams, ntickets, ticket_ids);
+	StringInfoData payload;
 
-	Async_Notify(MM_EVENTS_CHANNEL, payload);
-	pfree(payload);
+	initStringInfo(&payload);
+	MatchFoundPayload(&payload, queue, match_id, region, quality, nteams, teams,
+					  ntickets, ticket_ids);
+	SignAndNotify(&payload);
+	pfree(payload.data);
 }
 
 /* Queues ticket events, split so each payload stays under the limit. */
@@ -131,10 +139,10 @@ MmNotifyTickets(const char *event, const char *queue, int ntickets, const int64 
 		AppendHead(&buf, event, queue);
 		appendStringInfoString(&buf, ", \"tickets\": [");
 		/* 24 bytes: the longest id, its separator and the closing "]}" */
-		for (; i < ntickets && (i == first || buf.len + 24 <= MM_EVENT_PAYLOAD_MAX); i++)
+		for (; i < ntickets && (i == first || buf.len + 24 <= MM_EVENT_BODY_MAX); i++)
 			appendStringInfo(&buf, "%s" INT64_FORMAT, i > first ? ", " : "", ticket_ids[i]);
 		appendStringInfoString(&buf, "]}");
-		Async_Notify(MM_EVENTS_CHANNEL, buf.data);
+		SignAndNotify(&buf);
 	}
 	pfree(buf.data);
 }
@@ -142,10 +150,53 @@ MmNotifyTickets(const char *event, const char *queue, int ntickets, const int64 
 PG_FUNCTION_INFO_V1(mm_notify_ticket_event);
 
 /*
+ * Refuses to announce a ticket that is not in the state the event names:
+ * the payload is signed, so a listener may act on it, and this function is
+ * open to SQL callers.
+ */
+static void
+CheckTicketsEnded(const char *event, const char *queue, ArrayType *ids)
+{
+	const char *status = strcmp(event, "ticket_cancelled") == 0 ? "cancelled" : "timed_out";
+	Oid			argtypes[3] = {INT8ARRAYOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	int			rc;
+
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	values[0] = PointerGetDatum(ids);
+	values[1] = CStringGetTextDatum(queue);
+	values[2] = CStringGetTextDatum(status);
+	rc = SPI_execute_with_args("SELECT u.id FROM pg_catalog.unnest($1) AS u(id)"
+							   " WHERE NOT EXISTS (SELECT FROM mm.tickets t"
+							   " WHERE t.id OPERATOR(pg_catalog.=) u.id"
+							   " AND t.queue OPERATOR(pg_catalog.=) $2"
+							   " AND t.status OPERATOR(pg_catalog.=) $3)"
+							   " LIMIT 1",
+							   3, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "checking the tickets of an event failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ticket " INT64_FORMAT " is not %s in queue \"%s\"", id, status, queue),
+				 errdetail("An event is only sent for tickets in the state it announces.")));
+	}
+	if ((rc = SPI_finish()) != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
+}
+
+/*
  * mm.notify_ticket_event(event text, queue text, tickets bigint[]) RETURNS void
  *
- * Queues a ticket event for SQL callers (mm.drop_queue's bulk cancel), split
- * under the payload limit exactly as the tick's ticket_timed_out.
+ * Queues a ticket event for SQL callers (mm.cancel_ticket, mm.drop_queue's
+ * bulk cancel), split under the payload limit exactly as the tick's
+ * ticket_timed_out, once every ticket is checked to be in that state.
  */
 Datum
 mm_notify_ticket_event(PG_FUNCTION_ARGS)
@@ -178,6 +229,8 @@ mm_notify_ticket_event(PG_FUNCTION_ARGS)
 					 errmsg("tickets must not contain nulls")));
 		ids[i] = DatumGetInt64(elems[i]);
 	}
+	if (n > 0)
+		CheckTicketsEnded(event, queue, array);
 	MmNotifyTickets(event, queue, n, ids);
 	PG_RETURN_VOID();
 }

@@ -4,7 +4,7 @@
  *
  * Every state change the extension announces goes through here, so the
  * payloads keep one shape: a JSON object with "event" and "queue", then the
- * event's fields.  Payloads are built to stay under PostgreSQL's 8000-byte
+ * event's fields, and last the signature "sig" (event_signing.c).  Payloads are built to stay under PostgreSQL's 8000-byte
  * NOTIFY limit: a match_found that would be larger goes out compact (ids
  * only, "truncated": true); a ticket list that would be larger is split into
  * several notifications of the same event.
@@ -14,9 +14,15 @@
 
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
+
 #define MM_EVENTS_CHANNEL "mm_events"
 /* Async_Notify refuses payloads of 8000 bytes or more. */
 #define MM_EVENT_PAYLOAD_MAX 7999
+/* What the signature adds: , "sig": "<64 hex digits>" */
+#define MM_EVENT_SIGNATURE_BYTES 75
+/* The most a payload may hold before it is signed. */
+#define MM_EVENT_BODY_MAX (MM_EVENT_PAYLOAD_MAX - MM_EVENT_SIGNATURE_BYTES)
 
 /* One team of a match, for the match_found payload. */
 typedef struct MmEventTeam
@@ -41,9 +47,10 @@ extern void MmNotifyMatchFound(const char *queue, int64 match_id, const char *re
 extern void MmNotifyTickets(const char *event, const char *queue,
 							int ntickets, const int64 *ticket_ids);
 
-/* The match_found payload, exposed for tests of its size handling. */
-extern char *MmMatchFoundPayload(const char *queue, int64 match_id, const char *region,
-								 double quality, int nteams, const MmEventTeam *teams,
-								 int ntickets, const int64 *ticket_ids);
+/*
+ * Signs a payload (event_signing.c): appends "sig", the HMAC-SHA256 of the
+ * payload under the database's event key.  Every payload goes through it.
+ */
+extern void MmSignPayload(StringInfo payload);
 
 #endif							/* MM_EVENTS_H */
