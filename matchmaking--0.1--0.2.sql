@@ -32,6 +32,7 @@ COMMENT ON TABLE mm.players IS 'Server-side player attributes (trusted: clients 
 -- ---------------------------------------------------------------------
 ALTER TABLE mm.tickets RENAME TO tickets_01;
 ALTER SEQUENCE mm.tickets_id_seq RENAME TO tickets_01_id_seq;
+ALTER TABLE mm.ticket_players RENAME TO ticket_players_01;
 
 CREATE SEQUENCE mm.tickets_id_seq;
 CREATE TABLE mm.tickets (
@@ -93,14 +94,12 @@ SELECT t.id, t.queue, t.players, t.status, t.created_at, t.updated_at, t.matched
   FROM mm.tickets_01 t
  WHERE t.status OPERATOR(pg_catalog.<>) ALL (ARRAY['searching', 'proposed']);
 INSERT INTO mm.active_players (player_id, ticket_id, queue)
-SELECT tp.player_id, tp.ticket_id, tp.queue FROM mm.ticket_players tp WHERE tp.active;
+SELECT tp.player_id, tp.ticket_id, tp.queue FROM mm.ticket_players_01 tp WHERE tp.active;
 SELECT pg_catalog.setval('mm.tickets_id_seq',
 	   GREATEST(pg_catalog.nextval('mm.tickets_01_id_seq'::pg_catalog.regclass),
 						   (SELECT pg_catalog.max(id) OPERATOR(pg_catalog.+) 1 FROM mm.tickets_01)),
 	   false);
 
-DROP TABLE mm.ticket_players;
-DROP TABLE mm.tickets_01;
 
 -- The players of every ticket, one row each, read from the tickets' players
 -- (for queries; one active ticket per player is kept by mm.active_players).
@@ -162,17 +161,29 @@ BEGIN
 	-- the same players): the primary key refuses a taken player (waiting for
 	-- a concurrent claim to commit or roll back), and the rare refusal is
 	-- explained afterwards
-	BEGIN
-		INSERT INTO mm.active_players (player_id, ticket_id, queue)
-		SELECT p.value ->> 'id', u.ticket_id, u.queue
-		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
-						  unnest(claim_players.players)) AS u(ticket_id, queue, players),
-			   jsonb_array_elements(u.players) p
-		 ORDER BY 1;
-		RETURN;
-	EXCEPTION WHEN unique_violation THEN
-		NULL;
-	END;
+	FOR attempt IN 1 .. 2 LOOP
+		BEGIN
+			INSERT INTO mm.active_players (player_id, ticket_id, queue)
+			SELECT p.value ->> 'id', u.ticket_id, u.queue
+			  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
+							  unnest(claim_players.players)) AS u(ticket_id, queue, players),
+				   jsonb_array_elements(u.players) p
+			 ORDER BY 1;
+			RETURN;
+		EXCEPTION WHEN unique_violation THEN
+			NULL;
+		END;
+		-- A claim whose ticket is gone (its partition written or truncated
+		-- directly) is stale: drop it and try once more.  Only in READ
+		-- COMMITTED, where a fresh snapshot sees the holder's commit that the
+		-- refusal waited for.
+		EXIT WHEN attempt = 2 OR current_setting('transaction_isolation') <> 'read committed';
+		DELETE FROM mm.active_players a
+		 USING unnest(claim_players.players) AS u(players), jsonb_array_elements(u.players) p
+		 WHERE a.player_id = p.value ->> 'id'
+		   AND NOT EXISTS (SELECT FROM mm.tickets_active t WHERE t.id = a.ticket_id);
+		EXIT WHEN NOT FOUND;
+	END LOOP;
 
 	-- the first player, in ticket order, that is taken or repeated
 	WITH new_players AS (
@@ -209,18 +220,31 @@ COMMENT ON FUNCTION mm.claim_players(bigint[], text[], jsonb[]) IS
 
 CREATE OR REPLACE FUNCTION mm.tickets_after_insert() RETURNS trigger
 	LANGUAGE plpgsql
+	-- the inserting role needs no privilege on mm.queues (a row lock) or
+	-- mm.active_players: this trigger only checks and claims what it inserted
+	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	SET jit = off
 	AS $$
 DECLARE
 	bad record;
 BEGIN
-	SELECT n.id, n.status, n.match_id IS NOT NULL AS has_match INTO bad
+	-- the sequence hands out new ids; an explicit one must not repeat an
+	-- ended ticket's (the partitions' primary keys are separate)
+	SELECT n.id, n.status, n.match_id IS NOT NULL AS has_match,
+		   n.status = 'searching' AND n.match_id IS NULL AND n.matched_at IS NULL
+		   AND n.updated_at IS NULL AND n.team IS NULL AS fresh INTO bad
 	  FROM new_tickets n
 	 WHERE n.status <> 'searching' OR n.match_id IS NOT NULL OR n.matched_at IS NOT NULL
 		OR n.updated_at IS NOT NULL OR n.team IS NOT NULL
+		OR (n.id <= (SELECT max(e.id) FROM mm.tickets_ended e)
+			AND EXISTS (SELECT FROM mm.tickets_ended e WHERE e.id = n.id))
 	 LIMIT 1;
-	IF FOUND THEN
+	IF FOUND AND bad.fresh THEN
+		RAISE EXCEPTION 'ticket id % is already used', bad.id
+			USING ERRCODE = 'unique_violation',
+				  HINT = 'Leave id to its default (mm.tickets_id_seq).';
+	ELSIF FOUND THEN
 		RAISE EXCEPTION 'a new ticket must start searching, without a match'
 			USING ERRCODE = 'check_violation',
 				  DETAIL = format('Ticket %s was inserted with status %s%s.', bad.id, bad.status,
@@ -254,13 +278,14 @@ COMMENT ON FUNCTION mm.tickets_after_insert() IS
 
 CREATE OR REPLACE FUNCTION mm.tickets_after_update() RETURNS trigger
 	LANGUAGE plpgsql
+	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	SET jit = off
 	AS $$
 BEGIN
 	DELETE FROM mm.active_players ap
-	 USING old_tickets o JOIN new_tickets n ON n.id = o.id
-	 WHERE ap.ticket_id = o.id
+	 USING old_tickets o JOIN new_tickets n ON n.id = o.id, jsonb_array_elements(o.players) p
+	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id
 	   AND o.status IN ('searching', 'proposed') AND n.status NOT IN ('searching', 'proposed');
 	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
 							 array_agg(n.players ORDER BY n.id))
@@ -275,16 +300,32 @@ COMMENT ON FUNCTION mm.tickets_after_update() IS
 
 CREATE OR REPLACE FUNCTION mm.tickets_after_delete() RETURNS trigger
 	LANGUAGE plpgsql
+	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	SET jit = off
 	AS $$
 BEGIN
-	DELETE FROM mm.active_players ap USING old_tickets o WHERE ap.ticket_id = o.id;
+	DELETE FROM mm.active_players ap USING old_tickets o, jsonb_array_elements(o.players) p
+	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id;
 	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION mm.tickets_after_delete() IS
 	'Trigger: releases the players of deleted tickets';
+
+-- TRUNCATE of the tickets (or of their active partition) releases every player.
+CREATE FUNCTION mm.tickets_after_truncate() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	DELETE FROM mm.active_players;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_truncate() IS
+	'Trigger: releases every player when the active tickets are truncated';
 
 CREATE OR REPLACE FUNCTION mm.tickets_refuse_change() RETURNS trigger
 	LANGUAGE plpgsql
@@ -474,10 +515,13 @@ BEGIN
 			 LIMIT batch_size - cardinality(ticket_ids)
 			   FOR UPDATE SKIP LOCKED);
 	END LOOP;
-	-- a purged match takes its tickets along (a matched ticket needs its match)
+	-- a purged match takes its ended tickets along (a matched ticket needs
+	-- its match), found through its players; a ticket back in the active
+	-- partition (searching again) stays
 	ticket_ids := ticket_ids || ARRAY(
-		SELECT t.id FROM mm.tickets t
-		 WHERE t.match_id = ANY (match_ids) AND t.id <> ALL (ticket_ids)
+		SELECT t.id FROM mm.tickets_ended t
+		 WHERE t.id IN (SELECT mp.ticket_id FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids))
+		   AND t.match_id = ANY (match_ids) AND t.id <> ALL (ticket_ids)
 		 ORDER BY t.id FOR UPDATE);
 
 	IF archive THEN
@@ -486,12 +530,12 @@ BEGIN
 			SELECT mp.*, now FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
 		INSERT INTO mm.match_results_archive
 			SELECT r.*, now FROM mm.match_results r WHERE r.match_id = ANY (match_ids);
-		INSERT INTO mm.tickets_archive SELECT t.*, now FROM mm.tickets t WHERE t.id = ANY (ticket_ids);
+		INSERT INTO mm.tickets_archive SELECT t.*, now FROM mm.tickets_ended t WHERE t.id = ANY (ticket_ids);
 	END IF;
 
 	-- match_results go by ON DELETE CASCADE; match players are deleted here
 	DELETE FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
-	DELETE FROM mm.tickets t WHERE t.id = ANY (ticket_ids);
+	DELETE FROM mm.tickets_ended t WHERE t.id = ANY (ticket_ids);
 	GET DIAGNOSTICS n = ROW_COUNT;
 	tickets_purged := n;
 	DELETE FROM mm.matches m WHERE m.id = ANY (match_ids);
@@ -808,6 +852,14 @@ CREATE TRIGGER tickets_after_update AFTER UPDATE ON mm.tickets
 CREATE TRIGGER tickets_after_delete AFTER DELETE ON mm.tickets
 	REFERENCING OLD TABLE AS old_tickets
 	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_delete();
+CREATE TRIGGER tickets_after_truncate AFTER TRUNCATE ON mm.tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_truncate();
+CREATE TRIGGER tickets_active_after_truncate AFTER TRUNCATE ON mm.tickets_active
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_truncate();
+REVOKE ALL ON FUNCTION mm.tickets_after_insert() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mm.tickets_after_update() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mm.tickets_after_delete() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mm.tickets_after_truncate() FROM PUBLIC;
 CREATE TRIGGER tickets_refuse_change BEFORE UPDATE OF id, queue, players ON mm.tickets
 	FOR EACH ROW
 	WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.queue IS DISTINCT FROM NEW.queue
@@ -885,9 +937,6 @@ INSERT INTO mm.matches_archive (id, queue, status, created_at, updated_at, regio
 SELECT id, queue, status, created_at, updated_at, region, quality, rule_steps, connection, properties,
 	   archived_at
   FROM mm.matches_archive_01;
--- leaving the extension first removes it from pg_dump's list of config tables
-ALTER EXTENSION matchmaking DROP TABLE mm.matches_archive_01;
-DROP TABLE mm.matches_archive_01;
 COMMENT ON TABLE mm.matches_archive IS 'Finished matches moved out by mm.purge_finished(archive => true)';
 
 ALTER TABLE mm.tickets_archive RENAME TO tickets_archive_01;
@@ -896,15 +945,13 @@ CREATE TABLE mm.tickets_archive (LIKE mm.tickets);
 ALTER TABLE mm.tickets_archive ADD COLUMN archived_at timestamptz NOT NULL;
 CREATE INDEX tickets_archive_queue_created ON mm.tickets_archive (queue, created_at);
 INSERT INTO mm.tickets_archive (id, queue, players, status, created_at, updated_at,
-								matched_at, match_id, archived_at)
-SELECT id, queue, players, status, created_at, updated_at, matched_at, match_id, archived_at
-  FROM mm.tickets_archive_01;
--- leaving the extension first removes it from pg_dump's list of config tables
-ALTER EXTENSION matchmaking DROP TABLE mm.tickets_archive_01;
-DROP TABLE mm.tickets_archive_01;
--- leaving the extension first removes it from pg_dump's list of config tables
-ALTER EXTENSION matchmaking DROP TABLE mm.ticket_players_archive;
-DROP TABLE mm.ticket_players_archive;
+								matched_at, match_id, team, archived_at)
+SELECT t.id, t.queue, t.players, t.status, t.created_at, t.updated_at, t.matched_at, t.match_id,
+	   (SELECT mp.team FROM mm.match_players_archive mp
+		 WHERE mp.ticket_id OPERATOR(pg_catalog.=) t.id AND mp.match_id OPERATOR(pg_catalog.=) t.match_id
+		 LIMIT 1),
+	   t.archived_at
+  FROM mm.tickets_archive_01 t;
 COMMENT ON TABLE mm.tickets_archive IS 'Finished tickets moved out by mm.purge_finished(archive => true)';
 
 -- pg_dump keeps user data only for tables registered here (and sequences).
@@ -956,3 +1003,52 @@ COMMENT ON FUNCTION mm.verify_event(text) IS
 
 COMMENT ON FUNCTION mm.notify_ticket_event(text, text, bigint[]) IS
 'Queues signed ticket_cancelled or ticket_timed_out events for tickets in that state, split under 8000 bytes; sent at commit';
+
+-- ---------------------------------------------------------------------
+-- 0.1's tables go, their privileges passed on.
+-- ---------------------------------------------------------------------
+-- Privileges granted on 0.1's tables carry over to the tables that replace
+-- them (and inserting tickets needs the new id sequence).
+DO $$
+DECLARE
+	g record;
+	target text;
+BEGIN
+	FOR g IN
+		SELECT c.relname::text AS old_name, a.grantee, a.privilege_type, a.is_grantable
+		  FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+		 WHERE c.relnamespace OPERATOR(pg_catalog.=) CAST('mm' AS pg_catalog.regnamespace)
+		   AND c.relname OPERATOR(pg_catalog.=) ANY (ARRAY['tickets_01', 'ticket_players_01',
+										'matches_archive_01', 'tickets_archive_01']::name[])
+		   AND a.grantee OPERATOR(pg_catalog.<>) c.relowner
+	LOOP
+		FOREACH target IN ARRAY CASE g.old_name
+			WHEN 'tickets_01' THEN ARRAY['mm.tickets', 'mm.tickets_active', 'mm.tickets_ended']
+			WHEN 'ticket_players_01' THEN ARRAY['mm.ticket_players', 'mm.active_players']
+			WHEN 'matches_archive_01' THEN ARRAY['mm.matches_archive']
+			ELSE ARRAY['mm.tickets_archive'] END
+		LOOP
+			EXECUTE pg_catalog.format('GRANT %s ON %s TO %s%s', g.privilege_type, target,
+				CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+					 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END,
+				CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+		END LOOP;
+		IF g.old_name OPERATOR(pg_catalog.=) 'tickets_01'
+		   AND g.privilege_type OPERATOR(pg_catalog.=) 'INSERT' THEN
+			EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE mm.tickets_id_seq TO %s',
+				CASE WHEN g.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+					 ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(g.grantee)) END);
+		END IF;
+	END LOOP;
+END
+$$;
+
+DROP TABLE mm.ticket_players_01;
+DROP TABLE mm.tickets_01;
+-- leaving the extension first removes each from pg_dump's list of config tables
+ALTER EXTENSION matchmaking DROP TABLE mm.matches_archive_01;
+DROP TABLE mm.matches_archive_01;
+ALTER EXTENSION matchmaking DROP TABLE mm.tickets_archive_01;
+DROP TABLE mm.tickets_archive_01;
+ALTER EXTENSION matchmaking DROP TABLE mm.ticket_players_archive;
+DROP TABLE mm.ticket_players_archive;

@@ -1,4 +1,4 @@
-/* matchmaking--0.1.sql */
+/* matchmaking--0.2.sql */
 
 -- complain if script is sourced in psql, rather than via CREATE EXTENSION
 \echo Use "CREATE EXTENSION matchmaking" to load this file. \quit
@@ -630,17 +630,29 @@ BEGIN
 	-- the same players): the primary key refuses a taken player (waiting for
 	-- a concurrent claim to commit or roll back), and the rare refusal is
 	-- explained afterwards
-	BEGIN
-		INSERT INTO mm.active_players (player_id, ticket_id, queue)
-		SELECT p.value ->> 'id', u.ticket_id, u.queue
-		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
-						  unnest(claim_players.players)) AS u(ticket_id, queue, players),
-			   jsonb_array_elements(u.players) p
-		 ORDER BY 1;
-		RETURN;
-	EXCEPTION WHEN unique_violation THEN
-		NULL;
-	END;
+	FOR attempt IN 1 .. 2 LOOP
+		BEGIN
+			INSERT INTO mm.active_players (player_id, ticket_id, queue)
+			SELECT p.value ->> 'id', u.ticket_id, u.queue
+			  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
+							  unnest(claim_players.players)) AS u(ticket_id, queue, players),
+				   jsonb_array_elements(u.players) p
+			 ORDER BY 1;
+			RETURN;
+		EXCEPTION WHEN unique_violation THEN
+			NULL;
+		END;
+		-- A claim whose ticket is gone (its partition written or truncated
+		-- directly) is stale: drop it and try once more.  Only in READ
+		-- COMMITTED, where a fresh snapshot sees the holder's commit that the
+		-- refusal waited for.
+		EXIT WHEN attempt = 2 OR current_setting('transaction_isolation') <> 'read committed';
+		DELETE FROM mm.active_players a
+		 USING unnest(claim_players.players) AS u(players), jsonb_array_elements(u.players) p
+		 WHERE a.player_id = p.value ->> 'id'
+		   AND NOT EXISTS (SELECT FROM mm.tickets_active t WHERE t.id = a.ticket_id);
+		EXIT WHEN NOT FOUND;
+	END LOOP;
 
 	-- the first player, in ticket order, that is taken or repeated
 	WITH new_players AS (
@@ -681,18 +693,31 @@ COMMENT ON FUNCTION mm.claim_players(bigint[], text[], jsonb[]) IS
 -- carries mm.active_players itself.
 CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
 	LANGUAGE plpgsql
+	-- the inserting role needs no privilege on mm.queues (a row lock) or
+	-- mm.active_players: this trigger only checks and claims what it inserted
+	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	SET jit = off
 	AS $$
 DECLARE
 	bad record;
 BEGIN
-	SELECT n.id, n.status, n.match_id IS NOT NULL AS has_match INTO bad
+	-- the sequence hands out new ids; an explicit one must not repeat an
+	-- ended ticket's (the partitions' primary keys are separate)
+	SELECT n.id, n.status, n.match_id IS NOT NULL AS has_match,
+		   n.status = 'searching' AND n.match_id IS NULL AND n.matched_at IS NULL
+		   AND n.updated_at IS NULL AND n.team IS NULL AS fresh INTO bad
 	  FROM new_tickets n
 	 WHERE n.status <> 'searching' OR n.match_id IS NOT NULL OR n.matched_at IS NOT NULL
 		OR n.updated_at IS NOT NULL OR n.team IS NOT NULL
+		OR (n.id <= (SELECT max(e.id) FROM mm.tickets_ended e)
+			AND EXISTS (SELECT FROM mm.tickets_ended e WHERE e.id = n.id))
 	 LIMIT 1;
-	IF FOUND THEN
+	IF FOUND AND bad.fresh THEN
+		RAISE EXCEPTION 'ticket id % is already used', bad.id
+			USING ERRCODE = 'unique_violation',
+				  HINT = 'Leave id to its default (mm.tickets_id_seq).';
+	ELSIF FOUND THEN
 		RAISE EXCEPTION 'a new ticket must start searching, without a match'
 			USING ERRCODE = 'check_violation',
 				  DETAIL = format('Ticket %s was inserted with status %s%s.', bad.id, bad.status,
@@ -734,13 +759,14 @@ CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
 -- them claims its players again.
 CREATE FUNCTION mm.tickets_after_update() RETURNS trigger
 	LANGUAGE plpgsql
+	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	SET jit = off
 	AS $$
 BEGIN
 	DELETE FROM mm.active_players ap
-	 USING old_tickets o JOIN new_tickets n ON n.id = o.id
-	 WHERE ap.ticket_id = o.id
+	 USING old_tickets o JOIN new_tickets n ON n.id = o.id, jsonb_array_elements(o.players) p
+	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id
 	   AND o.status IN ('searching', 'proposed') AND n.status NOT IN ('searching', 'proposed');
 	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
 							 array_agg(n.players ORDER BY n.id))
@@ -759,11 +785,13 @@ CREATE TRIGGER tickets_after_update AFTER UPDATE ON mm.tickets
 
 CREATE FUNCTION mm.tickets_after_delete() RETURNS trigger
 	LANGUAGE plpgsql
+	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	SET jit = off
 	AS $$
 BEGIN
-	DELETE FROM mm.active_players ap USING old_tickets o WHERE ap.ticket_id = o.id;
+	DELETE FROM mm.active_players ap USING old_tickets o, jsonb_array_elements(o.players) p
+	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id;
 	RETURN NULL;
 END
 $$;
@@ -773,6 +801,31 @@ COMMENT ON FUNCTION mm.tickets_after_delete() IS
 CREATE TRIGGER tickets_after_delete AFTER DELETE ON mm.tickets
 	REFERENCING OLD TABLE AS old_tickets
 	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_delete();
+
+-- TRUNCATE of the tickets (or of their active partition) releases every player.
+CREATE FUNCTION mm.tickets_after_truncate() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	DELETE FROM mm.active_players;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_truncate() IS
+	'Trigger: releases every player when the active tickets are truncated';
+
+CREATE TRIGGER tickets_after_truncate AFTER TRUNCATE ON mm.tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_truncate();
+CREATE TRIGGER tickets_active_after_truncate AFTER TRUNCATE ON mm.tickets_active
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_truncate();
+
+-- The ticket triggers run as the extension's owner; nobody calls them.
+REVOKE ALL ON FUNCTION mm.tickets_after_insert() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mm.tickets_after_update() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mm.tickets_after_delete() FROM PUBLIC;
+REVOKE ALL ON FUNCTION mm.tickets_after_truncate() FROM PUBLIC;
 
 -- A ticket's id, queue and players are fixed once it exists.
 CREATE FUNCTION mm.tickets_refuse_change() RETURNS trigger
@@ -1347,10 +1400,13 @@ BEGIN
 			 LIMIT batch_size - cardinality(ticket_ids)
 			   FOR UPDATE SKIP LOCKED);
 	END LOOP;
-	-- a purged match takes its tickets along (a matched ticket needs its match)
+	-- a purged match takes its ended tickets along (a matched ticket needs
+	-- its match), found through its players; a ticket back in the active
+	-- partition (searching again) stays
 	ticket_ids := ticket_ids || ARRAY(
-		SELECT t.id FROM mm.tickets t
-		 WHERE t.match_id = ANY (match_ids) AND t.id <> ALL (ticket_ids)
+		SELECT t.id FROM mm.tickets_ended t
+		 WHERE t.id IN (SELECT mp.ticket_id FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids))
+		   AND t.match_id = ANY (match_ids) AND t.id <> ALL (ticket_ids)
 		 ORDER BY t.id FOR UPDATE);
 
 	IF archive THEN
@@ -1359,12 +1415,12 @@ BEGIN
 			SELECT mp.*, now FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
 		INSERT INTO mm.match_results_archive
 			SELECT r.*, now FROM mm.match_results r WHERE r.match_id = ANY (match_ids);
-		INSERT INTO mm.tickets_archive SELECT t.*, now FROM mm.tickets t WHERE t.id = ANY (ticket_ids);
+		INSERT INTO mm.tickets_archive SELECT t.*, now FROM mm.tickets_ended t WHERE t.id = ANY (ticket_ids);
 	END IF;
 
 	-- match_results go by ON DELETE CASCADE; match players are deleted here
 	DELETE FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
-	DELETE FROM mm.tickets t WHERE t.id = ANY (ticket_ids);
+	DELETE FROM mm.tickets_ended t WHERE t.id = ANY (ticket_ids);
 	GET DIAGNOSTICS n = ROW_COUNT;
 	tickets_purged := n;
 	DELETE FROM mm.matches m WHERE m.id = ANY (match_ids);

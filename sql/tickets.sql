@@ -220,6 +220,41 @@ SELECT mm.create_ticket('tk-teams', '[{"id": "tk-x1", "attributes": {"xp": 1e12,
 ROLLBACK;
 
 --
+-- Ids and claims stay sound whatever writes the tables.
+--
+-- an explicit id that an ended ticket already has is refused (each partition
+-- has its own primary key)
+SELECT pg_temp.try(format($$INSERT INTO mm.tickets (id, queue, players) VALUES (%s, 'tk-teams', '[{"id": "tk-r1"}]')$$,
+						  :a1_ticket)) AS reused_id;
+-- a claim left behind by a delete straight from the partition is stale: the
+-- player's next ticket replaces it
+SELECT mm.create_ticket('tk-teams', '[{"id": "tk-s1"}]', '2026-01-01 10:00') AS s1_ticket \gset
+DELETE FROM mm.tickets_active WHERE id = :s1_ticket;
+SELECT count(*) AS stale_claims FROM mm.active_players WHERE player_id = 'tk-s1';
+SELECT mm.create_ticket('tk-teams', '[{"id": "tk-s1"}]', '2026-01-01 10:00') <> :s1_ticket AS queued_again;
+SELECT ticket_id <> :s1_ticket AS claim_replaced FROM mm.active_players WHERE player_id = 'tk-s1';
+-- TRUNCATE of the active tickets releases every player
+BEGIN;
+TRUNCATE mm.tickets_active;
+SELECT count(*) AS claims_after_truncate FROM mm.active_players;
+ROLLBACK;
+-- a role with INSERT on mm.tickets and USAGE on its sequence creates tickets:
+-- the trigger (SECURITY DEFINER) checks the queue and claims the players
+CREATE ROLE tk_frontend;
+GRANT USAGE ON SCHEMA mm TO tk_frontend;
+GRANT INSERT ON mm.tickets TO tk_frontend;
+GRANT USAGE ON SEQUENCE mm.tickets_id_seq TO tk_frontend;
+SET ROLE tk_frontend;
+INSERT INTO mm.tickets (queue, players, created_at) VALUES ('tk-teams', '[{"id": "tk-f1"}]', '2026-01-01 10:00');
+SELECT count(*) FROM mm.active_players;
+RESET ROLE;
+SELECT count(*) AS claimed FROM mm.active_players WHERE player_id = 'tk-f1';
+REVOKE ALL ON mm.tickets FROM tk_frontend;
+REVOKE ALL ON SEQUENCE mm.tickets_id_seq FROM tk_frontend;
+REVOKE ALL ON SCHEMA mm FROM tk_frontend;
+DROP ROLE tk_frontend;
+
+--
 -- Clean up.
 --
 SELECT mm.drop_queue('tk-ffa', force => true);
