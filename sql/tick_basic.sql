@@ -83,6 +83,16 @@ SELECT mm.tick('tb_ffa', '2026-01-01 00:02:30+00');
 SELECT * FROM pg_temp.matches('tb_ffa') WHERE n = 3;
 SELECT count(*) AS negative_waits FROM mm.tickets WHERE queue = 'tb_ffa' AND matched_at < created_at;
 
+-- a notification queue filled to matchmaking.max_notify_queue_usage stops a
+-- tick before it forms matches (its commit would fail); 0 stands for a full queue
+SET matchmaking.max_notify_queue_usage = 0;
+\set VERBOSITY sqlstate
+SELECT mm.tick('tb_ffa', '2026-01-01 00:02:31+00');
+\set VERBOSITY default
+RESET matchmaking.max_notify_queue_usage;
+SHOW matchmaking.max_notify_queue_usage;
+SET matchmaking.max_notify_queue_usage = 1.5;
+
 -- tick of all queues (NULL): every queue in name order, the total returned
 SELECT mm.create_queue('tb_all_1', '{"match_size": {"min": 2, "max": 2}}');
 SELECT mm.create_queue('tb_all_2', '{"match_size": {"min": 3, "max": 3}}');

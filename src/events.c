@@ -16,6 +16,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
+#include "utils/fmgrprotos.h"
 #include "utils/json.h"
 
 #include "events.h"
@@ -50,6 +51,31 @@ AppendHead(StringInfo buf, const char *event, const char *queue)
 	escape_json(buf, event);
 	appendStringInfoString(buf, ", \"queue\": ");
 	escape_json(buf, queue);
+}
+
+/*
+ * A listening session that stops reading its notifications holds the queue's
+ * tail, and the queue fills; the commit of a transaction that NOTIFYs then
+ * fails.  A tick would do all its work only to be rolled back at commit, tick
+ * after tick, so it stops first and says why.
+ */
+void
+MmCheckNotifyQueue(void)
+{
+	LOCAL_FCINFO(fcinfo, 0);
+	double		usage;
+
+	InitFunctionCallInfoData(*fcinfo, NULL, 0, InvalidOid, NULL, NULL);
+	usage = DatumGetFloat8(pg_notification_queue_usage(fcinfo));
+	if (usage >= MmMaxNotifyQueueUsage)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the notification queue is %.1f%% full", usage * 100),
+				 errdetail("mm.tick announces every match on mm_events at commit, which fails "
+						   "with the queue full; no match was formed (matchmaking.max_notify_queue_usage = %g).",
+						   MmMaxNotifyQueueUsage),
+				 errhint("A session that listens is not reading its notifications: the server log "
+						 "names it (\"NOTIFY queue is ... full\").")));
 }
 
 /* Signs a payload and queues it; it goes out at commit. */

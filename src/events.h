@@ -24,6 +24,18 @@
 /* The most a payload may hold before it is signed. */
 #define MM_EVENT_BODY_MAX (MM_EVENT_PAYLOAD_MAX - MM_EVENT_SIGNATURE_BYTES)
 
+/*
+ * matchmaking.max_notify_queue_usage: from this fill level of PostgreSQL's
+ * notification queue on, mm.tick refuses to run (MmCheckNotifyQueue).
+ */
+extern double MmMaxNotifyQueueUsage;
+
+/*
+ * Raises an error when the notification queue is filled to
+ * MmMaxNotifyQueueUsage: a tick would form matches whose commit then fails.
+ */
+extern void MmCheckNotifyQueue(void);
+
 /* One team of a match, for the match_found payload. */
 typedef struct MmEventTeam
 {

@@ -977,6 +977,7 @@ mm_tick(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("now must be a finite timestamp")));
 
+	MmCheckNotifyQueue();
 	LastStatsCount = 0;
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
