@@ -492,7 +492,13 @@ BEGIN
 	IF now IN ('infinity', '-infinity') THEN
 		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	cutoff := now - older_than;
+	BEGIN
+		cutoff := now - older_than;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'older_than reaches before the earliest timestamp'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'now - older_than is out of range.';
+	END;
 
 	-- the oldest finished matches, queue by queue (the indexes lead with queue)
 	match_ids := '{}';
@@ -842,6 +848,37 @@ END;
 $$;
 COMMENT ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestamptz) IS
 'Per minute of a queue, for dashboards: tickets created and matched, time to match, matches, quality, timeouts, cancellations, queue depth';
+
+CREATE OR REPLACE FUNCTION mm.metrics_check_window(time_window interval, now timestamptz)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF time_window IS NULL THEN
+		RAISE EXCEPTION 'time_window must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF time_window <= '0'::interval THEN
+		RAISE EXCEPTION 'time_window must be positive: %', time_window USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF now IN ('infinity', '-infinity') THEN
+		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- the window's start must be a timestamp
+	BEGIN
+		PERFORM now - time_window;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'time_window reaches before the earliest timestamp'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'now - time_window is out of range.';
+	END;
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_check_window(interval, timestamptz) IS
+'Raises an error unless time_window is positive, now finite and now - time_window a timestamp (shared by the metrics functions)';
 
 CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
 	REFERENCING NEW TABLE AS new_tickets

@@ -1377,7 +1377,13 @@ BEGIN
 	IF now IN ('infinity', '-infinity') THEN
 		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	cutoff := now - older_than;
+	BEGIN
+		cutoff := now - older_than;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'older_than reaches before the earliest timestamp'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'now - older_than is out of range.';
+	END;
 
 	-- the oldest finished matches, queue by queue (the indexes lead with queue)
 	match_ids := '{}';
@@ -1628,10 +1634,18 @@ BEGIN
 	IF now IN ('infinity', '-infinity') THEN
 		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	-- the window's start must be a timestamp
+	BEGIN
+		PERFORM now - time_window;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'time_window reaches before the earliest timestamp'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'now - time_window is out of range.';
+	END;
 END;
 $$;
 COMMENT ON FUNCTION mm.metrics_check_window(interval, timestamptz) IS
-'Raises an error unless time_window is positive and now finite (shared by the metrics functions)';
+'Raises an error unless time_window is positive, now finite and now - time_window a timestamp (shared by the metrics functions)';
 
 -- The queues a metrics function covers: the named one (which must exist), or
 -- every queue for NULL.  An array, so the queries use the (queue, ...) indexes.

@@ -246,6 +246,9 @@ SELECT * FROM mm.queue_stats('1 hour', NULL);
 SELECT * FROM mm.queue_stats('1 hour', 'infinity');
 SELECT * FROM mm.ticket_metrics('no_such_queue');
 SELECT * FROM mm.match_stats('-1 hour');
+-- a window reaching before the earliest timestamp (now - time_window would overflow)
+SELECT * FROM mm.queue_stats('178000000 years');
+SELECT * FROM mm.ticket_metrics('metrics_q', '1 day', '4714-11-24 00:30:00+00 BC');
 SELECT * FROM mm.match_metrics('no_such_queue');
 SELECT * FROM mm.match_details('metrics_q', '1 hour', now(), NULL);
 SELECT * FROM mm.health_report('metrics_q', NULL);

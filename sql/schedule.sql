@@ -145,6 +145,7 @@ SELECT t.id - :t1 AS ticket, t.status, t.updated_at, t.match_id IS NOT NULL AS h
 -- argument checks
 SELECT mm.purge_finished(NULL);
 SELECT mm.purge_finished('-1 second');
+SELECT mm.purge_finished('178000000 years');
 SELECT mm.purge_finished('1 day', NULL);
 SELECT mm.purge_finished('1 day', 0);
 SELECT mm.purge_finished('1 day', 1000001);
