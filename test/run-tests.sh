@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The full test suite: pg_regress, isolation specs and TAP tests, against a
-# freshly built and installed extension on a throwaway cluster.
+# freshly built and installed extension on a throwaway cluster, and the pure C
+# core under AddressSanitizer/UBSan (test/sanitize).
 #   bash test/run-tests.sh            # everything
-#   MM_SUITES="regress" bash test/run-tests.sh   # a subset: regress isolation tap
+#   MM_SUITES="regress" bash test/run-tests.sh   # a subset: regress isolation tap sanitize
 source "$(dirname "$0")/scripts/common.sh"
 
 mm_init 54329
-suites=${MM_SUITES:-"regress isolation tap"}
+suites=${MM_SUITES:-"regress isolation tap sanitize"}
 
 # the simulator is built too: a TAP test drives it
 MM_BUILD_TARGETS=sim mm_setup_throwaway
@@ -68,6 +69,29 @@ for suite in $suites; do
 		passed=$((passed + ${t:-0} - fl))
 		failed=$((failed + fl))
 		[ "$status" -ne 0 ] && [ "$fl" -eq 0 ] && grep -q 'Result: FAIL' tap.log && failed=$((failed + 1))
+		;;
+	sanitize)
+		# stand-alone programs, each one test; a time limit each, so a hang fails
+		mm_log "sanitizer tests (test/sanitize)"
+		if ! mm_as_user make -C test/sanitize --no-print-directory -s -j"$(nproc 2>/dev/null || echo 2)" \
+			PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" all > sanitize-build.log 2>&1; then
+			echo "sanitize: build ... FAILED"
+			head -c 20000 sanitize-build.log
+			status=1
+			failed=$((failed + 1))
+			continue
+		fi
+		for t in $(make -C test/sanitize --no-print-directory -s print-TESTS); do
+			if (cd test/sanitize && mm_as_user timeout 180 "./$t") > "sanitize-$t.log" 2>&1; then
+				printf 'sanitize %-24s ... ok    (%s)\n' "$t" "$(tail -n 1 "sanitize-$t.log")"
+				passed=$((passed + 1))
+			else
+				printf 'sanitize %-24s ... FAILED\n' "$t"
+				head -c 20000 "sanitize-$t.log"
+				status=1
+				failed=$((failed + 1))
+			fi
+		done
 		;;
 	*) echo "unknown suite $suite" >&2; exit 2 ;;
 	esac
