@@ -30,6 +30,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "miscadmin.h"
@@ -482,9 +483,20 @@ CandidatesStart(SearchState *s)
 	if (v->kind != MM_VALUE_PRESENT)
 		return;
 
+	/*
+	 * The window only preselects candidates; the rule decides (max - min <=
+	 * threshold, rounded).  v - t and v + t are rounded too and may fall just
+	 * inside a value the rule accepts, so the window reaches a few units in
+	 * the last place further.
+	 */
 	s->windowed = true;
-	s->window_lo = v->number - s->rule_threshold[s->main_rule];
-	s->window_hi = v->number + s->rule_threshold[s->main_rule];
+	{
+		double		t = s->rule_threshold[s->main_rule];
+		double		slack = 4 * DBL_EPSILON * (fabs(v->number) + t);
+
+		s->window_lo = v->number - t - slack;
+		s->window_hi = v->number + t + slack;
+	}
 	{
 		int			lo = LowerBound(s, s->window_lo, false);
 		int			hi = LowerBound(s, s->window_hi, true);
