@@ -1015,7 +1015,8 @@ SELECT pg_catalog.pg_extension_config_dump('mm.tickets_archive', '');
 -- ---------------------------------------------------------------------
 -- The secret that signs every mm_events payload (src/event_signing.c): 32
 -- random bytes made at install.  Readable by no role but the extension's
--- owner; the extension reads it internally to sign and to verify.
+-- owner; the extension reads it internally to sign and to verify.  Not in
+-- pg_dump's output: a restored database makes its own key.
 CREATE TABLE mm.event_key (
 	id integer PRIMARY KEY DEFAULT 1 CONSTRAINT event_key_single_row CHECK (id OPERATOR(pg_catalog.=) 1),
 	key bytea NOT NULL
@@ -1029,7 +1030,6 @@ SELECT pg_catalog.decode(pg_catalog.replace(
 		   CAST(pg_catalog.gen_random_uuid() AS text), '-', ''), 'hex');
 REVOKE ALL ON mm.event_key FROM PUBLIC;
 COMMENT ON TABLE mm.event_key IS 'The HMAC-SHA256 key that signs every mm_events payload; secret';
-SELECT pg_catalog.pg_extension_config_dump('mm.event_key', '');
 
 CREATE FUNCTION mm.verify_event(payload text)
 RETURNS boolean
