@@ -229,18 +229,27 @@ CREATE OR REPLACE FUNCTION mm.tickets_after_insert() RETURNS trigger
 DECLARE
 	bad record;
 BEGIN
-	-- the sequence hands out new ids; an explicit one must not repeat an
-	-- ended ticket's (the partitions' primary keys are separate)
+	-- ids come from mm.tickets_id_seq: an explicit one must be one it has
+	-- handed out (an id ahead of it would collide with a later default) and
+	-- not an ended ticket's (the partitions' primary keys are separate)
 	SELECT n.id, n.status, n.match_id IS NOT NULL AS has_match,
 		   n.status = 'searching' AND n.match_id IS NULL AND n.matched_at IS NULL
-		   AND n.updated_at IS NULL AND n.team IS NULL AS fresh INTO bad
+		   AND n.updated_at IS NULL AND n.team IS NULL AS fresh,
+		   n.id > (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
+					 FROM mm.tickets_id_seq) AS ahead INTO bad
 	  FROM new_tickets n
 	 WHERE n.status <> 'searching' OR n.match_id IS NOT NULL OR n.matched_at IS NOT NULL
 		OR n.updated_at IS NOT NULL OR n.team IS NOT NULL
+		OR n.id > (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
+					 FROM mm.tickets_id_seq)
 		OR (n.id <= (SELECT max(e.id) FROM mm.tickets_ended e)
 			AND EXISTS (SELECT FROM mm.tickets_ended e WHERE e.id = n.id))
 	 LIMIT 1;
-	IF FOUND AND bad.fresh THEN
+	IF FOUND AND bad.fresh AND bad.ahead THEN
+		RAISE EXCEPTION 'ticket id % was not drawn from mm.tickets_id_seq', bad.id
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Leave id to its default.';
+	ELSIF FOUND AND bad.fresh THEN
 		RAISE EXCEPTION 'ticket id % is already used', bad.id
 			USING ERRCODE = 'unique_violation',
 				  HINT = 'Leave id to its default (mm.tickets_id_seq).';
@@ -282,7 +291,19 @@ CREATE OR REPLACE FUNCTION mm.tickets_after_update() RETURNS trigger
 	SET search_path = pg_catalog, pg_temp
 	SET jit = off
 	AS $$
+DECLARE
+	final record;
 BEGIN
+	-- a matched ticket's status is final: it sits in its match's players
+	SELECT o.id, n.status INTO final
+	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+	 WHERE o.status = 'matched' AND n.status <> 'matched'
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'ticket % is matched: its status cannot become %', final.id, final.status
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'A matched ticket ends with its match.';
+	END IF;
 	DELETE FROM mm.active_players ap
 	 USING old_tickets o JOIN new_tickets n ON n.id = o.id, jsonb_array_elements(o.players) p
 	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id

@@ -74,6 +74,10 @@ SELECT tickets_loaded, tickets_timed_out, matches FROM mm.last_tick_stats();
 -- the player is released and may queue again
 SELECT EXISTS (SELECT 1 FROM mm.active_players WHERE player_id = 'c') AS active;
 SELECT mm.create_ticket('tb_ffa', '[{"id": "c", "attributes": {"skill": 2000}}]', '2026-01-01 00:02:00+00') > 0 AS requeued;
+-- a matched ticket's status is final (it sits in its match's players): 55000
+\set VERBOSITY sqlstate
+UPDATE mm.tickets SET status = 'cancelled' WHERE queue = 'tb_ffa' AND status = 'matched';
+\set VERBOSITY default
 -- a ticket created after now waits for a tick whose now has reached it (a
 -- time to match is never negative)
 SELECT mm.create_ticket('tb_ffa', '[{"id": "i", "attributes": {"skill": 1990}}]', '2026-01-01 00:02:30+00') > 0 AS future;

@@ -226,6 +226,9 @@ ROLLBACK;
 -- has its own primary key)
 SELECT pg_temp.try(format($$INSERT INTO mm.tickets (id, queue, players) VALUES (%s, 'tk-teams', '[{"id": "tk-r1"}]')$$,
 						  :a1_ticket)) AS reused_id;
+-- an explicit id ahead of the sequence would collide with a later default one
+SELECT pg_temp.try($$INSERT INTO mm.tickets (id, queue, players)
+	VALUES ((SELECT last_value + 10 FROM mm.tickets_id_seq), 'tk-teams', '[{"id": "tk-r2"}]')$$) AS id_ahead;
 -- a claim left behind by a delete straight from the partition is stale: the
 -- player's next ticket replaces it
 SELECT mm.create_ticket('tk-teams', '[{"id": "tk-s1"}]', '2026-01-01 10:00') AS s1_ticket \gset
