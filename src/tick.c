@@ -453,8 +453,7 @@ ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 
 /*
  * Loads the searching tickets oldest first, locking them (SKIP LOCKED).
- * With rows (0.2's write path), also keeps each ticket's ctid, creation
- * time and players.
+ * With rows (0.2's write path), also keeps each ticket's ctid.
  */
 static MmTicket *
 LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *count,
@@ -561,23 +560,33 @@ RuleStepsJson(const MmQueueConfig *config, const MmFoundMatch *m, StringInfo buf
 	return pnstrdup(buf->data, buf->len);
 }
 
+/*
+ * Runs a kept write plan and checks its outcome: the SPI code, and the rows
+ * it wrote unless rows is negative.  what names the step in the errors.
+ */
+static void
+RunWrite(SPIPlanPtr plan, Datum *values, int expected_rc, int64 rows, const char *what)
+{
+	int			rc = SPI_execute_plan(plan, values, NULL, false, 0);
+
+	BackToQueueContext();
+	if (rc != expected_rc)
+		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+	if (rows >= 0 && SPI_processed != (uint64) rows)
+		elog(ERROR, "%s wrote " UINT64_FORMAT " rows instead of " INT64_FORMAT,
+			 what, SPI_processed, rows);
+}
+
 /* 0.1's schema: the matched tickets' statuses are updated in place. */
 static void
 MarkTicketsMatched01(TimestampTz now, int ntickets, const int64 *ids, const int64 *match_ids)
 {
 	Datum		values[3];
-	int			rc;
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = PointerGetDatum(MmBuildInt8Array(ids, ntickets));
 	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
-	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "marking tickets matched failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed != (uint64) ntickets)
-		elog(ERROR, "marking tickets matched updated " UINT64_FORMAT " tickets instead of %d",
-			 SPI_processed, ntickets);
+	RunWrite(PlanUpdateTickets, values, SPI_OK_UPDATE, ntickets, "marking tickets matched");
 }
 
 /*
@@ -592,8 +601,7 @@ MoveMatchedTickets(TimestampTz now, const MmTicketRows *rows, int ntickets,
 	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
 	ArrayType  *row_ids;
 	Datum		values[4];
-	int			rc,
-				i;
+	int			i;
 
 	for (i = 0; i < ntickets; i++)
 		datums[i] = PointerGetDatum(&rows->ctids[t_index[i]]);
@@ -605,28 +613,13 @@ MoveMatchedTickets(TimestampTz now, const MmTicketRows *rows, int ntickets,
 	values[1] = PointerGetDatum(row_ids);
 	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
 	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
-	rc = SPI_execute_plan(PlanUpdateTickets, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "writing matched tickets failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed != (uint64) ntickets)
-		elog(ERROR, "writing matched tickets wrote " UINT64_FORMAT " rows instead of %d",
-			 SPI_processed, ntickets);
+	RunWrite(PlanUpdateTickets, values, SPI_OK_INSERT, ntickets, "writing matched tickets");
 
 	values[0] = PointerGetDatum(row_ids);
-	rc = SPI_execute_plan(PlanDeleteActive, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "deleting matched tickets failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed != (uint64) ntickets)
-		elog(ERROR, "deleting matched tickets deleted " UINT64_FORMAT " rows instead of %d",
-			 SPI_processed, ntickets);
+	RunWrite(PlanDeleteActive, values, SPI_OK_DELETE, ntickets, "deleting matched tickets");
 
 	values[0] = PointerGetDatum(player_ids);
-	rc = SPI_execute_plan(PlanReleasePlayers, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "releasing matched players failed: %s", SPI_result_code_string(rc));
+	RunWrite(PlanReleasePlayers, values, SPI_OK_DELETE, -1, "releasing matched players");
 }
 
 /* Writes the matches in bulk and queues their events. */
@@ -700,13 +693,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	values[3] = PointerGetDatum(MmBuildFloat8Array(qualities, nm));
 	values[4] = PointerGetDatum(MmBuildTextArray(steps, nm));
 	values[5] = PointerGetDatum(MmBuildInt8Array(match_ids, nm));
-	rc = SPI_execute_plan(PlanInsertMatches, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "inserting matches failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed != (uint64) nm)
-		elog(ERROR, "inserting matches wrote " UINT64_FORMAT " rows instead of %d",
-			 SPI_processed, nm);
+	RunWrite(PlanInsertMatches, values, SPI_OK_INSERT, nm, "inserting matches");
 
 	/* mm.match_players and the tickets */
 	mp_match = palloc(sizeof(int64) * nplayers);
@@ -749,13 +736,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	pfree(mp_ticket);
 	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, nplayers));
 	pfree(mp_team);
-	rc = SPI_execute_plan(PlanInsertPlayers, values, NULL, false, 0);
-	BackToQueueContext();
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "inserting match players failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed != (uint64) nplayers)
-		elog(ERROR, "inserting match players wrote " UINT64_FORMAT " rows instead of %d",
-			 SPI_processed, nplayers);
+	RunWrite(PlanInsertPlayers, values, SPI_OK_INSERT, nplayers, "inserting match players");
 
 	if (PlansForSchema01)
 		MarkTicketsMatched01(now, ntickets, t_ids, t_match);

@@ -29,31 +29,7 @@ is($node->safe_psql('up', "SELECT extversion FROM pg_extension WHERE extname = '
 
 # --- fill it through 0.1's API, every call at an explicit time
 $node->safe_psql(
-	'up', q{
-	SELECT mm.create_queue('duel', '{"match_size": {"min": 2, "max": 2},
-	  "teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}],
-	  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100}]}');
-	SELECT mm.create_queue('ffa', '{"match_size": {"min": 2, "max": 4}, "ticket_timeout_seconds": 60}');
-
-	-- duel: a and b match, c waits (too far), d is cancelled
-	SELECT mm.create_ticket('duel', '[{"id": "a", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:00+00');
-	SELECT mm.create_ticket('duel', '[{"id": "b", "attributes": {"skill": 1050}}]', '2026-01-01 00:00:01+00');
-	SELECT mm.create_ticket('duel', '[{"id": "c", "attributes": {"skill": 3000}}]', '2026-01-01 00:00:02+00');
-	SELECT mm.cancel_ticket(mm.create_ticket('duel', '[{"id": "d", "attributes": {"skill": 5000}}]',
-											 '2026-01-01 00:00:03+00'));
-	SELECT mm.tick('duel', '2026-01-01 00:00:10+00');
-
-	-- ffa: a party of two matches with x; y times out alone
-	SELECT mm.create_ticket('ffa', '[{"id": "p1"}, {"id": "p2"}]', '2026-01-01 00:00:00+00');
-	SELECT mm.create_ticket('ffa', '[{"id": "x"}]', '2026-01-01 00:00:01+00');
-	SELECT mm.tick('ffa', '2026-01-01 00:00:10+00');
-	SELECT mm.create_ticket('ffa', '[{"id": "y"}]', '2026-01-01 00:00:20+00');
-	SELECT mm.tick('ffa', '2026-01-01 00:01:30+00');
-
-	-- left searching: z and the party q1+q2 in ffa (and c in duel)
-	SELECT mm.create_ticket('ffa', '[{"id": "z"}]', '2026-01-01 00:01:40+00');
-	SELECT mm.create_ticket('ffa', '[{"id": "q1"}, {"id": "q2"}]', '2026-01-01 00:01:41+00');
-
+	'up', mm_scenario_sql() . q{
 	INSERT INTO mm.match_results (match_id, winner_team, duration)
 	SELECT match_id, 'red', '25 minutes' FROM mm.tickets WHERE players -> 0 ->> 'id' = 'a';
 });
