@@ -1808,12 +1808,8 @@ AS $$
 					 OPERATOR(pg_catalog.=) 'number'
 				THEN CAST(tp.latencies OPERATOR(pg_catalog.->>) region AS pg_catalog.float8) END
 	  FROM mm.match_players mp
-	  LEFT JOIN LATERAL (
-			SELECT coalesce(p.value OPERATOR(pg_catalog.->) 'attributes', '{}') AS attributes,
-				   coalesce(p.value OPERATOR(pg_catalog.->) 'latencies', '{}') AS latencies
-			  FROM mm.tickets t, pg_catalog.jsonb_array_elements(t.players) p
-			 WHERE t.id OPERATOR(pg_catalog.=) mp.ticket_id
-			   AND p.value OPERATOR(pg_catalog.->>) 'id' OPERATOR(pg_catalog.=) mp.player_id) tp ON true
+	  LEFT JOIN mm.ticket_players tp ON tp.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id
+									AND tp.player_id OPERATOR(pg_catalog.=) mp.player_id
 	 WHERE mp.match_id OPERATOR(pg_catalog.=) match_player_values.match_id
 $$;
 COMMENT ON FUNCTION mm.match_player_values(bigint, text, text) IS

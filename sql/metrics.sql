@@ -33,9 +33,9 @@ LANGUAGE sql AS $$
 		INSERT INTO match_label SELECT label, id FROM m RETURNING id
 	), p AS (
 		INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)
-		SELECT l.id, 'metrics_q', p.value ->> 'id', tk.id,
+		SELECT l.id, 'metrics_q', tp.player_id, tp.ticket_id,
 			   CASE WHEN t.label = red THEN 'red' ELSE 'blue' END
-		  FROM l, label t JOIN mm.tickets tk ON tk.id = t.id, jsonb_array_elements(tk.players) p
+		  FROM l, label t JOIN mm.ticket_players tp ON tp.ticket_id = t.id
 		 WHERE t.label IN (red, blue)
 	)
 	UPDATE mm.tickets SET status = 'matched', match_id = (SELECT id FROM l),

@@ -42,9 +42,8 @@ SELECT * FROM pg_temp.matches('tb_ffa');
 SELECT * FROM pg_temp.tickets('tb_ffa');
 SELECT m.status, m.created_at, m.updated_at FROM mm.matches m WHERE m.queue = 'tb_ffa';
 -- the players of matched tickets are free to queue again
-SELECT p.value ->> 'id' AS player_id,
-	   EXISTS (SELECT 1 FROM mm.active_players ap WHERE ap.player_id = p.value ->> 'id') AS active
-  FROM mm.tickets t, jsonb_array_elements(t.players) p WHERE t.queue = 'tb_ffa' ORDER BY 1;
+SELECT tp.player_id, EXISTS (SELECT 1 FROM mm.active_players ap WHERE ap.player_id = tp.player_id) AS active
+  FROM mm.ticket_players tp WHERE tp.queue = 'tb_ffa' ORDER BY 1;
 SELECT queue, locked_out, tickets_loaded, tickets_timed_out, matches, players_matched,
 	   load_ms >= 0 AND compute_ms >= 0 AND write_ms >= 0 AS timed, memory_bytes > 0 AS measured
   FROM mm.last_tick_stats();

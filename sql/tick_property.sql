@@ -89,12 +89,6 @@ SELECT round(avg(skill) / 100) * 100 AS skill_mean_100, round(stddev(skill) / 10
 -- (every tenth by a multi-row INSERT INTO mm.tickets, the rest by
 -- mm.create_ticket), every 37th is cancelled, then each queue is ticked at
 -- that `now`, one transaction per tick.
--- every ticket's players, one row each, read from the tickets themselves
-CREATE TEMP VIEW prop_tp AS
-SELECT t.id AS ticket_id, p.value ->> 'id' AS player_id,
-       coalesce(p.value -> 'attributes', '{}') AS attributes,
-       coalesce(p.value -> 'latencies', '{}') AS latencies
-  FROM mm.tickets t, jsonb_array_elements(t.players) p;
 CREATE TEMP TABLE prop_ticks (now timestamptz, queue text, matches integer);
 CREATE TEMP TABLE prop_cancels (n integer, cancelled boolean);
 DO $$
@@ -117,7 +111,7 @@ BEGIN
 		UPDATE prop_gen SET created = true WHERE NOT created AND created_at <= tick_at;
 		INSERT INTO prop_cancels
 		SELECT g.n, mm.cancel_ticket(tp.ticket_id) FROM prop_gen g
-		  JOIN prop_tp tp ON tp.player_id = 'prop-' || g.n || '-1'
+		  JOIN mm.ticket_players tp ON tp.player_id = 'prop-' || g.n || '-1'
 		 WHERE g.n % 37 = 0 AND g.created_at > tick_at - interval '15 seconds'
 		   AND g.created_at <= tick_at
 		 ORDER BY g.n;
@@ -158,7 +152,7 @@ CREATE TEMP TABLE prop_mp AS
 SELECT mp.match_id, mp.ticket_id, mp.player_id, mp.team,
        (tp.attributes ->> 'skill')::float8 AS skill, tp.attributes ->> 'mode' AS mode, tp.latencies
   FROM mm.match_players mp
-  JOIN prop_tp tp ON tp.ticket_id = mp.ticket_id AND tp.player_id = mp.player_id
+  JOIN mm.ticket_players tp ON tp.ticket_id = mp.ticket_id AND tp.player_id = mp.player_id
  WHERE mp.queue LIKE 'prop\_%';
 CREATE INDEX ON prop_mp (match_id);
 ANALYZE prop_m, prop_mp;
@@ -362,7 +356,7 @@ SELECT 'matched without its match', count(*) FROM mm.tickets t
                          AND m.created_at = t.matched_at))
 UNION ALL
 SELECT 'matched with players missing from the match', count(DISTINCT t.id) FROM mm.tickets t
-  JOIN prop_tp tp ON tp.ticket_id = t.id
+  JOIN mm.ticket_players tp ON tp.ticket_id = t.id
  WHERE t.queue LIKE 'prop\_%' AND t.status = 'matched'
    AND NOT EXISTS (SELECT 1 FROM mm.match_players mp WHERE mp.match_id = t.match_id
                      AND mp.ticket_id = t.id AND mp.player_id = tp.player_id)
@@ -376,16 +370,16 @@ SELECT 'match row of a ticket not in that match', count(*) FROM mm.match_players
  WHERE mp.queue LIKE 'prop\_%' AND (t.id IS NULL OR t.match_id IS DISTINCT FROM mp.match_id)
 UNION ALL
 SELECT 'active players out of step', count(*) FROM (
-  (SELECT tp.ticket_id, tp.player_id FROM prop_tp tp JOIN mm.tickets t ON t.id = tp.ticket_id
+  (SELECT tp.ticket_id, tp.player_id FROM mm.ticket_players tp JOIN mm.tickets t ON t.id = tp.ticket_id
     WHERE t.queue LIKE 'prop\_%' AND t.status = 'searching'
    EXCEPT SELECT ticket_id, player_id FROM mm.active_players WHERE queue LIKE 'prop\_%')
   UNION ALL
   (SELECT ticket_id, player_id FROM mm.active_players WHERE queue LIKE 'prop\_%'
-   EXCEPT SELECT tp.ticket_id, tp.player_id FROM prop_tp tp JOIN mm.tickets t ON t.id = tp.ticket_id
+   EXCEPT SELECT tp.ticket_id, tp.player_id FROM mm.ticket_players tp JOIN mm.tickets t ON t.id = tp.ticket_id
     WHERE t.queue LIKE 'prop\_%' AND t.status = 'searching')) d
 UNION ALL
 SELECT 'players lost from tickets', count(*) FROM prop_gen_players g
- WHERE NOT EXISTS (SELECT 1 FROM prop_tp tp WHERE tp.player_id = 'prop-' || g.n || '-' || g.k)
+ WHERE NOT EXISTS (SELECT 1 FROM mm.ticket_players tp WHERE tp.player_id = 'prop-' || g.n || '-' || g.k)
 UNION ALL
 SELECT 'searching past its timeout', count(*) FROM mm.tickets t JOIN mm.queues q ON q.name = t.queue
  WHERE t.queue LIKE 'prop\_%' AND t.status = 'searching' AND q.config ? 'ticket_timeout_seconds'
@@ -400,7 +394,7 @@ SELECT 'timed out too early, or not by a tick', count(*) FROM mm.tickets t JOIN 
         OR NOT EXISTS (SELECT 1 FROM prop_ticks k WHERE k.queue = t.queue AND k.now = t.updated_at))
 UNION ALL
 SELECT 'cancel that returned true but did not cancel', count(*) FROM prop_cancels c
-  JOIN prop_tp tp ON tp.player_id = 'prop-' || c.n || '-1'
+  JOIN mm.ticket_players tp ON tp.player_id = 'prop-' || c.n || '-1'
   JOIN mm.tickets t ON t.id = tp.ticket_id
  WHERE c.cancelled AND t.status <> 'cancelled'
 ORDER BY 1;

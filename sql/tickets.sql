@@ -175,10 +175,10 @@ SELECT ticket_id = :a1_ticket AS old_ticket FROM mm.active_players WHERE player_
 -- ticket's queue and players are fixed.
 --
 UPDATE mm.tickets SET status = 'timed_out' WHERE queue = 'tk-mode' AND status = 'searching';
-SELECT t.id, t.status, p.value ->> 'id' AS player_id,
+SELECT t.id, t.status, tp.player_id,
 	   EXISTS (SELECT 1 FROM mm.active_players ap
-				WHERE ap.ticket_id = t.id AND ap.player_id = p.value ->> 'id') AS active
-  FROM mm.tickets t, jsonb_array_elements(t.players) p
+				WHERE ap.ticket_id = t.id AND ap.player_id = tp.player_id) AS active
+  FROM mm.tickets t JOIN mm.ticket_players tp ON tp.ticket_id = t.id
  WHERE t.queue = 'tk-mode' ORDER BY t.id, 3;
 -- back to searching (e.g. a requeue) reactivates them
 UPDATE mm.tickets SET status = 'searching' WHERE queue = 'tk-mode' AND players @> '[{"id": "tk-c4"}]';

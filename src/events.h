@@ -4,10 +4,11 @@
  *
  * Every state change the extension announces goes through here, so the
  * payloads keep one shape: a JSON object with "event" and "queue", then the
- * event's fields, and last the signature "sig" (event_signing.c).  Payloads are built to stay under PostgreSQL's 8000-byte
- * NOTIFY limit: a match_found that would be larger goes out compact (ids
- * only, "truncated": true); a ticket list that would be larger is split into
- * several notifications of the same event.
+ * event's fields, and last the signature "sig" (event_signing.c).  Payloads
+ * are built to stay under PostgreSQL's 8000-byte NOTIFY limit: a match_found
+ * that would be larger goes out compact (ids only, "truncated": true); a
+ * ticket list that would be larger is split into several notifications of
+ * the same event.
  */
 #ifndef MM_EVENTS_H
 #define MM_EVENTS_H

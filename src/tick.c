@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -27,16 +28,15 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
-#include "utils/array.h"
 #include "storage/itemptr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
-#include "catalog/namespace.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -282,17 +282,6 @@ PreparePlans(void)
 			 1, text_array1);
 }
 
-/*
- * What the 0.2 write path needs of each loaded ticket besides its MmTicket:
- * where its row is.  A matched ticket's row is copied to the ended
- * partition and deleted by ctid: it is locked by this tick, so it cannot
- * move.  Indexed like the tickets.
- */
-typedef struct MmTicketRows
-{
-	ItemPointerData *ctids;
-} MmTicketRows;
-
 /* Milliseconds since a start time. */
 static double
 ElapsedMs(instr_time start)
@@ -453,11 +442,13 @@ ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 
 /*
  * Loads the searching tickets oldest first, locking them (SKIP LOCKED).
- * With rows (0.2's write path), also keeps each ticket's ctid.
+ * With ctids (0.2's write path), also returns where each ticket's row is:
+ * a matched ticket's row is copied to the ended partition and deleted by
+ * ctid, which cannot change while this tick holds the row lock.
  */
 static MmTicket *
 LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *count,
-			MmTicketRows *rows)
+			ItemPointerData **ctids)
 {
 	Datum		values[2];
 	Portal		portal;
@@ -467,10 +458,8 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	MmPlayerInput players[MM_MAX_MATCH_SIZE];
 
 	tickets = palloc(sizeof(MmTicket) * allocated);
-	if (rows)
-	{
-		rows->ctids = palloc(sizeof(ItemPointerData) * allocated);
-	}
+	if (ctids)
+		*ctids = palloc(sizeof(ItemPointerData) * allocated);
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = TimestampTzGetDatum(now);
 	portal = SPI_cursor_open(NULL, PlanLoad, values, NULL, false);
@@ -499,10 +488,8 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			{
 				allocated *= 2;
 				tickets = repalloc_huge(tickets, sizeof(MmTicket) * allocated);
-				if (rows)
-				{
-					rows->ctids = repalloc_huge(rows->ctids, sizeof(ItemPointerData) * allocated);
-				}
+				if (ctids)
+					*ctids = repalloc_huge(*ctids, sizeof(ItemPointerData) * allocated);
 			}
 			ticket = &tickets[n++];
 			ticket->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
@@ -515,8 +502,8 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			/* a detoasted copy is ours to free; the tuple is freed below */
 			if ((Pointer) jb != DatumGetPointer(raw))
 				pfree(jb);
-			if (rows)
-				rows->ctids[n - 1] = *(ItemPointer) DatumGetPointer(SPI_getbinval(tuple, desc, 4, &isnull));
+			if (ctids)
+				(*ctids)[n - 1] = *(ItemPointer) DatumGetPointer(SPI_getbinval(tuple, desc, 4, &isnull));
 		}
 		SPI_freetuptable(SPI_tuptable);
 	}
@@ -590,11 +577,11 @@ MarkTicketsMatched01(TimestampTz now, int ntickets, const int64 *ids, const int6
 }
 
 /*
- * Moves the matched tickets (positions t_index in the loaded rows) from
+ * Moves the matched tickets (positions t_index among the loaded ctids) from
  * mm.tickets_active to mm.tickets_ended and releases their players.
  */
 static void
-MoveMatchedTickets(TimestampTz now, const MmTicketRows *rows, int ntickets,
+MoveMatchedTickets(TimestampTz now, const ItemPointerData *ctids, int ntickets,
 				   const int *t_index, const int64 *match_ids, const char **teams,
 				   ArrayType *player_ids)
 {
@@ -604,7 +591,7 @@ MoveMatchedTickets(TimestampTz now, const MmTicketRows *rows, int ntickets,
 	int			i;
 
 	for (i = 0; i < ntickets; i++)
-		datums[i] = PointerGetDatum(&rows->ctids[t_index[i]]);
+		datums[i] = PointerGetDatum(&ctids[t_index[i]]);
 	row_ids = construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData), false,
 							  TYPALIGN_SHORT);
 	pfree(datums);
@@ -625,7 +612,7 @@ MoveMatchedTickets(TimestampTz now, const MmTicketRows *rows, int ntickets,
 /* Writes the matches in bulk and queues their events. */
 static void
 WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
-			 MmTicket *tickets, const MmTicketRows *rows, const MmSearchResult *result,
+			 MmTicket *tickets, const ItemPointerData *ctids, const MmSearchResult *result,
 			 MmTickStats *stats)
 {
 	const MmQueueConfig *config = context->config;
@@ -741,7 +728,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	if (PlansForSchema01)
 		MarkTicketsMatched01(now, ntickets, t_ids, t_match);
 	else
-		MoveMatchedTickets(now, rows, ntickets, t_index, t_match, t_team, player_ids);
+		MoveMatchedTickets(now, ctids, ntickets, t_index, t_match, t_team, player_ids);
 
 	/* events: one match_found per match, sent at commit */
 	for (i = 0; i < nm; i++)
@@ -791,7 +778,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 	MmQueueConfig *config;
 	MmRuleContext context;
 	MmTicket   *tickets;
-	MmTicketRows rows = {0};
+	ItemPointerData *ctids = NULL;
 	int			ntickets;
 	MmSearchResult *result;
 	instr_time	start;
@@ -835,7 +822,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 
 	stats->tickets_timed_out = TimeOutTickets(queue, config, now);
 	MmRuleContextInit(&context, config);
-	tickets = LoadTickets(&context, queue, now, &ntickets, PlansForSchema01 ? NULL : &rows);
+	tickets = LoadTickets(&context, queue, now, &ntickets, PlansForSchema01 ? NULL : &ctids);
 	stats->tickets_loaded = ntickets;
 	stats->load_ms = ElapsedMs(start);
 
@@ -847,7 +834,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (result->nmatches > 0)
-		WriteMatches(queue, &context, now, tickets, &rows, result, stats);
+		WriteMatches(queue, &context, now, tickets, ctids, result, stats);
 	stats->write_ms = ElapsedMs(start);
 	stats->memory_bytes = Max(stats->memory_bytes,
 							  (int64) MemoryContextMemAllocated(queue_context, true));
