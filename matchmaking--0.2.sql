@@ -229,7 +229,7 @@ COMMENT ON FUNCTION mm.openskill_predict_win(float8[], float8[], int[]) IS
 
 
 -- ===================================================================
--- Section: tables (the data model; see README "Data model")
+-- Section: tables (the data model; see docs/data-model.md)
 -- ===================================================================
 
 CREATE TABLE mm.queues (

@@ -660,7 +660,7 @@ sub gen_cancel
 		"'9223372036854775808'", "'abc'", '1.5', "''", '2147483648');
 	my $k = R(100);
 	return [ 'cancel', "SELECT mm.cancel_ticket($id)" ] if $k < 65;
-	# by hand, as the README allows; without the status filter the UPDATE
+	# by hand, as docs/queues-and-tickets.md allows; without the status filter the UPDATE
 	# also reaches matched tickets, which is refused (see @known_defects)
 	return [ 'cancel', "UPDATE mm.tickets SET status = 'cancelled', updated_at = " . ts($clock)
 		  . " WHERE id = $id" . (chance(0.7) ? " AND status IN ('searching', 'proposed')" : '') ]
@@ -1146,7 +1146,7 @@ my @known_defects = (
 	# tick that matched the ticket failed with 23505 on tickets_ended_pkey and
 	# mm.cancel_ticket of the id failed as well.)
 	[ 'A: explicit ticket id', qr/^INSERT INTO mm\.tickets \(queue, players, id\)/ ],
-	# Defect B: an UPDATE of mm.tickets.status by hand (which the README
+	# Defect B: an UPDATE of mm.tickets.status by hand (which docs/queues-and-tickets.md
 	# allows: "an UPDATE of mm.tickets.status by hand releases or claims
 	# them") also moves a matched ticket to cancelled or timed_out; it keeps
 	# its match_id and stays in mm.match_players of a ready match (invariants
