@@ -5,7 +5,14 @@
 EXTENSION = matchmaking
 MODULE_big = matchmaking
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA = $(wildcard matchmaking--*.sql)
+# Released install scripts are frozen (0.1 and 0.2 are kept so a test can
+# install them and upgrade).  The newest version's scripts are built: its
+# upgrade from the files of upgrade/<from>--<to>/ in name order, one file per
+# concern, and its fresh install as the previous install script followed by
+# that upgrade, so a fresh install and an upgraded database run the same
+# statements.
+DATA = matchmaking--0.1.sql matchmaking--0.1--0.2.sql matchmaking--0.2.sql
+DATA_built = matchmaking--0.2--0.3.sql matchmaking--0.3.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress: setup first (creates the extension), then every area in order.
@@ -24,6 +31,12 @@ EXTRA_CLEAN = results/ regression.diffs regression.out output_iso/ tmp_check/ $(
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+matchmaking--0.2--0.3.sql: $(sort $(wildcard $(srcdir)/upgrade/0.2--0.3/*.sql))
+	cat $^ > $@
+
+matchmaking--0.3.sql: matchmaking--0.2.sql matchmaking--0.2--0.3.sql
+	cat $^ > $@
 
 # Lets the test scripts read the lists above.
 print-%:

@@ -134,8 +134,7 @@ SELECT mm.tick('sched_keep', '2031-03-01 10:05:00+00');
 SELECT mm.create_ticket('sched_keep', '[{"id": "keep_6", "attributes": {"skill": 6}}]', '2031-03-01 10:30:00+00') AS t6 \gset
 SELECT mm.create_ticket('sched_keep', '[{"id": "keep_7", "attributes": {"skill": 7}}]', '2031-03-01 10:31:00+00') AS t7 \gset
 UPDATE mm.tickets SET status = 'cancelled', updated_at = '2031-03-01 10:40:00+00' WHERE id = :t6;
-UPDATE mm.matches SET status = 'completed', updated_at = '2031-03-01 10:30:00+00'
- WHERE id = (SELECT match_id FROM mm.tickets WHERE id = :t1);
+SELECT mm.complete_match(match_id, '2031-03-01 10:30:00+00') FROM mm.tickets WHERE id = :t1;
 INSERT INTO mm.match_results (match_id, winner_team, duration, reported_at)
 SELECT match_id, 'red', '25 minutes', '2031-03-01 10:30:00+00' FROM mm.tickets WHERE id = :t1;
 SELECT t.id - :t1 AS ticket, t.status, t.updated_at, t.match_id IS NOT NULL AS has_match, m.status AS match_status

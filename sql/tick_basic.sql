@@ -41,8 +41,8 @@ SELECT mm.tick('tb_ffa', '2026-01-01 00:00:10+00');
 SELECT * FROM pg_temp.matches('tb_ffa');
 SELECT * FROM pg_temp.tickets('tb_ffa');
 SELECT m.status, m.created_at, m.updated_at FROM mm.matches m WHERE m.queue = 'tb_ffa';
--- the players of matched tickets are free to queue again
-SELECT tp.player_id, EXISTS (SELECT 1 FROM mm.active_players ap WHERE ap.player_id = tp.player_id) AS active
+-- the players of matched tickets stay held while their match is live
+SELECT tp.player_id, EXISTS (SELECT 1 FROM mm.active_players ap WHERE ap.player_id = tp.player_id) AS held
   FROM mm.ticket_players tp WHERE tp.queue = 'tb_ffa' ORDER BY 1;
 SELECT queue, locked_out, tickets_loaded, tickets_timed_out, matches, players_matched,
 	   load_ms >= 0 AND compute_ms >= 0 AND write_ms >= 0 AS timed, memory_bytes > 0 AS measured
@@ -51,6 +51,11 @@ SELECT queue, locked_out, tickets_loaded, tickets_timed_out, matches, players_ma
 -- a second tick finds nothing new: f (1020) and c (2000) are too far apart
 SELECT mm.tick('tb_ffa', '2026-01-01 00:00:11+00');
 SELECT tickets_loaded, matches FROM mm.last_tick_stats();
+
+-- once the match is completed, its players are free to queue again
+SELECT mm.complete_match(id, '2026-01-01 00:00:11+00') FROM mm.matches WHERE queue = 'tb_ffa';
+SELECT tp.player_id, EXISTS (SELECT 1 FROM mm.active_players ap WHERE ap.player_id = tp.player_id) AS held
+  FROM mm.ticket_players tp WHERE tp.queue = 'tb_ffa' ORDER BY 1;
 
 -- a smaller match (>= min 2) forms when no larger one can: f with g
 INSERT INTO mm.tickets (queue, players, created_at)

@@ -369,14 +369,16 @@ SELECT 'match row of a ticket not in that match', count(*) FROM mm.match_players
   LEFT JOIN mm.tickets t ON t.id = mp.ticket_id
  WHERE mp.queue LIKE 'prop\_%' AND (t.id IS NULL OR t.match_id IS DISTINCT FROM mp.match_id)
 UNION ALL
+-- held: the players of searching tickets and of matched ones (their matches
+-- are ready, live until completed)
 SELECT 'active players out of step', count(*) FROM (
   (SELECT tp.ticket_id, tp.player_id FROM mm.ticket_players tp JOIN mm.tickets t ON t.id = tp.ticket_id
-    WHERE t.queue LIKE 'prop\_%' AND t.status = 'searching'
+    WHERE t.queue LIKE 'prop\_%' AND t.status IN ('searching', 'matched')
    EXCEPT SELECT ticket_id, player_id FROM mm.active_players WHERE queue LIKE 'prop\_%')
   UNION ALL
   (SELECT ticket_id, player_id FROM mm.active_players WHERE queue LIKE 'prop\_%'
    EXCEPT SELECT tp.ticket_id, tp.player_id FROM mm.ticket_players tp JOIN mm.tickets t ON t.id = tp.ticket_id
-    WHERE t.queue LIKE 'prop\_%' AND t.status = 'searching')) d
+    WHERE t.queue LIKE 'prop\_%' AND t.status IN ('searching', 'matched'))) d
 UNION ALL
 SELECT 'players lost from tickets', count(*) FROM prop_gen_players g
  WHERE NOT EXISTS (SELECT 1 FROM mm.ticket_players tp WHERE tp.player_id = 'prop-' || g.n || '-' || g.k)

@@ -18,6 +18,7 @@
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
+#include "utils/jsonb.h"
 
 #include "events.h"
 
@@ -86,9 +87,13 @@ SignAndNotify(StringInfo payload)
 	Async_Notify(MM_EVENTS_CHANNEL, payload->data);
 }
 
-/* The match_found payload into buf, compact when the full one is too large. */
+/*
+ * The match_found (or match_proposed) payload into buf, compact when the full
+ * one is too large.
+ */
 static void
-MatchFoundPayload(StringInfo buf, const char *queue, int64 match_id, const char *region,
+MatchFoundPayload(StringInfo buf, const char *event, const char *queue, int64 match_id,
+				  const char *region,
 				  double quality, int nteams, const MmEventTeam *teams,
 				  int ntickets, const int64 *ticket_ids)
 {
@@ -96,7 +101,7 @@ MatchFoundPayload(StringInfo buf, const char *queue, int64 match_id, const char 
 	int			t,
 				p;
 
-	AppendHead(buf, "match_found", queue);
+	AppendHead(buf, event, queue);
 	appendStringInfo(buf, ", \"match_id\": " INT64_FORMAT ", \"region\": ", match_id);
 	AppendJsonString(buf, region);
 	quality_text = float8out_internal(quality);
@@ -123,27 +128,27 @@ MatchFoundPayload(StringInfo buf, const char *queue, int64 match_id, const char 
 
 	/* too large: ids only; the client reads the rest from mm.match_players */
 	resetStringInfo(buf);
-	AppendHead(buf, "match_found", queue);
+	AppendHead(buf, event, queue);
 	appendStringInfo(buf, ", \"match_id\": " INT64_FORMAT, match_id);
 	AppendIdArray(buf, "tickets", ntickets, ticket_ids);
 	appendStringInfoString(buf, ", \"truncated\": true}");
 	if (buf->len <= MM_EVENT_BODY_MAX)
 		return;
 	resetStringInfo(buf);
-	AppendHead(buf, "match_found", queue);
+	AppendHead(buf, event, queue);
 	appendStringInfo(buf, ", \"match_id\": " INT64_FORMAT ", \"truncated\": true}", match_id);
 }
 
-/* Queues a match_found notification (sent at commit). */
+/* Queues a match_found or match_proposed notification (sent at commit). */
 void
-MmNotifyMatchFound(const char *queue, int64 match_id, const char *region,
+MmNotifyMatchFound(const char *event, const char *queue, int64 match_id, const char *region,
 				   double quality, int nteams, const MmEventTeam *teams,
 				   int ntickets, const int64 *ticket_ids)
 {
 	StringInfoData payload;
 
 	initStringInfo(&payload);
-	MatchFoundPayload(&payload, queue, match_id, region, quality, nteams, teams,
+	MatchFoundPayload(&payload, event, queue, match_id, region, quality, nteams, teams,
 					  ntickets, ticket_ids);
 	SignAndNotify(&payload);
 	pfree(payload.data);
@@ -258,5 +263,79 @@ mm_notify_ticket_event(PG_FUNCTION_ARGS)
 	if (n > 0)
 		CheckTicketsEnded(event, queue, array);
 	MmNotifyTickets(event, queue, n, ids);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(mm_notify_match_event);
+
+/*
+ * mm.notify_match_event(event text, match_id bigint, details jsonb) RETURNS void
+ *
+ * Queues a match lifecycle event: {"event", "queue", "match_id", "status",
+ * <the keys of details>, "sig"}.  The queue and status are read from
+ * mm.matches, so the payload states the match as this transaction leaves it;
+ * details (an object) carries the event's own fields.  Internal: EXECUTE is
+ * revoked from PUBLIC, the lifecycle functions call it.
+ */
+Datum
+mm_notify_match_event(PG_FUNCTION_ARGS)
+{
+	char	   *event = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int64		match_id = PG_GETARG_INT64(1);
+	Jsonb	   *details = PG_GETARG_JSONB_P(2);
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	char	   *queue;
+	char	   *status;
+	char	   *details_text;
+	StringInfoData buf;
+	MemoryContext outer = CurrentMemoryContext;
+	int			rc;
+
+	if (!JB_ROOT_IS_OBJECT(details) || JB_ROOT_IS_SCALAR(details))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("details must be a JSON object")));
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	values[0] = Int64GetDatum(match_id);
+	rc = SPI_execute_with_args("SELECT queue, status FROM mm.matches WHERE id OPERATOR(pg_catalog.=) $1",
+							   1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading match " INT64_FORMAT " failed: %s", match_id, SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("match " INT64_FORMAT " does not exist", match_id)));
+	/* copied out of SPI's memory before SPI_finish frees it */
+	queue = MemoryContextStrdup(outer,
+								SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	status = MemoryContextStrdup(outer,
+								 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
+	if ((rc = SPI_finish()) != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
+
+	initStringInfo(&buf);
+	AppendHead(&buf, event, queue);
+	appendStringInfo(&buf, ", \"match_id\": " INT64_FORMAT ", \"status\": ", match_id);
+	escape_json(&buf, status);
+	details_text = JsonbToCString(NULL, &details->root, VARSIZE(details));
+	/* the details object's members follow: drop its braces */
+	if (strcmp(details_text, "{}") != 0)
+	{
+		size_t		len = strlen(details_text);
+
+		appendStringInfoString(&buf, ", ");
+		appendBinaryStringInfo(&buf, details_text + 1, (int) len - 2);
+	}
+	appendStringInfoChar(&buf, '}');
+	if (buf.len > MM_EVENT_BODY_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the %s event of match " INT64_FORMAT " would be %d bytes", event, match_id, buf.len),
+				 errdetail("A NOTIFY payload holds at most %d bytes before its signature.",
+						   MM_EVENT_BODY_MAX)));
+	SignAndNotify(&buf);
+	pfree(buf.data);
 	PG_RETURN_VOID();
 }

@@ -46,10 +46,11 @@ typedef struct MmEventTeam
 } MmEventTeam;
 
 /*
- * match_found: {"event", "queue", "match_id", "region", "quality",
+ * match_found (match_proposed when the queue asks for acceptance):
+ * {"event", "queue", "match_id", "region", "quality",
  * "teams": [{"name", "players": [ids]}], "tickets": [ids]}.
  */
-extern void MmNotifyMatchFound(const char *queue, int64 match_id, const char *region,
+extern void MmNotifyMatchFound(const char *event, const char *queue, int64 match_id, const char *region,
 							   double quality, int nteams, const MmEventTeam *teams,
 							   int ntickets, const int64 *ticket_ids);
 

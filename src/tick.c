@@ -86,13 +86,28 @@ static SPIPlanPtr PlanInsertPlayers = NULL;
 static SPIPlanPtr PlanUpdateTickets = NULL;
 static SPIPlanPtr PlanReleasePlayers = NULL;
 static SPIPlanPtr PlanDeleteActive = NULL;
+static SPIPlanPtr PlanProposeTickets = NULL;
+static SPIPlanPtr PlanExpireProposals = NULL;
 
 /*
- * Whether the installed schema is 0.1's (one mm.tickets table, statuses
- * updated in place): the library serves both versions' SQL, so a database
- * not yet updated keeps ticking.  Decided when the plans are prepared.
+ * The installed schema's version: the library serves every version's SQL,
+ * so a database not yet updated keeps ticking.  0.1 has one mm.tickets table
+ * with statuses updated in place; 0.2 partitions the tickets and releases
+ * the players of a match when it forms; 0.3 adds the match lifecycle
+ * (acceptance; players stay claimed until their match ends).  Decided when
+ * the plans are prepared.
  */
-static bool PlansForSchema01 = false;
+typedef enum MmSchemaVersion
+{
+	MM_SCHEMA_NONE,
+	MM_SCHEMA_01,
+	MM_SCHEMA_02,
+	MM_SCHEMA_03
+} MmSchemaVersion;
+
+static MmSchemaVersion PlansForSchema = MM_SCHEMA_NONE;
+
+#define PlansForSchema01 (PlansForSchema == MM_SCHEMA_01)
 
 /*
  * The per-queue memory context.  SPI calls return in SPI's procedure
@@ -138,7 +153,7 @@ FreePlans(void)
 {
 	SPIPlanPtr *plans[] = {&PlanQueueConfig, &PlanQueueNames, &PlanTimeout, &PlanLoad,
 		&PlanMatchIds, &PlanInsertMatches, &PlanInsertPlayers, &PlanUpdateTickets,
-	&PlanReleasePlayers, &PlanDeleteActive};
+		&PlanReleasePlayers, &PlanDeleteActive, &PlanProposeTickets, &PlanExpireProposals};
 	int			i;
 
 	for (i = 0; i < lengthof(plans); i++)
@@ -149,13 +164,20 @@ FreePlans(void)
 	}
 }
 
-/* True when schema mm has 0.1's layout (no mm.tickets_active partition). */
-static bool
-IsSchema01(void)
+/*
+ * The version of schema mm's layout: 0.1 has no mm.tickets_active partition,
+ * 0.3 has the index of proposed matches' deadlines.
+ */
+static MmSchemaVersion
+InstalledSchema(void)
 {
 	Oid			namespace = get_namespace_oid("mm", false);
 
-	return !OidIsValid(get_relname_relid("tickets_active", namespace));
+	if (!OidIsValid(get_relname_relid("tickets_active", namespace)))
+		return MM_SCHEMA_01;
+	if (!OidIsValid(get_relname_relid("matches_proposed_deadline", namespace)))
+		return MM_SCHEMA_02;
+	return MM_SCHEMA_03;
 }
 
 /*
@@ -169,17 +191,19 @@ PreparePlans(void)
 	Oid			load_args[] = {TEXTOID, TIMESTAMPTZOID};
 	Oid			timeout_args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Oid			int4_1[] = {INT4OID};
-	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
+	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID,
+	INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
 	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tid_array1[] = {TIDARRAYOID};
 	Oid			text_array1[] = {TEXTARRAYOID};
-	bool		schema01 = IsSchema01();
+	MmSchemaVersion schema = InstalledSchema();
+	bool		schema01 = schema == MM_SCHEMA_01;
 
-	if (PlanQueueConfig != NULL && schema01 != PlansForSchema01)
+	if (PlanQueueConfig != NULL && schema != PlansForSchema)
 		FreePlans();
-	PlansForSchema01 = schema01;
+	PlansForSchema = schema;
 
 	/*
 	 * FOR SHARE: conflicts with the UPDATE of mm.alter_queue and the FOR
@@ -237,11 +261,17 @@ PreparePlans(void)
 			 "SELECT pg_catalog.nextval(CAST('mm.matches_id_seq' AS pg_catalog.regclass))"
 			 " FROM pg_catalog.generate_series(1, $1)",
 			 1, int4_1);
+	/* $7 and $8: the status (ready, or proposed) and the acceptance deadline */
 	KeepPlan(&PlanInsertMatches,
+			 schema01 ?
 			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps)"
 			 " SELECT u.id, $1, 'ready', $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb)"
+			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(id, region, quality, steps)" :
+			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps,"
+			 " acceptance_deadline)"
+			 " SELECT u.id, $1, $7, $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb), $8"
 			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(id, region, quality, steps)",
-			 6, matches_args);
+			 8, matches_args);
 	KeepPlan(&PlanInsertPlayers,
 			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)"
 			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team"
@@ -276,10 +306,29 @@ PreparePlans(void)
 	KeepPlan(&PlanDeleteActive,
 			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)",
 			 1, tid_array1);
-	KeepPlan(&PlanReleasePlayers,
-			 "DELETE FROM mm.active_players"
-			 " WHERE player_id OPERATOR(pg_catalog.=) ANY ($1)",
-			 1, text_array1);
+	if (schema == MM_SCHEMA_02)
+	{
+		KeepPlan(&PlanReleasePlayers,
+				 "DELETE FROM mm.active_players"
+				 " WHERE player_id OPERATOR(pg_catalog.=) ANY ($1)",
+				 1, text_array1);
+		return;
+	}
+
+	/*
+	 * 0.3: a matched player stays claimed until the match ends (completed,
+	 * cancelled, or the player left): nobody searches while in a live match.
+	 * A proposed ticket stays in the active partition, waiting for its
+	 * players' answers; the update changes no indexed column, so it is HOT.
+	 */
+	KeepPlan(&PlanProposeTickets,
+			 "UPDATE mm.tickets_active t SET status = 'proposed', updated_at = $1,"
+			 " match_id = u.match_id, team = u.team"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
+			 " AS u(row_id, match_id, team)"
+			 " WHERE t.ctid OPERATOR(pg_catalog.=) u.row_id",
+			 4, ended_args);
+	KeepPlan(&PlanExpireProposals, "SELECT mm.expire_proposed_matches($1, $2)", 2, load_args);
 }
 
 /* Milliseconds since a start time. */
@@ -328,6 +377,29 @@ CompareInt64(const void *a, const void *b)
  * Times out the queue's tickets older than ticket_timeout_seconds and
  * announces them.  Returns how many.
  */
+/*
+ * Cancels the queue's proposed matches whose acceptance deadline passed
+ * (mm.expire_proposed_matches): their tickets that accepted search again
+ * with their age, the others are cancelled.  Before the search, so the
+ * requeued tickets take part in this tick.  0.3 only.
+ */
+static void
+ExpireProposals(const char *queue, TimestampTz now)
+{
+	Datum		values[2];
+	int			rc;
+
+	if (PlanExpireProposals == NULL)
+		return;
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(now);
+	rc = SPI_execute_plan(PlanExpireProposals, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "expiring proposed matches failed: %s", SPI_result_code_string(rc));
+	SPI_freetuptable(SPI_tuptable);
+}
+
 static int
 TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
 {
@@ -552,9 +624,10 @@ RuleStepsJson(const MmQueueConfig *config, const MmFoundMatch *m, StringInfo buf
  * it wrote unless rows is negative.  what names the step in the errors.
  */
 static void
-RunWrite(SPIPlanPtr plan, Datum *values, int expected_rc, int64 rows, const char *what)
+RunWriteWithNulls(SPIPlanPtr plan, Datum *values, const char *nulls, int expected_rc,
+				  int64 rows, const char *what)
 {
-	int			rc = SPI_execute_plan(plan, values, NULL, false, 0);
+	int			rc = SPI_execute_plan(plan, values, nulls, false, 0);
 
 	BackToQueueContext();
 	if (rc != expected_rc)
@@ -562,6 +635,12 @@ RunWrite(SPIPlanPtr plan, Datum *values, int expected_rc, int64 rows, const char
 	if (rows >= 0 && SPI_processed != (uint64) rows)
 		elog(ERROR, "%s wrote " UINT64_FORMAT " rows instead of " INT64_FORMAT,
 			 what, SPI_processed, rows);
+}
+
+static void
+RunWrite(SPIPlanPtr plan, Datum *values, int expected_rc, int64 rows, const char *what)
+{
+	RunWriteWithNulls(plan, values, NULL, expected_rc, rows, what);
 }
 
 /* 0.1's schema: the matched tickets' statuses are updated in place. */
@@ -605,8 +684,57 @@ MoveMatchedTickets(TimestampTz now, const ItemPointerData *ctids, int ntickets,
 	values[0] = PointerGetDatum(row_ids);
 	RunWrite(PlanDeleteActive, values, SPI_OK_DELETE, ntickets, "deleting matched tickets");
 
-	values[0] = PointerGetDatum(player_ids);
-	RunWrite(PlanReleasePlayers, values, SPI_OK_DELETE, -1, "releasing matched players");
+	/* 0.2 releases the players here; 0.3 when the match ends */
+	if (PlanReleasePlayers != NULL)
+	{
+		values[0] = PointerGetDatum(player_ids);
+		RunWrite(PlanReleasePlayers, values, SPI_OK_DELETE, -1, "releasing matched players");
+	}
+}
+
+/*
+ * A queue that asks for acceptance: the matched tickets stay in
+ * mm.tickets_active as proposed, with their match and team, until every
+ * player answered or the deadline passed (mm.accept_match,
+ * mm.expire_proposed_matches).
+ */
+static void
+ProposeTickets(TimestampTz now, const ItemPointerData *ctids, int ntickets,
+			   const int *t_index, const int64 *match_ids, const char **teams)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
+	Datum		values[4];
+	int			i;
+
+	for (i = 0; i < ntickets; i++)
+		datums[i] = PointerGetDatum(&ctids[t_index[i]]);
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData),
+												false, TYPALIGN_SHORT));
+	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+	pfree(datums);
+	RunWrite(PlanProposeTickets, values, SPI_OK_UPDATE, ntickets, "proposing matched tickets");
+}
+
+/*
+ * When a proposed match formed at now stops waiting for acceptances, or 0
+ * when the queue does not ask for acceptance (or the schema predates it).
+ */
+static TimestampTz
+AcceptanceDeadline(const MmQueueConfig *config, TimestampTz now)
+{
+	TimestampTz deadline;
+
+	if (PlanProposeTickets == NULL || config->acceptance_timeout_seconds <= 0)
+		return 0;
+	if (pg_add_s64_overflow(now, (int64) (config->acceptance_timeout_seconds * USECS_PER_SEC),
+							&deadline) ||
+		!IS_VALID_TIMESTAMP(deadline))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("now + acceptance_timeout_seconds is out of range for a timestamp")));
+	return deadline;
 }
 
 /* Writes the matches in bulk and queues their events. */
@@ -632,7 +760,9 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			  **t_team;
 	int		   *t_index;
 	ArrayType  *player_ids;
-	Datum		values[6];
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz deadline = AcceptanceDeadline(config, now);
 	int			rc,
 				i,
 				k,
@@ -680,7 +810,10 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	values[3] = PointerGetDatum(MmBuildFloat8Array(qualities, nm));
 	values[4] = PointerGetDatum(MmBuildTextArray(steps, nm));
 	values[5] = PointerGetDatum(MmBuildInt8Array(match_ids, nm));
-	RunWrite(PlanInsertMatches, values, SPI_OK_INSERT, nm, "inserting matches");
+	values[6] = CStringGetTextDatum(deadline != 0 ? "proposed" : "ready");
+	values[7] = TimestampTzGetDatum(deadline);
+	nulls[7] = deadline != 0 ? ' ' : 'n';
+	RunWriteWithNulls(PlanInsertMatches, values, nulls, SPI_OK_INSERT, nm, "inserting matches");
 
 	/* mm.match_players and the tickets */
 	mp_match = palloc(sizeof(int64) * nplayers);
@@ -727,10 +860,12 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 
 	if (PlansForSchema01)
 		MarkTicketsMatched01(now, ntickets, t_ids, t_match);
+	else if (deadline != 0)
+		ProposeTickets(now, ctids, ntickets, t_index, t_match, t_team);
 	else
 		MoveMatchedTickets(now, ctids, ntickets, t_index, t_match, t_team, player_ids);
 
-	/* events: one match_found per match, sent at commit */
+	/* events: one match_found (or match_proposed) per match, sent at commit */
 	for (i = 0; i < nm; i++)
 	{
 		const MmFoundMatch *m = &result->matches[i];
@@ -754,7 +889,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			for (p = 0; p < tk->nplayers; p++)
 				team->player_ids[team->nplayers++] = tk->player_ids[p];
 		}
-		MmNotifyMatchFound(queue, match_ids[i], regions[i], m->quality,
+		MmNotifyMatchFound(deadline != 0 ? "match_proposed" : "match_found", queue, match_ids[i], regions[i], m->quality,
 						   nteams, teams, m->ntickets, ids);
 		for (t = 0; t < nteams; t++)
 			pfree(teams[t].player_ids);
@@ -820,6 +955,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 	SPI_freetuptable(SPI_tuptable);
 	config = MmParseQueueConfig(config_jsonb);
 
+	ExpireProposals(queue, now);
 	stats->tickets_timed_out = TimeOutTickets(queue, config, now);
 	MmRuleContextInit(&context, config);
 	tickets = LoadTickets(&context, queue, now, &ntickets, PlansForSchema01 ? NULL : &ctids);

@@ -1,10 +1,10 @@
-# ALTER EXTENSION matchmaking UPDATE TO '0.2' on a database filled through
+# ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3) on a database filled through
 # 0.1's API: every ticket keeps its id, queue, status, created_at, match and
 # players (searching tickets keep searching with their age), matches, match
 # players and results are kept, the one-active-ticket-per-player rule holds
 # for the carried-over tickets, a tick after the upgrade matches them, and
 # new tickets get new ids.  Then the upgraded schema is compared with a fresh
-# CREATE EXTENSION of 0.2 (pg_dump of both, and the column order of every
+# CREATE EXTENSION of 0.3 (pg_dump of both, and the column order of every
 # table), and so are the tables registered for pg_dump.
 use strict;
 use warnings;
@@ -61,8 +61,9 @@ is($node->safe_psql('up', 'SELECT count(*) FROM mm.match_results'), '1', 'one re
 my $old_max_id = $node->safe_psql('up', 'SELECT max(id) FROM mm.tickets');
 
 # --- the upgrade
-my ($rc, $out, $err) = $node->psql('up', "ALTER EXTENSION matchmaking UPDATE TO '0.2'");
-is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.2' succeeds")
+# one command runs the chain of upgrade scripts: 0.1 -> 0.2 -> 0.3
+my ($rc, $out, $err) = $node->psql('up', "ALTER EXTENSION matchmaking UPDATE");
+is($rc, 0, "ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3) succeeds")
   or diag "the upgrade failed:\n$err";
 if ($rc != 0)
 {
@@ -71,7 +72,7 @@ if ($rc != 0)
 	exit;
 }
 is($node->safe_psql('up', "SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
-	'0.2', 'extversion is 0.2');
+	'0.3', 'extversion is 0.3');
 
 for my $what (sort keys %record)
 {
@@ -155,14 +156,18 @@ is( $node->safe_psql(
 	'q1,q2,w,z', 'the party joined its match whole');
 is($node->safe_psql('up', "SELECT count(*) FROM mm.tickets WHERE status = 'searching'"),
 	'0', 'nothing left searching');
-is($node->safe_psql('up', 'SELECT count(*) FROM mm.active_players'),
-	'0', 'and no player held');
+is( $node->safe_psql(
+		'up', q{
+	SELECT string_agg(a.player_id || '@' || t.match_id, ' ' ORDER BY a.player_id)
+	  FROM mm.active_players a JOIN mm.tickets t ON t.id = a.ticket_id}),
+	'a@4 c@3 e@3 f@4 q1@5 q2@5 w@5 z@5',
+	'the players of the new (live) matches stay held until their match ends');
 
 # --- the upgraded schema is the one CREATE EXTENSION makes
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION matchmaking');
 is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
-	'0.2', 'fresh database at 0.2');
+	'0.3', 'fresh database at 0.3');
 
 # pg_dump never prints an extension's member objects, except in
 # --binary-upgrade mode, which dumps each one (with ALTER EXTENSION ... ADD):
@@ -199,7 +204,7 @@ my $fresh_schema = schema_dump('fresh');
 ok($fresh_schema =~ /CREATE TABLE mm\.tickets_active/ && $fresh_schema =~ /ALTER EXTENSION matchmaking ADD TABLE mm\.tickets_active/,
 	'the dump shows the extension\'s objects');
 if (!is($up_schema eq $fresh_schema ? 'same' : 'different', 'same',
-		'pg_dump of the upgraded schema = pg_dump of a fresh 0.2'))
+		'pg_dump of the upgraded schema = pg_dump of a fresh 0.3'))
 {
 	PostgreSQL::Test::Utils::append_to_file("$tempdir/up.sql",    $up_schema);
 	PostgreSQL::Test::Utils::append_to_file("$tempdir/fresh.sql", $fresh_schema);

@@ -1,0 +1,672 @@
+
+-- ===================================================================
+-- Section: the match lifecycle (docs/lifecycle.md)
+-- ===================================================================
+--
+-- proposed --accept all--> ready --assign--> assigned --complete/result--> completed
+--    |                       |                   |
+--    +--reject/timeout--+    +------requeue / cancel------+--> cancelled
+--
+-- A match is live while proposed, ready or assigned.  Its players stay
+-- claimed in mm.active_players (by the ticket that brought them) until it
+-- ends or they leave it, so a player in a live match cannot search again.
+
+-- The tick reads a queue's expired proposals on every tick: a small index of
+-- the proposed matches only.
+CREATE INDEX matches_proposed_deadline ON mm.matches (queue, acceptance_deadline)
+	WHERE status OPERATOR(pg_catalog.=) 'proposed';
+
+CREATE FUNCTION mm.notify_match_event(event text, match_id bigint, details jsonb)
+RETURNS void
+LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'mm_notify_match_event';
+COMMENT ON FUNCTION mm.notify_match_event(text, bigint, jsonb) IS
+'Internal: queues a signed match event {"event", "queue", "match_id", "status", <details>} on mm_events, sent at commit';
+REVOKE ALL ON FUNCTION mm.notify_match_event(text, bigint, jsonb) FROM PUBLIC;
+
+-- A claim is stale when its ticket is neither active nor in a live match
+-- that the player has not left: 0.2's check looked at active tickets only.
+CREATE FUNCTION mm.claim_is_live(player_id text, ticket_id bigint)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT EXISTS (SELECT FROM mm.tickets_active t WHERE t.id = claim_is_live.ticket_id)
+		OR EXISTS (SELECT FROM mm.tickets_ended t
+					 JOIN mm.matches m ON m.id = t.match_id
+					 JOIN mm.match_players mp ON mp.match_id = m.id
+						  AND mp.player_id = claim_is_live.player_id
+					WHERE t.id = claim_is_live.ticket_id
+					  AND m.status IN ('proposed', 'ready', 'assigned')
+					  AND mp.left_at IS NULL)
+$$;
+COMMENT ON FUNCTION mm.claim_is_live(text, bigint) IS
+'Internal: whether a player''s claim still holds (its ticket is active, or in a live match the player has not left)';
+REVOKE ALL ON FUNCTION mm.claim_is_live(text, bigint) FROM PUBLIC;
+
+-- The live match a player is in, if any (for the refusal of a new ticket).
+CREATE FUNCTION mm.player_live_match(player_id text, OUT match_id bigint, OUT status text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT m.id, m.status
+	  FROM mm.active_players a
+	  JOIN mm.tickets_ended t ON t.id = a.ticket_id
+	  JOIN mm.matches m ON m.id = t.match_id
+	  JOIN mm.match_players mp ON mp.match_id = m.id AND mp.player_id = a.player_id
+	 WHERE a.player_id = player_live_match.player_id
+	   AND m.status IN ('proposed', 'ready', 'assigned')
+	   AND mp.left_at IS NULL
+$$;
+COMMENT ON FUNCTION mm.player_live_match(text) IS
+'Internal: the live match (proposed, ready or assigned, not left) that holds a player, if any';
+REVOKE ALL ON FUNCTION mm.player_live_match(text) FROM PUBLIC;
+
+-- 0.3: a player in a live match is refused too, and a claim is stale only
+-- when claim_is_live says so.
+CREATE OR REPLACE FUNCTION mm.claim_players(ticket_ids bigint[], queues text[], players jsonb[])
+	RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	-- the row estimate of jsonb_array_elements (100 per ticket) would
+	-- otherwise make a bulk load pay for JIT compilation
+	SET jit = off
+	AS $$
+DECLARE
+	dup_player text;
+	holder_ticket bigint;
+	holder_status text;
+	live record;
+BEGIN
+	-- a plain insert in player order (no deadlock with a concurrent claim of
+	-- the same players): the primary key refuses a taken player (waiting for
+	-- a concurrent claim to commit or roll back), and the rare refusal is
+	-- explained afterwards
+	FOR attempt IN 1 .. 2 LOOP
+		BEGIN
+			INSERT INTO mm.active_players (player_id, ticket_id, queue)
+			SELECT p.value ->> 'id', u.ticket_id, u.queue
+			  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
+							  unnest(claim_players.players)) AS u(ticket_id, queue, players),
+				   jsonb_array_elements(u.players) p
+			 ORDER BY 1;
+			RETURN;
+		EXCEPTION WHEN unique_violation THEN
+			NULL;
+		END;
+		-- A claim whose ticket is neither active nor in a live match (its
+		-- partition written directly, a match ended without releasing it)
+		-- is stale: drop it and try once more.  Only in READ COMMITTED,
+		-- where a fresh snapshot sees the holder's commit that the refusal
+		-- waited for.
+		EXIT WHEN attempt = 2 OR current_setting('transaction_isolation') <> 'read committed';
+		DELETE FROM mm.active_players a
+		 USING unnest(claim_players.players) AS u(players), jsonb_array_elements(u.players) p
+		 WHERE a.player_id = p.value ->> 'id'
+		   AND NOT mm.claim_is_live(a.player_id, a.ticket_id);
+		EXIT WHEN NOT FOUND;
+	END LOOP;
+
+	-- the first player, in ticket order, that is taken or repeated
+	WITH new_players AS (
+		SELECT u.ticket_id, p.value ->> 'id' AS player_id, u.ticket_ord, p.ord
+		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.players))
+			   WITH ORDINALITY AS u(ticket_id, players, ticket_ord),
+			   jsonb_array_elements(u.players) WITH ORDINALITY p(value, ord)
+	)
+	SELECT h.player_id, h.holder INTO dup_player, holder_ticket
+	  FROM (SELECT np.player_id, np.ticket_ord, np.ord,
+				   coalesce((SELECT ap.ticket_id FROM mm.active_players ap
+							  WHERE ap.player_id = np.player_id),
+							(SELECT e.ticket_id FROM new_players e
+							  WHERE e.player_id = np.player_id
+								AND (e.ticket_ord, e.ord) < (np.ticket_ord, np.ord)
+							  ORDER BY e.ticket_ord, e.ord LIMIT 1)) AS holder
+			  FROM new_players np) h
+	 WHERE h.holder IS NOT NULL
+	 ORDER BY h.ticket_ord, h.ord
+	 LIMIT 1;
+	SELECT * INTO live FROM mm.player_live_match(dup_player);
+	IF live.match_id IS NOT NULL THEN
+		RAISE EXCEPTION 'player "%" is in match %, which is %', dup_player, live.match_id, live.status
+			USING ERRCODE = 'unique_violation',
+				  DETAIL = format('Ticket %s brought the player into the match.', holder_ticket),
+				  HINT = 'A player in a live match cannot search until the match is completed or cancelled, or the player leaves it (mm.leave_match).';
+	END IF;
+	SELECT t.status INTO holder_status FROM mm.tickets_active t WHERE t.id = holder_ticket;
+	IF holder_status IS NULL THEN
+		RAISE EXCEPTION 'player "%" already has an active ticket', coalesce(dup_player, '?')
+			USING ERRCODE = 'unique_violation';
+	END IF;
+	RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
+		USING ERRCODE = 'unique_violation',
+			  DETAIL = format('Ticket %s holds the player and is %s.', holder_ticket, holder_status),
+			  HINT = 'A player can be in one searching or proposed ticket at a time; cancel that ticket first.';
+END
+$$;
+
+-- Releases the claims a match's tickets hold (the match ended).
+CREATE FUNCTION mm.release_match_players(match_id bigint)
+RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+	DELETE FROM mm.active_players a
+	 USING mm.match_players mp
+	 WHERE mp.match_id = release_match_players.match_id
+	   AND a.player_id = mp.player_id AND a.ticket_id = mp.ticket_id
+$$;
+COMMENT ON FUNCTION mm.release_match_players(bigint) IS
+'Internal: releases the players of an ended match so they may search again';
+REVOKE ALL ON FUNCTION mm.release_match_players(bigint) FROM PUBLIC;
+
+-- Locks a match for a lifecycle step and returns it; errors for a missing
+-- match or one not in an allowed status.
+CREATE FUNCTION mm.lock_match(match_id bigint, allowed text[], action text)
+RETURNS mm.matches
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+BEGIN
+	IF lock_match.match_id IS NULL THEN
+		RAISE EXCEPTION 'match_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	SELECT * INTO m FROM mm.matches WHERE id = lock_match.match_id FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'match % does not exist', lock_match.match_id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF NOT m.status = ANY (allowed) THEN
+		RAISE EXCEPTION 'cannot % match %: it is %', action, m.id, m.status
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = format('Only a match that is %s can be %s.',
+								array_to_string(allowed, ' or '),
+								CASE action WHEN 'assign' THEN 'assigned'
+											WHEN 'requeue' THEN 'requeued'
+											WHEN 'complete' THEN 'completed'
+											ELSE action || 'ed' END);
+	END IF;
+	RETURN m;
+END
+$$;
+COMMENT ON FUNCTION mm.lock_match(bigint, text[], text) IS
+'Internal: locks a match row for a lifecycle step, refusing a missing match or one in another status';
+REVOKE ALL ON FUNCTION mm.lock_match(bigint, text[], text) FROM PUBLIC;
+
+CREATE FUNCTION mm.check_now(now timestamptz)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF check_now.now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(check_now.now) THEN
+		RAISE EXCEPTION 'now must be a finite time, not %', check_now.now
+			USING ERRCODE = 'datetime_field_overflow';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.check_now(timestamptz) IS 'Internal: refuses a NULL or infinite now';
+REVOKE ALL ON FUNCTION mm.check_now(timestamptz) FROM PUBLIC;
+
+-- Cancels a proposed match: the tickets in cancel_tickets end as cancelled
+-- (their players released); every other ticket of the match searches again
+-- with its original creation time.
+CREATE FUNCTION mm.cancel_proposed_match(match_id bigint, reason text, cancel_tickets bigint[],
+										 now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	requeued bigint[];
+	cancelled bigint[];
+BEGIN
+	UPDATE mm.matches SET status = 'cancelled', cancel_reason = cancel_proposed_match.reason,
+		   updated_at = cancel_proposed_match.now
+	 WHERE id = cancel_proposed_match.match_id;
+	SELECT coalesce(array_agg(e ORDER BY e), '{}') INTO cancelled
+	  FROM mm.end_tickets(ARRAY(SELECT t.id FROM mm.tickets_active t
+								 WHERE t.match_id = cancel_proposed_match.match_id
+								   AND t.id = ANY (cancel_tickets)),
+						  'cancelled', cancel_proposed_match.now) e;
+	WITH back AS (
+		UPDATE mm.tickets_active t
+		   SET status = 'searching', match_id = NULL, team = NULL, updated_at = cancel_proposed_match.now
+		 WHERE t.match_id = cancel_proposed_match.match_id AND t.status = 'proposed'
+		RETURNING t.id)
+	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM back;
+	PERFORM mm.notify_match_event('match_cancelled', cancel_proposed_match.match_id,
+		jsonb_build_object('reason', cancel_proposed_match.reason,
+						   'requeued_tickets', to_jsonb(requeued),
+						   'cancelled_tickets', to_jsonb(cancelled)));
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) IS
+'Internal: cancels a proposed match; the given tickets end as cancelled, the others search again with their age';
+REVOKE ALL ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) FROM PUBLIC;
+
+CREATE FUNCTION mm.accept_match(match_id bigint, player_id text, accept boolean,
+								now timestamptz DEFAULT pg_catalog.now())
+RETURNS text
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+	answer boolean;
+	player_ticket bigint;
+	moved bigint[];
+BEGIN
+	PERFORM mm.check_now(accept_match.now);
+	IF accept_match.player_id IS NULL OR accept_match.accept IS NULL THEN
+		RAISE EXCEPTION '% must not be null', CASE WHEN accept_match.player_id IS NULL
+												  THEN 'player_id' ELSE 'accept' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	m := mm.lock_match(accept_match.match_id, ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'],
+					   'answer');
+	SELECT mp.accepted, mp.ticket_id INTO answer, player_ticket
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = m.id AND mp.player_id = accept_match.player_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'player "%" is not in match %', accept_match.player_id, m.id
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF m.status <> 'proposed' THEN
+		-- the same answer again is harmless: it returns the outcome
+		IF answer IS NOT DISTINCT FROM accept_match.accept THEN
+			RETURN m.status;
+		END IF;
+		RAISE EXCEPTION 'match % is %, no longer waiting for answers', m.id, m.status
+			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
+	IF accept_match.now > m.acceptance_deadline THEN
+		RAISE EXCEPTION 'the answer came after match %''s acceptance deadline', m.id
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('The deadline was %s; the answer came at %s.',
+								  m.acceptance_deadline, accept_match.now);
+	END IF;
+	IF answer IS NOT NULL THEN
+		IF answer = accept_match.accept THEN
+			RETURN m.status;
+		END IF;
+		RAISE EXCEPTION 'player "%" already answered match % (%)', accept_match.player_id, m.id,
+			  CASE WHEN answer THEN 'accepted' ELSE 'rejected' END
+			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
+
+	UPDATE mm.match_players mp SET accepted = accept_match.accept
+	 WHERE mp.match_id = m.id AND mp.player_id = accept_match.player_id;
+
+	IF NOT accept_match.accept THEN
+		-- the rejecting player's ticket (the whole party) is cancelled
+		PERFORM mm.cancel_proposed_match(m.id, 'rejected', ARRAY[player_ticket], accept_match.now);
+		RETURN 'cancelled';
+	END IF;
+
+	IF EXISTS (SELECT FROM mm.match_players mp
+				WHERE mp.match_id = m.id AND mp.accepted IS NOT TRUE) THEN
+		RETURN 'proposed';
+	END IF;
+
+	-- everyone accepted: the tickets end as matched, the players stay
+	-- claimed by the live match
+	UPDATE mm.matches SET status = 'ready', updated_at = accept_match.now WHERE id = m.id;
+	WITH gone AS (
+		DELETE FROM mm.tickets_active t WHERE t.match_id = m.id
+		RETURNING t.*)
+	INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at,
+								  match_id, team)
+	SELECT g.id, g.queue, g.players, 'matched', g.created_at, accept_match.now, accept_match.now,
+		   g.match_id, g.team
+	  FROM gone g;
+	PERFORM mm.notify_match_event('match_ready', m.id, '{}');
+	RETURN 'ready';
+END
+$$;
+COMMENT ON FUNCTION mm.accept_match(bigint, text, boolean, timestamptz) IS
+'A player''s answer to a proposed match; returns the match status: proposed (waiting), ready (all accepted) or cancelled (rejected)';
+
+-- Called by the tick for its queue before it searches.
+CREATE FUNCTION mm.expire_proposed_matches(queue text, now timestamptz)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	expired integer := 0;
+	m record;
+BEGIN
+	-- a match being answered right now is left for the next tick
+	FOR m IN SELECT x.id FROM mm.matches x
+			  WHERE x.queue = expire_proposed_matches.queue AND x.status = 'proposed'
+				AND x.acceptance_deadline < expire_proposed_matches.now
+			  ORDER BY x.acceptance_deadline, x.id
+			  FOR UPDATE SKIP LOCKED
+	LOOP
+		-- the tickets with a player who did not answer are cancelled
+		PERFORM mm.cancel_proposed_match(m.id, 'acceptance_timeout',
+			ARRAY(SELECT DISTINCT mp.ticket_id FROM mm.match_players mp
+				   WHERE mp.match_id = m.id AND mp.accepted IS NOT TRUE),
+			expire_proposed_matches.now);
+		expired := expired + 1;
+	END LOOP;
+	RETURN expired;
+END
+$$;
+COMMENT ON FUNCTION mm.expire_proposed_matches(text, timestamptz) IS
+'Internal (the tick): cancels proposed matches past their acceptance deadline; tickets that accepted search again';
+REVOKE ALL ON FUNCTION mm.expire_proposed_matches(text, timestamptz) FROM PUBLIC;
+
+CREATE FUNCTION mm.assign(match_id bigint, connection text, properties jsonb DEFAULT '{}')
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+BEGIN
+	IF assign.connection IS NULL OR assign.connection = '' THEN
+		RAISE EXCEPTION 'connection must not be empty' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF length(assign.connection) > 1024 THEN
+		RAISE EXCEPTION 'connection is longer than 1024 characters' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF assign.properties IS NULL OR jsonb_typeof(assign.properties) <> 'object' THEN
+		RAISE EXCEPTION 'properties must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF octet_length(assign.properties::text) > 4096 THEN
+		RAISE EXCEPTION 'properties are larger than 4096 bytes'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'They travel in the match_assigned event; keep large data in your own tables.';
+	END IF;
+	m := mm.lock_match(assign.match_id, ARRAY['ready'], 'assign');
+	UPDATE mm.matches SET status = 'assigned', connection = assign.connection,
+		   properties = assign.properties, updated_at = pg_catalog.now()
+	 WHERE id = m.id;
+	PERFORM mm.notify_match_event('match_assigned', m.id,
+		jsonb_build_object('connection', assign.connection, 'properties', assign.properties));
+END
+$$;
+COMMENT ON FUNCTION mm.assign(bigint, text, jsonb) IS
+'Hands a ready match its game server: status assigned, event match_assigned with the connection';
+
+CREATE FUNCTION mm.get_assignment(ticket_id bigint)
+RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
+			   team text, connection text, properties jsonb)
+LANGUAGE sql STABLE STRICT
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT t.id, t.status, m.id, m.status, t.team, m.connection, m.properties
+	  FROM mm.tickets t
+	  LEFT JOIN mm.matches m ON m.id = t.match_id
+	 WHERE t.id = get_assignment.ticket_id
+$$;
+COMMENT ON FUNCTION mm.get_assignment(bigint) IS
+'For a polling client: a ticket''s status, its match and the match''s status, team, connection and properties';
+
+CREATE FUNCTION mm.requeue_match(match_id bigint, reason text,
+								 now timestamptz DEFAULT pg_catalog.now())
+RETURNS bigint[]
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+	requeued bigint[];
+BEGIN
+	PERFORM mm.check_now(requeue_match.now);
+	IF requeue_match.reason IS NULL OR requeue_match.reason = '' OR length(requeue_match.reason) > 256 THEN
+		RAISE EXCEPTION 'reason must be 1 to 256 characters' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	m := mm.lock_match(requeue_match.match_id, ARRAY['proposed', 'ready', 'assigned'], 'requeue');
+	IF m.status = 'proposed' THEN
+		-- nobody is cancelled: every ticket searches again
+		PERFORM mm.cancel_proposed_match(m.id, requeue_match.reason, '{}', requeue_match.now);
+		SELECT coalesce(array_agg(DISTINCT mp.ticket_id ORDER BY mp.ticket_id), '{}') INTO requeued
+		  FROM mm.match_players mp WHERE mp.match_id = m.id;
+		RETURN requeued;
+	END IF;
+
+	UPDATE mm.matches SET status = 'cancelled', cancel_reason = requeue_match.reason,
+		   updated_at = requeue_match.now
+	 WHERE id = m.id;
+	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = requeue_match.now
+	 WHERE b.match_id = m.id AND b.status = 'open';
+	-- the tickets of players still in the match go back to searching with
+	-- their id and creation time (their priority); a ticket with a player
+	-- who left stays ended
+	WITH back AS (
+		DELETE FROM mm.tickets_ended t
+		 WHERE t.match_id = m.id AND t.status = 'matched'
+		   AND NOT EXISTS (SELECT FROM mm.match_players mp
+							WHERE mp.match_id = m.id AND mp.ticket_id = t.id
+							  AND mp.left_at IS NOT NULL)
+		RETURNING t.*
+	), ins AS (
+		INSERT INTO mm.tickets_active (id, queue, players, status, created_at, updated_at)
+		SELECT b.id, b.queue, b.players, 'searching', b.created_at, requeue_match.now FROM back b
+		RETURNING id
+	)
+	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM ins;
+	-- their players stay claimed, by the same tickets, now searching; the
+	-- players of tickets that stay ended are released
+	DELETE FROM mm.active_players a
+	 USING mm.match_players mp
+	 WHERE mp.match_id = m.id AND a.player_id = mp.player_id AND a.ticket_id = mp.ticket_id
+	   AND NOT mp.ticket_id = ANY (requeued);
+	PERFORM mm.notify_match_event('match_cancelled', m.id,
+		jsonb_build_object('reason', requeue_match.reason, 'requeued_tickets', to_jsonb(requeued),
+						   'cancelled_tickets', '[]'::jsonb));
+	RETURN requeued;
+END
+$$;
+COMMENT ON FUNCTION mm.requeue_match(bigint, text, timestamptz) IS
+'Cancels a live match whose allocation failed; its tickets search again with their original age; returns their ids';
+
+CREATE FUNCTION mm.complete_match(match_id bigint, now timestamptz DEFAULT pg_catalog.now())
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+BEGIN
+	PERFORM mm.check_now(complete_match.now);
+	m := mm.lock_match(complete_match.match_id, ARRAY['ready', 'assigned'], 'complete');
+	UPDATE mm.matches SET status = 'completed', updated_at = complete_match.now WHERE id = m.id;
+	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = complete_match.now
+	 WHERE b.match_id = m.id AND b.status = 'open';
+	PERFORM mm.release_match_players(m.id);
+	PERFORM mm.notify_match_event('match_completed', m.id, '{}');
+END
+$$;
+COMMENT ON FUNCTION mm.complete_match(bigint, timestamptz) IS
+'Ends a played match (ready or assigned): status completed, its players may search again';
+
+CREATE FUNCTION mm.leave_match(match_id bigint, player_id text,
+							   now timestamptz DEFAULT pg_catalog.now())
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+	left_already timestamptz;
+	player_ticket bigint;
+BEGIN
+	PERFORM mm.check_now(leave_match.now);
+	IF leave_match.player_id IS NULL THEN
+		RAISE EXCEPTION 'player_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	m := mm.lock_match(leave_match.match_id, ARRAY['ready', 'assigned'], 'leave');
+	SELECT mp.left_at, mp.ticket_id INTO left_already, player_ticket
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'player "%" is not in match %', leave_match.player_id, m.id
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF left_already IS NOT NULL THEN
+		RETURN;
+	END IF;
+	IF leave_match.now < m.created_at THEN
+		RAISE EXCEPTION 'now (%) is before match % was formed (%)', leave_match.now, m.id, m.created_at
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	UPDATE mm.match_players mp SET left_at = leave_match.now
+	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
+	DELETE FROM mm.active_players a
+	 WHERE a.player_id = leave_match.player_id AND a.ticket_id = player_ticket;
+	PERFORM mm.notify_match_event('player_left', m.id,
+		jsonb_build_object('player_id', leave_match.player_id));
+	IF (SELECT coalesce(q.config -> 'auto_backfill' = 'true', false) FROM mm.queues q WHERE q.name = m.queue)
+	   AND NOT EXISTS (SELECT FROM mm.backfill_requests b WHERE b.match_id = m.id AND b.status = 'open') THEN
+		PERFORM mm.request_backfill(m.id, NULL, leave_match.now);
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.leave_match(bigint, text, timestamptz) IS
+'Records a player who left a running match (early quit) and releases them; requests backfill when the queue says auto_backfill';
+
+-- Backfill: open slots of a running match, served by the tick before it
+-- forms new matches (src/tick.c).  The request carries the match's current
+-- players: those of mm.match_players who have not left.
+CREATE FUNCTION mm.request_backfill(match_id bigint, open_slots jsonb DEFAULT NULL,
+									now timestamptz DEFAULT pg_catalog.now())
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+	config jsonb;
+	slots jsonb := '{}';
+	team jsonb;
+	team_name text;
+	team_max integer;
+	present integer;
+	wanted jsonb;
+	total integer := 0;
+	request_id bigint;
+BEGIN
+	PERFORM mm.check_now(request_backfill.now);
+	m := mm.lock_match(request_backfill.match_id, ARRAY['ready', 'assigned'], 'backfill');
+	IF EXISTS (SELECT FROM mm.backfill_requests b WHERE b.match_id = m.id AND b.status = 'open') THEN
+		RAISE EXCEPTION 'match % already has an open backfill request', m.id
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Cancel it first with mm.cancel_backfill.';
+	END IF;
+	SELECT q.config INTO config FROM mm.queues q WHERE q.name = m.queue;
+	IF request_backfill.open_slots IS NOT NULL AND jsonb_typeof(request_backfill.open_slots) <> 'object' THEN
+		RAISE EXCEPTION 'open_slots must be a JSON object of slots per team'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	IF config ? 'teams' THEN
+		FOR team IN SELECT value FROM jsonb_array_elements(config -> 'teams') LOOP
+			team_name := team ->> 'name';
+			team_max := (team ->> 'max')::integer;
+			SELECT count(*) INTO present FROM mm.match_players mp
+			 WHERE mp.match_id = m.id AND mp.team = team_name AND mp.left_at IS NULL;
+			wanted := coalesce(request_backfill.open_slots -> team_name,
+							   CASE WHEN request_backfill.open_slots IS NULL
+									THEN to_jsonb(team_max - present) ELSE '0' END);
+			IF jsonb_typeof(wanted) <> 'number' OR wanted::numeric <> trunc(wanted::numeric)
+			   OR wanted::numeric < 0 OR wanted::numeric > team_max - present THEN
+				RAISE EXCEPTION 'open_slots.% must be a whole number from 0 to %', team_name, team_max - present
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = format('Team %s has %s of at most %s players.', team_name, present, team_max);
+			END IF;
+			slots := slots || jsonb_build_object(team_name, wanted::integer);
+			total := total + wanted::integer;
+		END LOOP;
+		SELECT k INTO team_name FROM jsonb_object_keys(coalesce(request_backfill.open_slots, '{}')) k
+		 WHERE NOT slots ? k LIMIT 1;
+		IF team_name IS NOT NULL THEN
+			RAISE EXCEPTION 'open_slots.% is not a team of queue "%"', team_name, m.queue
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+	ELSE
+		-- a free-for-all: {"players": n}
+		team_max := coalesce((config #>> '{match_size,max}')::integer, (config ->> 'match_size')::integer);
+		SELECT count(*) INTO present FROM mm.match_players mp
+		 WHERE mp.match_id = m.id AND mp.left_at IS NULL;
+		wanted := coalesce(request_backfill.open_slots -> 'players', to_jsonb(team_max - present));
+		IF jsonb_typeof(wanted) <> 'number' OR wanted::numeric <> trunc(wanted::numeric)
+		   OR wanted::numeric < 0 OR wanted::numeric > team_max - present THEN
+			RAISE EXCEPTION 'open_slots.players must be a whole number from 0 to %', team_max - present
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		SELECT k INTO team_name FROM jsonb_object_keys(coalesce(request_backfill.open_slots, '{}')) k
+		 WHERE k <> 'players' LIMIT 1;
+		IF team_name IS NOT NULL THEN
+			RAISE EXCEPTION 'open_slots.% is not allowed in a free-for-all (use "players")', team_name
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		slots := jsonb_build_object('players', wanted::integer);
+		total := wanted::integer;
+	END IF;
+	IF total = 0 THEN
+		RAISE EXCEPTION 'match % has no open slot to fill', m.id
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	INSERT INTO mm.backfill_requests (match_id, queue, open_slots, created_at)
+	VALUES (m.id, m.queue, slots, request_backfill.now)
+	RETURNING id INTO request_id;
+	PERFORM mm.notify_match_event('backfill_requested', m.id,
+		jsonb_build_object('request_id', request_id, 'open_slots', slots));
+	RETURN request_id;
+END
+$$;
+COMMENT ON FUNCTION mm.request_backfill(bigint, jsonb, timestamptz) IS
+'Asks the tick to fill open slots of a running match (default: each team up to its max); returns the request id';
+
+CREATE FUNCTION mm.cancel_backfill(match_id bigint, now timestamptz DEFAULT pg_catalog.now())
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	request_id bigint;
+BEGIN
+	PERFORM mm.check_now(cancel_backfill.now);
+	PERFORM mm.lock_match(cancel_backfill.match_id,
+						  ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'], 'backfill');
+	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = cancel_backfill.now
+	 WHERE b.match_id = cancel_backfill.match_id AND b.status = 'open'
+	RETURNING b.id INTO request_id;
+	IF request_id IS NULL THEN
+		RETURN false;
+	END IF;
+	PERFORM mm.notify_match_event('backfill_cancelled', cancel_backfill.match_id,
+		jsonb_build_object('request_id', request_id));
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_backfill(bigint, timestamptz) IS
+'Cancels a match''s open backfill request (true), or returns false when it had none';
+
+GRANT EXECUTE ON FUNCTION mm.accept_match(bigint, text, boolean, timestamptz),
+	mm.get_assignment(bigint)
+	TO mm_frontend, mm_director;
+GRANT EXECUTE ON FUNCTION mm.assign(bigint, text, jsonb),
+	mm.requeue_match(bigint, text, timestamptz),
+	mm.complete_match(bigint, timestamptz),
+	mm.leave_match(bigint, text, timestamptz),
+	mm.request_backfill(bigint, jsonb, timestamptz),
+	mm.cancel_backfill(bigint, timestamptz)
+	TO mm_director;
