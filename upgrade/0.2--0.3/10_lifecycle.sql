@@ -183,8 +183,7 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  HINT = format('Only a match that is %s can be %s.',
 								array_to_string(allowed, ' or '),
-								CASE action WHEN 'assign' THEN 'assigned'
-											WHEN 'requeue' THEN 'requeued'
+								CASE action WHEN 'leave' THEN 'left'
 											WHEN 'complete' THEN 'completed'
 											ELSE action || 'ed' END);
 	END IF;

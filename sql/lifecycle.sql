@@ -1,0 +1,210 @@
+-- The match lifecycle: acceptance (proposed -> ready or cancelled), assignment,
+-- requeue after a failed allocation, completion, leavers, backfill requests;
+-- every transition's rows, events and errors.  Players stay held while
+-- their match is live.  Match ids are shown relative to the first match of
+-- this file, so the output does not depend on other files.
+SET timezone = 'UTC';
+\set SHOW_CONTEXT never
+CREATE EXTENSION IF NOT EXISTS dblink;
+SELECT dblink_connect('lc_listener',
+	format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
+		   split_part(current_setting('unix_socket_directories'), ',', 1)));
+SELECT dblink_exec('lc_listener', 'LISTEN mm_events');
+SELECT coalesce(max(id), 0) AS m0 FROM mm.matches \gset
+
+-- A ticket id list as the tickets' first players.
+CREATE FUNCTION pg_temp.ticket_names(ids jsonb) RETURNS jsonb LANGUAGE sql AS $$
+	SELECT coalesce(jsonb_agg(t.players -> 0 ->> 'id' ORDER BY u.ord), '[]')
+	  FROM jsonb_array_elements_text(ids) WITH ORDINALITY AS u(id, ord)
+	  JOIN mm.tickets t ON t.id = u.id::bigint
+$$;
+-- The events sent since the last call (waits until none arrive for 0.3 s),
+-- without signature, match ids relative to m0, ticket ids as their first
+-- players; each one's signature checked.
+CREATE FUNCTION pg_temp.events(m0 bigint) RETURNS TABLE (event jsonb, signed boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	quiet integer := 0;
+	k text;
+BEGIN
+	WHILE quiet < 3 LOOP
+		PERFORM pg_sleep(0.1);
+		quiet := quiet + 1;
+		FOR r IN SELECT * FROM dblink_get_notify('lc_listener') LOOP
+			quiet := 0;
+			event := (r.extra::jsonb - 'sig')
+					 || jsonb_build_object('match_id', (r.extra::jsonb ->> 'match_id')::bigint - m0);
+			FOREACH k IN ARRAY ARRAY['tickets', 'requeued_tickets', 'cancelled_tickets'] LOOP
+				IF event ? k THEN
+					event := jsonb_set(event, ARRAY[k], pg_temp.ticket_names(event -> k));
+				END IF;
+			END LOOP;
+			signed := mm.verify_event(r.extra);
+			RETURN NEXT;
+		END LOOP;
+	END LOOP;
+END
+$$;
+CREATE FUNCTION pg_temp.tickets(q text, m0 bigint)
+RETURNS TABLE (player text, status text, match integer, team text, created_at timestamptz)
+LANGUAGE sql AS $$
+	SELECT t.players -> 0 ->> 'id', t.status, (t.match_id - m0)::integer, t.team, t.created_at
+	  FROM mm.tickets t WHERE t.queue = q ORDER BY t.id
+$$;
+CREATE FUNCTION pg_temp.held(q text) RETURNS text LANGUAGE sql AS $$
+	SELECT coalesce(string_agg(player_id, ',' ORDER BY player_id), '') FROM mm.active_players WHERE queue = q
+$$;
+
+-- ---------------------------------------------------------------- acceptance
+SELECT mm.create_queue('lc_acc', '{"teams": [{"name": "red", "min": 1, "max": 1},
+                                             {"name": "blue", "min": 1, "max": 1}],
+                                   "acceptance_timeout_seconds": 10}');
+SELECT mm.create_ticket('lc_acc', '[{"id": "a"}]', '2026-01-01 00:00:00+00') AS ta \gset
+SELECT mm.create_ticket('lc_acc', '[{"id": "b"}]', '2026-01-01 00:00:01+00') AS tb \gset
+SELECT mm.create_ticket('lc_acc', '[{"id": "c"}]', '2026-01-01 00:00:02+00') AS tc \gset
+-- a and b (oldest first) are proposed; the match waits 10 s for answers
+SELECT mm.tick('lc_acc', '2026-01-01 00:00:05+00');
+SELECT id - :m0 AS match, status, acceptance_deadline FROM mm.matches WHERE queue = 'lc_acc';
+SELECT * FROM pg_temp.tickets('lc_acc', :m0);
+SELECT * FROM pg_temp.events(:m0);
+-- a proposed ticket is still the player's active ticket
+SELECT mm.create_ticket('lc_acc', '[{"id": "a"}]', '2026-01-01 00:00:06+00');
+-- the answers: accepting twice is harmless; a stranger is refused
+SELECT mm.accept_match(:m0 + 1, 'a', true, '2026-01-01 00:00:06+00');
+SELECT mm.accept_match(:m0 + 1, 'a', true, '2026-01-01 00:00:06+00');
+SELECT mm.accept_match(:m0 + 1, 'a', false, '2026-01-01 00:00:06+00');
+SELECT mm.accept_match(:m0 + 1, 'zz', true, '2026-01-01 00:00:06+00');
+SELECT mm.accept_match(-1, 'a', true, '2026-01-01 00:00:06+00');
+SELECT mm.accept_match(:m0 + 1, NULL, true, '2026-01-01 00:00:06+00');
+SELECT mm.accept_match(:m0 + 1, 'a', true, 'infinity');
+-- b rejects: the match is cancelled, b's ticket too; a searches again with
+-- its original creation time (its priority)
+SELECT mm.accept_match(:m0 + 1, 'b', false, '2026-01-01 00:00:07+00');
+SELECT id - :m0 AS match, status, cancel_reason, updated_at FROM mm.matches WHERE queue = 'lc_acc';
+SELECT * FROM pg_temp.tickets('lc_acc', :m0);
+SELECT pg_temp.held('lc_acc');
+SELECT * FROM pg_temp.events(:m0);
+-- answering a cancelled match again: the same answer returns the outcome,
+-- another is refused
+SELECT mm.accept_match(:m0 + 1, 'b', false, '2026-01-01 00:00:08+00');
+SELECT mm.accept_match(:m0 + 1, 'a', false, '2026-01-01 00:00:08+00');
+
+-- a and c are proposed next; an answer after the deadline is refused
+SELECT mm.tick('lc_acc', '2026-01-01 00:00:08+00');
+SELECT mm.accept_match(:m0 + 2, 'a', true, '2026-01-01 00:00:18.000001+00');
+-- both accept: the match is ready, the tickets matched, the players held
+SELECT mm.accept_match(:m0 + 2, 'c', true, '2026-01-01 00:00:09+00');
+SELECT mm.accept_match(:m0 + 2, 'a', true, '2026-01-01 00:00:10+00');
+SELECT id - :m0 AS match, status, updated_at FROM mm.matches WHERE queue = 'lc_acc' ORDER BY id;
+SELECT player_id, accepted FROM mm.match_players WHERE match_id = :m0 + 2 ORDER BY 1;
+SELECT * FROM pg_temp.tickets('lc_acc', :m0);
+SELECT pg_temp.held('lc_acc');
+SELECT * FROM pg_temp.events(:m0);
+-- a player in a live match cannot search, and the refusal names the match
+\set VERBOSITY verbose
+SELECT mm.create_ticket('lc_acc', '[{"id": "c"}]', '2026-01-01 00:00:11+00');
+\set VERBOSITY default
+SELECT mm.accept_match(:m0 + 2, 'a', false, '2026-01-01 00:00:11+00');
+
+-- ---------------------------------------------------------------- assignment
+SELECT mm.assign(:m0 + 2, '');
+SELECT mm.assign(:m0 + 2, repeat('x', 1025));
+SELECT mm.assign(:m0 + 2, 'udp://10.0.0.7:7777', '[1]');
+SELECT mm.assign(:m0 + 2, 'udp://10.0.0.7:7777', jsonb_build_object('blob', repeat('x', 5000)));
+SELECT mm.assign(-1, 'udp://10.0.0.7:7777');
+SELECT mm.assign(:m0 + 1, 'udp://10.0.0.7:7777');
+SELECT mm.assign(:m0 + 2, 'udp://10.0.0.7:7777', '{"map": "harbor"}');
+SELECT mm.assign(:m0 + 2, 'udp://10.0.0.8:7777');
+SELECT ticket_id = :ta AS is_a, ticket_status, match_id - :m0 AS match, match_status, team, connection, properties
+  FROM mm.get_assignment(:ta);
+SELECT ticket_status, match_id, match_status FROM mm.get_assignment(:tb);
+SELECT count(*) FROM mm.get_assignment(-1);
+SELECT * FROM pg_temp.events(:m0);
+
+-- ---------------------------------------------------------------- requeue
+-- the server failed: the tickets search again, same ids, original age
+SELECT mm.requeue_match(:m0 + 2, 'server crashed', '2026-01-01 00:00:20+00') = ARRAY[:ta, :tc]::bigint[] AS requeued;
+SELECT id - :m0 AS match, status, cancel_reason FROM mm.matches WHERE id = :m0 + 2;
+SELECT * FROM pg_temp.tickets('lc_acc', :m0);
+SELECT pg_temp.held('lc_acc');
+SELECT * FROM pg_temp.events(:m0);
+SELECT mm.requeue_match(:m0 + 2, 'again', '2026-01-01 00:00:21+00');
+SELECT mm.requeue_match(:m0 + 2, '', '2026-01-01 00:00:21+00');
+
+-- ---------------------------------------------------------------- timeout
+-- proposed again; c accepts, a stays silent: at the deadline the tick
+-- cancels the match, a's ticket with it, and c searches again
+SELECT mm.tick('lc_acc', '2026-01-01 00:00:22+00');
+SELECT mm.accept_match(:m0 + 3, 'c', true, '2026-01-01 00:00:23+00');
+SELECT mm.tick('lc_acc', '2026-01-01 00:00:32+00');  -- exactly at the deadline: still waiting
+SELECT status FROM mm.matches WHERE id = :m0 + 3;
+SELECT mm.tick('lc_acc', '2026-01-01 00:00:32.5+00');
+SELECT id - :m0 AS match, status, cancel_reason FROM mm.matches WHERE id = :m0 + 3;
+SELECT * FROM pg_temp.tickets('lc_acc', :m0);
+SELECT pg_temp.held('lc_acc');
+SELECT * FROM pg_temp.events(:m0);
+-- a proposed match can be requeued too: nobody is cancelled
+SELECT mm.create_ticket('lc_acc', '[{"id": "d"}]', '2026-01-01 00:00:40+00') AS td \gset
+SELECT mm.tick('lc_acc', '2026-01-01 00:00:41+00');
+SELECT mm.requeue_match(:m0 + 4, 'lobby closed', '2026-01-01 00:00:42+00') = ARRAY[:tc, :td]::bigint[] AS requeued;
+SELECT * FROM pg_temp.tickets('lc_acc', :m0) WHERE player IN ('c', 'd');
+SELECT * FROM pg_temp.events(:m0);
+
+-- ---------------------------------------------------------------- completion, leavers
+SELECT mm.create_queue('lc_plain', '{"teams": [{"name": "red", "min": 2, "max": 2},
+                                               {"name": "blue", "min": 2, "max": 2}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_plain', '[{"id": "p1"}, {"id": "p2"}]', '2026-01-01 00:01:00+00'),
+  ('lc_plain', '[{"id": "p3"}]', '2026-01-01 00:01:01+00'),
+  ('lc_plain', '[{"id": "p4"}]', '2026-01-01 00:01:02+00');
+-- without acceptance a match is ready at once, its players held
+SELECT mm.tick('lc_plain', '2026-01-01 00:01:05+00');
+SELECT id - :m0 AS match, status FROM mm.matches WHERE queue = 'lc_plain';
+SELECT pg_temp.held('lc_plain');
+SELECT * FROM pg_temp.events(:m0);
+-- p3 leaves: recorded, released, free to search; leaving twice is harmless
+SELECT mm.leave_match(:m0 + 5, 'p3', '2026-01-01 00:02:00+00');
+SELECT mm.leave_match(:m0 + 5, 'p3', '2026-01-01 00:02:30+00');
+SELECT player_id, left_at FROM mm.match_players WHERE match_id = :m0 + 5 AND left_at IS NOT NULL;
+SELECT pg_temp.held('lc_plain');
+SELECT mm.leave_match(:m0 + 5, 'nobody', '2026-01-01 00:02:00+00');
+SELECT mm.leave_match(:m0 + 5, 'p4', '2026-01-01 00:00:00+00');
+SELECT mm.leave_match(:m0 + 3, 'c', '2026-01-01 00:02:00+00');
+SELECT mm.create_ticket('lc_plain', '[{"id": "p3"}]', '2026-01-01 00:02:01+00') > 0 AS p3_searches;
+SELECT * FROM pg_temp.events(:m0);
+
+-- ---------------------------------------------------------------- backfill requests
+-- p3 (blue) left: blue has one open slot, red none
+SELECT mm.request_backfill(:m0 + 5, '{"red": 1}', '2026-01-01 00:02:02+00');
+SELECT mm.request_backfill(:m0 + 5, '{"green": 0}', '2026-01-01 00:02:02+00');
+SELECT mm.request_backfill(:m0 + 5, '{"blue": 0}', '2026-01-01 00:02:02+00');
+SELECT mm.request_backfill(:m0 + 5, '{"blue": 0.5}', '2026-01-01 00:02:02+00');
+SELECT mm.request_backfill(:m0 + 5, '[1]', '2026-01-01 00:02:02+00');
+SELECT mm.request_backfill(:m0 + 1, NULL, '2026-01-01 00:02:02+00');
+SELECT mm.request_backfill(:m0 + 5, '{"blue": 1}', '2026-01-01 00:02:02+00') > 0 AS requested;
+-- at most one open request per match
+SELECT mm.request_backfill(:m0 + 5, '{"blue": 1}', '2026-01-01 00:02:03+00');
+SELECT mm.cancel_backfill(:m0 + 5, '2026-01-01 00:02:04+00');
+SELECT mm.cancel_backfill(:m0 + 5, '2026-01-01 00:02:04+00');
+-- default: every team up to its max
+SELECT mm.request_backfill(:m0 + 5, NULL, '2026-01-01 00:02:05+00') > 0 AS requested;
+SELECT open_slots, status, created_at, updated_at FROM mm.backfill_requests WHERE match_id = :m0 + 5 ORDER BY id;
+SELECT * FROM pg_temp.events(:m0);
+
+-- the match was played: completed, everybody released; only once
+SELECT mm.complete_match(:m0 + 5, '2026-01-01 00:30:00+00');
+SELECT id - :m0 AS match, status, updated_at FROM mm.matches WHERE id = :m0 + 5;
+SELECT pg_temp.held('lc_plain');
+SELECT mm.complete_match(:m0 + 5, '2026-01-01 00:31:00+00');
+SELECT mm.complete_match(:m0 + 1, '2026-01-01 00:31:00+00');
+SELECT mm.complete_match(-1);
+SELECT mm.complete_match(NULL);
+-- completing closed the open request
+SELECT status, updated_at FROM mm.backfill_requests WHERE match_id = :m0 + 5 ORDER BY id;
+SELECT mm.request_backfill(:m0 + 5);
+SELECT * FROM pg_temp.events(:m0);
+
+SELECT dblink_disconnect('lc_listener');
+SELECT mm.drop_queue('lc_acc', force => true);
+SELECT mm.drop_queue('lc_plain', force => true);

@@ -1,0 +1,113 @@
+-- Least privilege: the group roles mm_frontend, mm_director, mm_analyst and
+-- mm_admin, each tried at what it may and may not do.  A login role of each
+-- is made here and dropped at the end.
+SET timezone = 'UTC';
+\set SHOW_CONTEXT never
+SELECT rolname, rolcanlogin, rolsuper, rolinherit
+  FROM pg_roles WHERE rolname LIKE 'mm\_%' ORDER BY rolname;
+SELECT r.rolname AS role, m.rolname AS member_of
+  FROM pg_auth_members a JOIN pg_roles r ON r.oid = a.member JOIN pg_roles m ON m.oid = a.roleid
+ WHERE r.rolname LIKE 'mm\_%' ORDER BY 1, 2;
+-- nothing in schema mm is open to PUBLIC but pure functions
+SELECT p.oid::regprocedure AS public_routine
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'mm' AND has_function_privilege('public', p.oid, 'EXECUTE')
+   AND p.proname NOT IN ('elo_expected', 'elo_update', 'elo_k_factor', 'glicko2_update', 'glicko2_decay',
+                         'glicko2_period', 'glicko2_period_transition', 'glicko2_period_combine',
+                         'glicko2_period_serialize', 'glicko2_period_deserialize', 'glicko2_period_final',
+                         'team_rating', 'team_rating_transition', 'team_rating_combine', 'team_rating_final',
+                         'win_probability', 'smurf_score', 'rating_boost', 'balance_teams',
+                         'openskill_rate', 'openskill_predict_win', 'verify_event');
+SELECT c.oid::regclass AS public_relation
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'mm' AND c.relkind IN ('r', 'p', 'v', 'S')
+   AND (has_table_privilege('public', c.oid, 'SELECT') OR has_table_privilege('public', c.oid, 'INSERT'));
+-- every SECURITY DEFINER routine pins its search_path
+SELECT p.oid::regprocedure AS definer_without_search_path
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'mm' AND p.prosecdef
+   AND NOT EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search\_path=%');
+
+CREATE ROLE rl_front LOGIN IN ROLE mm_frontend;
+CREATE ROLE rl_director LOGIN IN ROLE mm_director;
+CREATE ROLE rl_analyst LOGIN IN ROLE mm_analyst;
+CREATE ROLE rl_admin LOGIN IN ROLE mm_admin;
+
+-- Runs a statement as a role; 'ok' or the error's SQLSTATE and message.
+CREATE FUNCTION pg_temp.as_role(who text, q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	result text := 'ok';
+BEGIN
+	EXECUTE format('SET LOCAL ROLE %I', who);
+	BEGIN
+		EXECUTE q;
+	EXCEPTION WHEN OTHERS THEN
+		result := SQLSTATE || ' ' || SQLERRM;
+	END;
+	RESET ROLE;
+	RETURN result;
+END
+$$;
+
+-- the admin runs the matchmaker
+SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.create_queue('rl_q', '{"teams": [{"name": "red", "min": 1, "max": 1},
+  {"name": "blue", "min": 1, "max": 1}], "acceptance_timeout_seconds": 30}')$q$);
+SELECT pg_temp.as_role('rl_admin', $q$INSERT INTO mm.tickets (queue, players, created_at)
+  VALUES ('rl_q', '[{"id": "rl_bulk"}]', '2026-03-01 00:00:00+00')$q$) AS admin_bulk_insert;
+
+-- the frontend: tickets and answers through functions
+SELECT pg_temp.as_role('rl_front', $q$SELECT mm.create_ticket('rl_q', '[{"id": "rl_a"}]', '2026-03-01 00:00:01+00')$q$);
+SELECT pg_temp.as_role('rl_front', $q$SELECT mm.create_ticket('rl_q', '[{"id": "rl_b"}]', '2026-03-01 00:00:02+00')$q$);
+SELECT pg_temp.as_role('rl_front', $q$SELECT mm.cancel_ticket(id) FROM mm.tickets_active WHERE players @> '[{"id": "rl_b"}]'$q$)
+  AS front_reads_tickets;
+SELECT id AS tb FROM mm.tickets WHERE players @> '[{"id": "rl_b"}]' \gset
+SELECT pg_temp.as_role('rl_front', format('SELECT mm.cancel_ticket(%s)', :tb)) AS front_cancels;
+SELECT pg_temp.as_role('rl_front', $q$INSERT INTO mm.tickets (queue, players) VALUES ('rl_q', '[{"id": "rl_x"}]')$q$);
+SELECT pg_temp.as_role('rl_front', $q$SELECT * FROM mm.ratings$q$);
+SELECT pg_temp.as_role('rl_front', $q$SELECT * FROM mm.matches$q$);
+SELECT pg_temp.as_role('rl_front', $q$SELECT mm.create_queue('rl_q2', '{"match_size": {"min": 2, "max": 2}}')$q$);
+SELECT pg_temp.as_role('rl_front', $q$UPDATE mm.queues SET config = config$q$);
+SELECT pg_temp.as_role('rl_front', $q$SELECT mm.tick('rl_q', '2026-03-01 00:00:05+00')$q$);
+
+SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.tick('rl_q', '2026-03-01 00:00:05+00')$q$) AS admin_ticks;
+SELECT id AS mid FROM mm.matches WHERE queue = 'rl_q' \gset
+SELECT id AS ta FROM mm.tickets WHERE players @> '[{"id": "rl_a"}]' \gset
+SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.accept_match(%s, 'rl_a', true, '2026-03-01 00:00:06+00')$q$, :mid));
+SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.accept_match(%s, 'rl_bulk', true, '2026-03-01 00:00:06+00')$q$, :mid));
+SELECT pg_temp.as_role('rl_front', format('SELECT * FROM mm.get_assignment(%s)', :ta)) AS front_polls;
+SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.assign(%s, 'udp://x')$q$, :mid));
+SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.complete_match(%s)$q$, :mid));
+SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.requeue_match(%s, 'x')$q$, :mid));
+SELECT pg_temp.as_role('rl_front', $q$SELECT mm.notify_match_event('match_ready', 1, '{}')$q$);
+
+-- the director: assignment and the rest of the lifecycle, reads matches
+SELECT pg_temp.as_role('rl_director', format($q$SELECT mm.assign(%s, 'udp://10.1.1.1:7777')$q$, :mid));
+SELECT pg_temp.as_role('rl_director', $q$SELECT count(*) FROM mm.matches JOIN mm.match_players ON match_id = id$q$)
+  AS director_reads_matches;
+SELECT pg_temp.as_role('rl_director', format('SELECT * FROM mm.get_assignment(%s)', :ta)) AS director_polls;
+SELECT pg_temp.as_role('rl_director', format($q$SELECT mm.complete_match(%s, '2026-03-01 00:20:00+00')$q$, :mid));
+SELECT status FROM mm.matches WHERE id = :mid;
+SELECT pg_temp.as_role('rl_director', $q$SELECT mm.create_ticket('rl_q', '[{"id": "rl_c"}]')$q$);
+SELECT pg_temp.as_role('rl_director', $q$SELECT * FROM mm.ratings$q$);
+SELECT pg_temp.as_role('rl_director', $q$SELECT mm.alter_queue('rl_q', '{"match_size": {"min": 2, "max": 2}}')$q$);
+SELECT pg_temp.as_role('rl_director', $q$DELETE FROM mm.matches$q$);
+
+-- the analyst reads, never writes
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.tickets JOIN mm.matches m ON m.id = match_id$q$)
+  AS analyst_reads;
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.ratings$q$) AS analyst_reads_ratings;
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT * FROM mm.queue_stats_by_minute('rl_q', '2026-03-01 00:00:00+00', '2026-03-01 00:05:00+00')$q$)
+  AS analyst_metrics;
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT * FROM mm.event_key$q$);
+SELECT pg_temp.as_role('rl_analyst', $q$INSERT INTO mm.tickets (queue, players) VALUES ('rl_q', '[{"id": "rl_y"}]')$q$);
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.create_ticket('rl_q', '[{"id": "rl_y"}]')$q$);
+SELECT pg_temp.as_role('rl_analyst', $q$UPDATE mm.matches SET status = 'cancelled'$q$);
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.tick('rl_q')$q$);
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.drop_queue('rl_q', true)$q$);
+
+-- the event key is nobody's but the owner's
+SELECT r AS role, has_table_privilege(r, 'mm.event_key', 'SELECT') AS reads_event_key
+  FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_admin']) r;
+
+SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_q', true)$q$) AS admin_drops;
+DROP ROLE rl_front, rl_director, rl_analyst, rl_admin;
