@@ -13,44 +13,51 @@ EXCEPTION WHEN OTHERS THEN
 		|| CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
 END $$;
 
--- Points (and the points that apply):
+-- Points, over the reference maximum: 30 for the new-account group under 25
+-- games, and always 25 for the outliers and 20 for the learning curve (75
+-- under 25 games, else 45).  Missing evidence earns nothing but stays in the
+-- maximum: an unknown (NULL) headshot rate, fewer than 5 recent ratings.
 --   new account, under 25 games (30): win rate > 0.70: 20, MVP rate > 0.40: 10
---   outlier (15, +10 when headshot_rate is known): KDA > 3.5: 15, headshots > 0.60: 10
---   no learning curve, at least 5 recent ratings (20): CV < 0.05 with < 20 games: 20
+--   outlier (25): KDA > 3.5: 15, headshots > 0.60: 10
+--   no learning curve (20): at least 5 recent ratings, CV < 0.05 with < 20 games: 20
 -- "flat" ratings have CV 0.0007, "rising" ones CV 0.2.
 SELECT n, note, round(mm.smurf_score(g, w, k, m, r, h)::numeric, 4) AS score,
        round(mm.smurf_score(g, w, k, m, r, h)::numeric, 10) = round(expected, 10) AS as_expected
   FROM (VALUES
 	(1, 'everything, headshots known: 75 / 75', 10, 0.8, 4.0, 0.5,
 	    '{1500,1501,1502,1500,1499}'::float8[], 0.7, 1.0),
-	(2, 'everything, headshots unknown: 65 / 65', 10, 0.8, 4.0, 0.5,
-	    '{1500,1501,1502,1500,1499}', NULL, 1.0),
-	(3, 'new, wins only, short history: 20 / 45', 10, 0.8, 2.0, 0.3, '{1500,1600}', NULL, 20 / 45.0),
-	(4, 'new, MVP and KDA, rising: 25 / 65', 10, 0.5, 4.0, 0.5,
-	    '{1000,1200,1400,1600,1800}', NULL, 25 / 65.0),
+	(2, 'everything, headshots unknown: 65 / 75', 10, 0.8, 4.0, 0.5,
+	    '{1500,1501,1502,1500,1499}', NULL, 65 / 75.0),
+	(3, 'new, wins only, short history: 20 / 75', 10, 0.8, 2.0, 0.3, '{1500,1600}', NULL, 20 / 75.0),
+	(4, 'new, MVP and KDA, rising: 25 / 75', 10, 0.5, 4.0, 0.5,
+	    '{1000,1200,1400,1600,1800}', NULL, 25 / 75.0),
 	(5, 'same with headshots 0.3: 25 / 75', 10, 0.5, 4.0, 0.5,
 	    '{1000,1200,1400,1600,1800}', 0.3, 25 / 75.0),
-	(6, 'veteran, high KDA only applies: 15 / 15', 100, 0.9, 4.0, 0.9, '{}', NULL, 1.0),
-	(7, 'veteran, ordinary: 0 / 15', 100, 0.5, 2.0, 0.1, '{}', NULL, 0.0),
+	(6, 'veteran, high KDA only: 15 / 45', 100, 0.9, 4.0, 0.9, '{}', NULL, 15 / 45.0),
+	(7, 'veteran, ordinary: 0 / 45', 100, 0.5, 2.0, 0.1, '{}', NULL, 0.0),
 	(8, 'veteran, headshots 0.61, flat: 10 / 45', 100, 0.5, 1.0, 0.1,
 	    '{1500,1501,1502,1500,1499}', 0.61, 10 / 45.0),
 	(9, 'limits are exclusive: 0 / 75', 24, 0.70, 3.5, 0.40,
 	    '{1500,1501,1502,1500,1499}', 0.60, 0.0),
-	(10, '25 games is no longer new: 0 / 15', 25, 0.9, 1.0, 0.9, '{}', NULL, 0.0),
-	(11, 'flat with 19 games: 20 / 65', 19, 0.5, 1.0, 0.1,
-	    '{1500,1501,1502,1500,1499}', NULL, 20 / 65.0),
-	(12, 'flat with 20 games: 0 / 65', 20, 0.5, 1.0, 0.1,
+	(10, '25 games is no longer new: 0 / 45', 25, 0.9, 1.0, 0.9, '{}', NULL, 0.0),
+	(11, 'flat with 19 games: 20 / 75', 19, 0.5, 1.0, 0.1,
+	    '{1500,1501,1502,1500,1499}', NULL, 20 / 75.0),
+	(12, 'flat with 20 games: 0 / 75', 20, 0.5, 1.0, 0.1,
 	    '{1500,1501,1502,1500,1499}', NULL, 0.0),
-	(13, 'four ratings do not count: 0 / 45', 10, 0.5, 1.0, 0.1, '{1500,1500,1500,1500}', NULL, 0.0),
-	(14, 'flat around 0 (CV undefined) is not flat: 0 / 65', 10, 0.5, 1.0, 0.1,
-	    '{0,0,0,0,0}', NULL, 0.0)
+	(13, 'four ratings do not count: 0 / 75', 10, 0.5, 1.0, 0.1, '{1500,1500,1500,1500}', NULL, 0.0),
+	(14, 'flat around 0 (CV undefined) is not flat: 0 / 75', 10, 0.5, 1.0, 0.1,
+	    '{0,0,0,0,0}', NULL, 0.0),
+	(15, '30-game veteran, KDA 4, no history: 15 / 45', 30, 0.5, 4.0, 0.1, '{}', NULL, 15 / 45.0),
+	(16, 'same with headshots 0.7: 25 / 45', 30, 0.5, 4.0, 0.1, '{}', 0.7, 25 / 45.0),
+	(17, 'four flat ratings, 19 games: 0 / 75', 19, 0.5, 1.0, 0.1, '{1500,1500,1500,1500}', NULL, 0.0)
   ) AS t(n, note, g, w, k, m, r, h, expected)
  ORDER BY n;
 -- Leaving headshot_rate out is the same as passing NULL.
 SELECT mm.smurf_score(10, 0.8, 2.0, 0.3, '{1500,1600}')
      = mm.smurf_score(10, 0.8, 2.0, 0.3, '{1500,1600}', NULL) AS default_is_null;
--- NULL: smurf_score is not STRICT (a NULL headshot_rate is "unknown"), but a
--- NULL in any other argument gives NULL, as STRICT would.
+-- NULL: smurf_score is not STRICT (a NULL headshot_rate is "unknown": no
+-- points, still in the maximum), but a NULL in any other argument gives NULL,
+-- as STRICT would.
 SELECT mm.smurf_score(NULL, 0.8, 2.0, 0.3, '{}') IS NULL AS a,
        mm.smurf_score(10, NULL, 2.0, 0.3, '{}') IS NULL AS b,
        mm.smurf_score(10, 0.8, NULL, 0.3, '{}') IS NULL AS c,

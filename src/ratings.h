@@ -100,7 +100,7 @@ typedef struct SmurfEvidence
 	double		headshot_rate;
 } SmurfEvidence;
 
-/* Suspicion points over the points that apply, in [0, 1]. */
+/* Suspicion points over the reference maximum (75 under 25 games, else 45), in [0, 1]. */
 extern double SmurfScore(const SmurfEvidence *evidence);
 
 /* Rating change multiplier for a smurf confidence and games played. */

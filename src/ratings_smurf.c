@@ -3,8 +3,12 @@
  *	  Smurf detection and placement: mm.smurf_score and mm.rating_boost.
  *
  * mm.smurf_score adds suspicion points from three groups of evidence and
- * divides by the points that could apply to this account, so a missing
- * headshot rate or a short rating history does not dilute the score.
+ * divides them by the maximum of the reference formula: the new-account
+ * group's 30 points for accounts under 25 games, and always the outlier
+ * group's 25 and the learning-curve group's 20.  Evidence that is missing (an
+ * unknown headshot rate, fewer than 5 recent ratings) earns no points but
+ * stays in the maximum: a veteran whose only sign is a high KDA scores
+ * 15 / 45, not 15 / 15.
  */
 #include "postgres.h"
 
@@ -26,12 +30,15 @@ PG_FUNCTION_INFO_V1(mm_rating_boost);
 #define SMURF_WIN_RATE_POINTS 20.0
 #define SMURF_MVP_RATE_LIMIT 0.40
 #define SMURF_MVP_RATE_POINTS 10.0
-/* Outlier performance: 15 + 10 points possible (10 when headshots are known). */
+/* Outlier performance: 15 + 10 points, always in the maximum. */
 #define SMURF_KDA_LIMIT 3.5
 #define SMURF_KDA_POINTS 15.0
 #define SMURF_HEADSHOT_LIMIT 0.60
 #define SMURF_HEADSHOT_POINTS 10.0
-/* No learning curve: 20 points possible once there are 5 recent ratings. */
+/*
+ * No learning curve: 20 points, always in the maximum; earned only with at
+ * least 5 recent ratings.
+ */
 #define SMURF_MIN_RECENT_RATINGS 5
 #define SMURF_FLAT_CV_LIMIT 0.05
 #define SMURF_FLAT_GAMES 20
@@ -57,8 +64,8 @@ RatingsAreFlat(const double *ratings, int count)
 }
 
 /*
- * Suspicion points over the points that apply, in [0, 1].  The outlier group's
- * KDA always applies, so the maximum is never 0.
+ * Suspicion points over the reference maximum (75 under 25 games, else 45),
+ * in [0, 1].
  */
 double
 SmurfScore(const SmurfEvidence *evidence)
@@ -75,23 +82,18 @@ SmurfScore(const SmurfEvidence *evidence)
 			points += SMURF_MVP_RATE_POINTS;
 	}
 
-	possible += SMURF_KDA_POINTS;
+	possible += SMURF_KDA_POINTS + SMURF_HEADSHOT_POINTS;
 	if (evidence->avg_kda > SMURF_KDA_LIMIT)
 		points += SMURF_KDA_POINTS;
-	if (evidence->has_headshot_rate)
-	{
-		possible += SMURF_HEADSHOT_POINTS;
-		if (evidence->headshot_rate > SMURF_HEADSHOT_LIMIT)
-			points += SMURF_HEADSHOT_POINTS;
-	}
+	if (evidence->has_headshot_rate &&
+		evidence->headshot_rate > SMURF_HEADSHOT_LIMIT)
+		points += SMURF_HEADSHOT_POINTS;
 
-	if (evidence->recent_count >= SMURF_MIN_RECENT_RATINGS)
-	{
-		possible += SMURF_FLAT_POINTS;
-		if (evidence->games_played < SMURF_FLAT_GAMES &&
-			RatingsAreFlat(evidence->recent_ratings, evidence->recent_count))
-			points += SMURF_FLAT_POINTS;
-	}
+	possible += SMURF_FLAT_POINTS;
+	if (evidence->recent_count >= SMURF_MIN_RECENT_RATINGS &&
+		evidence->games_played < SMURF_FLAT_GAMES &&
+		RatingsAreFlat(evidence->recent_ratings, evidence->recent_count))
+		points += SMURF_FLAT_POINTS;
 
 	return points / possible;
 }
@@ -117,8 +119,9 @@ RatingBoost(double confidence, int games_played)
  *				  mvp_rate float8, recent_ratings float8[],
  *				  headshot_rate float8 DEFAULT NULL) -> float8
  *
- * Not STRICT, because a NULL headshot_rate means "unknown" (its points leave
- * the maximum).  A NULL in any other argument gives NULL, as STRICT would.
+ * Not STRICT, because a NULL headshot_rate means "unknown": it earns no
+ * points (its 10 stay in the maximum).  A NULL in any other argument gives
+ * NULL, as STRICT would.
  */
 Datum
 mm_smurf_score(PG_FUNCTION_ARGS)
