@@ -33,8 +33,10 @@ BEGIN
 		quiet := quiet + 1;
 		FOR r IN SELECT * FROM dblink_get_notify('lc_listener') LOOP
 			quiet := 0;
-			event := (r.extra::jsonb - 'sig')
-					 || jsonb_build_object('match_id', (r.extra::jsonb ->> 'match_id')::bigint - m0);
+			event := r.extra::jsonb - 'sig';
+			IF event ? 'match_id' THEN
+				event := event || jsonb_build_object('match_id', (event ->> 'match_id')::bigint - m0);
+			END IF;
 			FOREACH k IN ARRAY ARRAY['tickets', 'requeued_tickets', 'cancelled_tickets'] LOOP
 				IF event ? k THEN
 					event := jsonb_set(event, ARRAY[k], pg_temp.ticket_names(event -> k));
@@ -191,6 +193,25 @@ SELECT mm.cancel_backfill(:m0 + 5, '2026-01-01 00:02:04+00');
 SELECT mm.request_backfill(:m0 + 5, NULL, '2026-01-01 00:02:05+00') > 0 AS requested;
 SELECT open_slots, status, created_at, updated_at FROM mm.backfill_requests WHERE match_id = :m0 + 5 ORDER BY id;
 SELECT * FROM pg_temp.events(:m0);
+
+-- the tick serves the request before it forms new matches, oldest ticket
+-- first: p5 fills blue; p6 and p7 form no match of their own (2v2)
+SELECT mm.cancel_ticket(id) FROM mm.tickets_active WHERE players @> '[{"id": "p3"}]';
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_plain', '[{"id": "p5"}]', '2026-01-01 00:02:06+00'),
+  ('lc_plain', '[{"id": "p6"}]', '2026-01-01 00:02:07+00'),
+  ('lc_plain', '[{"id": "p7"}]', '2026-01-01 00:02:08+00');
+SELECT mm.tick('lc_plain', '2026-01-01 00:02:10+00');
+SELECT player_id, team, left_at FROM mm.match_players WHERE match_id = :m0 + 5 ORDER BY player_id;
+SELECT open_slots, status, updated_at FROM mm.backfill_requests WHERE match_id = :m0 + 5 ORDER BY id;
+SELECT * FROM pg_temp.tickets('lc_plain', :m0);
+SELECT pg_temp.held('lc_plain');
+SELECT * FROM pg_temp.events(:m0);
+-- the match is full again
+SELECT mm.request_backfill(:m0 + 5, NULL, '2026-01-01 00:02:11+00');
+-- p4 (blue) leaves and a new request opens; completing the match cancels it
+SELECT mm.leave_match(:m0 + 5, 'p4', '2026-01-01 00:02:12+00');
+SELECT mm.request_backfill(:m0 + 5, NULL, '2026-01-01 00:02:13+00') > 0 AS requested;
 
 -- the match was played: completed, everybody released; only once
 SELECT mm.complete_match(:m0 + 5, '2026-01-01 00:30:00+00');

@@ -79,6 +79,8 @@ SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.assign(%s, 'udp://x')$q$,
 SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.complete_match(%s)$q$, :mid));
 SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.requeue_match(%s, 'x')$q$, :mid));
 SELECT pg_temp.as_role('rl_front', $q$SELECT mm.notify_match_event('match_ready', 1, '{}')$q$);
+SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.report_result(%s, '{"red": 1, "blue": 2}')$q$, :mid));
+SELECT pg_temp.as_role('rl_front', $q$SELECT * FROM mm.leaderboard$q$);
 
 -- the director: assignment and the rest of the lifecycle, reads matches
 SELECT pg_temp.as_role('rl_director', format($q$SELECT mm.assign(%s, 'udp://10.1.1.1:7777')$q$, :mid));
@@ -96,6 +98,7 @@ SELECT pg_temp.as_role('rl_director', $q$DELETE FROM mm.matches$q$);
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.tickets JOIN mm.matches m ON m.id = match_id$q$)
   AS analyst_reads;
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.ratings$q$) AS analyst_reads_ratings;
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.leaderboard$q$) AS analyst_reads_leaderboard;
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT * FROM mm.queue_stats_by_minute('rl_q', '2026-03-01 00:00:00+00', '2026-03-01 00:05:00+00')$q$)
   AS analyst_metrics;
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT * FROM mm.event_key$q$);

@@ -332,7 +332,9 @@ $$;
 COMMENT ON FUNCTION mm.accept_match(bigint, text, boolean, timestamptz) IS
 'A player''s answer to a proposed match; returns the match status: proposed (waiting), ready (all accepted) or cancelled (rejected)';
 
--- Called by the tick for its queue before it searches.
+-- Called by the tick before it searches: for its queue, or for every queue
+-- (queue NULL) once at the start of mm.tick(NULL), so a tick of many queues
+-- does not probe mm.matches once per queue while it fills it.
 CREATE FUNCTION mm.expire_proposed_matches(queue text, now timestamptz)
 RETURNS integer
 LANGUAGE plpgsql
@@ -341,14 +343,22 @@ AS $$
 DECLARE
 	expired integer := 0;
 	m record;
+	due bigint[];
 BEGIN
 	-- a match being answered right now is left for the next tick
-	FOR m IN SELECT x.id FROM mm.matches x
-			  WHERE x.queue = expire_proposed_matches.queue AND x.status = 'proposed'
-				AND x.acceptance_deadline < expire_proposed_matches.now
-			  ORDER BY x.acceptance_deadline, x.id
-			  FOR UPDATE SKIP LOCKED
-	LOOP
+	IF expire_proposed_matches.queue IS NULL THEN
+		due := ARRAY(SELECT x.id FROM mm.matches x
+					  WHERE x.status = 'proposed' AND x.acceptance_deadline < expire_proposed_matches.now
+					  ORDER BY x.acceptance_deadline, x.id
+					  FOR UPDATE SKIP LOCKED);
+	ELSE
+		due := ARRAY(SELECT x.id FROM mm.matches x
+					  WHERE x.queue = expire_proposed_matches.queue AND x.status = 'proposed'
+						AND x.acceptance_deadline < expire_proposed_matches.now
+					  ORDER BY x.acceptance_deadline, x.id
+					  FOR UPDATE SKIP LOCKED);
+	END IF;
+	FOR m IN SELECT u.id FROM unnest(due) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord LOOP
 		-- the tickets with a player who did not answer are cancelled
 		PERFORM mm.cancel_proposed_match(m.id, 'acceptance_timeout',
 			ARRAY(SELECT DISTINCT mp.ticket_id FROM mm.match_players mp
@@ -360,7 +370,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION mm.expire_proposed_matches(text, timestamptz) IS
-'Internal (the tick): cancels proposed matches past their acceptance deadline; tickets that accepted search again';
+'Internal (the tick): cancels proposed matches of a queue (every queue for NULL) past their acceptance deadline; tickets that accepted search again';
 REVOKE ALL ON FUNCTION mm.expire_proposed_matches(text, timestamptz) FROM PUBLIC;
 
 CREATE FUNCTION mm.assign(match_id bigint, connection text, properties jsonb DEFAULT '{}')
