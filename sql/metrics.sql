@@ -166,29 +166,30 @@ SELECT queue, searching_tickets, searching_players, oldest_wait_s, tickets_match
 -- the view: the same columns over the last hour of the real clock
 SELECT queue, tickets_matched FROM mm.queue_stats WHERE queue LIKE 'metrics%' ORDER BY queue;
 
--- Per match over the hour: A, B, C, D (E formed at 10:00).  Global average
--- skill of their 8 players: 8200 / 8 = 1025.  Seed quality 1 - gap / 1025:
--- D gap |1050 - 950| = 100: 0.902439; A |1000 - 1200| = 200: 0.804878;
--- B |900 - 1100| = 200: 0.804878; C 0: 1.  Latency (eu): D (10 + 30) / 2 =
--- 20, A (20 + 40) / 2 = 30, B (30 + 50) / 2 = 40, C (60 + 80) / 2 = 70.
+-- Per match over the hour: A, B, C, D (E formed at 10:00); one player a
+-- team, so the skill spread (highest minus lowest player skill) and the team
+-- skill gap (highest minus lowest team average) are the same: D |1050 - 950|
+-- = 100, A |1000 - 1200| = 200, B |900 - 1100| = 200, C 0.  Latency (eu),
+-- average and worst: D 20 and 30, A 30 and 40, B 40 and 50, C 70 and 80.
 SELECT l.label, d.queue_name, d.created_at, d.region, d.players, d.teams, d.quality,
-	   round(d.seed_quality::numeric, 6) AS seed_quality, d.team_skill_gap, d.latency_avg_ms
+	   d.skill_spread, d.team_skill_gap, d.latency_avg_ms, d.worst_latency_ms
   FROM mm.match_details('metrics_q', '1 hour', '2041-06-15 12:00:00+00') d
   JOIN match_label l ON l.id = d.match_id
  ORDER BY d.created_at;
--- another skill attribute: nobody has one, so no seed quality
-SELECT count(*), count(seed_quality)
+-- another skill attribute: nobody has one, so no skill figures
+SELECT count(*), count(skill_spread), count(team_skill_gap)
   FROM mm.match_details('metrics_q', '1 hour', '2041-06-15 12:00:00+00', 'mmr');
 
--- Match figures over the hour: 4 matches of 2 players; stored quality
--- (0.9 + 0.8 + 1.0 + 0.7) / 4 = 0.85; seed quality 1 - 500 / 4100 =
--- 0.878049; latency (20 + 30 + 40 + 70) / 4 = 40.
+-- Match figures over the hour: 4 matches of 2 players; match quality
+-- (0.9 + 0.8 + 1.0 + 0.7) / 4 = 0.85; skill spread and team skill gap
+-- (200 + 200 + 0 + 100) / 4 = 125; latency (20 + 30 + 40 + 70) / 4 = 40,
+-- worst (30 + 40 + 50 + 80) / 4 = 50.
 -- Results reported in the hour: A B C D E = 5.  With a known winner and a
 -- favourite: A (won), B (lost), C (lost), D (won): 2 / 4 = 0.5 against
 -- (0.76 + 0.76 + 0.5 + 0.64) / 4 = 0.665 predicted: 16.5 points apart.
 -- Early quits: t1's player (A) and t15's (E), 2 of the 10 players = 0.2.
 SELECT matches, players_per_match, round(quality_avg::numeric, 6) AS quality,
-	   round(seed_quality_avg::numeric, 6) AS seed_quality, latency_avg_ms, results,
+	   skill_spread_avg, team_skill_gap_avg, latency_avg_ms, worst_latency_avg_ms, results,
 	   favourite_win_rate, round(favourite_predicted_rate::numeric, 6) AS predicted,
 	   round(win_rate_balance_points::numeric, 6) AS balance_points, early_quits, early_quit_rate
   FROM mm.match_metrics('metrics_q', '1 hour', '2041-06-15 12:00:00+00');
@@ -230,11 +231,39 @@ SELECT * FROM mm.queue_statistics('metrics_q', '2041-06-15 12:00:00+00');
 -- no ticket matched in the last 15 minutes: no estimate
 SELECT * FROM mm.queue_statistics('metrics_q', '2041-06-15 12:30:00+00');
 
--- The report, for the queue and for all queues (the same data).
+-- A 2v2 whose team averages are equal (1200 and 1200) but whose players are
+-- 400 apart (1000 .. 1400): team skill gap 0, skill spread 400; latencies
+-- 10, 20, 30, 100: average 40, worst 100.
+SELECT mm.create_queue('metrics_teams', '{"teams": [{"name": "red", "min": 2, "max": 2},
+	{"name": "blue", "min": 2, "max": 2}]}');
+WITH t AS (
+	SELECT v.team, mm.create_ticket('metrics_teams', jsonb_build_array(jsonb_build_object('id', v.player,
+			   'attributes', jsonb_build_object('skill', v.skill), 'latencies', jsonb_build_object('eu', v.ms))),
+		   '2041-06-15 11:30:00+00') AS id, v.player
+	  FROM (VALUES ('red', 'mt1', 1000, 10), ('red', 'mt2', 1400, 20),
+				   ('blue', 'mt3', 1200, 30), ('blue', 'mt4', 1200, 100)) v (team, player, skill, ms)
+), m AS (
+	INSERT INTO mm.matches (queue, status, created_at, updated_at, region, quality)
+	VALUES ('metrics_teams', 'ready', '2041-06-15 11:31:00+00', '2041-06-15 11:31:00+00', 'eu', 0.3)
+	RETURNING id
+)
+INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)
+SELECT m.id, 'metrics_teams', t.player, t.id, t.team FROM m, t;
+SELECT players, teams, quality, skill_spread, team_skill_gap, latency_avg_ms, worst_latency_ms
+  FROM mm.match_details('metrics_teams', '1 hour', '2041-06-15 12:00:00+00');
+
+-- The report, for the queue and for all queues (metrics_q and metrics_teams
+-- pooled: the figures of both).
 SELECT * FROM mm.health_report('metrics_q', '1 hour', '2041-06-15 12:00:00+00');
-SELECT * FROM mm.health_report(NULL, '1 hour', '2041-06-15 12:00:00+00')
-EXCEPT ALL
-SELECT * FROM mm.health_report('metrics_q', '1 hour', '2041-06-15 12:00:00+00');
+SELECT metric, value, target, meets_target
+  FROM mm.health_report(NULL, '1 hour', '2041-06-15 12:00:00+00')
+ WHERE metric IN ('match quality', 'skill spread', 'team skill gap', 'worst latency (ms)', 'matches formed');
+-- other targets; NULL leaves a figure without one
+SELECT metric, target, meets_target
+  FROM mm.health_report('metrics_q', '1 hour', '2041-06-15 12:00:00+00', min_quality => 0.9,
+						max_time_to_match_p95_s => 1800, min_matched_within_2_min_pct => NULL,
+						max_latency_avg_ms => 40, max_early_quit_pct => 20, max_win_rate_gap_points => 16.5)
+ WHERE target IS NOT NULL OR metric = 'matched within 2 minutes (%)';
 -- an empty queue: no figures, so no verdicts
 SELECT * FROM mm.health_report('metrics_hidden', '1 hour', '2041-06-15 12:00:00+00');
 
@@ -253,6 +282,17 @@ SELECT * FROM mm.match_metrics('no_such_queue');
 SELECT * FROM mm.match_details('metrics_q', '1 hour', now(), NULL);
 SELECT * FROM mm.health_report('metrics_q', NULL);
 SELECT * FROM mm.health_report('no_such_queue');
+-- an empty queue checks its arguments just the same
+SELECT * FROM mm.match_details('metrics_hidden', '-1 hour');
+SELECT * FROM mm.match_metrics('metrics_hidden', '1 hour', 'infinity');
+SELECT * FROM mm.ticket_metrics('metrics_hidden', NULL);
+SELECT * FROM mm.match_stats('1 hour', '-infinity');
+-- targets: from 0 up to 1 (quality) or 100 (percentages, points), finite
+SELECT * FROM mm.health_report('metrics_q', '1 hour', now(), min_quality => 1.5);
+SELECT * FROM mm.health_report('metrics_q', '1 hour', now(), max_time_to_match_p95_s => -1);
+SELECT * FROM mm.health_report('metrics_q', '1 hour', now(), max_latency_avg_ms => 'Infinity');
+SELECT * FROM mm.health_report('metrics_q', '1 hour', now(), min_matched_within_2_min_pct => 'NaN');
+SELECT * FROM mm.health_report('metrics_q', '1 hour', now(), max_early_quit_pct => 101);
 SELECT * FROM mm.queue_statistics(NULL);
 SELECT * FROM mm.queue_statistics('no_such_queue');
 SELECT * FROM mm.queue_statistics('metrics_q', NULL);
@@ -277,6 +317,25 @@ SELECT count(*) FROM mm.queue_statistics('metrics_q');
 SELECT count(*) > 0 FROM mm.queue_stats_by_minute('metrics_q', now() - interval '1 hour', now());
 COMMIT;
 
+-- Analysts (and admins, through membership) may read every metric; other roles may not.
+SET ROLE mm_analyst;
+SELECT (SELECT count(*) FROM mm.queue_stats) AS queue_stats, (SELECT count(*) FROM mm.match_stats) AS match_stats,
+	   (SELECT count(*) FROM mm.match_details('metrics_q', '1 hour', '2041-06-15 12:00:00+00')) AS details,
+	   (SELECT count(*) FROM mm.health_report('metrics_q', '1 hour', '2041-06-15 12:00:00+00')) AS report,
+	   (SELECT count(*) FROM mm.queue_stats_by_minute('metrics_q', '2041-06-15 11:00+00', '2041-06-15 12:00+00')) AS minutes,
+	   (SELECT estimated_wait_s FROM mm.queue_statistics('metrics_q', '2041-06-15 12:00:00+00')) AS wait_s;
+RESET ROLE;
+SET ROLE mm_admin;
+SELECT count(*) AS admin_report FROM mm.health_report(NULL, '1 hour', '2041-06-15 12:00:00+00');
+RESET ROLE;
+SET ROLE mm_frontend;
+\set VERBOSITY terse
+SELECT count(*) FROM mm.match_stats;
+SELECT count(*) FROM mm.health_report('metrics_q');
+\set VERBOSITY default
+RESET ROLE;
+
 SELECT mm.drop_queue('metrics_q', force => true);
 SELECT mm.drop_queue('metrics_hidden');
+SELECT mm.drop_queue('metrics_teams', force => true);
 SELECT count(*) FROM mm.match_results WHERE queue LIKE 'metrics%';

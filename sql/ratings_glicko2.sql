@@ -44,7 +44,8 @@ SELECT round(a.rating::numeric, 8) = round(b.rating::numeric, 8) AND
                          ARRAY[0, 1, 0]) b;
 -- A period without games: rating and volatility stay, RD grows to
 -- sqrt(200^2 + (0.06 * 173.7178)^2) = 200.2714.
-SELECT rating, round(rd::numeric, 4) AS rd, volatility
+SELECT round(rating::numeric, 4) AS rating, round(rd::numeric, 4) AS rd,
+       round(volatility::numeric, 6) AS volatility
   FROM mm.glicko2_update(1500, 200, 0.06, '{}', '{}', '{}');
 -- Wins raise, losses lower, a draw against an equal opponent changes almost
 -- nothing; every result has a smaller RD than before.
@@ -62,17 +63,18 @@ SELECT mm.glicko2_update(NULL, 200, 0.06, '{}', '{}', '{}') IS NULL AS a,
 
 -- glicko2_decay: one period by default (the same as a period without games),
 -- 0 periods change nothing, RD stops at 350, an RD above 350 stays.
-SELECT (d).rating, round((d).rd::numeric, 4) AS rd, (d).volatility
+SELECT round((d).rating::numeric, 4) AS rating, round((d).rd::numeric, 4) AS rd,
+       round((d).volatility::numeric, 6) AS volatility
   FROM (SELECT mm.glicko2_decay(1500, 200, 0.06) AS d) s;
 SELECT periods, round(rd::numeric, 4) AS rd
   FROM unnest(ARRAY[0, 1, 10, 100, 1000, 2147483647]) AS periods,
        mm.glicko2_decay(1500, 200, 0.06, periods)
  ORDER BY periods;
 SELECT round(rd::numeric, 4) AS near_cap FROM mm.glicko2_decay(1500, 340, 0.06, 10);
-SELECT rd AS capped FROM mm.glicko2_decay(1500, 340, 0.06, 100);
-SELECT rd AS above_cap_unchanged FROM mm.glicko2_decay(1500, 400, 0.06, 5);
+SELECT round(rd::numeric, 4) AS capped FROM mm.glicko2_decay(1500, 340, 0.06, 100);
+SELECT round(rd::numeric, 4) AS above_cap_unchanged FROM mm.glicko2_decay(1500, 400, 0.06, 5);
 -- even a volatility whose square overflows only reaches the cap
-SELECT rd AS extreme_volatility FROM mm.glicko2_decay(1500, 200, 1e300, 10);
+SELECT round(rd::numeric, 4) AS extreme_volatility FROM mm.glicko2_decay(1500, 200, 1e300, 10);
 
 -- The aggregate over one player's games equals glicko2_update.
 SELECT round(rating::numeric, 4) AS rating, round(rd::numeric, 4) AS rd,

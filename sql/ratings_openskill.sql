@@ -103,13 +103,14 @@ SELECT array(SELECT round(p::numeric, 6)
 -- 0.19657935197103676, 0.15046881113988744
 
 -- Ascending team-number order, whatever the input order: team 3 first.
-SELECT array(SELECT round(p::numeric, 12) FROM unnest(mm.openskill_predict_win(
+SELECT array(SELECT round(p::numeric, 6) FROM unnest(mm.openskill_predict_win(
 		ARRAY[25,25,40,40], ARRAY[5,5,5,5], '{7,7,3,3}')) p) AS by_team_number;
 -- Equal teams: equal shares, for 2, 3 and 5 teams.
-SELECT mm.openskill_predict_win('{30,20,30,20}', '{4,6,4,6}', '{1,1,2,2}') AS two_equal,
-	   array(SELECT round(p::numeric, 12) FROM unnest(mm.openskill_predict_win(
+SELECT array(SELECT round(p::numeric, 6) FROM unnest(mm.openskill_predict_win(
+			'{30,20,30,20}', '{4,6,4,6}', '{1,1,2,2}')) p) AS two_equal,
+	   array(SELECT round(p::numeric, 6) FROM unnest(mm.openskill_predict_win(
 			'{25,25,25}', '{8,8,8}', '{1,2,3}')) p) AS three_equal,
-	   array(SELECT round(p::numeric, 12) FROM unnest(mm.openskill_predict_win(
+	   array(SELECT round(p::numeric, 6) FROM unnest(mm.openskill_predict_win(
 			'{25,25,25,25,25}', '{8,8,8,8,8}', '{1,2,3,4,5}')) p) AS five_equal;
 -- Sums to 1 on 200 random games of 2..8 teams and 2..32 players.
 SELECT setseed(0.27);

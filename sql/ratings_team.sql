@@ -17,7 +17,7 @@ END $$;
 -- weights = plain mean 1450; gold has a NULL rating and a NULL weight row,
 -- both skipped (2000); grey has only weight 0, so no mean (NULL, like avg()
 -- over no rows).
-SELECT team, mm.team_rating(rating, weight) AS rating
+SELECT team, round(mm.team_rating(rating, weight)::numeric, 6) AS rating
   FROM (VALUES ('red', 1500, 1), ('red', 1800, 2),
                ('blue', 1400, 1), ('blue', 1500, 1),
                ('gold', 2000, 0.5), ('gold', NULL, 1), ('gold', 1000, NULL),
@@ -63,9 +63,9 @@ DROP TABLE ratings_team_members;
 SELECT round(mm.win_probability('{1500,1600}', '{1400,1300}')::numeric, 6) AS p,
        mm.win_probability('{1500,1600}', '{1400,1300}') = mm.elo_expected(1550, 1350) AS is_elo_of_means;
 -- The two sides' probabilities sum to 1; equal teams 0.5; sizes may differ.
-SELECT mm.win_probability('{1500,1600,1700}', '{1650}')
-     + mm.win_probability('{1650}', '{1500,1600,1700}') AS sum,
-       mm.win_probability('{1500,1600,1700}', '{1600}') AS even,
+SELECT round((mm.win_probability('{1500,1600,1700}', '{1650}')
+               + mm.win_probability('{1650}', '{1500,1600,1700}'))::numeric, 9) AS sum,
+       round(mm.win_probability('{1500,1600,1700}', '{1600}')::numeric, 6) AS even,
        round(mm.win_probability('{2000}', '{1000,1000,1000,1000,1000}')::numeric, 6) AS one_vs_five;
 -- Property over random teams: the two directions always sum to 1.
 SELECT setseed(0.3);

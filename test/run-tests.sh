@@ -34,6 +34,13 @@ for suite in $suites; do
 	case $suite in
 	regress)
 		mm_log "pg_regress"
+		# the README's walk-through is sql/walkthrough.sql: fail when they drift apart
+		if bash test/scripts/check_walkthrough.sh; then
+			passed=$((passed + 1))
+		else
+			status=1
+			failed=$((failed + 1))
+		fi
 		tests=$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-REGRESS)
 		if ! mm_as_user "$MM_PGXS_DIR/src/test/regress/pg_regress" --inputdir=. \
 			--bindir="$MM_BINDIR" --dbname=contrib_regression $tests 2>&1 | tee regress.log; then

@@ -1,0 +1,540 @@
+
+-- ===================================================================
+-- Section: metrics (views and functions for analysts; docs/metrics.md)
+-- ===================================================================
+
+-- 0.3: every figure says what it measures.  The one headline match quality
+-- is mm.matches.quality, the tick's (docs/metrics.md#match-quality): the
+-- 0.2 "seed quality" (1 - gap of the team averages / global average skill,
+-- near 1 whatever the skill spread inside a match) is gone; in its place
+-- the plain figures skill_spread (highest minus lowest player skill in a
+-- match), team_skill_gap (highest minus lowest team average) and
+-- worst_latency_ms.  mm.health_report takes its targets as arguments.  The
+-- metrics that are one query are LANGUAGE sql; their argument checks live
+-- in mm.metrics_scope, mm.metrics_minutes and mm.metrics_check_target.
+
+-- Dropped first: the functions whose columns or arguments change, and the
+-- view over one of them (the 0.2 argument-check helpers go below, once their
+-- replacements exist).
+DROP VIEW mm.match_stats;
+DROP FUNCTION mm.match_stats(interval, timestamptz);
+DROP FUNCTION mm.match_metrics(text, interval, timestamptz);
+DROP FUNCTION mm.match_details(text, interval, timestamptz, text);
+DROP FUNCTION mm.health_report(text, interval, timestamptz);
+
+-- The argument checks of every metrics function over a time window, in one
+-- place: a positive time_window ending at a finite `now` whose start is a
+-- timestamp, a skill_attribute that is not NULL, and the queue, which must
+-- exist (NULL: every queue, unless queue_required).  Returns the queues
+-- covered, sorted: an array, so the queries use the (queue, ...) indexes.
+CREATE FUNCTION mm.metrics_scope(queue text, time_window interval, now timestamptz,
+								 queue_required boolean DEFAULT false,
+								 skill_attribute text DEFAULT 'skill')
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+	IF queue IS NULL AND queue_required THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF time_window IS NULL THEN
+		RAISE EXCEPTION 'time_window must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF time_window <= '0'::interval THEN
+		RAISE EXCEPTION 'time_window must be positive: %', time_window USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(now) THEN
+		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- the window's start must be a timestamp
+	BEGIN
+		PERFORM now - time_window;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'time_window reaches before the earliest timestamp'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'now - time_window is out of range.';
+	END;
+	IF skill_attribute IS NULL THEN
+		RAISE EXCEPTION 'skill_attribute must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF queue IS NULL THEN
+		RETURN ARRAY(SELECT q.name FROM mm.queues q ORDER BY q.name);
+	END IF;
+	IF NOT EXISTS (SELECT FROM mm.queues q WHERE q.name = queue) THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue USING ERRCODE = 'undefined_object';
+	END IF;
+	RETURN ARRAY[queue];
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_scope(text, interval, timestamptz, boolean, text) IS
+'Checks the arguments of a metrics function (window, now, queue, skill attribute) and returns the queues it covers: the given one, or all for NULL';
+
+-- The argument checks of mm.queue_stats_by_minute: a queue, a finite
+-- from_time before a finite to_time, at most 7 days apart; the queue is
+-- checked by mm.metrics_scope like every other metric's.  Returns the
+-- first minute and the end of the last minute that starts before to_time.
+CREATE FUNCTION mm.metrics_minutes(queue text, from_time timestamptz, to_time timestamptz,
+								   OUT first_minute timestamptz, OUT last_end timestamptz)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+	IF queue IS NULL OR from_time IS NULL OR to_time IS NULL THEN
+		RAISE EXCEPTION '% must not be null',
+			CASE WHEN queue IS NULL THEN 'queue' WHEN from_time IS NULL THEN 'from_time' ELSE 'to_time' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(from_time) OR NOT isfinite(to_time) THEN
+		RAISE EXCEPTION 'from_time and to_time must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF to_time <= from_time THEN
+		RAISE EXCEPTION 'to_time must be after from_time' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- in seconds: to_time - from_time as an interval overflows for far-apart times
+	IF extract(epoch FROM to_time) - extract(epoch FROM from_time) > 7 * 86400 THEN
+		RAISE EXCEPTION 'from_time and to_time must be at most 7 days apart'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Use mm.queue_stats(time_window, now) for longer spans.';
+	END IF;
+	-- the queue: the same checks as every metrics function (a window ending at to_time)
+	PERFORM mm.metrics_scope(queue, to_time - from_time, to_time, true);
+	first_minute := date_trunc('minute', from_time);
+	last_end := date_trunc('minute', to_time - '1 microsecond'::interval) + '1 minute'::interval;
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_minutes(text, timestamptz, timestamptz) IS
+'Checks the arguments of mm.queue_stats_by_minute and returns its first minute and the end of its last';
+
+-- A target of mm.health_report: NULL (no target) or a finite number from 0
+-- up to upper (no upper bound for NULL); returns it.
+CREATE FUNCTION mm.metrics_check_target(name text, target float8, upper float8 DEFAULT NULL)
+RETURNS float8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF target IS NOT NULL
+	   AND NOT (target >= 0 AND target < 'Infinity'::float8 AND (upper IS NULL OR target <= upper)) THEN
+		RAISE EXCEPTION '% must be %', name,
+			CASE WHEN upper IS NULL THEN 'a finite number of at least 0'
+				 ELSE pg_catalog.format('between 0 and %s', upper) END
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = pg_catalog.format('Got %s.', target),
+				  HINT = 'NULL leaves the figure without a target.';
+	END IF;
+	RETURN target;
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_check_target(text, float8, float8) IS
+'Checks a target of mm.health_report: NULL, or finite from 0 up to upper (NULL: no upper bound)';
+
+-- The 0.2 helpers, replaced by mm.metrics_scope.
+DROP FUNCTION mm.metrics_check_window(interval, timestamptz);
+DROP FUNCTION mm.metrics_queues(text);
+
+-- Ticket figures of one queue (or all queues pooled, for NULL) over the
+-- time_window (now - time_window, now]: who is searching at `now`, time to
+-- match of the tickets matched in the window, the share of the window's
+-- tickets matched within 120 s, timeouts and cancellations in the window.
+-- Each part is an aggregate LATERAL to the checked scope, so the checks run
+-- first and always.
+CREATE OR REPLACE FUNCTION mm.ticket_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+											 now timestamptz DEFAULT now())
+RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
+			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
+			   time_to_match_p95_s float8, time_to_match_p99_s float8,
+			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT s.n, s.players, s.oldest, w.n, w.average, w.p50, w.p95, w.p99, f.rate, f.n, e.timeouts,
+		   e.cancellations
+	  FROM mm.metrics_scope(ticket_metrics.queue, time_window, now) AS scope(queues)
+	 CROSS JOIN LATERAL (
+		SELECT count(*) AS n, coalesce(sum(jsonb_array_length(t.players)), 0) AS players,
+			   extract(epoch FROM now - min(t.created_at))::float8 AS oldest
+		  FROM mm.tickets t
+		 WHERE t.queue = ANY (scope.queues) AND t.status = 'searching' AND t.created_at <= now) s
+	 CROSS JOIN LATERAL (
+		SELECT count(*) AS n, avg(x.seconds) AS average,
+			   percentile_cont(0.5) WITHIN GROUP (ORDER BY x.seconds) AS p50,
+			   percentile_cont(0.95) WITHIN GROUP (ORDER BY x.seconds) AS p95,
+			   percentile_cont(0.99) WITHIN GROUP (ORDER BY x.seconds) AS p99
+		  FROM (SELECT extract(epoch FROM t.matched_at - t.created_at)::float8 AS seconds
+				  FROM mm.tickets t
+				 WHERE t.queue = ANY (scope.queues)
+				   AND t.matched_at > now - time_window AND t.matched_at <= now) x) w
+	 CROSS JOIN LATERAL (
+		-- The window's tickets whose 120 s verdict is in: matched in time, or
+		-- timed out, or older than 120 s; a cancellation within 120 s was the
+		-- player's choice and is left out, and so is a ticket still younger.
+		SELECT count(*) FILTER (WHERE v.in_time)::float8 / nullif(count(*), 0) AS rate, count(*) AS n
+		  FROM (SELECT coalesce(t.matched_at <= now AND t.matched_at - t.created_at <= '120 s'::interval,
+								false) AS in_time,
+					   t.status, t.created_at, t.updated_at
+				  FROM mm.tickets t
+				 WHERE t.queue = ANY (scope.queues)
+				   AND t.created_at > now - time_window AND t.created_at <= now) v
+		 WHERE v.in_time
+			OR v.status = 'timed_out'
+			OR (v.status = 'cancelled' AND v.updated_at - v.created_at >= '120 s'::interval)
+			OR (v.status <> 'cancelled' AND now - v.created_at >= '120 s'::interval)) f
+	 CROSS JOIN LATERAL (
+		SELECT count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
+			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
+		  FROM mm.tickets t
+		 WHERE t.queue = ANY (scope.queues) AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at > now - time_window AND t.updated_at <= now) e
+$$;
+COMMENT ON FUNCTION mm.ticket_metrics(text, interval, timestamptz) IS
+'Ticket figures of a queue (all queues pooled for NULL) over (now - time_window, now]: searching, time to match, fill rate, timeouts';
+
+-- Per queue ticket figures over a time_window (the view mm.queue_stats is the last hour).
+CREATE OR REPLACE FUNCTION mm.queue_stats(time_window interval, now timestamptz DEFAULT now())
+RETURNS TABLE (queue text, searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
+			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
+			   time_to_match_p95_s float8, time_to_match_p99_s float8,
+			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT q.name, m.*
+	  FROM mm.metrics_scope(NULL, time_window, now) AS scope(queues)
+	 CROSS JOIN LATERAL unnest(scope.queues) AS q(name)
+	 CROSS JOIN LATERAL mm.ticket_metrics(q.name, time_window, now) AS m
+	 ORDER BY q.name
+$$;
+COMMENT ON FUNCTION mm.queue_stats(interval, timestamptz) IS
+'Per queue: searching tickets and players, oldest wait, time to match avg/p50/p95/p99, fill rate within 120 s, timeouts, cancellations';
+
+-- Per match figures of the matches formed in (now - time_window, now]:
+-- the tick's quality (the headline), the skill spread (highest minus lowest
+-- player skill), the team skill gap (highest minus lowest team average
+-- skill), and the players' latency to the match's region: average and
+-- worst.  Skill is a numeric ticket attribute (skill_attribute).
+CREATE FUNCTION mm.match_details(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now(), skill_attribute text DEFAULT 'skill')
+RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
+			   teams integer, quality float8, skill_spread float8, team_skill_gap float8,
+			   latency_avg_ms float8, worst_latency_ms float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT d.*
+	  FROM mm.metrics_scope(match_details.queue, time_window, now, false, skill_attribute) AS scope(queues)
+	 CROSS JOIN LATERAL (
+		-- Per match lookups (LATERAL, by the match_players and tickets
+		-- primary keys), so the cost follows the window's matches, not the
+		-- tables.  OFFSET 0 keeps the subquery lateral to the checked scope.
+		SELECT m.id, m.queue, m.created_at, m.region, pl.players, pl.teams, m.quality,
+			   pl.skill_spread, pl.team_skill_gap, pl.latency_avg_ms, pl.worst_latency_ms
+		  FROM mm.matches m
+		 CROSS JOIN LATERAL (
+			-- one row per team (and one for players without a team)
+			SELECT coalesce(sum(t.players), 0)::integer AS players,
+				   count(*) FILTER (WHERE t.team IS NOT NULL)::integer AS teams,
+				   max(t.skill_max) - min(t.skill_min) AS skill_spread,
+				   CASE WHEN count(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) >= 2
+						THEN max(t.skill_avg) FILTER (WHERE t.team IS NOT NULL)
+							 - min(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) END AS team_skill_gap,
+				   sum(t.latency_sum) / nullif(sum(t.latency_count), 0) AS latency_avg_ms,
+				   max(t.latency_max) AS worst_latency_ms
+			  FROM (SELECT x.team, count(*) AS players, avg(x.skill) AS skill_avg,
+						   min(x.skill) AS skill_min, max(x.skill) AS skill_max,
+						   sum(x.latency) AS latency_sum, count(x.latency) AS latency_count,
+						   max(x.latency) AS latency_max
+					  FROM mm.match_player_values(m.id, m.region, skill_attribute) x
+					 GROUP BY x.team) t) pl
+		 WHERE m.queue = ANY (scope.queues) AND m.created_at > now - time_window AND m.created_at <= now
+		OFFSET 0) d
+	 ORDER BY d.created_at, d.id
+$$;
+COMMENT ON FUNCTION mm.match_details(text, interval, timestamptz, text) IS
+'Per match formed in the window: players, teams, match quality, skill spread, team skill gap, average and worst latency';
+
+-- Match and outcome figures of one queue (or all pooled, for NULL): averages
+-- of mm.match_details over the matches formed in the window, and from the
+-- results reported in the window: how often the predicted favourite won
+-- against the average predicted probability, and the share of players who
+-- left in the first 20% of the match (start: the match's created_at).
+CREATE FUNCTION mm.match_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now())
+RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, skill_spread_avg float8,
+			   team_skill_gap_avg float8, latency_avg_ms float8, worst_latency_avg_ms float8,
+			   results bigint, favourite_win_rate float8, favourite_predicted_rate float8,
+			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT d.matches, d.players, d.quality, d.spread, d.gap, d.latency, d.worst,
+		   o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
+		   e.early, e.rate
+	  FROM mm.metrics_scope(match_metrics.queue, time_window, now) AS scope(queues)
+	 CROSS JOIN LATERAL (
+		SELECT count(*) AS matches, avg(x.players::float8) AS players, avg(x.quality) AS quality,
+			   avg(x.skill_spread) AS spread, avg(x.team_skill_gap) AS gap,
+			   avg(x.latency_avg_ms) AS latency, avg(x.worst_latency_ms) AS worst
+		  FROM mm.match_details(match_metrics.queue, time_window, now) x) d
+	 CROSS JOIN LATERAL (
+		SELECT count(*) AS results,
+			   avg((w.winner = w.predicted_favourite)::integer::float8)
+				   FILTER (WHERE w.predicted_favourite IS NOT NULL AND w.winner IS NOT NULL) AS won,
+			   avg(w.favourite_win_probability)
+				   FILTER (WHERE w.predicted_favourite IS NOT NULL AND w.winner IS NOT NULL) AS predicted
+		  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
+					   r.favourite_win_probability
+				  FROM mm.match_results r
+				 WHERE r.queue = ANY (scope.queues)
+				   AND r.reported_at > now - time_window AND r.reported_at <= now
+				OFFSET 0) w) o	-- OFFSET 0: the winner is worked out once per result
+	 CROSS JOIN LATERAL (
+		-- per result lookups by primary key (an aggregate LATERAL is not flattened)
+		SELECT coalesce(sum(q.early), 0)::bigint AS early,
+			   sum(q.early)::float8 / nullif(sum(q.players), 0) AS rate
+		  FROM mm.match_results r
+		 CROSS JOIN LATERAL (
+			SELECT count(*) AS players,
+				   count(*) FILTER (WHERE mp.left_at < m.created_at + r.duration * 0.2) AS early
+			  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+			 WHERE m.id = r.match_id) q
+		 WHERE r.queue = ANY (scope.queues)
+		   AND r.reported_at > now - time_window AND r.reported_at <= now
+		   AND r.duration IS NOT NULL) e
+$$;
+COMMENT ON FUNCTION mm.match_metrics(text, interval, timestamptz) IS
+'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance, early quits';
+
+-- Per queue match figures over a time_window (the view mm.match_stats is the last hour).
+CREATE FUNCTION mm.match_stats(time_window interval, now timestamptz DEFAULT now())
+RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg float8,
+			   skill_spread_avg float8, team_skill_gap_avg float8, latency_avg_ms float8,
+			   worst_latency_avg_ms float8, results bigint, favourite_win_rate float8,
+			   favourite_predicted_rate float8, win_rate_balance_points float8, early_quits bigint,
+			   early_quit_rate float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT q.name, m.*
+	  FROM mm.metrics_scope(NULL, time_window, now) AS scope(queues)
+	 CROSS JOIN LATERAL unnest(scope.queues) AS q(name)
+	 CROSS JOIN LATERAL mm.match_metrics(q.name, time_window, now) AS m
+	 ORDER BY q.name
+$$;
+COMMENT ON FUNCTION mm.match_stats(interval, timestamptz) IS
+'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance, early quits';
+
+CREATE VIEW mm.match_stats AS
+	SELECT * FROM mm.match_stats('1 hour'::interval, pg_catalog.now());
+COMMENT ON VIEW mm.match_stats IS 'mm.match_stats(time_window) over the last hour';
+
+-- One row per minute [minute, minute + 1 min) from from_time's minute up to
+-- to_time, for dashboards: tickets created and matched, time to match of the
+-- tickets matched in that minute, matches formed and their quality, timeouts,
+-- cancellations, and the tickets still searching at the end of the minute.
+CREATE OR REPLACE FUNCTION mm.queue_stats_by_minute(queue text, from_time timestamptz, to_time timestamptz)
+RETURNS TABLE (minute timestamptz, tickets_created bigint, tickets_matched bigint,
+			   time_to_match_avg_s float8, time_to_match_p95_s float8, matches bigint,
+			   quality_avg float8, timeouts bigint, cancellations bigint, searching_at_end bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	WITH r AS MATERIALIZED (
+		SELECT * FROM mm.metrics_minutes(queue_stats_by_minute.queue, from_time, to_time)
+	), minutes AS (
+		SELECT g AS minute
+		  FROM r CROSS JOIN LATERAL generate_series(r.first_minute, r.last_end - '1 minute'::interval,
+													'1 minute'::interval) g
+	), created AS (
+		SELECT date_trunc('minute', t.created_at) AS minute, count(*) AS n
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue
+		   AND t.created_at >= r.first_minute AND t.created_at < r.last_end
+		 GROUP BY 1
+	), matched AS (
+		SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
+			   avg(extract(epoch FROM t.matched_at - t.created_at)::float8) AS wait_avg,
+			   percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM t.matched_at - t.created_at)::float8) AS wait_p95
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue
+		   AND t.matched_at >= r.first_minute AND t.matched_at < r.last_end
+		 GROUP BY 1
+	), formed AS (
+		SELECT date_trunc('minute', m.created_at) AS minute, count(*) AS n, avg(m.quality) AS quality
+		  FROM r, mm.matches m
+		 WHERE m.queue = queue_stats_by_minute.queue
+		   AND m.created_at >= r.first_minute AND m.created_at < r.last_end
+		 GROUP BY 1
+	), ended AS (
+		SELECT date_trunc('minute', t.updated_at) AS minute,
+			   count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
+			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at >= r.first_minute AND t.updated_at < r.last_end
+		 GROUP BY 1
+	), alive AS (
+		-- tickets searching at the end of some minute of the range: created
+		-- before its end, ended (matched, cancelled, timed out) after the first
+		-- minute's end or not at all; each read through an index
+		SELECT t.created_at, NULL::timestamptz AS ended_at
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status = 'searching' AND t.created_at < r.last_end
+		UNION ALL
+		SELECT t.created_at, t.matched_at
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
+		   AND t.matched_at >= r.first_minute + '1 minute'::interval AND t.created_at < r.last_end
+		UNION ALL
+		SELECT t.created_at, t.updated_at
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at >= r.first_minute + '1 minute'::interval AND t.created_at < r.last_end
+	), depth_change AS (
+		-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
+		SELECT d.minute, sum(d.change) AS change
+		  FROM (SELECT greatest(r.first_minute, date_trunc('minute', a.created_at)) AS minute, 1 AS change
+				  FROM r, alive a
+				UNION ALL
+				SELECT date_trunc('minute', a.ended_at), -1
+				  FROM r, alive a WHERE a.ended_at < r.last_end) d
+		 GROUP BY d.minute
+	)
+	SELECT mi.minute, coalesce(c.n, 0), coalesce(ma.n, 0), ma.wait_avg, ma.wait_p95,
+		   coalesce(f.n, 0), f.quality, coalesce(e.timeouts, 0), coalesce(e.cancellations, 0),
+		   (sum(coalesce(dc.change, 0)) OVER (ORDER BY mi.minute))::bigint
+	  FROM minutes mi
+	  LEFT JOIN created c ON c.minute = mi.minute
+	  LEFT JOIN matched ma ON ma.minute = mi.minute
+	  LEFT JOIN formed f ON f.minute = mi.minute
+	  LEFT JOIN ended e ON e.minute = mi.minute
+	  LEFT JOIN depth_change dc ON dc.minute = mi.minute
+	 ORDER BY mi.minute
+$$;
+COMMENT ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestamptz) IS
+'Per minute of a queue, for dashboards: tickets created and matched, time to match, matches, match quality, timeouts, cancellations, queue depth';
+
+-- What players may see about a queue: the searching players (when the
+-- queue's statistics.show_player_count is true) and an estimated wait for a
+-- new ticket (when statistics.show_time_to_match is true): the median time to
+-- match of the tickets matched in the last 15 minutes, in whole seconds.
+CREATE OR REPLACE FUNCTION mm.queue_statistics(queue text, now timestamptz DEFAULT now())
+RETURNS TABLE (players_searching bigint, estimated_wait_s float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT CASE WHEN f.show_player_count THEN
+				(SELECT coalesce(sum(jsonb_array_length(t.players)), 0)
+				   FROM mm.tickets t
+				  WHERE t.queue = queue_statistics.queue AND t.status = 'searching'
+					AND t.created_at <= now) END,
+		   CASE WHEN f.show_time_to_match THEN
+				(SELECT round(percentile_cont(0.5) WITHIN GROUP (
+							  ORDER BY extract(epoch FROM t.matched_at - t.created_at)::float8))
+				   FROM mm.tickets t
+				  WHERE t.queue = queue_statistics.queue
+					AND t.matched_at > now - '15 minutes'::interval AND t.matched_at <= now) END
+	  FROM mm.metrics_scope(queue_statistics.queue, '15 minutes', now, true) AS scope(queues)
+	 CROSS JOIN LATERAL (
+		SELECT coalesce((q.config #>> '{statistics,show_player_count}')::boolean, false) AS show_player_count,
+			   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false) AS show_time_to_match
+		  FROM mm.queues q
+		 WHERE q.name = ANY (scope.queues)
+		OFFSET 0) f
+$$;
+COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
+'What players may see about a queue: searching players and estimated wait, as the queue''s statistics flags allow';
+
+-- The analysts' report: one row per figure with what it measures, its value
+-- (rounded to 3 decimals), the target and whether it is met.  The targets
+-- are arguments (NULL: no target); meets_target is NULL when the figure has
+-- no data or no target.  Targets are inclusive: "at least" (>=) for the
+-- match quality and the share matched within 2 minutes, "at most" (<=) for
+-- the others.
+CREATE FUNCTION mm.health_report(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now(),
+								 min_quality float8 DEFAULT 0.5,
+								 max_time_to_match_p95_s float8 DEFAULT 60,
+								 min_matched_within_2_min_pct float8 DEFAULT 95,
+								 max_latency_avg_ms float8 DEFAULT 60,
+								 max_early_quit_pct float8 DEFAULT 5,
+								 max_win_rate_gap_points float8 DEFAULT 5)
+RETURNS TABLE (metric text, measures text, value numeric, target text, meets_target boolean)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT r.metric, r.measures, round(r.value::numeric, 3),
+		   r.op || ' ' || r.bound::text,
+		   CASE r.op WHEN '>=' THEN r.value >= r.bound WHEN '<=' THEN r.value <= r.bound END
+	  FROM mm.ticket_metrics(health_report.queue, time_window, now) t
+	 CROSS JOIN mm.match_metrics(health_report.queue, time_window, now) m
+	 CROSS JOIN LATERAL (VALUES
+		(1, 'match quality', 'the tick''s match quality (0..1), average over the matches formed',
+		 m.quality_avg, '>=', mm.metrics_check_target('min_quality', min_quality, 1)),
+		(2, 'time to match p95 (s)', '95th percentile of created-to-matched time of the tickets matched',
+		 t.time_to_match_p95_s, '<=',
+		 mm.metrics_check_target('max_time_to_match_p95_s', max_time_to_match_p95_s)),
+		(3, 'matched within 2 minutes (%)', 'share of the tickets created that were matched within 120 s',
+		 100 * t.fill_rate, '>=',
+		 mm.metrics_check_target('min_matched_within_2_min_pct', min_matched_within_2_min_pct, 100)),
+		(4, 'average latency (ms)', 'players'' latency to their match''s region, average over the matches',
+		 m.latency_avg_ms, '<=', mm.metrics_check_target('max_latency_avg_ms', max_latency_avg_ms)),
+		(5, 'early quits (%)', 'share of the players of reported matches who left in the first 20% of the match',
+		 100 * m.early_quit_rate, '<=', mm.metrics_check_target('max_early_quit_pct', max_early_quit_pct, 100)),
+		(6, 'win-rate balance (points)', 'gap between how often the predicted favourite won and its predicted chance',
+		 m.win_rate_balance_points, '<=',
+		 mm.metrics_check_target('max_win_rate_gap_points', max_win_rate_gap_points, 100)),
+		(7, 'skill spread', 'highest minus lowest player skill in a match, average over the matches',
+		 m.skill_spread_avg, NULL, NULL),
+		(8, 'team skill gap', 'highest minus lowest team average skill in a match, average over the matches',
+		 m.team_skill_gap_avg, NULL, NULL),
+		(9, 'worst latency (ms)', 'highest player latency to the match''s region, average over the matches',
+		 m.worst_latency_avg_ms, NULL, NULL),
+		(10, 'matches formed', 'matches formed in the window', m.matches::float8, NULL, NULL),
+		(11, 'tickets matched', 'tickets matched in the window', t.tickets_matched::float8, NULL, NULL),
+		(12, 'time to match average (s)', 'average created-to-matched time of the tickets matched',
+		 t.time_to_match_avg_s, NULL, NULL),
+		(13, 'players searching', 'players in searching tickets at now', t.searching_players::float8, NULL, NULL),
+		(14, 'timeouts', 'tickets timed out in the window', t.timeouts::float8, NULL, NULL),
+		(15, 'cancellations', 'tickets cancelled in the window', t.cancellations::float8, NULL, NULL),
+		(16, 'results reported', 'match results reported in the window', m.results::float8, NULL, NULL))
+		AS r (n, metric, measures, value, op, bound)
+	 ORDER BY r.n
+$$;
+COMMENT ON FUNCTION mm.health_report(text, interval, timestamptz, float8, float8, float8, float8, float8, float8) IS
+'The analysts'' report: each matchmaking health figure, what it measures, its target (arguments with defaults) and whether it is met';
+
+-- Analysts read the metrics (mm_admin through membership); 90_privileges.sql
+-- revokes the rest from PUBLIC.  The argument-check helpers run as part of
+-- the metrics, so the same role may call them.
+GRANT EXECUTE ON FUNCTION
+	mm.metrics_scope(text, interval, timestamptz, boolean, text),
+	mm.metrics_minutes(text, timestamptz, timestamptz),
+	mm.metrics_check_target(text, float8, float8),
+	mm.match_player_values(bigint, text, text),
+	mm.result_winner(text, jsonb),
+	mm.ticket_metrics(text, interval, timestamptz),
+	mm.queue_stats(interval, timestamptz),
+	mm.match_details(text, interval, timestamptz, text),
+	mm.match_metrics(text, interval, timestamptz),
+	mm.match_stats(interval, timestamptz),
+	mm.queue_stats_by_minute(text, timestamptz, timestamptz),
+	mm.queue_statistics(text, timestamptz),
+	mm.health_report(text, interval, timestamptz, float8, float8, float8, float8, float8, float8)
+	TO mm_analyst;
+GRANT SELECT ON mm.queue_stats, mm.match_stats TO mm_analyst;
+-- The metrics are not SECURITY DEFINER: they read as the caller, so the
+-- role needs SELECT on the tables they read (granted in 90_privileges.sql).
