@@ -16,13 +16,13 @@
 /* ratings_elo.c */
 
 /* Expected score of a player rated rating_a against one rated rating_b. */
-extern double EloExpected(double rating_a, double rating_b);
+extern double MmEloExpected(double rating_a, double rating_b);
 
 /* New rating after one game with the given score (0, 0.5, 1) and K factor. */
-extern double EloUpdate(double rating, double opponent, double score, double k);
+extern double MmEloUpdate(double rating, double opponent, double score, double k);
 
 /* K factor: 40 under 30 games played, 16 above 2400, otherwise 32. */
-extern double EloKFactor(int games_played, double rating);
+extern double MmEloKFactor(int games_played, double rating);
 
 /* ratings_glicko2.c */
 
@@ -57,7 +57,7 @@ typedef struct Glicko2Sums
 } Glicko2Sums;
 
 /* Adds one game against (opponent_rating, opponent_rd) with score to sums. */
-extern void Glicko2AddGame(const Glicko2Rating *player, double opponent_rating,
+extern void MmGlicko2AddGame(const Glicko2Rating *player, double opponent_rating,
 						   double opponent_rd, double score, Glicko2Sums *sums);
 
 /*
@@ -65,29 +65,29 @@ extern void Glicko2AddGame(const Glicko2Rating *player, double opponent_rating,
  * rating and the sums over the period's games (games = 0: only RD grows).
  * Returns false when the result is not finite (inputs too extreme).
  */
-extern bool Glicko2Finish(const Glicko2Rating *player, const Glicko2Sums *sums,
+extern bool MmGlicko2Finish(const Glicko2Rating *player, const Glicko2Sums *sums,
 						  double tau, Glicko2Rating *result);
 
 /* The whole algorithm over arrays of n games. */
-extern bool Glicko2Update(const Glicko2Rating *player,
+extern bool MmGlicko2Update(const Glicko2Rating *player,
 						  const double *opponent_ratings,
 						  const double *opponent_rds,
 						  const double *scores, int n,
 						  double tau, Glicko2Rating *result);
 
 /* RD after periods idle rating periods, capped at GLICKO2_MAX_RD. */
-extern bool Glicko2Decay(const Glicko2Rating *player, int periods,
+extern bool MmGlicko2Decay(const Glicko2Rating *player, int periods,
 						 Glicko2Rating *result);
 
 /* ratings_team.c */
 
 /* The Elo win probability of team a (mean rating) against team b. */
-extern double TeamWinProbability(const double *team_a, int count_a,
+extern double MmTeamWinProbability(const double *team_a, int count_a,
 								 const double *team_b, int count_b);
 
 /* ratings_smurf.c */
 
-/* Inputs of SmurfScore; has_headshot_rate false when it is unknown (NULL). */
+/* Inputs of MmSmurfScore; has_headshot_rate false when it is unknown (NULL). */
 typedef struct SmurfEvidence
 {
 	int			games_played;
@@ -101,9 +101,9 @@ typedef struct SmurfEvidence
 } SmurfEvidence;
 
 /* Suspicion points over the reference maximum (75 under 25 games, else 45), in [0, 1]. */
-extern double SmurfScore(const SmurfEvidence *evidence);
+extern double MmSmurfScore(const SmurfEvidence *evidence);
 
 /* Rating change multiplier for a smurf confidence and games played. */
-extern double RatingBoost(double confidence, int games_played);
+extern double MmRatingBoost(double confidence, int games_played);
 
 #endif							/* MM_RATINGS_H */

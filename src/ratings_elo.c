@@ -2,7 +2,7 @@
  * ratings_elo.c
  *	  Elo ratings: mm.elo_expected, mm.elo_update and mm.elo_k_factor.
  *
- * The math (EloExpected, EloUpdate, EloKFactor) is plain C; the mm_*
+ * The math (MmEloExpected, MmEloUpdate, MmEloKFactor) is plain C; the mm_*
  * functions below it validate the SQL arguments and call it.
  */
 #include "postgres.h"
@@ -23,7 +23,7 @@ PG_FUNCTION_INFO_V1(mm_elo_k_factor);
  * Infinity and the result is the exact limit 0 (or 1), never NaN.
  */
 double
-EloExpected(double rating_a, double rating_b)
+MmEloExpected(double rating_a, double rating_b)
 {
 	return 1.0 / (1.0 + pow(10.0, (rating_b - rating_a) / 400.0));
 }
@@ -32,9 +32,9 @@ EloExpected(double rating_a, double rating_b)
  * rating + k (score - expected).
  */
 double
-EloUpdate(double rating, double opponent, double score, double k)
+MmEloUpdate(double rating, double opponent, double score, double k)
 {
-	return rating + k * (score - EloExpected(rating, opponent));
+	return rating + k * (score - MmEloExpected(rating, opponent));
 }
 
 /*
@@ -42,7 +42,7 @@ EloUpdate(double rating, double opponent, double score, double k)
  * new-player rule comes first, so a new 2500 player still gets 40.
  */
 double
-EloKFactor(int games_played, double rating)
+MmEloKFactor(int games_played, double rating)
 {
 	if (games_played < 30)
 		return 40.0;
@@ -62,7 +62,7 @@ mm_elo_expected(PG_FUNCTION_ARGS)
 
 	MmCheckFinite(rating_a, "rating_a");
 	MmCheckFinite(rating_b, "rating_b");
-	PG_RETURN_FLOAT8(EloExpected(rating_a, rating_b));
+	PG_RETURN_FLOAT8(MmEloExpected(rating_a, rating_b));
 }
 
 /*
@@ -82,7 +82,7 @@ mm_elo_update(PG_FUNCTION_ARGS)
 	MmCheckUnitInterval(score, "score");
 	MmCheckNonNegative(k, "k");
 
-	result = EloUpdate(rating, opponent, score, k);
+	result = MmEloUpdate(rating, opponent, score, k);
 	if (!isfinite(result))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -102,5 +102,5 @@ mm_elo_k_factor(PG_FUNCTION_ARGS)
 
 	MmCheckCount(games_played, "games_played");
 	MmCheckFinite(rating, "rating");
-	PG_RETURN_FLOAT8(EloKFactor(games_played, rating));
+	PG_RETURN_FLOAT8(MmEloKFactor(games_played, rating));
 }

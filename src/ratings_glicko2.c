@@ -7,7 +7,7 @@
  * to 8, volatility by the Illinois variant of regula falsi, epsilon 1e-6).
  * A rating period needs only two sums over its games (see Glicko2Sums), so
  * the aggregate keeps those sums as its state; partial states from parallel
- * workers add up, and the final function runs the same Glicko2Finish as
+ * workers add up, and the final function runs the same MmGlicko2Finish as
  * mm.glicko2_update.
  */
 #include "postgres.h"
@@ -55,7 +55,7 @@ PG_FUNCTION_INFO_V1(mm_glicko2_period_final);
  * depends on mu - mu_j = (rating - opponent_rating) / 173.7178.
  */
 void
-Glicko2AddGame(const Glicko2Rating *player, double opponent_rating,
+MmGlicko2AddGame(const Glicko2Rating *player, double opponent_rating,
 			   double opponent_rd, double score, Glicko2Sums *sums)
 {
 	double		opponent_phi = opponent_rd * GLICKO2_INVERSE_SCALE;
@@ -170,7 +170,7 @@ Glicko2Volatility(double sigma, double phi, double v, double delta, double tau)
  * the conversion to the Glicko-2 scale, are folded into the formulas).
  */
 bool
-Glicko2Finish(const Glicko2Rating *player, const Glicko2Sums *sums,
+MmGlicko2Finish(const Glicko2Rating *player, const Glicko2Sums *sums,
 			  double tau, Glicko2Rating *result)
 {
 	double		phi = player->rd * GLICKO2_INVERSE_SCALE;
@@ -215,16 +215,16 @@ Glicko2Finish(const Glicko2Rating *player, const Glicko2Sums *sums,
  * The whole algorithm over arrays of n games (n = 0: a period without games).
  */
 bool
-Glicko2Update(const Glicko2Rating *player, const double *opponent_ratings,
+MmGlicko2Update(const Glicko2Rating *player, const double *opponent_ratings,
 			  const double *opponent_rds, const double *scores, int n,
 			  double tau, Glicko2Rating *result)
 {
 	Glicko2Sums sums = {0.0, 0.0, 0};
 
 	for (int i = 0; i < n; i++)
-		Glicko2AddGame(player, opponent_ratings[i], opponent_rds[i], scores[i],
+		MmGlicko2AddGame(player, opponent_ratings[i], opponent_rds[i], scores[i],
 					   &sums);
-	return Glicko2Finish(player, &sums, tau, result);
+	return MmGlicko2Finish(player, &sums, tau, result);
 }
 
 /*
@@ -233,7 +233,7 @@ Glicko2Update(const Glicko2Rating *player, const double *opponent_ratings,
  * GLICKO2_MAX_RD, and an RD already above the cap is left as it is.
  */
 bool
-Glicko2Decay(const Glicko2Rating *player, int periods, Glicko2Rating *result)
+MmGlicko2Decay(const Glicko2Rating *player, int periods, Glicko2Rating *result)
 {
 	double		sigma_rd = player->volatility * GLICKO2_SCALE;
 	double		grown = sqrt(player->rd * player->rd +
@@ -358,7 +358,7 @@ mm_glicko2_update(PG_FUNCTION_ARGS)
 			MmCheckUnitInterval(scores[i], psprintf("scores[%d]", i + 1));
 	}
 
-	if (!Glicko2Update(&player, opponent_ratings, opponent_rds, scores,
+	if (!MmGlicko2Update(&player, opponent_ratings, opponent_rds, scores,
 					   n_ratings, tau, &result))
 		ReportGlicko2OutOfRange("glicko2_update");
 	PG_RETURN_DATUM(Glicko2GetDatum(fcinfo, &result));
@@ -380,7 +380,7 @@ mm_glicko2_decay(PG_FUNCTION_ARGS)
 	CheckGlicko2Player(&player);
 	MmCheckCount(periods, "periods");
 
-	if (!Glicko2Decay(&player, periods, &result))
+	if (!MmGlicko2Decay(&player, periods, &result))
 		ReportGlicko2OutOfRange("glicko2_decay");
 	PG_RETURN_DATUM(Glicko2GetDatum(fcinfo, &result));
 }
@@ -494,7 +494,7 @@ mm_glicko2_period_transition(PG_FUNCTION_ARGS)
 		double		score = PG_GETARG_FLOAT8(6);
 
 		CheckGlicko2Game(opponent_rating, opponent_rd, score);
-		Glicko2AddGame(&state->player, opponent_rating, opponent_rd, score,
+		MmGlicko2AddGame(&state->player, opponent_rating, opponent_rd, score,
 					   &state->sums);
 	}
 	PG_RETURN_POINTER(state);
@@ -609,7 +609,7 @@ mm_glicko2_period_final(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	state = (Glicko2PeriodState *) PG_GETARG_POINTER(0);
 
-	if (!Glicko2Finish(&state->player, &state->sums, state->tau, &result))
+	if (!MmGlicko2Finish(&state->player, &state->sums, state->tau, &result))
 		ReportGlicko2OutOfRange("glicko2_period");
 	PG_RETURN_DATUM(Glicko2GetDatum(fcinfo, &result));
 }

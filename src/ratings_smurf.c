@@ -68,7 +68,7 @@ RatingsAreFlat(const double *ratings, int count)
  * in [0, 1].
  */
 double
-SmurfScore(const SmurfEvidence *evidence)
+MmSmurfScore(const SmurfEvidence *evidence)
 {
 	double		points = 0.0;
 	double		possible = 0.0;
@@ -103,7 +103,7 @@ SmurfScore(const SmurfEvidence *evidence)
  * belong, new accounts move faster during their 10 placement games.
  */
 double
-RatingBoost(double confidence, int games_played)
+MmRatingBoost(double confidence, int games_played)
 {
 	if (confidence > 0.8)
 		return 4.0;
@@ -150,7 +150,7 @@ mm_smurf_score(PG_FUNCTION_ARGS)
 	if (evidence.has_headshot_rate)
 		MmCheckUnitInterval(evidence.headshot_rate, "headshot_rate");
 
-	PG_RETURN_FLOAT8(SmurfScore(&evidence));
+	PG_RETURN_FLOAT8(MmSmurfScore(&evidence));
 }
 
 /*
@@ -164,5 +164,5 @@ mm_rating_boost(PG_FUNCTION_ARGS)
 
 	MmCheckUnitInterval(confidence, "confidence");
 	MmCheckCount(games_played, "games_played");
-	PG_RETURN_FLOAT8(RatingBoost(confidence, games_played));
+	PG_RETURN_FLOAT8(MmRatingBoost(confidence, games_played));
 }

@@ -43,7 +43,7 @@ TeamMean(const double *ratings, int count)
  * mean overflows (the wrapper reports it).
  */
 double
-TeamWinProbability(const double *team_a, int count_a,
+MmTeamWinProbability(const double *team_a, int count_a,
 				   const double *team_b, int count_b)
 {
 	double		mean_a = TeamMean(team_a, count_a);
@@ -51,7 +51,7 @@ TeamWinProbability(const double *team_a, int count_a,
 
 	if (!isfinite(mean_a) || !isfinite(mean_b))
 		return NAN;
-	return EloExpected(mean_a, mean_b);
+	return MmEloExpected(mean_a, mean_b);
 }
 
 /*
@@ -164,7 +164,7 @@ mm_win_probability(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("team_b must not be empty")));
 
-	result = TeamWinProbability(team_a, count_a, team_b, count_b);
+	result = MmTeamWinProbability(team_a, count_a, team_b, count_b);
 	if (isnan(result))
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),

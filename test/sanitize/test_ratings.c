@@ -42,14 +42,14 @@ Extreme(void)
 static void
 TestElo(long cases)
 {
-	CHECK(EloExpected(1500, 1500) == 0.5, "EloExpected(1500, 1500) = %.17g", EloExpected(1500, 1500));
-	CHECK(Close(EloExpected(1900, 1500), 10.0 / 11.0, 1e-15, 0), "EloExpected(+400) = %.17g",
-		  EloExpected(1900, 1500));
-	CHECK(EloUpdate(1500, 1500, 1, 32) == 1516, "EloUpdate(1500, 1500, win, 32) = %.17g",
-		  EloUpdate(1500, 1500, 1, 32));
-	CHECK(EloKFactor(0, 2500) == 40 && EloKFactor(29, 1000) == 40 && EloKFactor(30, 2401) == 16 &&
-		  EloKFactor(30, 2400) == 32 && EloKFactor(INT_MAX, -1e300) == 32 && EloKFactor(INT_MIN, 3000) == 40,
-		  "EloKFactor rules");
+	CHECK(MmEloExpected(1500, 1500) == 0.5, "MmEloExpected(1500, 1500) = %.17g", MmEloExpected(1500, 1500));
+	CHECK(Close(MmEloExpected(1900, 1500), 10.0 / 11.0, 1e-15, 0), "MmEloExpected(+400) = %.17g",
+		  MmEloExpected(1900, 1500));
+	CHECK(MmEloUpdate(1500, 1500, 1, 32) == 1516, "MmEloUpdate(1500, 1500, win, 32) = %.17g",
+		  MmEloUpdate(1500, 1500, 1, 32));
+	CHECK(MmEloKFactor(0, 2500) == 40 && MmEloKFactor(29, 1000) == 40 && MmEloKFactor(30, 2401) == 16 &&
+		  MmEloKFactor(30, 2400) == 32 && MmEloKFactor(INT_MAX, -1e300) == 32 && MmEloKFactor(INT_MIN, 3000) == 40,
+		  "MmEloKFactor rules");
 
 	for (long c = 0; c < cases; c++)
 	{
@@ -57,10 +57,10 @@ TestElo(long cases)
 					b = Normal(1500, 400),
 					k = Uniform() * 64,
 					s = RandInt(3) / 2.0;
-		double		ea = EloExpected(a, b),
-					eb = EloExpected(b, a);
-		double		na = EloUpdate(a, b, s, k),
-					nb = EloUpdate(b, a, 1 - s, k);
+		double		ea = MmEloExpected(a, b),
+					eb = MmEloExpected(b, a);
+		double		na = MmEloUpdate(a, b, s, k),
+					nb = MmEloUpdate(b, a, 1 - s, k);
 
 		CHECK(ea >= 0 && ea <= 1 && Close(ea + eb, 1.0, 1e-15, 0),
 			  "Elo: E(%g,%g)=%.17g + E(%g,%g)=%.17g != 1", a, b, ea, b, a, eb);
@@ -74,17 +74,17 @@ TestElo(long cases)
 		/* extremes: finite in, expected score in [0, 1], never NaN */
 		a = Extreme();
 		b = Extreme();
-		ea = EloExpected(a, b);
-		CHECK(ea >= 0 && ea <= 1, "EloExpected(%g, %g) = %g", a, b, ea);
-		CHECK(Close(ea + EloExpected(b, a), 1.0, 1e-15, 0), "EloExpected(%g, %g) + reverse = %.17g", a, b,
-			  ea + EloExpected(b, a));
-		na = EloUpdate(a, b, s, Extreme() >= 0 ? fabs(Extreme()) : 0);
-		CHECK(!isnan(na), "EloUpdate with extremes gave NaN (%g, %g)", a, b);
+		ea = MmEloExpected(a, b);
+		CHECK(ea >= 0 && ea <= 1, "MmEloExpected(%g, %g) = %g", a, b, ea);
+		CHECK(Close(ea + MmEloExpected(b, a), 1.0, 1e-15, 0), "MmEloExpected(%g, %g) + reverse = %.17g", a, b,
+			  ea + MmEloExpected(b, a));
+		na = MmEloUpdate(a, b, s, Extreme() >= 0 ? fabs(Extreme()) : 0);
+		CHECK(!isnan(na), "MmEloUpdate with extremes gave NaN (%g, %g)", a, b);
 	}
 	/* NaN and Infinity (refused by the wrappers): no undefined behaviour */
-	(void) EloExpected(NAN, 1500);
-	(void) EloExpected(INFINITY, -INFINITY);
-	(void) EloUpdate(NAN, INFINITY, 1, NAN);
+	(void) MmEloExpected(NAN, 1500);
+	(void) MmEloExpected(INFINITY, -INFINITY);
+	(void) MmEloUpdate(NAN, INFINITY, 1, NAN);
 }
 
 /* ------------------------------------------------------------------------
@@ -101,7 +101,7 @@ TestGlicko2(long cases)
 		double		opp[] = {1400, 1550, 1700},
 					rd[] = {30, 100, 300},
 					sc[] = {1, 0, 0};
-		bool		ok = Glicko2Update(&p, opp, rd, sc, 3, 0.5, &r);
+		bool		ok = MmGlicko2Update(&p, opp, rd, sc, 3, 0.5, &r);
 
 		CHECK(ok && fabs(r.rating - 1464.06) < 0.01 && fabs(r.rd - 151.52) < 0.01 &&
 			  fabs(r.volatility - 0.05999) < 1e-5,
@@ -138,15 +138,15 @@ TestGlicko2(long cases)
 			sc[i] = RandInt(3) / 2.0;
 			all_win = all_win && sc[i] == 1;
 			all_loss = all_loss && sc[i] == 0;
-			Glicko2AddGame(&p, opp[i], rd[i], sc[i], &sums);
-			Glicko2AddGame(&p, opp[i], rd[i], sc[i], i % 2 ? &first : &second);
+			MmGlicko2AddGame(&p, opp[i], rd[i], sc[i], &sums);
+			MmGlicko2AddGame(&p, opp[i], rd[i], sc[i], i % 2 ? &first : &second);
 		}
-		ok = Glicko2Update(&p, opp, rd, sc, n, tau, &r);
-		CHECK(ok, "Glicko2Update refused realistic input %g/%g/%g, %d games", p.rating, p.rd, p.volatility, n);
+		ok = MmGlicko2Update(&p, opp, rd, sc, n, tau, &r);
+		CHECK(ok, "MmGlicko2Update refused realistic input %g/%g/%g, %d games", p.rating, p.rd, p.volatility, n);
 		if (!ok)
 			continue;
 		CHECK(isfinite(r.rating) && r.rd > 0 && isfinite(r.rd) && r.volatility > 0 && isfinite(r.volatility),
-			  "Glicko2Update: %g %g %g", r.rating, r.rd, r.volatility);
+			  "MmGlicko2Update: %g %g %g", r.rating, r.rd, r.volatility);
 		/* RD after the period is at most phi* = sqrt(rd^2 + (sigma' scale)^2) */
 		CHECK(r.rd <= sqrt(p.rd * p.rd + pow(r.volatility * GLICKO2_SCALE, 2)) * (1 + 1e-12),
 			  "Glicko2: rd %g grew beyond phi* (rd %g, vol %g)", r.rd, p.rd, r.volatility);
@@ -155,12 +155,12 @@ TestGlicko2(long cases)
 		if (all_loss)
 			CHECK(r.rating <= p.rating, "Glicko2: all losses raised %g to %g", p.rating, r.rating);
 		/* the sums game by game are the whole algorithm; partial sums combine */
-		ok = Glicko2Finish(&p, &sums, tau, &r2);
-		CHECK(ok && memcmp(&r, &r2, sizeof(r)) == 0, "Glicko2Finish(sums) differs from Glicko2Update");
+		ok = MmGlicko2Finish(&p, &sums, tau, &r2);
+		CHECK(ok && memcmp(&r, &r2, sizeof(r)) == 0, "MmGlicko2Finish(sums) differs from MmGlicko2Update");
 		first.information += second.information;
 		first.improvement += second.improvement;
 		first.games += second.games;
-		ok = Glicko2Finish(&p, &first, tau, &r2);
+		ok = MmGlicko2Finish(&p, &first, tau, &r2);
 		/* the volatility is a root found to GLICKO2_EPSILON on its log scale */
 		CHECK(ok && Close(r.rating, r2.rating, 1e-6, 1e-9) && Close(r.rd, r2.rd, 1e-6, 1e-9) &&
 			  Close(r.volatility, r2.volatility, 10 * GLICKO2_EPSILON, 1e-12),
@@ -171,10 +171,10 @@ TestGlicko2(long cases)
 				  "Glicko2: a period without games changed more than the rd");
 
 		/* decay: rd grows, capped at GLICKO2_MAX_RD, never shrinks */
-		ok = Glicko2Decay(&p, periods, &d);
+		ok = MmGlicko2Decay(&p, periods, &d);
 		CHECK(ok && d.rating == p.rating && d.volatility == p.volatility && d.rd >= p.rd &&
 			  d.rd <= Max(p.rd, GLICKO2_MAX_RD) && (periods > 0 || d.rd == p.rd),
-			  "Glicko2Decay(%g/%g/%g, %d) = %d %g", p.rating, p.rd, p.volatility, periods, ok, d.rd);
+			  "MmGlicko2Decay(%g/%g/%g, %d) = %d %g", p.rating, p.rd, p.volatility, periods, ok, d.rd);
 
 		/* extremes: false, or finite with rd and volatility above 0 */
 		{
@@ -192,16 +192,16 @@ TestGlicko2(long cases)
 			 * Without games only a finite rd is promised: rd and volatility
 			 * near 1e-300 underflow to an rd of 0, which glicko2_update then
 			 * returns although it refuses rd 0 as input (an inconsistency,
-			 * not checked here).  With games Glicko2Finish promises rd and
+			 * not checked here).  With games MmGlicko2Finish promises rd and
 			 * volatility above 0.
 			 */
-			if (x.rd > 0 && x.volatility > 0 && Glicko2Update(&x, opp, rd, sc, m, tau, &y))
+			if (x.rd > 0 && x.volatility > 0 && MmGlicko2Update(&x, opp, rd, sc, m, tau, &y))
 				CHECK(isfinite(y.rating) && isfinite(y.rd) && isfinite(y.volatility) &&
 					  (m == 0 || (y.rd > 0 && y.volatility > 0)),
-					  "Glicko2Update(%g/%g/%g, %d games) accepted with %g/%g/%g",
+					  "MmGlicko2Update(%g/%g/%g, %d games) accepted with %g/%g/%g",
 					  x.rating, x.rd, x.volatility, m, y.rating, y.rd, y.volatility);
-			if (Glicko2Decay(&x, RandInt(2) ? INT_MAX : RandInt(1000), &y))
-				CHECK(isfinite(y.rd) && y.rd >= x.rd - 0.0, "Glicko2Decay(%g/%g/%g) = %g",
+			if (MmGlicko2Decay(&x, RandInt(2) ? INT_MAX : RandInt(1000), &y))
+				CHECK(isfinite(y.rd) && y.rd >= x.rd - 0.0, "MmGlicko2Decay(%g/%g/%g) = %g",
 					  x.rating, x.rd, x.volatility, y.rd);
 		}
 	}
@@ -211,8 +211,8 @@ TestGlicko2(long cases)
 					y;
 		double		o = NAN;
 
-		(void) Glicko2Update(&x, &o, &o, &o, 1, NAN, &y);
-		(void) Glicko2Decay(&x, INT_MAX, &y);
+		(void) MmGlicko2Update(&x, &o, &o, &o, 1, NAN, &y);
+		(void) MmGlicko2Decay(&x, INT_MAX, &y);
 	}
 }
 
@@ -226,7 +226,7 @@ TestTeamsAndSmurf(long cases)
 	double		huge[2] = {DBL_MAX, DBL_MAX},
 				one[1] = {1500};
 
-	CHECK(isnan(TeamWinProbability(huge, 2, one, 1)), "TeamWinProbability: an overflowed mean is not NaN");
+	CHECK(isnan(MmTeamWinProbability(huge, 2, one, 1)), "MmTeamWinProbability: an overflowed mean is not NaN");
 
 	for (long c = 0; c < cases; c++)
 	{
@@ -241,9 +241,9 @@ TestTeamsAndSmurf(long cases)
 			a[i] = RandInt(8) ? Normal(1500, 300) : Extreme() / 16;
 		for (int i = 0; i < nb; i++)
 			b[i] = RandInt(8) ? Normal(1500, 300) : Extreme() / 16;
-		p = TeamWinProbability(a, na, b, nb);
-		q = TeamWinProbability(b, nb, a, na);
-		CHECK(p >= 0 && p <= 1 && Close(p + q, 1, 1e-15, 0), "TeamWinProbability %.17g + %.17g", p, q);
+		p = MmTeamWinProbability(a, na, b, nb);
+		q = MmTeamWinProbability(b, nb, a, na);
+		CHECK(p >= 0 && p <= 1 && Close(p + q, 1, 1e-15, 0), "MmTeamWinProbability %.17g + %.17g", p, q);
 	}
 
 	{
@@ -251,8 +251,8 @@ TestTeamsAndSmurf(long cases)
 		SmurfEvidence all = {3, 0.9, 5.0, 0.6, flat, 6, true, 0.8};
 		SmurfEvidence none = {100, 0.5, 1.0, 0.1, NULL, 0, false, 0};
 
-		CHECK(SmurfScore(&all) == 1.0, "SmurfScore of every sign = %.17g", SmurfScore(&all));
-		CHECK(SmurfScore(&none) == 0.0, "SmurfScore of no sign = %.17g", SmurfScore(&none));
+		CHECK(MmSmurfScore(&all) == 1.0, "MmSmurfScore of every sign = %.17g", MmSmurfScore(&all));
+		CHECK(MmSmurfScore(&none) == 0.0, "MmSmurfScore of no sign = %.17g", MmSmurfScore(&none));
 	}
 	for (long c = 0; c < cases; c++)
 	{
@@ -273,25 +273,25 @@ TestTeamsAndSmurf(long cases)
 		e.recent_count = count;
 		e.has_headshot_rate = RandInt(2);
 		e.headshot_rate = e.has_headshot_rate ? Uniform() : 0;
-		s = SmurfScore(&e);
-		CHECK(s >= 0 && s <= 1, "SmurfScore %.17g outside [0, 1]", s);
+		s = MmSmurfScore(&e);
+		CHECK(s >= 0 && s <= 1, "MmSmurfScore %.17g outside [0, 1]", s);
 		/* more suspicious evidence never lowers the score */
 		e.win_rate = 1;
 		e.mvp_rate = 1;
 		e.avg_kda += 10;
 		if (e.has_headshot_rate)
 			e.headshot_rate = 1;
-		s2 = SmurfScore(&e);
-		CHECK(s2 >= s && s2 <= 1, "SmurfScore fell from %.17g to %.17g with stronger evidence", s, s2);
+		s2 = MmSmurfScore(&e);
+		CHECK(s2 >= s && s2 <= 1, "MmSmurfScore fell from %.17g to %.17g with stronger evidence", s, s2);
 
 		{
 			double		conf = Uniform();
 			int			games = RandInt(20);
-			double		boost = RatingBoost(conf, games);
+			double		boost = MmRatingBoost(conf, games);
 
 			CHECK(boost == (conf > 0.8 ? 4.0 : conf > 0.6 ? 2.5 : games < 10 ? 2.0 : 1.0),
-				  "RatingBoost(%g, %d) = %g", conf, games, boost);
-			CHECK(RatingBoost(Min(1.0, conf + 0.1), games) >= boost, "RatingBoost not monotone");
+				  "MmRatingBoost(%g, %d) = %g", conf, games, boost);
+			CHECK(MmRatingBoost(Min(1.0, conf + 0.1), games) >= boost, "MmRatingBoost not monotone");
 		}
 	}
 }
