@@ -39,6 +39,12 @@
 #include "match_search.h"
 #include "team_balance.h"
 
+/* Nodes one anchor's exhaustive search may visit, and the whole search. */
+#define MM_EXHAUSTIVE_ANCHOR_NODES 262144L
+#define MM_EXHAUSTIVE_SEARCH_NODES 8000000L
+/* a leaf that forms teams costs as much as this many nodes */
+#define MM_EXHAUSTIVE_LEAF_COST 64
+
 /* A ticket rule's can_add and add (see MmRuleHandler), called per candidate. */
 typedef bool (*CanAddFunction) (const MmRuleContext *context, const MmRuleState *state,
 								const MmRuleValue *value, double threshold);
@@ -54,8 +60,11 @@ typedef struct SearchState
 	int			ntickets;
 	const MmRuleHandler **handlers;
 	int		   *ticket_rule;	/* the MM_SCOPE_TICKETS rules, in order */
-	AddFunction *ticket_add;	/* ... and their handlers' add */
+	AddFunction *ticket_add;	/* ... and their handlers' add (NULL: a rule
+								 * named in a compound, MmLeafJoin) */
 	int			nticket_rules;
+	bool		has_final;		/* a rule with a whole-match condition, a
+								 * compound, or min_tickets > 1 */
 
 	/* the pool: alive tickets */
 	bool	   *dead;
@@ -85,6 +94,8 @@ typedef struct SearchState
 	CanAddFunction *fit_can_add;	/* ... and can_add for a ticket rule, else
 									 * NULL */
 	int			nfit;
+	int		   *compound_rule;	/* the compounds on (TicketFits) */
+	int			ncompound;
 	double	   *rule_threshold;
 	int		   *rule_step;
 	MmRuleState *states;
@@ -98,6 +109,21 @@ typedef struct SearchState
 	int			walk_cursor;
 	long		walk_budget;
 
+	/* ranking: the first rank_limit candidates, by (cost, age) */
+	int			rank_limit;
+	int		   *rank_rule;		/* rules on that rank (weight > 0, distance) */
+	int			nrank_rules;
+	int		   *ranked;
+	double	   *rank_cost;
+	int			nranked;
+
+	/* exhaustive fallback (ExhaustiveSearch) */
+	MmRuleState **dfs_states;	/* per depth: every rule's state, or NULL */
+	int			dfs_depths;
+	int		   *dfs_suffix;		/* players of ranked[j..] */
+	long		dfs_budget;		/* nodes left for this anchor */
+	long		search_budget;	/* nodes left for the whole search */
+
 	/* greedy scratch */
 	int		   *chosen;
 	int			nchosen;
@@ -109,6 +135,7 @@ typedef struct SearchState
 	bool		all_solo;		/* every gathered ticket has one player */
 	int		   *team_of;
 	int		   *team_size;
+	int		   *team_max;		/* each team's max */
 	int		   *actual_size;
 	int		   *ticket_team;
 	const MmTicket **chosen_tickets;
@@ -340,12 +367,20 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 		if (s->handlers[i]->scope == MM_SCOPE_TICKETS)
 		{
 			s->ticket_rule[s->nticket_rules] = i;
-			s->ticket_add[s->nticket_rules] = s->handlers[i]->add;
+			s->ticket_add[s->nticket_rules] =
+				config->rules[i].in_compound ? NULL : s->handlers[i]->add;
 			s->nticket_rules++;
+			if ((s->handlers[i]->check_final != NULL && !config->rules[i].in_compound) ||
+				config->rules[i].type == MM_RULE_COMPOUND)
+				s->has_final = true;
 		}
-		if (config->rules[i].type == MM_RULE_DIFFERENCE && s->main_rule < 0)
+		/* the window: a difference rule checked on its own */
+		if (config->rules[i].type == MM_RULE_DIFFERENCE && s->main_rule < 0 &&
+			!config->rules[i].in_compound)
 			s->main_rule = i;
 	}
+	if (config->min_tickets > 1)
+		s->has_final = true;
 	for (i = 0; i < nrules && s->balance_rule < 0; i++)
 		if (config->rules[i].type == MM_RULE_TEAM_DIFFERENCE)
 			s->balance_rule = i;
@@ -414,24 +449,27 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->rule_step = palloc(sizeof(int) * Max(nrules, 1));
 	s->states = palloc0(sizeof(MmRuleState) * Max(nrules, 1));
 	for (i = 0; i < nrules; i++)
-	{
-		MmRuleState *state = &s->states[i];
-
-		if (config->rules[i].type != MM_RULE_LATENCY)
-			continue;
-		state->region_capacity = MmLatencyStateCapacity(tickets, ntickets, i);
-		state->open_region = palloc(sizeof(int) * Max(state->region_capacity, 1));
-		state->region_worst = palloc(sizeof(double) * Max(state->region_capacity, 1));
-	}
+		MmRuleStateAlloc(&s->states[i], MmRuleStateCapacity(config, i, tickets, ntickets));
+	s->compound_rule = palloc(sizeof(int) * Max(nrules, 1));
 	s->cand = palloc(sizeof(int) * Max(ntickets, 1));
+	/* ranking: twice the largest match, at least 16 candidates */
+	s->rank_limit = Max(16, 2 * maxp);
+	s->rank_rule = palloc(sizeof(int) * Max(nrules, 1));
+	s->ranked = palloc(sizeof(int) * s->rank_limit);
+	s->rank_cost = palloc(sizeof(double) * s->rank_limit);
+	s->dfs_suffix = palloc(sizeof(int) * (s->rank_limit + 1));
+	s->search_budget = MM_EXHAUSTIVE_SEARCH_NODES;
 	s->chosen = palloc(sizeof(int) * maxp);
 	s->chosen_tickets = palloc(sizeof(MmTicket *) * maxp);
 	s->ratings = palloc(sizeof(double) * maxp);
 	s->party = palloc(sizeof(int) * maxp);
 	s->team_of = palloc(sizeof(int) * maxp);
-	s->ticket_team = palloc(sizeof(int) * maxp);
+	s->ticket_team = palloc0(sizeof(int) * maxp);
 	s->team_size = palloc(sizeof(int) * Max(config->nteams, 1));
 	s->actual_size = palloc(sizeof(int) * Max(config->nteams, 1));
+	s->team_max = palloc(sizeof(int) * Max(config->nteams, 1));
+	for (i = 0; i < config->nteams; i++)
+		s->team_max[i] = config->teams[i].max;
 
 	s->result = MemoryContextAllocZero(result_context, sizeof(MmSearchResult));
 	s->matches_allocated = 16;
@@ -580,9 +618,103 @@ CandidateAt(SearchState *s, int k)
 	return s->cand[k];
 }
 
+/* A ranked candidate: its cost against the anchor, then its age (index). */
+typedef struct RankEntry
+{
+	double		cost;
+	int			ticket;
+} RankEntry;
+
+#define ST_SORT SortRankEntries
+#define ST_ELEMENT_TYPE RankEntry
+#define ST_COMPARE(a, b) ((a)->cost < (b)->cost ? -1 : (a)->cost > (b)->cost ? 1 : \
+						  ((a)->ticket > (b)->ticket) - ((a)->ticket < (b)->ticket))
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/*
+ * Ranks the anchor's first rank_limit candidates (age order) by their cost
+ * against the anchor (MmCandidateCost: each ranking rule's distance times
+ * its weight), ties by age.  Without a ranking rule the order stays by age.
+ */
+static void
+RankCandidates(SearchState *s)
+{
+	const MmTicket *anchor = &s->tickets[s->anchor];
+	RankEntry	entries_local[64];
+	RankEntry  *entries = s->rank_limit <= 64 ? entries_local :
+		palloc(sizeof(RankEntry) * s->rank_limit);
+	bool		any_cost = false;
+	int			k;
+
+	s->nranked = 0;
+	for (k = 0; k < s->rank_limit; k++)
+	{
+		int			i = CandidateAt(s, k);
+		double		cost = 0;
+
+		if (i < 0)
+			break;
+		for (int q = 0; q < s->nrank_rules; q++)
+		{
+			int			r = s->rank_rule[q];
+			const MmRuleConfig *rule = &s->config->rules[r];
+
+			cost += rule->weight *
+				s->handlers[r]->distance(s->context, rule, &anchor->values[r],
+										 &s->tickets[i].values[r], s->rule_threshold[r]);
+		}
+		if (!(cost >= 0))
+			cost = 0;			/* NaN-safe */
+		entries[k].cost = cost;
+		entries[k].ticket = i;
+		any_cost |= cost > 0;
+		s->nranked++;
+	}
+	if (any_cost && s->nranked > 48)
+		SortRankEntries(entries, s->nranked);
+	else if (any_cost)
+	{
+		/* insertion sort: a few dozen entries, mostly short moves */
+		for (k = 1; k < s->nranked; k++)
+		{
+			RankEntry	e = entries[k];
+			int			j = k;
+
+			while (j > 0 && (entries[j - 1].cost > e.cost ||
+							 (entries[j - 1].cost == e.cost && entries[j - 1].ticket > e.ticket)))
+			{
+				entries[j] = entries[j - 1];
+				j--;
+			}
+			entries[j] = e;
+		}
+	}
+	for (k = 0; k < s->nranked; k++)
+	{
+		s->ranked[k] = entries[k].ticket;
+		s->rank_cost[k] = entries[k].cost;
+	}
+	if (entries != entries_local)
+		pfree(entries);
+}
+
+/*
+ * The k-th candidate in search order: the ranked ones first, then the rest in
+ * age order; -1 when there is none.
+ */
+static inline int
+RankedCandidateAt(SearchState *s, int k)
+{
+	if (k < s->nranked)
+		return s->ranked[k];
+	return CandidateAt(s, k);
+}
+
 /* Whether a ticket can join the candidate match, rule by rule. */
 static bool
-TicketFits(SearchState *s, const MmTicket *t)
+TicketFits(SearchState *s, MmRuleState *states, const MmTicket *t)
 {
 	for (int k = 0; k < s->nfit; k++)
 	{
@@ -591,16 +723,30 @@ TicketFits(SearchState *s, const MmTicket *t)
 		if (t->values[r].kind == MM_VALUE_MISSING)
 			return false;
 		if (s->fit_can_add[k] != NULL &&
-			!s->fit_can_add[k] (s->context, &s->states[r], &t->values[r],
+			!s->fit_can_add[k] (s->context, &states[r], &t->values[r],
 								s->rule_threshold[r]))
 			return false;
 	}
+	for (int k = 0; k < s->ncompound; k++)
+		if (!MmCompoundCanAdd(s->context, &s->config->rules[s->compound_rule[k]], states,
+							  t->values, s->rule_on, s->rule_threshold))
+			return false;
 	return true;
+}
+
+/* The whole-match conditions (rules.h MmFinalHolds) and min_tickets. */
+static inline bool
+FinalHolds(SearchState *s, const MmRuleState *states)
+{
+	if (!s->has_final)
+		return true;
+	return s->nchosen >= s->config->min_tickets &&
+		MmFinalHolds(s->context, states, s->rule_on, s->rule_threshold);
 }
 
 /* Adds a ticket to the candidate match and every ticket rule's state. */
 static void
-TicketJoin(SearchState *s, int i)
+TicketJoin(SearchState *s, MmRuleState *states, int i)
 {
 	const MmTicket *t = &s->tickets[i];
 
@@ -608,7 +754,10 @@ TicketJoin(SearchState *s, int i)
 	{
 		int			r = s->ticket_rule[k];
 
-		s->ticket_add[k] (s->context, &s->states[r], &t->values[r]);
+		if (s->ticket_add[k] != NULL)
+			s->ticket_add[k] (s->context, &states[r], &t->values[r]);
+		else
+			MmLeafJoin(s->context, &states[r], &t->values[r], s->rule_threshold[r]);
 	}
 	s->chosen[s->nchosen++] = i;
 	s->chosen_players += t->nplayers;
@@ -700,19 +849,20 @@ Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 	{
 		int			r = s->ticket_rule[k];
 
-		s->handlers[r]->state_init(s->context, &s->states[r]);
+		MmRuleStateInit(s->context, &s->config->rules[r], &s->states[r]);
 	}
 	s->nchosen = 0;
 	s->chosen_players = 0;
-	if (s->tickets[s->anchor].nplayers > target || !TicketFits(s, &s->tickets[s->anchor]))
+	if (s->tickets[s->anchor].nplayers > target ||
+		!TicketFits(s, s->states, &s->tickets[s->anchor]))
 		return 0;
 	if (sizes != NULL && s->tickets[s->anchor].nplayers > 1 &&
 		!PartiesFit(s, sizes, s->tickets[s->anchor].nplayers))
 		return 0;
-	TicketJoin(s, s->anchor);
+	TicketJoin(s, s->states, s->anchor);
 	for (k = 0; s->chosen_players < target; k++)
 	{
-		int			i = CandidateAt(s, k);
+		int			i = RankedCandidateAt(s, k);
 		int			np;
 
 		if (i < 0)
@@ -723,14 +873,14 @@ Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 		np = s->tickets[i].nplayers;
 		if (s->chosen_players + np > target)
 			continue;
-		if (!TicketFits(s, &s->tickets[i]))
+		if (!TicketFits(s, s->states, &s->tickets[i]))
 			continue;
 		if (sizes != NULL && np > 1 && !PartiesFit(s, sizes, np))
 		{
 			*packing_skipped = true;
 			continue;
 		}
-		TicketJoin(s, i);
+		TicketJoin(s, s->states, i);
 	}
 	return s->chosen_players;
 }
@@ -927,6 +1077,22 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 		s->result->matches = repalloc(s->result->matches,
 									  sizeof(MmFoundMatch) * s->matches_allocated);
 	}
+	/* the tickets in age order (the search chose them in ranked order) */
+	for (k = 1; k < s->nchosen; k++)
+	{
+		int			i = s->chosen[k];
+		int			team = s->ticket_team[k];
+		int			j = k;
+
+		while (j > 0 && s->chosen[j - 1] > i)
+		{
+			s->chosen[j] = s->chosen[j - 1];
+			s->ticket_team[j] = s->ticket_team[j - 1];
+			j--;
+		}
+		s->chosen[j] = i;
+		s->ticket_team[j] = team;
+	}
 	m = &s->result->matches[s->result->nmatches++];
 	m->ntickets = s->nchosen;
 	m->nplayers = s->chosen_players;
@@ -952,8 +1118,8 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 		m->rule_steps[r].threshold = s->rule_threshold[r];
 		m->rule_steps[r].off = !s->rule_on[r];
 		if (rule->type == MM_RULE_LATENCY && m->region < 0)
-			m->region = MmBestRegion(s->context, &s->states[r], NULL);
-		if (!s->rule_on[r] || s->handlers[r]->scope != MM_SCOPE_TICKETS)
+			m->region = MmChooseRegion(s->context, &s->states[r], s->rule_threshold[r], NULL);
+		if (!s->rule_on[r] || s->handlers[r]->scope != MM_SCOPE_TICKETS || rule->in_compound)
 			continue;
 		closeness_sum += rule->weight *
 			s->handlers[r]->closeness(s->context, &s->states[r], s->rule_threshold[r]);
@@ -966,6 +1132,268 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 	if (quality > 1.0)
 		quality = 1.0;
 	m->quality = quality;
+}
+
+/*
+ * Teams for the gathered tickets (FormTeams), then the team rules; adds the
+ * team rules' weighted closeness, and the implicit team balance component,
+ * to the sums.
+ */
+static bool
+TryTeams(SearchState *s, const int *sizes, double *closeness_sum, double *weight_sum)
+{
+	double		team_spread = 0;
+
+	*closeness_sum = 0;
+	*weight_sum = 0;
+	if (!FormTeams(s, sizes, &team_spread))
+		return false;
+	if (!CheckTeamRules(s, closeness_sum, weight_sum))
+		return false;
+
+	/*
+	 * Team balance in the quality: without a team_difference rule to measure
+	 * it, an implicit component of weight 1, the spread of the team averages
+	 * against the main difference rule's threshold.
+	 */
+	if (s->balance_rule >= 0 && s->balance_rule == s->main_rule && s->rule_on[s->main_rule])
+	{
+		double		allowed = s->rule_threshold[s->main_rule];
+		double		c = allowed > 0 ? 1.0 - team_spread / allowed : 1.0;
+
+		*closeness_sum += c >= 0.0 ? c : 0.0;	/* NaN counts as 0 */
+		*weight_sum += 1.0;
+	}
+	return true;
+}
+
+/*
+ * Places chosen tickets k.. on teams (each whole on one team, within the
+ * teams' max), then checks the team minimums and the team rules: every
+ * placement, for the sets where the balanced split (FormTeams) fails a team
+ * rule that another split would satisfy (team_difference with teams of
+ * unequal sizes: the balancer evens totals, the rule compares averages).
+ */
+static bool
+PlaceAny(SearchState *s, int k, double *closeness_sum, double *weight_sum)
+{
+	const MmQueueConfig *config = s->config;
+
+	if (--s->dfs_budget < 0 || --s->search_budget < 0)
+		return false;
+	if (k == s->nchosen)
+	{
+		for (int t = 0; t < config->nteams; t++)
+			if (s->actual_size[t] < config->teams[t].min)
+				return false;
+		*closeness_sum = 0;
+		*weight_sum = 0;
+		return CheckTeamRules(s, closeness_sum, weight_sum);
+	}
+	for (int t = 0; t < config->nteams; t++)
+	{
+		int			np = s->chosen_tickets[k]->nplayers;
+		bool		same = false;
+
+		if (s->actual_size[t] + np > config->teams[t].max)
+			continue;
+		/* an empty team like an earlier empty one of the same bounds: tried */
+		for (int u = 0; u < t && !same; u++)
+			same = s->actual_size[u] == 0 && s->actual_size[t] == 0 &&
+				config->teams[u].min == config->teams[t].min &&
+				config->teams[u].max == config->teams[t].max;
+		if (same)
+			continue;
+		s->ticket_team[k] = t;
+		s->actual_size[t] += np;
+		if (PlaceAny(s, k + 1, closeness_sum, weight_sum))
+			return true;
+		s->actual_size[t] -= np;
+		if (s->dfs_budget < 0 || s->search_budget < 0)
+			return false;
+	}
+	return false;
+}
+
+/* TryTeams, then (exhaustive search only) every other placement. */
+static bool
+TryTeamsExhaustive(SearchState *s, const int *sizes, double *closeness_sum, double *weight_sum)
+{
+	if (TryTeams(s, sizes, closeness_sum, weight_sum))
+		return true;
+	(void) PreparePlayers(s);
+	for (int t = 0; t < s->config->nteams; t++)
+		s->actual_size[t] = 0;
+	return PlaceAny(s, 0, closeness_sum, weight_sum);
+}
+
+/* The DFS's rule states at a depth, allocated on first use. */
+static MmRuleState *
+DfsStates(SearchState *s, int depth)
+{
+	int			nrules = s->config->nrules;
+
+	if (depth >= s->dfs_depths)
+	{
+		int			n = Max(depth + 1, 2 * s->dfs_depths);
+
+		if (s->dfs_states == NULL)
+			s->dfs_states = palloc0(sizeof(MmRuleState *) * n);
+		else
+		{
+			s->dfs_states = repalloc(s->dfs_states, sizeof(MmRuleState *) * n);
+			memset(s->dfs_states + s->dfs_depths, 0,
+				   sizeof(MmRuleState *) * (n - s->dfs_depths));
+		}
+		s->dfs_depths = n;
+	}
+	if (s->dfs_states[depth] == NULL)
+	{
+		MmRuleState *level = palloc0(sizeof(MmRuleState) * Max(nrules, 1));
+
+		for (int r = 0; r < nrules; r++)
+			MmRuleStateAlloc(&level[r], s->states[r].region_capacity);
+		s->dfs_states[depth] = level;
+	}
+	return s->dfs_states[depth];
+}
+
+/* Copies the ticket rules' states (their own arrays stay in place). */
+static void
+StatesCopy(SearchState *s, MmRuleState *dst, const MmRuleState *src)
+{
+	for (int k = 0; k < s->nticket_rules; k++)
+	{
+		int			r = s->ticket_rule[k];
+
+		MmRuleStateCopy(&dst[r], &src[r]);
+	}
+}
+
+/*
+ * Depth-first search over the ranked candidates ranked[from..] for a set
+ * that, with the tickets chosen so far, holds lo..hi players, satisfies every
+ * ticket rule and (sizes not NULL) forms teams of those sizes that satisfy
+ * the team rules.  Candidates are tried in ranked order, so the first set
+ * found is the one a ranked greedy with backtracking prefers.  False when
+ * there is none or the budget ran out.
+ */
+static bool
+Dfs(SearchState *s, int depth, int from, int lo, int hi, const int *sizes,
+	double *closeness_sum, double *weight_sum)
+{
+	MmRuleState *states = s->dfs_states[depth];
+
+	if (s->chosen_players >= lo)
+	{
+		if (sizes == NULL)
+		{
+			/* free-for-all: a larger set may meet a whole-match condition */
+			if (FinalHolds(s, states))
+				return true;
+		}
+		else
+		{
+			s->dfs_budget -= MM_EXHAUSTIVE_LEAF_COST;
+			s->search_budget -= MM_EXHAUSTIVE_LEAF_COST;
+			return FinalHolds(s, states) &&
+				TryTeamsExhaustive(s, sizes, closeness_sum, weight_sum);
+		}
+	}
+	for (int j = from; j < s->nranked; j++)
+	{
+		int			i = s->ranked[j];
+		const MmTicket *t = &s->tickets[i];
+		int			np = t->nplayers;
+		MmRuleState *next;
+
+		if (s->chosen_players + s->dfs_suffix[j] < lo)
+			return false;		/* not enough players left */
+		if (--s->dfs_budget < 0 || --s->search_budget < 0)
+			return false;
+		if ((s->search_budget & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (s->chosen_players + np > hi)
+			continue;
+		if (!TicketFits(s, states, t))
+			continue;
+		/* any sizes within the teams' bounds: the leaf may place freely */
+		if (sizes != NULL && np > 1 && !PartiesFit(s, s->team_max, np))
+			continue;
+		next = DfsStates(s, depth + 1);
+		StatesCopy(s, next, states);
+		TicketJoin(s, next, i);
+		if (Dfs(s, depth + 1, j + 1, lo, hi, sizes, closeness_sum, weight_sum))
+			return true;
+		s->nchosen--;
+		s->chosen_players -= np;
+	}
+	return false;
+}
+
+/*
+ * The exhaustive fallback when the ranked greedy formed nothing: a
+ * depth-first search over the ranked candidates (see Dfs).  On success the
+ * chosen tickets are in s->chosen and their states in s->states.
+ */
+static bool
+ExhaustiveSearch(SearchState *s, int lo, int hi, const int *sizes,
+				 double *closeness_sum, double *weight_sum)
+{
+	const MmTicket *anchor = &s->tickets[s->anchor];
+	MmRuleState *level0;
+	int			j;
+
+	if (s->dfs_budget <= 0 || s->search_budget <= 0 || anchor->nplayers > hi)
+		return false;
+	level0 = DfsStates(s, 0);
+	for (int k = 0; k < s->nticket_rules; k++)
+	{
+		int			r = s->ticket_rule[k];
+
+		MmRuleStateInit(s->context, &s->config->rules[r], &level0[r]);
+	}
+	s->nchosen = 0;
+	s->chosen_players = 0;
+	if (!TicketFits(s, level0, anchor))
+		return false;
+	if (sizes != NULL && anchor->nplayers > 1 && !PartiesFit(s, s->team_max, anchor->nplayers))
+		return false;
+	TicketJoin(s, level0, s->anchor);
+	s->dfs_suffix[s->nranked] = 0;
+	for (j = s->nranked - 1; j >= 0; j--)
+		s->dfs_suffix[j] = s->dfs_suffix[j + 1] + s->tickets[s->ranked[j]].nplayers;
+	if (!Dfs(s, 0, 0, lo, hi, sizes, closeness_sum, weight_sum))
+		return false;
+	StatesCopy(s, s->states, s->dfs_states[s->nchosen - 1]);
+	return true;
+}
+
+/*
+ * Free-for-all after the exhaustive search found a match of at least
+ * match_size.min: more candidates join, in search order, up to max.
+ */
+static void
+ExtendMatch(SearchState *s)
+{
+	/* a joining ticket could undo a whole-match condition: keep what holds */
+	if (s->has_final)
+		return;
+	for (int k = 0; s->chosen_players < s->config->match_max; k++)
+	{
+		int			i = RankedCandidateAt(s, k);
+		bool		taken = false;
+
+		if (i < 0)
+			break;
+		for (int c = 0; c < s->nchosen && !taken; c++)
+			taken = s->chosen[c] == i;
+		if (taken || s->chosen_players + s->tickets[i].nplayers > s->config->match_max)
+			continue;
+		if (!TicketFits(s, s->states, &s->tickets[i]))
+			continue;
+		TicketJoin(s, s->states, i);
+	}
 }
 
 /* Tries to form a match around the current anchor. */
@@ -1003,24 +1431,44 @@ SearchAnchor(SearchState *s)
 		}
 	}
 	s->nfit = 0;
+	s->nrank_rules = 0;
+	s->ncompound = 0;
 	for (r = 0; r < config->nrules; r++)
 	{
-		if (!s->rule_on[r])
+		if (!s->rule_on[r] || config->rules[r].in_compound)
 			continue;
+		if (config->rules[r].type == MM_RULE_COMPOUND)
+		{
+			s->compound_rule[s->ncompound++] = r;
+			continue;
+		}
 		s->fit_rule[s->nfit] = r;
 		s->fit_can_add[s->nfit] = s->handlers[r]->scope == MM_SCOPE_TICKETS ?
 			s->handlers[r]->can_add : NULL;
 		s->nfit++;
+		if (s->handlers[r]->distance != NULL && config->rules[r].weight > 0)
+			s->rank_rule[s->nrank_rules++] = r;
 	}
 	CandidatesStart(s);
+	RankCandidates(s);
+	s->dfs_budget = MM_EXHAUSTIVE_ANCHOR_NODES;
 
 	if (config->nteams == 0)
 	{
 		/* free-for-all: as many as match_size.max allows, at least min */
 		bool		packing_skipped;
+		double		closeness_sum,
+					weight_sum;
 
-		if (Gather(s, config->match_max, NULL, &packing_skipped) >= config->match_min)
+		if (Gather(s, config->match_max, NULL, &packing_skipped) >= config->match_min &&
+			FinalHolds(s, s->states))
 			EmitMatch(s, 0, 0);
+		else if (ExhaustiveSearch(s, config->match_min, config->match_max, NULL,
+								  &closeness_sum, &weight_sum))
+		{
+			ExtendMatch(s);
+			EmitMatch(s, 0, 0);
+		}
 		return;
 	}
 
@@ -1028,8 +1476,7 @@ SearchAnchor(SearchState *s)
 	for (total = config->match_max; total >= config->match_min; total--)
 	{
 		double		closeness_sum = 0,
-					weight_sum = 0,
-					team_spread = 0;
+					weight_sum = 0;
 		int			got;
 		bool		packing_skipped;
 
@@ -1046,27 +1493,28 @@ SearchAnchor(SearchState *s)
 				reachable = got;
 			continue;
 		}
-		if (!FormTeams(s, s->team_size, &team_spread))
+		if (!FinalHolds(s, s->states) ||
+			!TryTeams(s, s->team_size, &closeness_sum, &weight_sum))
 			continue;
-		if (!CheckTeamRules(s, &closeness_sum, &weight_sum))
-			continue;
-
-		/*
-		 * Team balance in the quality: without a team_difference rule to
-		 * measure it, an implicit component of weight 1, the spread of the
-		 * team averages against the main difference rule's threshold.
-		 */
-		if (s->balance_rule >= 0 && s->balance_rule == s->main_rule && s->rule_on[s->main_rule])
-		{
-			double		allowed = s->rule_threshold[s->main_rule];
-
-			double		c = allowed > 0 ? 1.0 - team_spread / allowed : 1.0;
-
-			closeness_sum += c >= 0.0 ? c : 0.0;	/* NaN counts as 0 */
-			weight_sum += 1.0;
-		}
 		EmitMatch(s, closeness_sum, weight_sum);
 		return;
+	}
+
+	/* the greedy formed nothing: search exhaustively, largest match first */
+	for (total = config->match_max; total >= config->match_min; total--)
+	{
+		double		closeness_sum = 0,
+					weight_sum = 0;
+
+		if (!EvenTeamSizes(config, total, max_spread, s->team_size))
+			continue;
+		if (ExhaustiveSearch(s, total, total, s->team_size, &closeness_sum, &weight_sum))
+		{
+			EmitMatch(s, closeness_sum, weight_sum);
+			return;
+		}
+		if (s->dfs_budget <= 0 || s->search_budget <= 0)
+			return;
 	}
 }
 
@@ -1098,4 +1546,407 @@ MmSearchMatches(const MmRuleContext *context, MmTicket *tickets, int ntickets)
 	MemoryContextSwitchTo(result_context);
 	MemoryContextDelete(scratch);
 	return s.result;
+}
+
+/* ---- backfill ------------------------------------------------------------- */
+
+/* The backfill search's working state (see MmSearchBackfill). */
+typedef struct BackfillState
+{
+	const MmRuleContext *context;
+	const MmQueueConfig *config;
+	const MmRuleHandler **handlers;
+	const MmTicket *members;
+	int			nmembers;
+	const int  *member_team;
+	const MmTicket *candidates;
+	int			ncandidates;
+	int			nteams;			/* 0: free-for-all (one room) */
+	int		   *room;			/* open slots left per team (or [0]) */
+	int			wanted;			/* open slots in all */
+
+	bool	   *rule_on;
+	double	   *threshold;
+	int		   *step;
+	MmRuleState **states;		/* per depth */
+	int			capacity;		/* latency regions a state may hold */
+
+	/* the current set and the best one */
+	int		   *chosen;
+	int		   *chosen_team;
+	int			nchosen;
+	int			players;
+	int		   *best;
+	int		   *best_team;
+	int			nbest;
+	int			best_players;
+	long		budget;
+
+	/* the teams view of the whole match */
+	const MmTicket **view_tickets;
+	int		   *view_team;
+	int		   *team_size;
+} BackfillState;
+
+/* A fresh state of every ticket rule, with the members joined. */
+static MmRuleState *
+BackfillLevel(BackfillState *b, int depth)
+{
+	int			nrules = b->config->nrules;
+
+	if (b->states[depth] == NULL)
+	{
+		MmRuleState *level = palloc0(sizeof(MmRuleState) * Max(nrules, 1));
+
+		for (int r = 0; r < nrules; r++)
+		{
+			level[r].rule = &b->config->rules[r];
+			MmRuleStateAlloc(&level[r], b->capacity);
+		}
+		b->states[depth] = level;
+	}
+	return b->states[depth];
+}
+
+/* Copies the ticket rules' states from one depth to another. */
+static void
+BackfillCopy(BackfillState *b, MmRuleState *dst, const MmRuleState *src)
+{
+	for (int r = 0; r < b->config->nrules; r++)
+		if (b->handlers[r]->scope == MM_SCOPE_TICKETS)
+			MmRuleStateCopy(&dst[r], &src[r]);
+}
+
+/* Whether a ticket may join the states (every ticket rule that is on). */
+static bool
+BackfillFits(BackfillState *b, const MmRuleState *states, const MmTicket *t)
+{
+	for (int r = 0; r < b->config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &b->config->rules[r];
+
+		if (!b->rule_on[r] || rule->in_compound)
+			continue;
+		if (rule->type == MM_RULE_COMPOUND)
+		{
+			if (!MmCompoundCanAdd(b->context, rule, states, t->values, b->rule_on, b->threshold))
+				return false;
+			continue;
+		}
+		if (t->values[r].kind == MM_VALUE_MISSING)
+			return false;
+		if (b->handlers[r]->scope == MM_SCOPE_TICKETS &&
+			!b->handlers[r]->can_add(b->context, &states[r], &t->values[r], b->threshold[r]))
+			return false;
+	}
+	return true;
+}
+
+/* Adds a ticket to every ticket rule's state. */
+static void
+BackfillJoin(BackfillState *b, MmRuleState *states, const MmTicket *t)
+{
+	for (int r = 0; r < b->config->nrules; r++)
+	{
+		if (b->handlers[r]->scope != MM_SCOPE_TICKETS)
+			continue;
+		if (b->config->rules[r].in_compound)
+			MmLeafJoin(b->context, &states[r], &t->values[r], b->threshold[r]);
+		else
+			b->handlers[r]->add(b->context, &states[r], &t->values[r]);
+	}
+}
+
+/*
+ * The team rules over the whole match (members and the current set); adds
+ * their weighted closeness when the sums are given.
+ */
+static bool
+BackfillTeamRules(BackfillState *b, double *closeness_sum, double *weight_sum)
+{
+	MmTeamsView view;
+	int			n = 0;
+
+	if (b->nteams == 0)
+		return true;
+	for (int t = 0; t < b->nteams; t++)
+		b->team_size[t] = 0;
+	for (int k = 0; k < b->nmembers; k++)
+	{
+		b->view_tickets[n] = &b->members[k];
+		b->view_team[n] = b->member_team[k];
+		b->team_size[b->member_team[k]] += b->members[k].nplayers;
+		n++;
+	}
+	for (int k = 0; k < b->nchosen; k++)
+	{
+		b->view_tickets[n] = &b->candidates[b->chosen[k]];
+		b->view_team[n] = b->chosen_team[k];
+		b->team_size[b->chosen_team[k]] += b->candidates[b->chosen[k]].nplayers;
+		n++;
+	}
+	view.nteams = b->nteams;
+	view.team_size = b->team_size;
+	view.ntickets = n;
+	view.tickets = b->view_tickets;
+	view.ticket_team = b->view_team;
+	for (int r = 0; r < b->config->nrules; r++)
+	{
+		double		c;
+
+		if (!b->rule_on[r] || b->handlers[r]->scope != MM_SCOPE_TEAMS)
+			continue;
+		if (!b->handlers[r]->check_teams(&b->config->rules[r], r, &view, b->threshold[r], &c))
+			return false;
+		if (closeness_sum != NULL)
+		{
+			*closeness_sum += b->config->rules[r].weight * c;
+			*weight_sum += b->config->rules[r].weight;
+		}
+	}
+	return true;
+}
+
+/*
+ * Depth-first, oldest candidates first: returns true once every open slot
+ * is filled (the set is then the best); otherwise keeps the largest valid set
+ * seen in best.
+ */
+static bool
+BackfillDfs(BackfillState *b, int depth, int from)
+{
+	MmRuleState *states = b->states[depth];
+
+	if (b->nchosen > 0 && b->players > b->best_players &&
+		MmFinalHolds(b->context, states, b->rule_on, b->threshold) &&
+		BackfillTeamRules(b, NULL, NULL))
+	{
+		memcpy(b->best, b->chosen, sizeof(int) * b->nchosen);
+		memcpy(b->best_team, b->chosen_team, sizeof(int) * b->nchosen);
+		b->nbest = b->nchosen;
+		b->best_players = b->players;
+		if (b->players == b->wanted)
+			return true;
+	}
+	for (int j = from; j < b->ncandidates; j++)
+	{
+		const MmTicket *t = &b->candidates[j];
+		int			nrooms = Max(b->nteams, 1);
+
+		if (--b->budget < 0)
+			return false;
+		if ((b->budget & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (t->nplayers > b->wanted - b->players || !BackfillFits(b, states, t))
+			continue;
+		for (int team = 0; team < nrooms; team++)
+		{
+			MmRuleState *next;
+
+			if (b->room[team] < t->nplayers)
+				continue;
+			next = BackfillLevel(b, depth + 1);
+			BackfillCopy(b, next, states);
+			BackfillJoin(b, next, t);
+			b->room[team] -= t->nplayers;
+			b->chosen[b->nchosen] = j;
+			b->chosen_team[b->nchosen] = b->nteams > 0 ? team : -1;
+			b->nchosen++;
+			b->players += t->nplayers;
+			if (BackfillDfs(b, depth + 1, j + 1))
+				return true;
+			b->nchosen--;
+			b->players -= t->nplayers;
+			b->room[team] += t->nplayers;
+			if (b->budget < 0)
+				return false;
+		}
+	}
+	return false;
+}
+
+/* Sets every rule's step and threshold at an age. */
+static void
+BackfillThresholds(BackfillState *b, double age)
+{
+	for (int r = 0; r < b->config->nrules; r++)
+	{
+		b->rule_on[r] = MmRuleThresholdAt(&b->config->rules[r], age, &b->threshold[r], &b->step[r]);
+		if (!b->rule_on[r])
+			b->threshold[r] = 0;
+	}
+}
+
+/* Fills open slots of a running match; see match_search.h. */
+MmBackfillResult *
+MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmembers,
+				 const int *member_team, const int *open_slots,
+				 const MmTicket *candidates, int ncandidates)
+{
+	const MmQueueConfig *config = context->config;
+	int			nrules = config->nrules;
+	MemoryContext result_context = CurrentMemoryContext;
+	MemoryContext scratch;
+	MmBackfillResult *result;
+	BackfillState b;
+	double		member_age = 0;
+	int			maxp = MM_MAX_MATCH_SIZE;
+	int			best_first = -1;
+	double		best_age = 0;
+
+	result = palloc0(sizeof(MmBackfillResult));
+	result->region = -1;
+	result->rule_steps = palloc0(sizeof(MmRuleStep) * Max(nrules, 1));
+
+	scratch = AllocSetContextCreate(result_context, "mm backfill search", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(scratch);
+
+	memset(&b, 0, sizeof(b));
+	b.context = context;
+	b.config = config;
+	b.members = members;
+	b.nmembers = nmembers;
+	b.member_team = member_team;
+	b.candidates = candidates;
+	b.ncandidates = ncandidates;
+	b.nteams = config->nteams;
+	b.handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
+	for (int r = 0; r < nrules; r++)
+		b.handlers[r] = MmRuleHandlerFor(config->rules[r].type);
+	b.room = palloc(sizeof(int) * Max(b.nteams, 1));
+	for (int t = 0; t < Max(b.nteams, 1); t++)
+	{
+		b.room[t] = Max(open_slots[t], 0);
+		b.wanted += b.room[t];
+	}
+	b.wanted = Min(b.wanted, maxp);
+	b.rule_on = palloc(sizeof(bool) * Max(nrules, 1));
+	b.threshold = palloc(sizeof(double) * Max(nrules, 1));
+	b.step = palloc(sizeof(int) * Max(nrules, 1));
+	b.states = palloc0(sizeof(MmRuleState *) * (maxp + 2));
+	for (int r = 0; r < nrules; r++)
+	{
+		b.capacity = Max(b.capacity, MmRuleStateCapacity(config, r, members, nmembers));
+		b.capacity = Max(b.capacity, MmRuleStateCapacity(config, r, candidates, ncandidates));
+	}
+	b.chosen = palloc(sizeof(int) * (maxp + 1));
+	b.chosen_team = palloc(sizeof(int) * (maxp + 1));
+	b.best = palloc(sizeof(int) * (maxp + 1));
+	b.best_team = palloc(sizeof(int) * (maxp + 1));
+	b.view_tickets = palloc(sizeof(MmTicket *) * (nmembers + maxp + 1));
+	b.view_team = palloc(sizeof(int) * (nmembers + maxp + 1));
+	b.team_size = palloc(sizeof(int) * Max(b.nteams, 1));
+	b.budget = MM_BACKFILL_NODES;
+	for (int k = 0; k < nmembers; k++)
+		member_age = Max(member_age, members[k].age_seconds);
+
+	/*
+	 * The oldest chosen candidate sets the step when it is older than every
+	 * member: each first candidate (oldest first) is tried with the
+	 * thresholds at that age, the rest of the set coming after it.
+	 */
+	for (int first = 0; first < ncandidates && b.wanted > 0 && b.budget > 0; first++)
+	{
+		MmRuleState *level0;
+		double		age = Max(member_age, candidates[first].age_seconds);
+		int			before = b.best_players;
+
+		BackfillThresholds(&b, age);
+		level0 = BackfillLevel(&b, 0);
+		for (int r = 0; r < nrules; r++)
+			if (b.handlers[r]->scope == MM_SCOPE_TICKETS)
+				MmRuleStateInit(context, &config->rules[r], &level0[r]);
+		for (int k = 0; k < nmembers; k++)
+			BackfillJoin(&b, level0, &members[k]);
+		b.nchosen = 0;
+		b.players = 0;
+		/* the set starts with candidate first: BackfillDfs from first, one level down */
+		{
+			const MmTicket *t = &candidates[first];
+			bool		done = false;
+
+			if (t->nplayers > b.wanted || !BackfillFits(&b, level0, t))
+				continue;
+			for (int team = 0; team < Max(b.nteams, 1) && !done && b.budget > 0; team++)
+			{
+				MmRuleState *next;
+
+				if (b.room[team] < t->nplayers)
+					continue;
+				next = BackfillLevel(&b, 1);
+				BackfillCopy(&b, next, level0);
+				BackfillJoin(&b, next, t);
+				b.room[team] -= t->nplayers;
+				b.chosen[0] = first;
+				b.chosen_team[0] = b.nteams > 0 ? team : -1;
+				b.nchosen = 1;
+				b.players = t->nplayers;
+				done = BackfillDfs(&b, 1, first + 1);
+				b.room[team] += t->nplayers;
+			}
+			if (b.best_players > before)
+			{
+				best_first = first;
+				best_age = age;
+			}
+			if (done)
+				break;
+		}
+	}
+
+	if (b.nbest > 0)
+	{
+		double		closeness_sum = 0,
+					weight_sum = 0;
+		double		quality;
+		MmRuleState *final;
+
+		/* the best set's states and team rules again, for quality and region */
+		BackfillThresholds(&b, best_age);
+		final = BackfillLevel(&b, 0);
+		for (int r = 0; r < nrules; r++)
+			if (b.handlers[r]->scope == MM_SCOPE_TICKETS)
+				MmRuleStateInit(context, &config->rules[r], &final[r]);
+		for (int k = 0; k < nmembers; k++)
+			BackfillJoin(&b, final, &members[k]);
+		for (int k = 0; k < b.nbest; k++)
+			BackfillJoin(&b, final, &candidates[b.best[k]]);
+		memcpy(b.chosen, b.best, sizeof(int) * b.nbest);
+		memcpy(b.chosen_team, b.best_team, sizeof(int) * b.nbest);
+		b.nchosen = b.nbest;
+		(void) BackfillTeamRules(&b, &closeness_sum, &weight_sum);
+		for (int r = 0; r < nrules; r++)
+		{
+			const MmRuleConfig *rule = &config->rules[r];
+
+			result->rule_steps[r].step = b.step[r];
+			result->rule_steps[r].threshold = b.threshold[r];
+			result->rule_steps[r].off = !b.rule_on[r];
+			if (rule->type == MM_RULE_LATENCY && result->region < 0)
+				result->region = MmChooseRegion(context, &final[r], b.threshold[r], NULL);
+			if (!b.rule_on[r] || b.handlers[r]->scope != MM_SCOPE_TICKETS || rule->in_compound)
+				continue;
+			closeness_sum += rule->weight *
+				b.handlers[r]->closeness(context, &final[r], b.threshold[r]);
+			weight_sum += rule->weight;
+		}
+		quality = weight_sum > 0 ? closeness_sum / weight_sum : 1.0;
+		if (!(quality >= 0.0))
+			quality = 0.0;
+		result->quality = Min(quality, 1.0);
+
+		result->ntickets = b.nbest;
+		result->nplayers = b.best_players;
+		result->filled = b.best_players == b.wanted;
+		result->tickets = MemoryContextAlloc(result_context, sizeof(int) * b.nbest);
+		result->ticket_team = MemoryContextAlloc(result_context, sizeof(int) * b.nbest);
+		/* chosen in ascending candidate order already (DFS goes forward) */
+		memcpy(result->tickets, b.best, sizeof(int) * b.nbest);
+		memcpy(result->ticket_team, b.best_team, sizeof(int) * b.nbest);
+	}
+	(void) best_first;
+
+	MemoryContextSwitchTo(result_context);
+	MemoryContextDelete(scratch);
+	return result;
 }

@@ -156,6 +156,10 @@ ReadExpansionValue(MmJsonPath *path, JsonbValue *value, const MmRuleConfig *rule
 {
 	if (rule->type == MM_RULE_TEAM_SIZE_BALANCE)
 		return MmJsonInteger(path, value, 0, MM_MAX_MATCH_SIZE);
+	if (rule->type == MM_RULE_SET_INTERSECTION)
+		return MmJsonInteger(path, value, 0, 1000000);
+	if (rule->type == MM_RULE_COMPARISON)	/* a reference: any number */
+		return MmJsonNumber(path, value, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER);
 	return MmJsonNumber(path, value, 0, false, MM_JSON_MAX_NUMBER);
 }
 
@@ -209,6 +213,10 @@ ReadExpansion(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 		return;
 	}
 
+	if (rule->type == MM_RULE_COMPARISON)
+		MmJsonError(path, "a comparison's expansion gives the reference of each step: use steps");
+	if (rule->type == MM_RULE_SET_INTERSECTION)
+		MmJsonError(path, "a set_intersection's expansion gives the min_size of each step: use steps");
 	if (!(v = MmJsonGet(f, lengthof(f), "delta")))
 		MissingKey(path, "delta", "(linear expansion) unless steps are given (custom expansion)");
 	e->kind = MM_EXPANSION_LINEAR;
@@ -226,7 +234,13 @@ ReadExpansion(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 }
 
 static const char *const rule_type_names[] = {
-	"string_equality", "difference", "latency", "team_difference", "team_size_balance"
+	"string_equality", "difference", "latency", "team_difference", "team_size_balance",
+	"match_total", "comparison", "team_ticket_size_similarity", "compound",
+	"set_intersection", "blocklist"
+};
+
+static const char *const compare_op_names[] = {
+	"=", "!=", "<", "<=", ">", ">=", "all_equal", "all_different"
 };
 
 /* Whether a rule type reads a player attribute. */
@@ -234,7 +248,25 @@ static bool
 RuleHasAttribute(MmRuleType type)
 {
 	return type == MM_RULE_STRING_EQUALITY || type == MM_RULE_DIFFERENCE ||
-		type == MM_RULE_TEAM_DIFFERENCE;
+		type == MM_RULE_TEAM_DIFFERENCE || type == MM_RULE_MATCH_TOTAL ||
+		type == MM_RULE_COMPARISON || type == MM_RULE_SET_INTERSECTION ||
+		type == MM_RULE_BLOCKLIST;
+}
+
+/*
+ * Whether a rule type reads a value of each player (its attribute, or the
+ * latencies), so that "default" and "when_missing" apply.
+ */
+static bool
+RuleReadsPlayers(MmRuleType type)
+{
+	/*
+	 * latency: the handler supports both, but ticket validation (tickets.c)
+	 * still requires latencies from every player; not offered until it
+	 * follows.
+	 * blocklist: a player without a list blocks nobody.
+	 */
+	return RuleHasAttribute(type) && type != MM_RULE_BLOCKLIST;
 }
 
 /* The name of the key holding a rule type's threshold, or NULL. */
@@ -250,10 +282,115 @@ RuleThresholdKey(MmRuleType type)
 			return "max_ms";
 		case MM_RULE_TEAM_SIZE_BALANCE:
 			return "max_difference";
+		case MM_RULE_COMPARISON:
+			return "reference";
+		case MM_RULE_SET_INTERSECTION:
+			return "min_size";
+		case MM_RULE_BLOCKLIST:
+			return NULL;
 		case MM_RULE_STRING_EQUALITY:
+		case MM_RULE_MATCH_TOTAL:
+		case MM_RULE_TEAM_TICKET_SIZE_SIMILARITY:
+		case MM_RULE_COMPOUND:
 			return NULL;
 	}
 	return NULL;
+}
+
+/*
+ * The options of the newer rule types, and "min" of difference: read after
+ * the common keys and the threshold.
+ */
+static void
+ReadTypeOptions(MmJsonPath *path, MmJsonField *f, int nf, MmRuleConfig *rule)
+{
+	JsonbValue *v;
+	char	   *s;
+	int			i;
+
+	switch (rule->type)
+	{
+		case MM_RULE_DIFFERENCE:
+			if ((v = MmJsonGet(f, nf, "min")))
+				WITH_KEY(path, "min",
+						 rule->min = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER);
+						 if (rule->min > rule->threshold)
+						 MmJsonError(path, "must be <= max (%s)", float8out_internal(rule->threshold));
+						 rule->has_min = true);
+			break;
+		case MM_RULE_MATCH_TOTAL:
+			if ((v = MmJsonGet(f, nf, "min")))
+				WITH_KEY(path, "min",
+						 rule->min = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER);
+						 rule->has_min = true);
+			if ((v = MmJsonGet(f, nf, "max")))
+				WITH_KEY(path, "max",
+						 rule->max = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER);
+						 if (rule->has_min && rule->max < rule->min)
+						 MmJsonError(path, "must be >= min (%s)", float8out_internal(rule->min));
+						 rule->has_max = true);
+			if (!rule->has_min && !rule->has_max)
+				MissingKey(path, "max", "(or min) for rule type match_total");
+			/* the threshold is how far an expansion widens [min, max] */
+			rule->threshold = 0;
+			break;
+		case MM_RULE_LATENCY:
+			if ((v = MmJsonGet(f, nf, "max_distance")))
+				WITH_KEY(path, "max_distance",
+						 rule->max_distance = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER);
+						 rule->has_max_distance = true);
+			rule->region_choice = MM_REGION_LOWEST_WORST;
+			if ((v = MmJsonGet(f, nf, "region_choice")))
+				WITH_KEY(path, "region_choice",
+						 s = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH);
+						 if (strcmp(s, "lowest_worst") == 0)
+						 rule->region_choice = MM_REGION_LOWEST_WORST;
+						 else if (strcmp(s, "lowest_average") == 0)
+						 rule->region_choice = MM_REGION_LOWEST_AVERAGE;
+						 else
+						 MmJsonError(path, "must be one of lowest_worst, lowest_average"));
+			break;
+		case MM_RULE_COMPARISON:
+			if (!(v = MmJsonGet(f, nf, "operator")))
+				MissingKey(path, "operator", "for rule type comparison");
+			WITH_KEY(path, "operator",
+					 s = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH);
+					 for (i = 0; i < (int) lengthof(compare_op_names); i++)
+						 if (strcmp(s, compare_op_names[i]) == 0)
+							 break;
+					 if (i == (int) lengthof(compare_op_names))
+						 MmJsonError(path, "must be one of =, !=, <, <=, >, >=, all_equal, all_different"));
+			rule->compare_op = (MmCompareOp) i;
+			if (rule->compare_op == MM_CMP_ALL_EQUAL || rule->compare_op == MM_CMP_ALL_DIFFERENT)
+			{
+				if (MmJsonGet(f, nf, "reference"))
+					WITH_KEY(path, "reference",
+							 MmJsonError(path, "is not allowed with operator %s",
+										 compare_op_names[rule->compare_op]));
+				if (MmJsonGet(f, nf, "expansion"))
+					WITH_KEY(path, "expansion",
+							 MmJsonError(path, "is not allowed with operator %s (use seconds_until_optional)",
+										 compare_op_names[rule->compare_op]));
+			}
+			else
+			{
+				if (!(v = MmJsonGet(f, nf, "reference")))
+					MissingKey(path, "reference", psprintf("with operator %s",
+														   compare_op_names[rule->compare_op]));
+				WITH_KEY(path, "reference",
+						 rule->threshold = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false,
+														MM_JSON_MAX_NUMBER));
+			}
+			break;
+		case MM_RULE_COMPOUND:
+			if (!(v = MmJsonGet(f, nf, "statement")))
+				MissingKey(path, "statement", "for rule type compound");
+			WITH_KEY(path, "statement",
+					 rule->statement = MmJsonString(path, v, 1, 4096));
+			break;
+		default:
+			break;
+	}
 }
 
 /* Parses one element of "rules". */
@@ -263,7 +400,8 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	MmJsonField f[] = {
 		{"name"}, {"type"}, {"weight"}, {"attribute"}, {"source"}, {"default"},
 		{"when_missing"}, {"seconds_until_optional"}, {"max"}, {"max_ms"},
-		{"max_difference"}, {"merge"}, {"expansion"}
+		{"max_difference"}, {"merge"}, {"expansion"}, {"min"}, {"max_distance"},
+		{"region_choice"}, {"operator"}, {"reference"}, {"statement"}, {"min_size"}
 	};
 	JsonbValue *v;
 	char	   *s;
@@ -286,7 +424,7 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 				 if (strcmp(s, rule_type_names[i]) == 0)
 					 break;
 			 if (i == (int) lengthof(rule_type_names))
-				 MmJsonError(path, "must be one of string_equality, difference, latency, team_difference, team_size_balance"));
+				 MmJsonError(path, "must be one of string_equality, difference, latency, team_difference, team_size_balance, match_total, comparison, team_ticket_size_similarity, compound, set_intersection, blocklist"));
 	rule->type = (MmRuleType) i;
 	type_name = rule_type_names[i];
 	threshold_key = RuleThresholdKey(rule->type);
@@ -295,7 +433,8 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	{
 		static const char *const typed_keys[] = {
 			"attribute", "default", "when_missing", "max", "max_ms", "max_difference",
-			"merge", "expansion"
+			"merge", "expansion", "min", "max_distance", "region_choice", "operator",
+			"reference", "statement", "min_size"
 		};
 
 		for (i = 0; i < (int) lengthof(typed_keys); i++)
@@ -305,13 +444,26 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 
 			if (!MmJsonGet(f, lengthof(f), key))
 				continue;
-			if (strcmp(key, "attribute") == 0 || strcmp(key, "default") == 0 ||
-				strcmp(key, "when_missing") == 0)
+			if (strcmp(key, "attribute") == 0)
 				allowed = RuleHasAttribute(rule->type);
+			else if (strcmp(key, "default") == 0 || strcmp(key, "when_missing") == 0)
+				allowed = RuleReadsPlayers(rule->type);
 			else if (strcmp(key, "merge") == 0)
 				allowed = rule->type == MM_RULE_DIFFERENCE;
 			else if (strcmp(key, "expansion") == 0)
-				allowed = rule->type != MM_RULE_STRING_EQUALITY;
+				allowed = rule->type != MM_RULE_STRING_EQUALITY &&
+					rule->type != MM_RULE_TEAM_TICKET_SIZE_SIMILARITY &&
+					rule->type != MM_RULE_COMPOUND && rule->type != MM_RULE_BLOCKLIST;
+			else if (strcmp(key, "min") == 0)
+				allowed = rule->type == MM_RULE_DIFFERENCE || rule->type == MM_RULE_MATCH_TOTAL;
+			else if (strcmp(key, "max") == 0 && rule->type == MM_RULE_MATCH_TOTAL)
+				allowed = true;
+			else if (strcmp(key, "max_distance") == 0 || strcmp(key, "region_choice") == 0)
+				allowed = rule->type == MM_RULE_LATENCY;
+			else if (strcmp(key, "operator") == 0)
+				allowed = rule->type == MM_RULE_COMPARISON;
+			else if (strcmp(key, "statement") == 0)
+				allowed = rule->type == MM_RULE_COMPOUND;
 			else
 				allowed = threshold_key != NULL && strcmp(key, threshold_key) == 0;
 			if (!allowed)
@@ -338,18 +490,45 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 		if (!(v = MmJsonGet(f, lengthof(f), "attribute")))
 			MissingKey(path, "attribute", psprintf("for rule type %s", type_name));
 		WITH_KEY(path, "attribute", ReadAttribute(path, v, rule));
-
+		if (rule->type == MM_RULE_SET_INTERSECTION || rule->type == MM_RULE_BLOCKLIST)
+		{
+			rule->list_attribute = rule->attribute;
+			rule->attribute = NULL;
+		}
+	}
+	if (RuleReadsPlayers(rule->type))
+	{
 		if ((v = MmJsonGet(f, lengthof(f), "default")))
 		{
 			if (MmJsonGet(f, lengthof(f), "when_missing"))
 				WITH_KEY(path, "when_missing", MmJsonError(path, "cannot be combined with default"));
 			rule->has_default = true;
-			if (rule->type == MM_RULE_STRING_EQUALITY)
+			if (rule->type == MM_RULE_SET_INTERSECTION)
+			{
+				JsonbContainer *list;
+				int			o = MmJsonPathPushKey(path, "default", 7);
+
+				list = MmJsonArray(path, v, 0, 10000, &rule->ndefault_list);
+				rule->default_list = palloc(sizeof(char *) * Max(rule->ndefault_list, 1));
+				for (int k = 0; k < rule->ndefault_list; k++)
+				{
+					int			o2 = MmJsonPathPushIndex(path, k);
+
+					rule->default_list[k] = MmJsonString(path, getIthJsonbValueFromContainer(list, k),
+														 0, MM_MAX_ATTRIBUTE_LENGTH);
+					MmJsonPathPop(path, o2);
+				}
+				MmJsonPathPop(path, o);
+			}
+			else if (rule->type == MM_RULE_STRING_EQUALITY)
 			{
 				rule->default_is_string = true;
 				WITH_KEY(path, "default",
 						 rule->default_string = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH));
 			}
+			else if (rule->type == MM_RULE_LATENCY)
+				WITH_KEY(path, "default",
+						 rule->default_number = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
 			else
 				WITH_KEY(path, "default",
 						 rule->default_number = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER));
@@ -367,17 +546,22 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 		WITH_KEY(path, "seconds_until_optional",
 				 rule->seconds_until_optional = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
 
-	if (threshold_key != NULL)
+	if (threshold_key != NULL && rule->type != MM_RULE_COMPARISON)
 	{
 		if (!(v = MmJsonGet(f, lengthof(f), threshold_key)))
 			MissingKey(path, threshold_key, psprintf("for rule type %s", type_name));
 		if (rule->type == MM_RULE_TEAM_SIZE_BALANCE)
 			WITH_KEY(path, threshold_key,
 					 rule->threshold = MmJsonInteger(path, v, 0, MM_MAX_MATCH_SIZE));
+		else if (rule->type == MM_RULE_SET_INTERSECTION)
+			WITH_KEY(path, threshold_key,
+					 rule->threshold = MmJsonInteger(path, v, 0, 1000000));
 		else
 			WITH_KEY(path, threshold_key,
 					 rule->threshold = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
 	}
+
+	ReadTypeOptions(path, f, lengthof(f), rule);
 
 	rule->merge = MM_MERGE_AVERAGE;
 	if ((v = MmJsonGet(f, lengthof(f), "merge")))
@@ -438,6 +622,169 @@ ReadTeam(MmJsonPath *path, JsonbValue *value, MmTeamConfig *team)
 				 MmJsonError(path, "must be >= the team's min (%d)", team->min));
 }
 
+/* The statement parser of compound rules: and(...), or(...), not(x), names. */
+typedef struct StatementParser
+{
+	MmJsonPath *path;
+	const char *text;
+	int			pos;
+	MmQueueConfig *config;
+	int			self;			/* the compound's index */
+	MmRuleConfig *rule;
+	int			nchild_list;
+} StatementParser;
+
+static void
+SkipSpaces(StatementParser *p)
+{
+	while (p->text[p->pos] == ' ' || p->text[p->pos] == '\t' || p->text[p->pos] == '\n')
+		p->pos++;
+}
+
+static void
+pg_attribute_noreturn()
+StatementError(StatementParser *p, const char *problem)
+{
+	MmJsonError(p->path, "%s at character %d of \"%s\"", problem, p->pos + 1, p->text);
+}
+
+/* Parses one expression; returns its node index. */
+static int
+ParseStatement(StatementParser *p, int depth)
+{
+	MmRuleConfig *rule = p->rule;
+	int			start;
+	int			len;
+	int			node;
+	char	   *word;
+
+	if (depth > 16)
+		StatementError(p, "nested too deeply");
+	SkipSpaces(p);
+	start = p->pos;
+	while ((p->text[p->pos] >= 'a' && p->text[p->pos] <= 'z') ||
+		   (p->text[p->pos] >= 'A' && p->text[p->pos] <= 'Z') ||
+		   (p->text[p->pos] >= '0' && p->text[p->pos] <= '9') ||
+		   p->text[p->pos] == '_' || p->text[p->pos] == '-')
+		p->pos++;
+	len = p->pos - start;
+	if (len == 0)
+		StatementError(p, "expected a rule name, and(...), or(...) or not(...)");
+	word = pnstrdup(p->text + start, len);
+	if (rule->nnodes == MM_MAX_COMPOUND_NODES)
+		StatementError(p, "too many terms (at most 64)");
+	node = rule->nnodes++;
+	SkipSpaces(p);
+	if (p->text[p->pos] == '(' &&
+		(strcmp(word, "and") == 0 || strcmp(word, "or") == 0 || strcmp(word, "not") == 0))
+	{
+		int			children[MM_MAX_COMPOUND_NODES];
+		int			n = 0;
+
+		rule->nodes[node].op = strcmp(word, "and") == 0 ? MM_COMPOUND_AND :
+			strcmp(word, "or") == 0 ? MM_COMPOUND_OR : MM_COMPOUND_NOT;
+		p->pos++;
+		for (;;)
+		{
+			if (n == MM_MAX_COMPOUND_NODES)
+				StatementError(p, "too many terms (at most 64)");
+			children[n++] = ParseStatement(p, depth + 1);
+			SkipSpaces(p);
+			if (p->text[p->pos] == ',')
+			{
+				p->pos++;
+				continue;
+			}
+			if (p->text[p->pos] == ')')
+			{
+				p->pos++;
+				break;
+			}
+			StatementError(p, "expected ',' or ')'");
+		}
+		if (rule->nodes[node].op == MM_COMPOUND_NOT && n != 1)
+			StatementError(p, "not() takes one term");
+		rule->nodes[node].nchildren = n;
+		rule->nodes[node].first_child = p->nchild_list;
+		for (int k = 0; k < n; k++)
+			rule->child_list[p->nchild_list++] = children[k];
+		return node;
+	}
+	/* a rule name */
+	{
+		int			r;
+		MmRuleConfig *leaf;
+
+		for (r = 0; r < p->config->nrules; r++)
+			if (strcmp(p->config->rules[r].name, word) == 0)
+				break;
+		if (r == p->config->nrules)
+		{
+			p->pos = start;
+			StatementError(p, psprintf("no rule named \"%s\"", word));
+		}
+		leaf = &p->config->rules[r];
+		if (r == p->self || leaf->type == MM_RULE_COMPOUND)
+		{
+			p->pos = start;
+			StatementError(p, psprintf("rule \"%s\" is a compound: compounds do not nest (write the terms out)", word));
+		}
+		if (leaf->type == MM_RULE_TEAM_DIFFERENCE || leaf->type == MM_RULE_TEAM_SIZE_BALANCE ||
+			leaf->type == MM_RULE_TEAM_TICKET_SIZE_SIMILARITY)
+		{
+			p->pos = start;
+			StatementError(p, psprintf("rule \"%s\" is a team rule: a compound combines rules on the tickets", word));
+		}
+		if (leaf->in_compound && leaf->compound_owner != p->self)
+		{
+			p->pos = start;
+			StatementError(p, psprintf("rule \"%s\" is already in compound \"%s\"", word,
+									   p->config->rules[leaf->compound_owner].name));
+		}
+		leaf->in_compound = true;
+		leaf->compound_owner = p->self;
+		rule->nodes[node].op = MM_COMPOUND_RULE;
+		rule->nodes[node].rule = r;
+		return node;
+	}
+}
+
+/* Parses every compound's statement once all rule names are known. */
+static void
+ParseCompounds(MmJsonPath *path, MmQueueConfig *config)
+{
+	for (int i = 0; i < config->nrules; i++)
+	{
+		MmRuleConfig *rule = &config->rules[i];
+		StatementParser p;
+		int			o,
+					o2,
+					o3;
+
+		if (rule->type != MM_RULE_COMPOUND)
+			continue;
+		o = MmJsonPathPushKey(path, "rules", 5);
+		o2 = MmJsonPathPushIndex(path, i);
+		o3 = MmJsonPathPushKey(path, "statement", 9);
+		rule->nodes = palloc0(sizeof(MmCompoundNode) * MM_MAX_COMPOUND_NODES);
+		rule->child_list = palloc0(sizeof(int) * MM_MAX_COMPOUND_NODES);
+		rule->nnodes = 0;
+		memset(&p, 0, sizeof(p));
+		p.path = path;
+		p.text = rule->statement;
+		p.config = config;
+		p.self = i;
+		p.rule = rule;
+		(void) ParseStatement(&p, 0);
+		SkipSpaces(&p);
+		if (p.text[p.pos] != '\0')
+			StatementError(&p, "unexpected text after the statement");
+		MmJsonPathPop(path, o3);
+		MmJsonPathPop(path, o2);
+		MmJsonPathPop(path, o);
+	}
+}
+
 /*
  * Parses and validates a queue config; see queue_config.h.
  */
@@ -446,7 +793,8 @@ MmParseQueueConfig(Jsonb *jb)
 {
 	MmJsonField f[] = {
 		{"match_size"}, {"teams"}, {"ticket_timeout_seconds"},
-		{"acceptance_timeout_seconds"}, {"rating"}, {"statistics"}, {"rules"}
+		{"acceptance_timeout_seconds"}, {"rating"}, {"statistics"}, {"rules"},
+		{"min_tickets"}
 	};
 	MmJsonPath	pathbuf;
 	MmJsonPath *path = &pathbuf;
@@ -586,7 +934,8 @@ MmParseQueueConfig(Jsonb *jb)
 			/* the tick would skip them silently in a free-for-all */
 			if (config->nteams == 0 &&
 				(config->rules[i].type == MM_RULE_TEAM_DIFFERENCE ||
-				 config->rules[i].type == MM_RULE_TEAM_SIZE_BALANCE))
+				 config->rules[i].type == MM_RULE_TEAM_SIZE_BALANCE ||
+				 config->rules[i].type == MM_RULE_TEAM_TICKET_SIZE_SIMILARITY))
 				WITH_KEY(path, "type",
 						 MmJsonErrorHint(path, "Give the queue \"teams\", or use a difference rule for a free-for-all.",
 										 "rule type %s requires teams",
@@ -598,7 +947,15 @@ MmParseQueueConfig(Jsonb *jb)
 			MmJsonPathPop(path, o2);
 		}
 		MmJsonPathPop(path, o);
+		ParseCompounds(path, config);
 	}
+
+	config->min_tickets = 1;
+	if ((v = MmJsonGet(f, lengthof(f), "min_tickets")))
+		WITH_KEY(path, "min_tickets",
+				 config->min_tickets = MmJsonInteger(path, v, 1, MM_MAX_MATCH_SIZE);
+				 if (config->min_tickets > config->match_max)
+				 MmJsonError(path, "must be <= the largest match (%d players)", config->match_max));
 
 	return config;
 }
@@ -675,6 +1032,9 @@ MmQueueConfigToJsonb(const MmQueueConfig *config)
 						 config->teams[i].min, config->teams[i].max);
 	}
 	appendStringInfo(&buf, "], \"max_party_size\": %d", config->max_party_size);
+	/* keys added in 0.3 appear when not at their default */
+	if (config->min_tickets > 1)
+		appendStringInfo(&buf, ", \"min_tickets\": %d", config->min_tickets);
 	AppendKeyNumber(&buf, "ticket_timeout_seconds",
 					config->ticket_timeout_seconds > 0 ? config->ticket_timeout_seconds : NAN);
 	AppendKeyNumber(&buf, "acceptance_timeout_seconds",
@@ -703,6 +1063,23 @@ MmQueueConfigToJsonb(const MmQueueConfig *config)
 		AppendKeyString(&buf, "type", rule_type_names[r->type], true);
 		AppendKeyNumber(&buf, "weight", r->weight);
 		AppendKeyString(&buf, "source", "ticket", true);
+		if (r->list_attribute)
+		{
+			AppendKeyString(&buf, "attribute", r->list_attribute, true);
+			if (r->has_default)
+			{
+				appendStringInfoString(&buf, ", \"default\": [");
+				for (k = 0; k < r->ndefault_list; k++)
+				{
+					if (k > 0)
+						appendStringInfoString(&buf, ", ");
+					escape_json(&buf, r->default_list[k]);
+				}
+				appendStringInfoChar(&buf, ']');
+			}
+			if (r->missing_matches_any)
+				AppendKeyString(&buf, "when_missing", "match_any", true);
+		}
 		if (r->attribute)
 		{
 			AppendKeyString(&buf, "attribute", r->attribute, true);
@@ -715,10 +1092,29 @@ MmQueueConfigToJsonb(const MmQueueConfig *config)
 		}
 		AppendKeyNumber(&buf, "seconds_until_optional",
 						r->seconds_until_optional >= 0 ? r->seconds_until_optional : NAN);
-		if (threshold_key)
+		if (threshold_key && !(r->type == MM_RULE_COMPARISON &&
+							   (r->compare_op == MM_CMP_ALL_EQUAL ||
+								r->compare_op == MM_CMP_ALL_DIFFERENT)))
 			AppendKeyNumber(&buf, threshold_key, r->threshold);
 		if (r->type == MM_RULE_DIFFERENCE)
 			AppendKeyString(&buf, "merge", merge_names[r->merge], true);
+		if (r->has_min)
+			AppendKeyNumber(&buf, "min", r->min);
+		if (r->type == MM_RULE_MATCH_TOTAL && r->has_max)
+			AppendKeyNumber(&buf, "max", r->max);
+		if (r->type == MM_RULE_LATENCY)
+		{
+			if (r->has_max_distance)
+				AppendKeyNumber(&buf, "max_distance", r->max_distance);
+			if (r->region_choice == MM_REGION_LOWEST_AVERAGE)
+				AppendKeyString(&buf, "region_choice", "lowest_average", true);
+		}
+		if (r->type == MM_RULE_COMPARISON)
+			AppendKeyString(&buf, "operator", compare_op_names[r->compare_op], true);
+		if (r->type == MM_RULE_COMPOUND)
+			AppendKeyString(&buf, "statement", r->statement, true);
+		if (r->in_compound)
+			AppendKeyString(&buf, "in_compound", config->rules[r->compound_owner].name, true);
 		if (r->expansion.kind == MM_EXPANSION_LINEAR)
 		{
 			appendStringInfoString(&buf, ", \"expansion\": {\"every_seconds\": ");

@@ -28,9 +28,54 @@ typedef enum MmRuleType
 	MM_RULE_DIFFERENCE,
 	MM_RULE_LATENCY,
 	MM_RULE_TEAM_DIFFERENCE,
-	MM_RULE_TEAM_SIZE_BALANCE
-	/* later: set_intersection, match_total, comparison, blocklist, compound */
+	MM_RULE_TEAM_SIZE_BALANCE,
+	MM_RULE_MATCH_TOTAL,
+	MM_RULE_COMPARISON,
+	MM_RULE_TEAM_TICKET_SIZE_SIMILARITY,
+	MM_RULE_COMPOUND,
+	MM_RULE_SET_INTERSECTION,
+	MM_RULE_BLOCKLIST
 } MmRuleType;
+
+/* A comparison rule's operator. */
+typedef enum MmCompareOp
+{
+	MM_CMP_EQ,
+	MM_CMP_NE,
+	MM_CMP_LT,
+	MM_CMP_LE,
+	MM_CMP_GT,
+	MM_CMP_GE,
+	MM_CMP_ALL_EQUAL,			/* across players, no reference */
+	MM_CMP_ALL_DIFFERENT
+} MmCompareOp;
+
+/* A latency rule's choice of region. */
+typedef enum MmRegionChoice
+{
+	MM_REGION_LOWEST_WORST,		/* the lowest worst latency (default) */
+	MM_REGION_LOWEST_AVERAGE	/* the lowest average latency */
+} MmRegionChoice;
+
+/* A node of a compound rule's statement. */
+typedef enum MmCompoundOp
+{
+	MM_COMPOUND_RULE,			/* a named rule */
+	MM_COMPOUND_AND,
+	MM_COMPOUND_OR,
+	MM_COMPOUND_NOT
+} MmCompoundOp;
+
+#define MM_MAX_COMPOUND_NODES 64
+
+typedef struct MmCompoundNode
+{
+	MmCompoundOp op;
+	int			rule;			/* MM_COMPOUND_RULE: index into the queue's rules */
+	int			nchildren;
+	int			first_child;	/* children are nodes first_child.. (listed in
+								 * child_list) */
+} MmCompoundNode;
 
 /* Where a rule reads a player's value from. */
 typedef enum MmRuleSource
@@ -73,7 +118,15 @@ typedef struct MmRuleConfig
 	char	   *name;
 	MmRuleType	type;
 	double		weight;			/* default 1; ranks acceptable candidates */
-	char	   *attribute;		/* NULL for rules without one (latency, team_size_balance) */
+	/*
+	 * NULL for rules without one (latency, team_size_balance), and for the
+	 * rules whose attribute is a list of strings (set_intersection,
+	 * blocklist), which keep it in list_attribute: ticket validation checks
+	 * `attribute` as a string or a number.  attribute_path holds the keys of
+	 * either.
+	 */
+	char	   *attribute;
+	char	   *list_attribute;
 	int			attribute_depth; /* attribute is a dotted path: number of keys */
 	char	  **attribute_path; /* the keys of the dotted path */
 	MmRuleSource source;
@@ -84,6 +137,8 @@ typedef struct MmRuleConfig
 	double		default_number;
 	char	   *default_string;
 	bool		missing_matches_any; /* "when_missing": "match_any" */
+	int			ndefault_list;	/* set_intersection: default list (has_default) */
+	char	  **default_list;
 
 	double		seconds_until_optional; /* < 0: never optional */
 
@@ -94,6 +149,33 @@ typedef struct MmRuleConfig
 	 */
 	double		threshold;
 	MmMerge		merge;			/* difference only */
+
+	/*
+	 * difference: "min", the least spread (final check); match_total: "min",
+	 * the least sum.  has_min false: no lower bound.
+	 */
+	bool		has_min;
+	double		min;
+	/* match_total: "max" given (else no upper bound; threshold is the widening) */
+	bool		has_max;
+	double		max;
+
+	/* latency */
+	bool		has_max_distance;
+	double		max_distance;	/* ms beyond the best region a region may be */
+	MmRegionChoice region_choice;
+
+	/* comparison: operator; the reference is the threshold */
+	MmCompareOp compare_op;
+
+	/* compound: the parsed statement (nodes[0] is the root) */
+	char	   *statement;
+	int			nnodes;
+	MmCompoundNode *nodes;
+	int		   *child_list;
+	/* a rule named in a compound is evaluated only through it */
+	bool		in_compound;
+	int			compound_owner; /* the compound's index, when in_compound */
 
 	MmExpansion expansion;
 } MmRuleConfig;
@@ -120,6 +202,7 @@ typedef struct MmQueueConfig
 	int			nrules;
 	MmRuleConfig *rules;
 	int			max_party_size; /* the largest party a ticket may hold */
+	int			min_tickets;	/* a match holds at least this many tickets (>= 1) */
 } MmQueueConfig;
 
 /*

@@ -44,6 +44,9 @@ typedef struct MmRegionLatency
 {
 	int			region;			/* index into MmRuleContext.regions */
 	double		ms;
+	double		sum;			/* the players' latencies added up (averages) */
+	double		dist;			/* the most a player is above their own best
+								 * region (max_distance) */
 } MmRegionLatency;
 
 /* A ticket's value for one rule, extracted once when the ticket is loaded. */
@@ -58,8 +61,18 @@ typedef struct MmRuleValue
 	bool		all_regions;	/* latency: no player reported latencies but a
 								 * default or match_any applies everywhere */
 	double		floor_ms;		/* latency: the default applying to every region */
+	int			nfloor;			/* latency: players at the default (their sums) */
 	/* numeric rules: each player's own value (NaN: matches anything) */
 	double	   *player_values;
+	int			nvalues;		/* entries of player_values (the players) */
+	/*
+	 * set_intersection: the party's common values; blocklist: the players
+	 * its players block.  Interned (MmRuleContext strings), sorted, unique.
+	 */
+	int		   *set;
+	int			nset;
+	int		   *ids;			/* blocklist: the party's own player ids, interned */
+	int			nids;
 } MmRuleValue;
 
 /* A loaded ticket: what the search needs, nothing of SPI. */
@@ -87,6 +100,12 @@ typedef struct MmRuleContext
 	char	  **regions;
 	int			region_hash_size;	/* 0: no table yet */
 	int		   *region_hash;
+	/* the same for the strings of list attributes and player ids (interned) */
+	int			nstrings;
+	int			strings_allocated;
+	char	  **strings;
+	int			string_hash_size;
+	int		   *string_hash;
 } MmRuleContext;
 
 /*
@@ -96,6 +115,9 @@ typedef struct MmRuleContext
  */
 typedef struct MmRuleState
 {
+	const MmRuleConfig *rule;	/* set by MmRuleStateInit */
+	bool		broken;			/* a rule named in a compound: a ticket that
+								 * breaks it has joined (see MmLeafJoin) */
 	bool		has_value;		/* a PRESENT value has joined */
 	double		min;			/* difference */
 	double		max;
@@ -114,6 +136,20 @@ typedef struct MmRuleState
 	int			region_capacity;
 	int		   *open_region;
 	double	   *region_worst;
+	double	   *region_sum;		/* latency: sum of the players' latencies */
+	double	   *region_dist;	/* latency: worst distance from a player's best */
+	double		uniform_sum;	/* latency, not restricted: the sum every
+								 * region has */
+	int			nplayers;		/* latency: players joined (averages) */
+
+	/*
+	 * blocklist: the values of the tickets joined so far (region_capacity
+	 * entries, like the arrays above; set_intersection keeps its common
+	 * values in open_region, comparison all_different its values in
+	 * region_worst).
+	 */
+	int			njoined;
+	const MmRuleValue **joined;
 } MmRuleState;
 
 /* The teams of a formed candidate match, for team rules. */
@@ -153,6 +189,22 @@ typedef struct MmRuleHandler
 	double		(*closeness) (const MmRuleContext *context, const MmRuleState *state,
 							  double threshold);
 
+	/*
+	 * How far a candidate ticket is from the anchor for this rule, in [0,1]
+	 * (0: as close as can be), for ranking acceptable candidates; NULL: the
+	 * rule does not rank (every candidate is at 0).  See MmCandidateCost.
+	 */
+	double		(*distance) (const MmRuleContext *context, const MmRuleConfig *rule,
+							 const MmRuleValue *anchor, const MmRuleValue *candidate,
+							 double threshold);
+
+	/*
+	 * Ticket rules with a condition only the whole match can meet (a sum's
+	 * min, a spread's min): whether the state meets it; NULL: always.
+	 */
+	bool		(*check_final) (const MmRuleContext *context, const MmRuleState *state,
+								double threshold);
+
 	/* Team rules: whether the teams satisfy the rule, and how closely. */
 	bool		(*check_teams) (const MmRuleConfig *rule, int rule_index,
 								const MmTeamsView *teams, double threshold,
@@ -186,6 +238,77 @@ extern JsonbValue *MmLookupPlayerValue(const MmRuleConfig *rule,
  */
 extern int	MmBestRegion(const MmRuleContext *context, const MmRuleState *state,
 						 double *worst);
+
+/*
+ * Latency rules: the match's region by the rule's region_choice among the
+ * open regions within the threshold (and max_distance): lowest_worst picks
+ * the lowest worst latency, lowest_average the lowest average (ties: the
+ * lower worst, then the region seen first); -1 when none.  *worst receives
+ * the region's worst latency.
+ */
+extern int	MmChooseRegion(const MmRuleContext *context, const MmRuleState *state,
+						   double threshold, double *worst);
+
+/*
+ * Starts a rule's state for a candidate match (state->rule = rule, then the
+ * handler's state_init).  The state's arrays (open_region, region_worst,
+ * region_capacity) are the caller's: MmRuleStateCapacity says how large.
+ */
+extern void MmRuleStateInit(const MmRuleContext *context, const MmRuleConfig *rule,
+							MmRuleState *state);
+
+/*
+ * The capacity of a state's arrays for a rule over these tickets (latency:
+ * the most regions of one ticket; comparison all_different: the largest
+ * match), 0 when the rule needs none.
+ */
+extern int	MmRuleStateCapacity(const MmQueueConfig *config, int rule_index,
+								const MmTicket *tickets, int ntickets);
+
+/* Allocates a state's arrays for a capacity (at least one entry each). */
+extern void MmRuleStateAlloc(MmRuleState *state, int capacity);
+
+/* Copies a state into another of the same capacity (dst keeps its arrays). */
+extern void MmRuleStateCopy(MmRuleState *dst, const MmRuleState *src);
+
+/*
+ * Compound rules.  A rule named in a compound (rule->in_compound) is not
+ * checked on its own: every ticket joins its state through MmLeafJoin, which
+ * marks the state broken once a ticket breaks the rule.  The compound is
+ * checked through these, given every rule's state and the ticket's values:
+ *	 MmCompoundCanAdd: false when no set containing the candidate match and
+ *	   the ticket can satisfy the statement (three-valued: a leaf that holds
+ *	   may still break; not() of a broken leaf holds for good);
+ *	 MmCompoundHolds: whether the statement holds for the match as it is.
+ * A leaf that is off (optional, null step) counts as true.
+ */
+extern bool MmCompoundCanAdd(const MmRuleContext *context, const MmRuleConfig *compound,
+							 const MmRuleState *states, const MmRuleValue *values,
+							 const bool *rule_on, const double *threshold);
+extern bool MmCompoundHolds(const MmRuleContext *context, const MmRuleConfig *compound,
+							const MmRuleState *states, const bool *rule_on,
+							const double *threshold);
+extern void MmLeafJoin(const MmRuleContext *context, MmRuleState *state,
+					   const MmRuleValue *value, double threshold);
+
+/*
+ * The conditions only a whole match can meet, over every rule that is on:
+ * each ticket rule's check_final (a sum's min, a spread's min) and each
+ * compound's statement.  Rules named in a compound count only through it.
+ */
+extern bool MmFinalHolds(const MmRuleContext *context, const MmRuleState *states,
+						 const bool *rule_on, const double *threshold);
+
+/*
+ * The ranking cost of a candidate ticket against the anchor of a candidate
+ * match: the sum over the rules that are on (rule_on[r]) of
+ *		weight_r * distance_r(anchor, candidate)
+ * each distance in [0,1] (see docs/queues-and-tickets.md, "How candidates
+ * are ranked").  Lower is better; the search breaks ties by age.
+ */
+extern double MmCandidateCost(const MmRuleContext *context, const MmTicket *anchor,
+							  const MmTicket *candidate, const bool *rule_on,
+							  const double *threshold);
 
 /*
  * Latency rules: the room (open_region, region_worst entries) a state of the

@@ -88,6 +88,20 @@ static SPIPlanPtr PlanReleasePlayers = NULL;
 static SPIPlanPtr PlanDeleteActive = NULL;
 static SPIPlanPtr PlanProposeTickets = NULL;
 static SPIPlanPtr PlanExpireProposals = NULL;
+static SPIPlanPtr PlanLoadBackfills = NULL;
+static SPIPlanPtr PlanLoadMembers = NULL;
+static SPIPlanPtr PlanUpdateBackfill = NULL;
+static SPIPlanPtr PlanNotifyMatch = NULL;
+static SPIPlanPtr PlanHasOtherTickets = NULL;
+static SPIPlanPtr PlanLoadWithOthers = NULL;
+static SPIPlanPtr PlanUnlistTickets = NULL;
+
+/*
+ * Whether the queue being ticked loaded a ticket that searches in several
+ * queues (0.3): the matched tickets then leave mm.ticket_queues too.  Set by
+ * LoadTickets for the queue it loads.
+ */
+static bool LoadedOtherQueuesTickets = false;
 
 /*
  * The installed schema's version: the library serves every version's SQL,
@@ -153,7 +167,9 @@ FreePlans(void)
 {
 	SPIPlanPtr *plans[] = {&PlanQueueConfig, &PlanQueueNames, &PlanTimeout, &PlanLoad,
 		&PlanMatchIds, &PlanInsertMatches, &PlanInsertPlayers, &PlanUpdateTickets,
-		&PlanReleasePlayers, &PlanDeleteActive, &PlanProposeTickets, &PlanExpireProposals};
+		&PlanReleasePlayers, &PlanDeleteActive, &PlanProposeTickets, &PlanExpireProposals,
+		&PlanLoadBackfills, &PlanLoadMembers, &PlanUpdateBackfill, &PlanNotifyMatch,
+		&PlanHasOtherTickets, &PlanLoadWithOthers, &PlanUnlistTickets};
 	int			i;
 
 	for (i = 0; i < lengthof(plans); i++)
@@ -195,7 +211,7 @@ PreparePlans(void)
 	INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
-	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID};
 	Oid			tid_array1[] = {TIDARRAYOID};
 	Oid			text_array1[] = {TEXTARRAYOID};
 	MmSchemaVersion schema = InstalledSchema();
@@ -250,7 +266,14 @@ PreparePlans(void)
 			 " WHERE queue OPERATOR(pg_catalog.=) $1"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
 			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED" :
+			 schema == MM_SCHEMA_02 ?
 			 "SELECT id, created_at, players, ctid FROM mm.tickets_active"
+			 " WHERE queue OPERATOR(pg_catalog.=) $1"
+			 " AND status OPERATOR(pg_catalog.=) 'searching'"
+			 " AND created_at OPERATOR(pg_catalog.<=) $2"
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED" :
+			 /* 0.3: and whether the ticket searches in other queues too */
+			 "SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
 			 " WHERE queue OPERATOR(pg_catalog.=) $1"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
 			 " AND created_at OPERATOR(pg_catalog.<=) $2"
@@ -296,13 +319,26 @@ PreparePlans(void)
 	 * then its players are released.
 	 */
 	KeepPlan(&PlanUpdateTickets,
+			 schema == MM_SCHEMA_02 ?
 			 "INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
 			 " matched_at, match_id, team)"
 			 " SELECT t.id, t.queue, t.players, 'matched', t.created_at, $1, $1, u.match_id, u.team"
 			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
 			 " AS u(row_id, match_id, team)"
+			 " JOIN mm.tickets_active t ON t.ctid OPERATOR(pg_catalog.=) u.row_id" :
+	/*
+	 * 0.3: a ticket of several queues ends under the queue that matched it
+	 * ($5), its own queue joining its other queues.
+	 */
+			 "INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
+			 " matched_at, match_id, team, queues)"
+			 " SELECT t.id, $5, t.players, 'matched', t.created_at, $1, $1, u.match_id, u.team,"
+			 " CASE WHEN t.queue OPERATOR(pg_catalog.=) $5 THEN t.queues"
+			 " ELSE pg_catalog.array_append(pg_catalog.array_remove(t.queues, $5), t.queue) END"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
+			 " AS u(row_id, match_id, team)"
 			 " JOIN mm.tickets_active t ON t.ctid OPERATOR(pg_catalog.=) u.row_id",
-			 4, ended_args);
+			 5, ended_args);
 	KeepPlan(&PlanDeleteActive,
 			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)",
 			 1, tid_array1);
@@ -329,6 +365,73 @@ PreparePlans(void)
 			 " WHERE t.ctid OPERATOR(pg_catalog.=) u.row_id",
 			 4, ended_args);
 	KeepPlan(&PlanExpireProposals, "SELECT mm.expire_proposed_matches($1, $2)", 2, load_args);
+
+	/*
+	 * Tickets of other queues that also search in this one: only when there
+	 * are any does the load read them too (the plain load's index scan gives
+	 * its rows in order; this one sorts).
+	 */
+	KeepPlan(&PlanHasOtherTickets,
+			 "SELECT EXISTS (SELECT FROM mm.ticket_queues WHERE queue OPERATOR(pg_catalog.=) $1)",
+			 1, text1);
+	KeepPlan(&PlanLoadWithOthers,
+			 "SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
+			 " WHERE (queue OPERATOR(pg_catalog.=) $1 OR id OPERATOR(pg_catalog.=) ANY (ARRAY("
+			 " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
+			 " AND o.created_at OPERATOR(pg_catalog.<=) $2)))"
+			 " AND status OPERATOR(pg_catalog.=) 'searching'"
+			 " AND created_at OPERATOR(pg_catalog.<=) $2"
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
+			 2, load_args);
+	{
+		Oid			int8_array1[] = {INT8ARRAYOID};
+
+		KeepPlan(&PlanUnlistTickets,
+				 "DELETE FROM mm.ticket_queues WHERE ticket_id OPERATOR(pg_catalog.=) ANY ($1)",
+				 1, int8_array1);
+	}
+
+	/*
+	 * Backfill: the queue's open requests of live matches, oldest first, with
+	 * their open slots in the order of the team names given ($2).  A request
+	 * or match that a lifecycle step holds (cancel, complete, requeue, leave)
+	 * is left for the next tick.
+	 */
+	{
+		Oid			backfill_args[] = {TEXTOID, TEXTARRAYOID};
+		Oid			int8_1[] = {INT8OID};
+		Oid			update_args[] = {INT8OID, TEXTOID, BOOLOID, TIMESTAMPTZOID};
+		Oid			notify_args[] = {INT8OID, TEXTOID};
+
+		KeepPlan(&PlanLoadBackfills,
+				 "SELECT b.id, b.match_id, m.region,"
+				 " ARRAY(SELECT coalesce(CAST(b.open_slots OPERATOR(pg_catalog.->>) u.team AS integer), 0)"
+				 " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(team, ord) ORDER BY u.ord)"
+				 " FROM mm.backfill_requests b JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) b.match_id"
+				 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.status OPERATOR(pg_catalog.=) 'open'"
+				 " AND m.status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
+				 " ORDER BY b.created_at, b.id FOR UPDATE OF b, m SKIP LOCKED",
+				 2, backfill_args);
+		/* a match's tickets, each with its players still in the match */
+		KeepPlan(&PlanLoadMembers,
+				 "SELECT t.id, t.created_at,"
+				 " pg_catalog.jsonb_agg(p.value ORDER BY p.ord), pg_catalog.min(mp.team)"
+				 " FROM mm.match_players mp"
+				 " JOIN mm.tickets_ended t ON t.id OPERATOR(pg_catalog.=) mp.ticket_id"
+				 " CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(t.players) WITH ORDINALITY AS p(value, ord)"
+				 " WHERE mp.match_id OPERATOR(pg_catalog.=) $1 AND mp.left_at IS NULL"
+				 " AND p.value OPERATOR(pg_catalog.->>) 'id' OPERATOR(pg_catalog.=) mp.player_id"
+				 " GROUP BY t.id, t.created_at ORDER BY t.created_at, t.id",
+				 1, int8_1);
+		KeepPlan(&PlanUpdateBackfill,
+				 "UPDATE mm.backfill_requests SET open_slots = CAST($2 AS pg_catalog.jsonb),"
+				 " status = CASE WHEN $3 THEN 'filled' ELSE 'open' END, updated_at = $4"
+				 " WHERE id OPERATOR(pg_catalog.=) $1",
+				 4, update_args);
+		KeepPlan(&PlanNotifyMatch,
+				 "SELECT mm.notify_match_event('backfill_filled', $1, CAST($2 AS pg_catalog.jsonb))",
+				 2, notify_args);
+	}
 }
 
 /* Milliseconds since a start time. */
@@ -374,32 +477,37 @@ CompareInt64(const void *a, const void *b)
 }
 
 /*
- * Times out the queue's tickets older than ticket_timeout_seconds and
- * announces them.  Returns how many.
- */
-/*
- * Cancels the queue's proposed matches whose acceptance deadline passed
- * (mm.expire_proposed_matches): their tickets that accepted search again
- * with their age, the others are cancelled.  Before the search, so the
- * requeued tickets take part in this tick.  0.3 only.
+ * Cancels the proposed matches of a queue (of every queue when queue is
+ * NULL) whose acceptance deadline passed (mm.expire_proposed_matches): their
+ * tickets that accepted search again with their age, the others are
+ * cancelled.  Before the search, so the requeued tickets take part in this
+ * tick.  mm.tick(NULL) does it once for all queues: per queue, the probe of
+ * mm.matches would run while the tick fills that table.  0.3 only.
  */
 static void
 ExpireProposals(const char *queue, TimestampTz now)
 {
 	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
 	int			rc;
 
 	if (PlanExpireProposals == NULL)
 		return;
-	values[0] = CStringGetTextDatum(queue);
+	values[0] = queue != NULL ? CStringGetTextDatum(queue) : (Datum) 0;
+	nulls[0] = queue != NULL ? ' ' : 'n';
 	values[1] = TimestampTzGetDatum(now);
-	rc = SPI_execute_plan(PlanExpireProposals, values, NULL, false, 0);
-	BackToQueueContext();
+	rc = SPI_execute_plan(PlanExpireProposals, values, nulls, false, 0);
+	if (QueueContext != NULL)
+		BackToQueueContext();
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "expiring proposed matches failed: %s", SPI_result_code_string(rc));
 	SPI_freetuptable(SPI_tuptable);
 }
 
+/*
+ * Times out the queue's tickets older than ticket_timeout_seconds and
+ * announces them.  Returns how many.
+ */
 static int
 TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
 {
@@ -527,6 +635,7 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	MmTicket   *tickets;
 	int			allocated = 1024;
 	int			n = 0;
+	bool		with_others = false;
 	MmPlayerInput players[MM_MAX_MATCH_SIZE];
 
 	tickets = palloc(sizeof(MmTicket) * allocated);
@@ -534,7 +643,21 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 		*ctids = palloc(sizeof(ItemPointerData) * allocated);
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = TimestampTzGetDatum(now);
-	portal = SPI_cursor_open(NULL, PlanLoad, values, NULL, false);
+	LoadedOtherQueuesTickets = false;
+	if (PlanHasOtherTickets != NULL)
+	{
+		bool		isnull;
+		int			rc = SPI_execute_plan(PlanHasOtherTickets, values, NULL, true, 1);
+
+		BackToQueueContext();
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "looking for tickets of other queues failed: %s", SPI_result_code_string(rc));
+		with_others = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+		SPI_freetuptable(SPI_tuptable);
+	}
+	portal = SPI_cursor_open(NULL, with_others ? PlanLoadWithOthers : PlanLoad,
+							 values, NULL, false);
 	BackToQueueContext();
 	for (;;)
 	{
@@ -576,6 +699,9 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 				pfree(jb);
 			if (ctids)
 				(*ctids)[n - 1] = *(ItemPointer) DatumGetPointer(SPI_getbinval(tuple, desc, 4, &isnull));
+			if (PlanHasOtherTickets != NULL &&
+				DatumGetBool(SPI_getbinval(tuple, desc, 5, &isnull)))
+				LoadedOtherQueuesTickets = true;
 		}
 		SPI_freetuptable(SPI_tuptable);
 	}
@@ -657,16 +783,17 @@ MarkTicketsMatched01(TimestampTz now, int ntickets, const int64 *ids, const int6
 
 /*
  * Moves the matched tickets (positions t_index among the loaded ctids) from
- * mm.tickets_active to mm.tickets_ended and releases their players.
+ * mm.tickets_active to mm.tickets_ended under the queue that matched them,
+ * and (0.2) releases their players.
  */
 static void
-MoveMatchedTickets(TimestampTz now, const ItemPointerData *ctids, int ntickets,
-				   const int *t_index, const int64 *match_ids, const char **teams,
-				   ArrayType *player_ids)
+MoveMatchedTickets(const char *queue, TimestampTz now, const ItemPointerData *ctids, int ntickets,
+				   const int *t_index, const int64 *ticket_ids, const int64 *match_ids,
+				   const char **teams, ArrayType *player_ids)
 {
 	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
 	ArrayType  *row_ids;
-	Datum		values[4];
+	Datum		values[5];
 	int			i;
 
 	for (i = 0; i < ntickets; i++)
@@ -679,10 +806,18 @@ MoveMatchedTickets(TimestampTz now, const ItemPointerData *ctids, int ntickets,
 	values[1] = PointerGetDatum(row_ids);
 	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
 	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+	values[4] = CStringGetTextDatum(queue);
 	RunWrite(PlanUpdateTickets, values, SPI_OK_INSERT, ntickets, "writing matched tickets");
 
 	values[0] = PointerGetDatum(row_ids);
 	RunWrite(PlanDeleteActive, values, SPI_OK_DELETE, ntickets, "deleting matched tickets");
+
+	/* the tickets of several queues leave the others too */
+	if (LoadedOtherQueuesTickets)
+	{
+		values[0] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+		RunWrite(PlanUnlistTickets, values, SPI_OK_DELETE, -1, "unlisting matched tickets");
+	}
 
 	/* 0.2 releases the players here; 0.3 when the match ends */
 	if (PlanReleasePlayers != NULL)
@@ -863,7 +998,7 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	else if (deadline != 0)
 		ProposeTickets(now, ctids, ntickets, t_index, t_match, t_team);
 	else
-		MoveMatchedTickets(now, ctids, ntickets, t_index, t_match, t_team, player_ids);
+		MoveMatchedTickets(queue, now, ctids, ntickets, t_index, t_ids, t_match, t_team, player_ids);
 
 	/* events: one match_found (or match_proposed) per match, sent at commit */
 	for (i = 0; i < nm; i++)
@@ -899,9 +1034,274 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	stats->players_matched = nplayers;
 }
 
+/*
+ * Writes one backfill: the chosen candidate tickets join the match (its
+ * match_players rows, the tickets moved to tickets_ended as matched with
+ * the match's id and their team; their players stay held by the live
+ * match), the request's open slots shrink (filled when none is left), and
+ * backfill_filled is announced.  slots is updated in place.
+ */
+static void
+WriteBackfill(const char *queue, const MmRuleContext *context, TimestampTz now,
+			  int64 request_id, int64 match_id, int32 *slots,
+			  const MmTicket *candidates, const int *candidate_index,
+			  const ItemPointerData *ctids, const MmBackfillResult *res)
+{
+	const MmQueueConfig *config = context->config;
+	int			nteams = config->nteams > 0 ? config->nteams : 1;
+	int64	   *mp_match = palloc(sizeof(int64) * res->nplayers);
+	int64	   *mp_ticket = palloc(sizeof(int64) * res->nplayers);
+	const char **mp_player = palloc(sizeof(char *) * res->nplayers);
+	const char **mp_team = palloc(sizeof(char *) * res->nplayers);
+	int		   *t_index = palloc(sizeof(int) * res->ntickets);
+	int64	   *t_match = palloc(sizeof(int64) * res->ntickets);
+	int64	   *t_ids = palloc(sizeof(int64) * res->ntickets);
+	const char **t_team = palloc(sizeof(char *) * res->ntickets);
+	ArrayType  *player_ids;
+	StringInfoData slots_json;
+	StringInfoData details;
+	Datum		values[5];
+	int			np = 0,
+				k,
+				p,
+				t,
+				rc;
+
+	for (k = 0; k < res->ntickets; k++)
+	{
+		const MmTicket *tk = &candidates[res->tickets[k]];
+		int			team = res->ticket_team[k];
+		const char *team_name = team >= 0 && config->nteams > 0 ? config->teams[team].name : NULL;
+
+		t_index[k] = candidate_index[res->tickets[k]];
+		t_match[k] = match_id;
+		t_ids[k] = tk->id;
+		t_team[k] = team_name;
+		slots[Max(team, 0)] = Max(0, slots[Max(team, 0)] - tk->nplayers);
+		for (p = 0; p < tk->nplayers; p++)
+		{
+			mp_match[np] = match_id;
+			mp_ticket[np] = tk->id;
+			mp_player[np] = tk->player_ids[p];
+			mp_team[np++] = team_name;
+		}
+	}
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = PointerGetDatum(MmBuildInt8Array(mp_match, np));
+	player_ids = MmBuildTextArray(mp_player, np);
+	values[2] = PointerGetDatum(player_ids);
+	values[3] = PointerGetDatum(MmBuildInt8Array(mp_ticket, np));
+	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, np));
+	RunWrite(PlanInsertPlayers, values, SPI_OK_INSERT, np, "inserting backfilled match players");
+	MoveMatchedTickets(queue, now, ctids, res->ntickets, t_index, t_ids, t_match, t_team, player_ids);
+
+	/* what is still open, as the request stores it */
+	initStringInfo(&slots_json);
+	appendStringInfoChar(&slots_json, '{');
+	for (t = 0; t < nteams; t++)
+	{
+		if (t > 0)
+			appendStringInfoString(&slots_json, ", ");
+		escape_json(&slots_json, config->nteams > 0 ? config->teams[t].name : "players");
+		appendStringInfo(&slots_json, ": %d", slots[t]);
+	}
+	appendStringInfoChar(&slots_json, '}');
+	values[0] = Int64GetDatum(request_id);
+	values[1] = CStringGetTextDatum(slots_json.data);
+	values[2] = BoolGetDatum(res->filled);
+	values[3] = TimestampTzGetDatum(now);
+	RunWrite(PlanUpdateBackfill, values, SPI_OK_UPDATE, 1, "updating a backfill request");
+
+	/* backfill_filled: the request, what is left open, the new tickets and players */
+	initStringInfo(&details);
+	appendStringInfo(&details, "{\"request_id\": " INT64_FORMAT ", \"filled\": %s, \"open_slots\": %s, \"tickets\": [",
+					 request_id, res->filled ? "true" : "false", slots_json.data);
+	for (k = 0; k < res->ntickets; k++)
+		appendStringInfo(&details, "%s" INT64_FORMAT, k > 0 ? ", " : "", t_ids[k]);
+	appendStringInfoString(&details, "], \"players\": [");
+	for (p = 0; p < np && details.len < MM_EVENT_BODY_MAX / 2; p++)
+	{
+		appendStringInfoString(&details, p > 0 ? ", {\"id\": " : "{\"id\": ");
+		escape_json(&details, mp_player[p]);
+		appendStringInfoString(&details, ", \"team\": ");
+		if (mp_team[p] != NULL)
+			escape_json(&details, mp_team[p]);
+		else
+			appendStringInfoString(&details, "null");
+		appendStringInfoChar(&details, '}');
+	}
+	/* too many to list: the client reads them from mm.match_players */
+	appendStringInfo(&details, "]%s}", p < np ? ", \"truncated\": true" : "");
+	values[0] = Int64GetDatum(match_id);
+	values[1] = CStringGetTextDatum(details.data);
+	rc = SPI_execute_plan(PlanNotifyMatch, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "announcing a backfill failed: %s", SPI_result_code_string(rc));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Serves the queue's open backfill requests, oldest first, from the loaded
+ * searching tickets, before the search forms new matches
+ * (MmSearchBackfill: the chosen tickets satisfy the queue's rules together
+ * with the players still in the match).  A fill that would move a match to
+ * another region is not made.  The tickets placed are removed from tickets[]
+ * and ctids[] (their order kept), and *ntickets shrinks.  0.3 only.
+ */
+static void
+ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
+			   MmTicket *tickets, ItemPointerData *ctids, int *ntickets)
+{
+	const MmQueueConfig *config = context->config;
+	int			nteams = config->nteams > 0 ? config->nteams : 1;
+	const char **team_names = palloc(sizeof(char *) * nteams);
+	MmPlayerInput players[MM_MAX_MATCH_SIZE];
+	MmTicket   *candidates;
+	int		   *candidate_index;
+	bool	   *taken;
+	int64	   *request_ids;
+	int64	   *match_ids;
+	char	  **match_regions;
+	int32	  **slots;
+	Datum		values[2];
+	int			nrequests,
+				r,
+				i,
+				t,
+				rc;
+
+	if (PlanLoadBackfills == NULL || *ntickets == 0)
+		return;
+	for (t = 0; t < nteams; t++)
+		team_names[t] = config->nteams > 0 ? config->teams[t].name : "players";
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = PointerGetDatum(MmBuildTextArray(team_names, nteams));
+	rc = SPI_execute_plan(PlanLoadBackfills, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading backfill requests failed: %s", SPI_result_code_string(rc));
+	nrequests = (int) SPI_processed;
+	if (nrequests == 0)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return;
+	}
+	request_ids = palloc(sizeof(int64) * nrequests);
+	match_ids = palloc(sizeof(int64) * nrequests);
+	match_regions = palloc(sizeof(char *) * nrequests);
+	slots = palloc(sizeof(int32 *) * nrequests);
+	for (r = 0; r < nrequests; r++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		region;
+		int			count;
+
+		request_ids[r] = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		match_ids[r] = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		region = SPI_getbinval(tuple, desc, 3, &isnull);
+		match_regions[r] = isnull ? NULL : TextDatumGetCString(region);
+		slots[r] = MmInt4Array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)),
+							   "open_slots", nteams, &count);
+		if (count != nteams)
+			elog(ERROR, "backfill request " INT64_FORMAT " has %d open slot counts for %d teams",
+				 request_ids[r], count, nteams);
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	candidates = palloc(sizeof(MmTicket) * *ntickets);
+	candidate_index = palloc(sizeof(int) * *ntickets);
+	taken = palloc0(sizeof(bool) * *ntickets);
+	for (r = 0; r < nrequests; r++)
+	{
+		MmTicket   *members;
+		int		   *member_team;
+		int			nmembers,
+					ncandidates = 0;
+		MmBackfillResult *res;
+
+		CHECK_FOR_INTERRUPTS();
+		for (i = 0; i < *ntickets; i++)
+		{
+			if (taken[i])
+				continue;
+			candidates[ncandidates] = tickets[i];
+			candidate_index[ncandidates++] = i;
+		}
+		if (ncandidates == 0)
+			break;
+
+		values[0] = Int64GetDatum(match_ids[r]);
+		rc = SPI_execute_plan(PlanLoadMembers, values, NULL, false, 0);
+		BackToQueueContext();
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "reading the players of match " INT64_FORMAT " failed: %s",
+				 match_ids[r], SPI_result_code_string(rc));
+		nmembers = (int) SPI_processed;
+		members = palloc(sizeof(MmTicket) * Max(nmembers, 1));
+		member_team = palloc(sizeof(int) * Max(nmembers, 1));
+		for (i = 0; i < nmembers; i++)
+		{
+			HeapTuple	tuple = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			TimestampTz created_at;
+			Datum		team;
+
+			members[i].id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+			created_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull));
+			members[i].age_seconds = Max(0.0, ((double) now - (double) created_at) / USECS_PER_SEC);
+			ParseTicket(context, &members[i],
+						DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 3, &isnull)), players);
+			team = SPI_getbinval(tuple, desc, 4, &isnull);
+			member_team[i] = -1;
+			if (!isnull)
+			{
+				char	   *name = TextDatumGetCString(team);
+
+				for (t = 0; t < config->nteams; t++)
+					if (strcmp(config->teams[t].name, name) == 0)
+						member_team[i] = t;
+			}
+			if (config->nteams > 0 && member_team[i] < 0)
+				elog(ERROR, "match " INT64_FORMAT " has a ticket on a team the queue no longer has",
+					 match_ids[r]);
+		}
+		SPI_freetuptable(SPI_tuptable);
+		/* everybody left: nothing to fill around */
+		if (nmembers == 0)
+			continue;
+
+		res = MmSearchBackfill(context, members, nmembers, member_team, slots[r],
+							   candidates, ncandidates);
+		if (res->ntickets == 0)
+			continue;
+		if (match_regions[r] != NULL && res->region >= 0 &&
+			strcmp(context->regions[res->region], match_regions[r]) != 0)
+			continue;
+		WriteBackfill(queue, context, now, request_ids[r], match_ids[r], slots[r],
+					  candidates, candidate_index, ctids, res);
+		for (i = 0; i < res->ntickets; i++)
+			taken[candidate_index[res->tickets[i]]] = true;
+	}
+
+	/* the rest go to the search, oldest first as loaded */
+	for (i = 0, t = 0; i < *ntickets; i++)
+	{
+		if (taken[i])
+			continue;
+		tickets[t] = tickets[i];
+		ctids[t++] = ctids[i];
+	}
+	*ntickets = t;
+}
+
 /* Ticks one queue; returns the matches formed. */
 static int
-TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext parent)
+TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_proposals,
+		  MemoryContext parent)
 {
 	MemoryContext queue_context;
 	MemoryContext old_context;
@@ -955,10 +1355,13 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, MemoryContext par
 	SPI_freetuptable(SPI_tuptable);
 	config = MmParseQueueConfig(config_jsonb);
 
-	ExpireProposals(queue, now);
+	if (expire_proposals)
+		ExpireProposals(queue, now);
 	stats->tickets_timed_out = TimeOutTickets(queue, config, now);
 	MmRuleContextInit(&context, config);
 	tickets = LoadTickets(&context, queue, now, &ntickets, PlansForSchema01 ? NULL : &ctids);
+	if (!PlansForSchema01)
+		ServeBackfills(queue, &context, now, tickets, ctids, &ntickets);
 	stats->tickets_loaded = ntickets;
 	stats->load_ms = ElapsedMs(start);
 
@@ -1005,7 +1408,7 @@ TickQueueGuarded(const char *queue, TimestampTz now, MemoryContext caller_contex
 	MemoryContextSwitchTo(old_context);
 	PG_TRY();
 	{
-		matches = TickQueue(queue, now, false, caller_context);
+		matches = TickQueue(queue, now, false, false, caller_context);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(old_context);
 		CurrentResourceOwner = old_owner;
@@ -1101,7 +1504,7 @@ mm_tick(PG_FUNCTION_ARGS)
 	{
 		char	   *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
-		total = TickQueue(queue, now, true, caller_context);
+		total = TickQueue(queue, now, true, true, caller_context);
 	}
 	else
 	{
@@ -1119,6 +1522,7 @@ mm_tick(PG_FUNCTION_ARGS)
 										   SPI_getvalue(SPI_tuptable->vals[i],
 														SPI_tuptable->tupdesc, 1));
 		SPI_freetuptable(SPI_tuptable);
+		ExpireProposals(NULL, now);
 		for (i = 0; i < n; i++)
 			total += TickQueueGuarded(names[i], now, caller_context);
 	}

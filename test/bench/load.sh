@@ -358,6 +358,18 @@ SELECT
 	(SELECT count(*) FROM mm.tickets WHERE queue = :'queue' AND status IN ('searching', 'proposed')) AS tickets_active,
 	(SELECT count(*) FROM mm.tickets WHERE queue = :'queue' AND status = 'timed_out') AS tickets_timed_out,
 	(SELECT count(*) FROM mm.active_players WHERE queue = :'queue') AS active_players,
+	-- held players (0.3): those of the active tickets, and those of the live
+	-- matches (ready or assigned, not left), held until the match ends
+	(SELECT count(*) FROM mm.tickets_active t, jsonb_array_elements(t.players) p
+	  WHERE t.queue = :'queue') AS active_ticket_players,
+	(SELECT count(*) FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+	  WHERE m.queue = :'queue' AND m.status IN ('ready', 'assigned') AND mp.left_at IS NULL) AS live_match_players,
+	(SELECT count(*) FROM mm.active_players a
+	  WHERE a.queue = :'queue'
+	    AND NOT EXISTS (SELECT FROM mm.tickets_active t WHERE t.id = a.ticket_id)
+	    AND NOT EXISTS (SELECT FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+	                     WHERE mp.ticket_id = a.ticket_id AND mp.player_id = a.player_id
+	                       AND m.status IN ('ready', 'assigned') AND mp.left_at IS NULL)) AS stale_players,
 	(SELECT count(*) FROM mm.match_players mp JOIN db_matches d ON d.id = mp.match_id) AS match_players,
 	(SELECT count(*) FROM bench_load_ticks) AS ticks_ok,
 	(SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) FROM bench_load_ticks) AS tick_p50,
@@ -446,8 +458,12 @@ INSERT INTO bench_load_summary (ord, figure, value, problem) VALUES
       CASE WHEN nullif(:'sig_checked', '') IS NULL THEN 'n/a (no mm.verify_event)'
            ELSE format('%s / %s', :'sig_checked', :'sig_failed') END,
       CASE WHEN coalesce(nullif(:'sig_failed', ''), '0') <> '0' THEN :'sig_failed' || ' events fail mm.verify_event' END),
- (22, 'left: active tickets / their active_players / timed out', format('%s / %s / %s', :tickets_active, :active_players, :tickets_timed_out),
-      CASE WHEN :tickets_active <> :active_players THEN 'active tickets and active_players disagree'
+ (22, 'left: active tickets / timed out; mm.active_players = players of active tickets + of live matches',
+      format('%s / %s; %s = %s + %s', :tickets_active, :tickets_timed_out, :active_players,
+             :active_ticket_players, :live_match_players),
+      CASE WHEN :active_players <> :active_ticket_players + :live_match_players OR :stale_players > 0
+           THEN format('mm.active_players (%s rows, %s held by neither an active ticket nor a live match) disagrees with the held players',
+                       :active_players, :stale_players)
            WHEN :tickets <> :tickets_matched + :tickets_active + :db_cancelled + :tickets_timed_out
            THEN 'tickets are neither active, matched, cancelled nor timed out' END),
  (23, 'machine', format('%s CPUs, load average %s at the end', :'cpus', :'loadavg'), NULL);

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # FlexMatch's benchmark replayed in simulated time, on a throwaway cluster:
-# the figures of doc/sim.md.
+# the figures of docs/demo-and-simulator.md.  Like FlexMatch's, the replay
+# asks the players to accept each match (10 s; each accepts with probability
+# 0.9), and the games end with a reported result.
 #   bash test/sim/flexmatch.sh                 # seed 1
 #   bash test/sim/flexmatch.sh --seed 7        # any mm_sim options
+#   bash test/sim/flexmatch.sh --acceptance-timeout 0   # without the acceptance step
 #   MM_SIM_CHECK=1 bash test/sim/flexmatch.sh  # also check that a second run gives the same figures
 source "$(dirname "$0")/../scripts/common.sh"
 

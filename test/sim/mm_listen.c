@@ -5,7 +5,7 @@
  *	  as it is announced; for match_found it reads the match's teams back
  *	  with SQL (the payload may be compact when large).
  *
- *   mm_listen [--dsn CONNINFO] [--count N] [--seconds N] [--raw]
+ *   mm_listen [--dsn CONNINFO] [--count N] [--seconds N] [--events A,B,...] [--raw]
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -21,6 +21,26 @@
 
 static PGconn *conn;
 static bool on_tty;
+static const char *events_filter;	/* ",a,b,": the events to print; NULL for all */
+
+/* True when the payload's event is one to print (--events). */
+static bool
+Wanted(const char *payload)
+{
+	const char *key = strstr(payload, "\"event\"");
+	const char *start;
+	const char *end;
+	char		name[80];
+
+	if (events_filter == NULL)
+		return true;
+	/* the signed payload's "event" is a plain string: "event": "name" */
+	if (key == NULL || (start = strchr(key + 7, '"')) == NULL ||
+		(end = strchr(start + 1, '"')) == NULL || end - start + 1 >= (long) sizeof(name))
+		return true;
+	snprintf(name, sizeof(name), ",%.*s,", (int) (end - start - 1), start + 1);
+	return strstr(events_filter, name) != NULL;
+}
 
 /* The server's goodbye at shutdown is expected: we say so ourselves. */
 static void
@@ -53,8 +73,10 @@ LinePrefix(void)
 
 /*
  * Prints one event.  The payload is parsed by the server (jsonb), and a
- * match_found is described from the tables: queue, region, quality, and each
- * team's players with their skill.
+ * match_found or match_proposed is described from the tables: queue, region,
+ * quality, and each team's players with their skill.  The other events of a
+ * match's life get one short line: its status and what the event says (who
+ * won, why it was cancelled, its game server, who left).
  */
 static void
 PrintEvent(const char *payload, bool raw)
@@ -79,7 +101,7 @@ PrintEvent(const char *payload, bool raw)
 					   "    LEFT JOIN mm.ticket_players tp"
 					   "           ON tp.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id"
 					   "          AND tp.player_id OPERATOR(pg_catalog.=) mp.player_id"
-					   "   WHERE e.p->>'event' OPERATOR(pg_catalog.=) 'match_found'"
+					   "   WHERE e.p->>'event' OPERATOR(pg_catalog.=) ANY (ARRAY['match_found', 'match_proposed'])"
 					   "     AND mp.match_id OPERATOR(pg_catalog.=) (e.p->>'match_id')::bigint"
 					   "   GROUP BY mp.team)"
 					   "SELECT e.p->>'event', e.p->>'queue', e.p->>'match_id', m.region,"
@@ -87,23 +109,33 @@ PrintEvent(const char *payload, bool raw)
 					   "       (SELECT pg_catalog.string_agg(pg_catalog.format('%s (%s, avg skill %s): %s',"
 					   "                 coalesce(team, 'players'), n, pg_catalog.round(skill::numeric), names),"
 					   "                 ' vs ' ORDER BY team) FROM teams),"
-					   "       coalesce(e.p->>'tickets', e.p->>'ticket_id', '')"
+					   "       coalesce(e.p->>'tickets', e.p->>'ticket_id', ''),"
+					   "       pg_catalog.concat_ws(', ',"
+					   "         'winner ' OPERATOR(pg_catalog.||) (e.p->>'winner'),"
+					   "         e.p->>'reason',"
+					   "         'server ' OPERATOR(pg_catalog.||) (e.p->>'connection'),"
+					   "         'player ' OPERATOR(pg_catalog.||) (e.p->>'player_id') OPERATOR(pg_catalog.||) ' left',"
+					   "         CASE WHEN e.p->>'event' OPERATOR(pg_catalog.=) 'match_proposed'"
+					   "              THEN 'accept by ' OPERATOR(pg_catalog.||) pg_catalog.to_char(m.acceptance_deadline, 'HH24:MI:SS') END)"
 					   "  FROM e LEFT JOIN mm.matches m"
-					   "    ON e.p->>'event' OPERATOR(pg_catalog.=) 'match_found'"
-					   "   AND m.id OPERATOR(pg_catalog.=) (e.p->>'match_id')::bigint",
+					   "    ON m.id OPERATOR(pg_catalog.=) (e.p->>'match_id')::bigint",
 					   1, NULL, params, NULL, NULL, 0);
 	LinePrefix();
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		printf("event (unreadable: %s): %s\n", PQresultErrorMessage(res), payload);
-	else if (strcmp(PQgetvalue(res, 0, 0), "match_found") == 0)
-		printf("match_found %s in %s, region %s, quality %s: %s\n",
-			   PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 1),
+	else if (strcmp(PQgetvalue(res, 0, 0), "match_found") == 0 ||
+			 strcmp(PQgetvalue(res, 0, 0), "match_proposed") == 0)
+		printf("%s %s in %s, region %s, quality %s%s%s: %s\n",
+			   PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 1),
 			   PQgetisnull(res, 0, 3) ? "-" : PQgetvalue(res, 0, 3),
 			   PQgetisnull(res, 0, 4) ? "-" : PQgetvalue(res, 0, 4),
+			   PQgetvalue(res, 0, 7)[0] ? ", " : "", PQgetvalue(res, 0, 7),
 			   PQgetisnull(res, 0, 5) ? "(teams not readable)" : PQgetvalue(res, 0, 5));
+	else if (!PQgetisnull(res, 0, 2))
+		printf("%s in %s, match %s%s%s\n", PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
+			   PQgetvalue(res, 0, 2), PQgetvalue(res, 0, 7)[0] ? ": " : "", PQgetvalue(res, 0, 7));
 	else
-		printf("%s in %s%s%s%s%s\n", PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
-			   PQgetisnull(res, 0, 2) ? "" : ", match ", PQgetvalue(res, 0, 2),
+		printf("%s in %s%s%s\n", PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
 			   PQgetvalue(res, 0, 6)[0] ? ", tickets " : "", PQgetvalue(res, 0, 6));
 	fflush(stdout);
 	PQclear(res);
@@ -131,12 +163,23 @@ main(int argc, char **argv)
 			count = atol(argv[++i]);
 		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			seconds = atof(argv[++i]);
+		else if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
+		{
+			size_t		len = strlen(argv[++i]);
+			char	   *filter = malloc(len + 3);
+
+			if (filter == NULL)
+				return 1;
+			snprintf(filter, len + 3, ",%s,", argv[i]);
+			events_filter = filter;
+		}
 		else
 		{
 			fprintf(stderr,
-					"Usage: mm_listen [--dsn CONNINFO] [--count N] [--seconds N] [--raw]\n"
-					"  LISTENs on mm_events and prints each event as it arrives;\n"
-					"  stops after N events or N seconds (default: until the server goes away).\n");
+					"Usage: mm_listen [--dsn CONNINFO] [--count N] [--seconds N] [--events A,B,...] [--raw]\n"
+					"  LISTENs on mm_events and prints each event as it arrives (only the named\n"
+					"  events with --events); stops after N events printed or N seconds\n"
+					"  (default: until the server goes away).\n");
 			return strcmp(argv[i], "--help") == 0 ? 0 : 2;
 		}
 	}
@@ -176,6 +219,11 @@ main(int argc, char **argv)
 		}
 		while ((notify = PQnotifies(conn)) != NULL)
 		{
+			if (!Wanted(notify->extra))
+			{
+				PQfreemem(notify);
+				continue;
+			}
 			PrintEvent(notify->extra, raw);
 			PQfreemem(notify);
 			if (count > 0 && ++seen >= count)

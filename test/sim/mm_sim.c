@@ -1,8 +1,11 @@
 /*
  * mm_sim.c
  *	  The matchmaking simulator: players arrive, queue, get matched by the
- *	  extension, play, have their ratings updated from the outcome, and come
- *	  back for another game.
+ *	  extension, accept their match where the queue asks for it, play (a game
+ *	  server assigned, some quitting early), have the result reported and
+ *	  their ratings updated from the outcome, and come back for another game.
+ *	  A player in a live match cannot queue again: every game the simulator
+ *	  plays ends with its result (mm.report_result) before its players return.
  *
  * Two clocks.  Simulated time (the default) calls mm.tick(queue, now) itself
  * with an explicit `now`, so an hour of traffic runs in seconds.  Real time
@@ -63,14 +66,33 @@ typedef struct SimPlayer
 	PlayerState state;
 } SimPlayer;
 
-/* A ticket still searching (as far as the simulator knows). */
+/* A ticket still searching or proposed (as far as the simulator knows). */
 typedef struct SimTicket
 {
 	long long	id;
 	int			queue;
 	int			nplayers;
 	int			players[SIM_MAX_PARTY];
+	long long	proposal;		/* the last proposed match it was seen in, 0 if none */
 } SimTicket;
+
+/*
+ * A proposed match waiting for its players' answers (queues with
+ * "acceptance_timeout_seconds").  Each of our players accepts with
+ * probability --accept-rate, after 1 to 5 seconds (never after the
+ * deadline); one who does not accept rejects at that time (half of them) or
+ * never answers (the other half: the tick's timeout ends the proposal).
+ */
+typedef struct SimProposal
+{
+	long long	match_id;
+	double		deadline;
+	int			n;
+	int		   *player;			/* index into players */
+	double	   *answer_at;		/* < 0: never answers */
+	bool	   *accept;
+	bool	   *answered;
+} SimProposal;
 
 /* A match being played; resolved at `end`. */
 typedef struct SimGame
@@ -83,6 +105,8 @@ typedef struct SimGame
 	int			n;
 	int		   *player;			/* index into players, -1 for someone not ours */
 	int		   *team;			/* index into team_names */
+	double	   *leave_at;		/* an early quit at this time (mm.leave_match), or < 0 */
+	bool	   *left;
 	int			nteams;
 	char	  **team_names;
 } SimGame;
@@ -104,6 +128,8 @@ typedef struct SimOptions
 	double		break_min;
 	double		break_max;
 	double		leave_rate;
+	double		accept_rate;
+	double		acceptance_timeout;	/* --flexmatch queues: seconds, 0 = no acceptance */
 	double		tick_interval;
 	double		drain_seconds;
 	bool		self_tick;
@@ -136,8 +162,14 @@ static int	tickets_cap;
 static SimGame *games;
 static int	ngames;
 static int	games_cap;
+static SimProposal *proposals;
+static int	nproposals;
+static int	proposals_cap;
 static RatingMethod rating_method;
 static bool have_match_results;
+static bool have_lifecycle;		/* 0.3: mm.complete_match, mm.leave_match, mm.accept_match, mm.assign */
+static bool have_report_result; /* mm.report_result: completes the match and records the result */
+static bool need_poll;			/* an answer settled a proposal: read the tickets back now */
 static double epoch;			/* unix time of simulation second 0 */
 static volatile sig_atomic_t interrupted;
 
@@ -149,6 +181,8 @@ static long stat_matches;
 static long stat_results;
 static double stat_wait_sum;
 static long stat_leavers;
+static long stat_proposals;
+static long stat_proposals_failed;
 
 /* ---------------------------------------------------------------- random */
 
@@ -321,25 +355,38 @@ PlayerIndexFromId(const char *id)
  * averages being within 40 of each other, which is what our
  * team_difference rule measures (and 200 -> 400, 1000 -> 2000).  Expansion
  * steps apply once the oldest ticket is (k+1) * every_seconds old: skill at
- * 20 s and 40 s, latency 120 from 30 s and 2000 from 120 s.
+ * 20 s and 40 s, latency 120 from 30 s and 2000 from 120 s.  The benchmark
+ * asks the players to accept their match (10 s, --acceptance-timeout).  With
+ * mm.report_result the queues rate their players (Glicko-2, one pool), so
+ * each result carries the stored ratings' predicted favourite.
  */
 static const char *
 FlexMatchConfig(int team_min, int team_max)
 {
 	static char config[2048];
+	char		acceptance[64] = "";
+	char		rating[160] = "";
 
+	/* results (mm.report_result) rate the players in one pool, which predicts the favourite */
+	if (have_report_result)
+		snprintf(rating, sizeof(rating), " \"rating\": {\"system\": \"glicko2\", \"pool\": \"%sranked\"},",
+				 opt.prefix);
+	if (opt.acceptance_timeout > 0)
+		snprintf(acceptance, sizeof(acceptance), " \"acceptance_timeout_seconds\": %g,",
+				 opt.acceptance_timeout);
 	snprintf(config, sizeof(config),
-			 "{\"match_size\": {\"min\": %d, \"max\": %d},"
+			 "{\"match_size\": {\"min\": %d, \"max\": %d},%s"
 			 " \"teams\": [{\"name\": \"radiant\", \"min\": %d, \"max\": %d},"
 			 "             {\"name\": \"dire\", \"min\": %d, \"max\": %d}],"
-			 " \"ticket_timeout_seconds\": 120,"
+			 " \"ticket_timeout_seconds\": 120,%s"
 			 " \"rules\": ["
 			 "  {\"name\": \"equal_teams\", \"type\": \"team_size_balance\", \"max_difference\": 0},"
 			 "  {\"name\": \"fair_teams\", \"type\": \"team_difference\", \"attribute\": \"skill\","
 			 "   \"max\": 40, \"expansion\": {\"every_seconds\": 20, \"steps\": [400, 2000]}},"
 			 "  {\"name\": \"fast_connection\", \"type\": \"latency\", \"max_ms\": 80,"
 			 "   \"expansion\": {\"every_seconds\": 30, \"steps\": [120, 120, 120, 2000]}}]}",
-			 2 * team_min, 2 * team_max, team_min, team_max, team_min, team_max);
+			 2 * team_min, 2 * team_max, acceptance, team_min, team_max, team_min, team_max,
+			 rating);
 	return config;
 }
 
@@ -551,6 +598,7 @@ ArriveTicket(int qi, double at)
 	t = &tickets[ntickets];
 	t->queue = qi;
 	t->nplayers = size;
+	t->proposal = 0;
 	plen = Append(&pjson, &pcap, plen, "[");
 	nlen = Append(&njson, &ncap, nlen, "[");
 	for (i = 0; i < size; i++)
@@ -692,7 +740,13 @@ TickQueues(double now)
 
 /* ---------------------------------------------------------------- games */
 
-/* Loads the players and teams of newly formed matches and starts their games. */
+/*
+ * Loads the players and teams of newly formed (or accepted) matches, hands
+ * each a game server (mm.assign) and starts their games; a game starts when
+ * its tickets were matched (the last acceptance, or the tick).  A share
+ * --leave-rate of our players will quit early, somewhere in the first 60% of
+ * the game.
+ */
 static void
 StartGames(const long long *match_ids, int n, double now)
 {
@@ -700,7 +754,10 @@ StartGames(const long long *match_ids, int n, double now)
 	const char *params[1] = {ids};
 	PGresult   *res = SimExec(conn,
 							  "SELECT mp.match_id, mp.player_id, coalesce(mp.team, ''), m.quality,"
-							  "       extract(epoch FROM m.created_at)::float8"
+							  "       extract(epoch FROM coalesce((SELECT pg_catalog.max(t.matched_at)"
+							  "                                      FROM mm.tickets t"
+							  "                                     WHERE t.match_id OPERATOR(pg_catalog.=) m.id),"
+							  "                                   m.created_at))::float8"
 							  "  FROM mm.match_players mp"
 							  "  JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) mp.match_id"
 							  " WHERE mp.match_id OPERATOR(pg_catalog.=) ANY ($1::bigint[])"
@@ -730,8 +787,11 @@ StartGames(const long long *match_ids, int n, double now)
 		g->n = row - first;
 		g->player = malloc(sizeof(int) * g->n);
 		g->team = malloc(sizeof(int) * g->n);
+		g->leave_at = malloc(sizeof(double) * g->n);
+		g->left = calloc(g->n, sizeof(bool));
 		g->team_names = malloc(sizeof(char *) * g->n);
-		if (g->player == NULL || g->team == NULL || g->team_names == NULL)
+		if (g->player == NULL || g->team == NULL || g->leave_at == NULL || g->left == NULL ||
+			g->team_names == NULL)
 			SimFatal("out of memory");
 		for (i = 0; i < g->n; i++)
 		{
@@ -739,8 +799,13 @@ StartGames(const long long *match_ids, int n, double now)
 			int			player = PlayerIndexFromId(PQgetvalue(res, first + i, 1));
 
 			g->player[i] = player;
+			g->leave_at[i] = -1;
 			if (player >= 0)
+			{
 				players[player].state = PLAYER_PLAYING;
+				if (RandomUniform() < opt.leave_rate)
+					g->leave_at[i] = g->start + (g->end - g->start) * RandomBetween(0.02, 0.6);
+			}
 			if (g->nteams == 0 || strcmp(g->team_names[g->nteams - 1], team) != 0)
 				g->team_names[g->nteams++] = StrDup(team);
 			g->team[i] = g->nteams - 1;
@@ -748,7 +813,65 @@ StartGames(const long long *match_ids, int n, double now)
 		stat_matches++;
 	}
 	PQclear(res);
+	/* the director's part: a game server for every match that is ready */
+	if (have_lifecycle)
+		PQclear(SimExec(conn,
+						"SELECT mm.assign(m.id, 'game-' OPERATOR(pg_catalog.||) m.id OPERATOR(pg_catalog.||) '.sim.invalid:7777',"
+						"                 pg_catalog.jsonb_build_object('simulated', true))"
+						"  FROM mm.matches m"
+						" WHERE m.id OPERATOR(pg_catalog.=) ANY ($1::bigint[])"
+						"   AND m.status OPERATOR(pg_catalog.=) 'ready'"
+						" ORDER BY m.id",
+						1, params, PGRES_TUPLES_OK));
 	free(ids);
+}
+
+/* The player id text of one of our players. */
+static const char *
+PlayerId(int player)
+{
+	static char id[64];
+
+	snprintf(id, sizeof(id), "%s-%d", opt.run, player);
+	return id;
+}
+
+/*
+ * Early quits whose time has come: mm.leave_match records the leaver (at the
+ * time they left) and releases them; they rest and queue again.
+ */
+static void
+LeaveGames(double now)
+{
+	int			i,
+				k;
+
+	if (!have_lifecycle)
+		return;
+	for (k = 0; k < ngames; k++)
+	{
+		SimGame    *g = &games[k];
+
+		for (i = 0; i < g->n; i++)
+		{
+			char		match_id[24],
+						at[32];
+			const char *params[3];
+
+			if (g->left[i] || g->leave_at[i] < 0 || g->leave_at[i] > now || g->leave_at[i] >= g->end)
+				continue;
+			snprintf(match_id, sizeof(match_id), "%lld", g->match_id);
+			FormatTime(at, sizeof(at), g->leave_at[i]);
+			params[0] = match_id;
+			params[1] = PlayerId(g->player[i]);
+			params[2] = at;
+			PQclear(SimExec(conn, "SELECT mm.leave_match($1::bigint, $2, pg_catalog.to_timestamp($3::float8))",
+							3, params, PGRES_TUPLES_OK));
+			g->left[i] = true;
+			stat_leavers++;
+			MakeIdle(g->player[i], g->leave_at[i] + RandomBetween(opt.break_min, opt.break_max));
+		}
+	}
 }
 
 /* A growing text buffer for the array literals sent with a game's result. */
@@ -841,7 +964,9 @@ FinishGame(SimGame *g)
 				opp_rd,
 				score,
 				won,
-				left;
+				left,
+				ranks;
+	bool		ffa;
 	const char *params[11];
 	PGresult   *res;
 
@@ -885,6 +1010,37 @@ FinishGame(SimGame *g)
 	}
 	favourite_p = pow(10, rating_avg[favourite] / 400) / favourite_sum;
 
+	/*
+	 * The ranks the game server reports: by team (the winner 1, the others
+	 * 2), or in a free-for-all (one unnamed team) by player, the winner drawn
+	 * from the true skills.
+	 */
+	ffa = nteams == 1 && g->team_names[0][0] == '\0';
+	BufInit(&ranks, "{");
+	if (ffa)
+	{
+		double		total = 0;
+		int			first_winner = -1;
+
+		for (i = 0; i < g->n; i++)
+			total += pow(10, (g->player[i] >= 0 ? players[g->player[i]].true_skill : 1000) / 400);
+		draw = RandomUniform() * total;
+		for (i = 0; i < g->n && first_winner < 0; i++)
+		{
+			draw -= pow(10, (g->player[i] >= 0 ? players[g->player[i]].true_skill : 1000) / 400);
+			if (draw < 0 || i == g->n - 1)
+				first_winner = i;
+		}
+		for (i = 0; i < g->n; i++)
+			ranks.len = Append(&ranks.data, &ranks.cap, ranks.len, "%s\"%s\": %d", i > 0 ? ", " : "",
+							   g->player[i] >= 0 ? PlayerId(g->player[i]) : "?", i == first_winner ? 1 : 2);
+	}
+	else
+		for (k = 0; k < nteams; k++)
+			ranks.len = Append(&ranks.data, &ranks.cap, ranks.len, "%s\"%s\": %d", k > 0 ? ", " : "",
+							   g->team_names[k], k == winner ? 1 : 2);
+	ranks.len = Append(&ranks.data, &ranks.cap, ranks.len, "}");
+
 	BufInit(&ids, "{");
 	BufInit(&team_rating, "{");
 	BufInit(&team_rd, "{");
@@ -908,15 +1064,16 @@ FinishGame(SimGame *g)
 
 		if (p < 0)
 			continue;
-		/* early leavers: somewhere in the first 60% of the game */
-		if (RandomUniform() < opt.leave_rate)
+		/* without mm.leave_match (0.2): the early quits are written here */
+		if (!have_lifecycle && g->leave_at[i] >= 0 && g->leave_at[i] < g->end)
 		{
 			char		at[32];
 
-			FormatTime(at, sizeof(at), g->start + (g->end - g->start) * RandomBetween(0.02, 0.6));
+			FormatTime(at, sizeof(at), g->leave_at[i]);
 			if (left.len > 1)
 				left.len = Append(&left.data, &left.cap, left.len, ",");
 			left.len = Append(&left.data, &left.cap, left.len, "\"%s-%d=%s\"", opt.run, p, at);
+			g->left[i] = true;
 			stat_leavers++;
 		}
 		for (k = 0; k < nteams; k++)
@@ -962,38 +1119,61 @@ FinishGame(SimGame *g)
 	snprintf(favourite_text, sizeof(favourite_text), "%.6f", favourite_p);
 
 	SimExecCommand(conn, "BEGIN");
-	/* leavers: "<player>=<unix time>" pairs */
 	params[0] = match_id;
-	params[1] = left.data;
-	PQclear(SimExec(conn,
-					"UPDATE mm.match_players mp"
-					"   SET left_at = pg_catalog.to_timestamp(pg_catalog.split_part(l, '=', 2)::float8)"
-					"  FROM pg_catalog.unnest($2::text[]) AS l"
-					" WHERE mp.match_id OPERATOR(pg_catalog.=) $1::bigint"
-					"   AND mp.player_id OPERATOR(pg_catalog.=) pg_catalog.split_part(l, '=', 1)",
-					2, params, PGRES_COMMAND_OK));
-	params[1] = end;
-	PQclear(SimExec(conn,
-					"UPDATE mm.matches SET status = 'completed',"
-					"       updated_at = pg_catalog.to_timestamp($2::float8)"
-					" WHERE id OPERATOR(pg_catalog.=) $1::bigint",
-					2, params, PGRES_COMMAND_OK));
-	if (have_match_results)
+	if (have_report_result)
 	{
-		params[1] = g->team_names[winner];
-		params[2] = g->team_names[favourite];
-		params[3] = favourite_text;
-		params[4] = start;
-		params[5] = end;
-		/* the queue is copied from the match by mm.match_results' trigger */
+		/* the game server's report: completes the match, records the result */
+		params[1] = ranks.data;
+		params[2] = end;
 		PQclear(SimExec(conn,
-						"INSERT INTO mm.match_results"
-						"  (match_id, winner_team, predicted_favourite, favourite_win_probability,"
-						"   duration, reported_at)"
-						" VALUES ($1::bigint, $2, $3, $4::float8,"
-						"         pg_catalog.to_timestamp($6::float8) OPERATOR(pg_catalog.-) pg_catalog.to_timestamp($5::float8),"
-						"         pg_catalog.to_timestamp($6::float8))",
-						6, params, PGRES_COMMAND_OK));
+						"SELECT mm.report_result($1::bigint, $2::jsonb, pg_catalog.to_timestamp($3::float8))",
+						3, params, PGRES_TUPLES_OK));
+	}
+	else
+	{
+		if (have_lifecycle)
+		{
+			params[1] = end;
+			PQclear(SimExec(conn,
+							"SELECT mm.complete_match($1::bigint, pg_catalog.to_timestamp($2::float8))",
+							2, params, PGRES_TUPLES_OK));
+		}
+		else
+		{
+			/* 0.2: leavers as "<player>=<unix time>" pairs, the status by hand */
+			params[1] = left.data;
+			PQclear(SimExec(conn,
+							"UPDATE mm.match_players mp"
+							"   SET left_at = pg_catalog.to_timestamp(pg_catalog.split_part(l, '=', 2)::float8)"
+							"  FROM pg_catalog.unnest($2::text[]) AS l"
+							" WHERE mp.match_id OPERATOR(pg_catalog.=) $1::bigint"
+							"   AND mp.player_id OPERATOR(pg_catalog.=) pg_catalog.split_part(l, '=', 1)",
+							2, params, PGRES_COMMAND_OK));
+			params[1] = end;
+			PQclear(SimExec(conn,
+							"UPDATE mm.matches SET status = 'completed',"
+							"       updated_at = pg_catalog.to_timestamp($2::float8)"
+							" WHERE id OPERATOR(pg_catalog.=) $1::bigint",
+							2, params, PGRES_COMMAND_OK));
+		}
+		if (have_match_results)
+		{
+			params[1] = ffa ? NULL : g->team_names[winner];
+			params[2] = ffa ? NULL : g->team_names[favourite];
+			params[3] = ffa ? NULL : favourite_text;
+			params[4] = start;
+			params[5] = end;
+			params[6] = ranks.data;
+			/* the queue is copied from the match by mm.match_results' trigger */
+			PQclear(SimExec(conn,
+							"INSERT INTO mm.match_results"
+							"  (match_id, winner_team, ranks, predicted_favourite, favourite_win_probability,"
+							"   duration, reported_at)"
+							" VALUES ($1::bigint, $2, $7::jsonb, $3, $4::float8,"
+							"         pg_catalog.to_timestamp($6::float8) OPERATOR(pg_catalog.-) pg_catalog.to_timestamp($5::float8),"
+							"         pg_catalog.to_timestamp($6::float8))",
+							7, params, PGRES_COMMAND_OK));
+		}
 	}
 	params[0] = ids.data;
 	params[1] = opp.data;
@@ -1072,9 +1252,9 @@ FinishGame(SimGame *g)
 	SimExecCommand(conn, "COMMIT");
 	stat_results++;
 
-	/* everyone takes a break, then queues again */
+	/* everyone who stayed takes a break, then queues again */
 	for (i = 0; i < g->n; i++)
-		if (g->player[i] >= 0)
+		if (g->player[i] >= 0 && !g->left[i])
 			MakeIdle(g->player[i], g->end + RandomBetween(opt.break_min, opt.break_max));
 
 	free(ids.data);
@@ -1087,6 +1267,7 @@ FinishGame(SimGame *g)
 	free(score.data);
 	free(won.data);
 	free(left.data);
+	free(ranks.data);
 }
 
 /* Ends every game whose time has come (all of them when `all`). */
@@ -1113,6 +1294,8 @@ FinishGames(double now, bool all)
 		free(g->team_names);
 		free(g->player);
 		free(g->team);
+		free(g->leave_at);
+		free(g->left);
 		games[i] = games[--ngames];
 	}
 }
@@ -1120,8 +1303,183 @@ FinishGames(double now, bool all)
 /* ---------------------------------------------------------------- polls */
 
 /*
+ * A new proposal: reads its players and deadline and draws each of our
+ * players' answer (--accept-rate).
+ */
+static void
+StartProposal(long long match_id)
+{
+	char		id[24];
+	const char *params[1] = {id};
+	PGresult   *res;
+	SimProposal *pr;
+	double		created;
+	int			i;
+
+	snprintf(id, sizeof(id), "%lld", match_id);
+	res = SimExec(conn,
+				  "SELECT mp.player_id, extract(epoch FROM m.created_at)::float8,"
+				  "       extract(epoch FROM m.acceptance_deadline)::float8"
+				  "  FROM mm.match_players mp"
+				  "  JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) mp.match_id"
+				  " WHERE mp.match_id OPERATOR(pg_catalog.=) $1::bigint"
+				  "   AND m.status OPERATOR(pg_catalog.=) 'proposed'"
+				  " ORDER BY mp.player_id",
+				  1, params, PGRES_TUPLES_OK);
+	if (PQntuples(res) == 0)
+	{
+		/* settled already (a concurrent tick ended it): the next poll tells */
+		PQclear(res);
+		return;
+	}
+	proposals = GrowArray(proposals, &proposals_cap, nproposals + 1, sizeof(SimProposal));
+	pr = &proposals[nproposals++];
+	memset(pr, 0, sizeof(*pr));
+	pr->match_id = match_id;
+	created = atof(PQgetvalue(res, 0, 1)) - epoch;
+	pr->deadline = atof(PQgetvalue(res, 0, 2)) - epoch;
+	pr->n = PQntuples(res);
+	pr->player = malloc(sizeof(int) * pr->n);
+	pr->answer_at = malloc(sizeof(double) * pr->n);
+	pr->accept = malloc(sizeof(bool) * pr->n);
+	pr->answered = calloc(pr->n, sizeof(bool));
+	if (pr->player == NULL || pr->answer_at == NULL || pr->accept == NULL || pr->answered == NULL)
+		SimFatal("out of memory");
+	for (i = 0; i < pr->n; i++)
+	{
+		/* answers come 1 to 5 s after the proposal, and before the deadline */
+		double		latest = pr->deadline - created - 0.5;
+		double		delay = RandomBetween(1, 5);
+
+		if (delay > latest)
+			delay = latest > 0 ? latest : 0;
+		pr->player[i] = PlayerIndexFromId(PQgetvalue(res, i, 0));
+		pr->accept[i] = RandomUniform() < opt.accept_rate;
+		pr->answer_at[i] = created + delay;
+		/* half of those who do not accept say so; the others never answer */
+		if (!pr->accept[i] && RandomUniform() < 0.5)
+			pr->answer_at[i] = -1;
+		if (pr->player[i] < 0)
+			pr->answer_at[i] = -1;	/* not ours: someone else answers */
+	}
+	PQclear(res);
+	stat_proposals++;
+}
+
+/* Frees a proposal's arrays and removes it from the list. */
+static void
+EndProposal(int k)
+{
+	free(proposals[k].player);
+	free(proposals[k].answer_at);
+	free(proposals[k].accept);
+	free(proposals[k].answered);
+	proposals[k] = proposals[--nproposals];
+}
+
+/*
+ * The answers whose time has come, through mm.accept_match at that time (all
+ * of them in one call of mm_sim.answer_proposals, which skips an answer to a
+ * match that is no longer proposed).  A proposal ends when an answer settles
+ * it (ready or cancelled), or at its deadline (the tick cancels it).
+ */
+static void
+AnswerProposals(double now)
+{
+	TextBuf		match_ids,
+				player_ids,
+				accepts,
+				times;
+	int			nanswers = 0;
+	int			k,
+				i;
+
+	if (nproposals == 0)
+		return;
+	BufInit(&match_ids, "{");
+	BufInit(&player_ids, "{");
+	BufInit(&accepts, "{");
+	BufInit(&times, "{");
+	for (k = 0; k < nproposals; k++)
+	{
+		SimProposal *pr = &proposals[k];
+
+		for (i = 0; i < pr->n; i++)
+		{
+			if (pr->answered[i] || pr->answer_at[i] < 0 || pr->answer_at[i] > now)
+				continue;
+			pr->answered[i] = true;
+			BufElement(&match_ids, "%.0f", (double) pr->match_id);
+			if (player_ids.len > 1)
+				player_ids.len = Append(&player_ids.data, &player_ids.cap, player_ids.len, ",");
+			player_ids.len = Append(&player_ids.data, &player_ids.cap, player_ids.len, "\"%s\"",
+									PlayerId(pr->player[i]));
+			if (accepts.len > 1)
+				accepts.len = Append(&accepts.data, &accepts.cap, accepts.len, ",");
+			accepts.len = Append(&accepts.data, &accepts.cap, accepts.len, "%s",
+								 pr->accept[i] ? "t" : "f");
+			BufElement(&times, "%.6f", epoch + pr->answer_at[i]);
+			nanswers++;
+		}
+	}
+	if (nanswers > 0)
+	{
+		const char *params[4];
+		PGresult   *res;
+
+		match_ids.len = Append(&match_ids.data, &match_ids.cap, match_ids.len, "}");
+		player_ids.len = Append(&player_ids.data, &player_ids.cap, player_ids.len, "}");
+		accepts.len = Append(&accepts.data, &accepts.cap, accepts.len, "}");
+		times.len = Append(&times.data, &times.cap, times.len, "}");
+		params[0] = match_ids.data;
+		params[1] = player_ids.data;
+		params[2] = accepts.data;
+		params[3] = times.data;
+		res = SimExec(conn,
+					  "SELECT match_id, outcome FROM mm_sim.answer_proposals($1::bigint[], $2::text[],"
+					  "                                                       $3::boolean[], $4::float8[])",
+					  4, params, PGRES_TUPLES_OK);
+		for (i = 0; i < PQntuples(res); i++)
+		{
+			long long	match_id = atoll(PQgetvalue(res, i, 0));
+			const char *outcome = PQgetvalue(res, i, 1);
+
+			if (strcmp(outcome, "proposed") == 0)
+				continue;
+			for (k = 0; k < nproposals && proposals[k].match_id != match_id; k++)
+				;
+			if (k == nproposals)
+				continue;
+			if (strcmp(outcome, "cancelled") == 0)
+				stat_proposals_failed++;
+			need_poll = true;
+			EndProposal(k);
+		}
+		PQclear(res);
+	}
+	free(match_ids.data);
+	free(player_ids.data);
+	free(accepts.data);
+	free(times.data);
+
+	/* past its deadline and not settled by an answer: the tick times it out */
+	k = 0;
+	while (k < nproposals)
+	{
+		if (now > proposals[k].deadline)
+		{
+			stat_proposals_failed++;
+			EndProposal(k);
+		}
+		else
+			k++;
+	}
+}
+
+/*
  * Reads what became of the tickets still searching: matched ones start a
- * game, timed-out or cancelled ones send their players back to idle.
+ * game, timed-out or cancelled ones send their players back to idle, and a
+ * newly proposed one starts its players' answers.
  */
 static void
 PollTickets(double now)
@@ -1149,7 +1507,8 @@ PollTickets(double now)
 				  "       coalesce(extract(epoch FROM t.matched_at OPERATOR(pg_catalog.-) t.created_at)::float8, 0)"
 				  "  FROM mm.tickets t"
 				  " WHERE t.id OPERATOR(pg_catalog.=) ANY ($1::bigint[])"
-				  "   AND t.status OPERATOR(pg_catalog.<>) ALL (ARRAY['searching', 'proposed'])",
+				  "   AND t.status OPERATOR(pg_catalog.<>) 'searching'"
+				  " ORDER BY t.id",
 				  1, params, PGRES_TUPLES_OK);
 	for (i = 0; i < PQntuples(res); i++)
 	{
@@ -1163,6 +1522,21 @@ PollTickets(double now)
 			;
 		if (k == ntickets)
 			continue;
+		if (strcmp(status, "proposed") == 0)
+		{
+			/* the first of the match's tickets seen starts the proposal */
+			if (tickets[k].proposal != match_id)
+			{
+				int			other;
+
+				for (other = 0; other < ntickets && tickets[other].proposal != match_id; other++)
+					;
+				if (other == ntickets)
+					StartProposal(match_id);
+				tickets[k].proposal = match_id;
+			}
+			continue;
+		}
 		if (strcmp(status, "matched") == 0)
 		{
 			stat_matched++;
@@ -1189,11 +1563,41 @@ PollTickets(double now)
 	free(new_matches);
 }
 
-/* Cancels what is still searching at the end of a real-time run. */
+/*
+ * Cancels what is still searching at the end of a real-time run.  A ticket
+ * in a proposed match is first put back to searching with the match
+ * requeued, so that no proposal is left with a cancelled ticket in it.
+ */
 static void
 CancelRemaining(void)
 {
 	int			i;
+
+	if (have_lifecycle && ntickets > 0)
+	{
+		long long  *ids = malloc(sizeof(long long) * ntickets);
+		char	   *idarray;
+		const char *params[1];
+
+		if (ids == NULL)
+			SimFatal("out of memory");
+		for (i = 0; i < ntickets; i++)
+			ids[i] = tickets[i].id;
+		idarray = SimIdArray(ids, ntickets);
+		params[0] = idarray;
+		PQclear(SimExec(conn,
+						"SELECT mm.requeue_match(m.id, 'simulation ended')"
+						"  FROM mm.matches m"
+						" WHERE m.status OPERATOR(pg_catalog.=) 'proposed'"
+						"   AND m.id OPERATOR(pg_catalog.=) ANY (SELECT t.match_id FROM mm.tickets_active t"
+						"                                         WHERE t.id OPERATOR(pg_catalog.=) ANY ($1::bigint[]))"
+						" ORDER BY m.id",
+						1, params, PGRES_TUPLES_OK));
+		free(idarray);
+		free(ids);
+		while (nproposals > 0)
+			EndProposal(nproposals - 1);
+	}
 
 	for (i = 0; i < ntickets; i++)
 	{
@@ -1229,12 +1633,14 @@ Progress(double now, bool final)
 	}
 	last_wall = WallClock();
 	last_now = now;
-	fprintf(stderr, "%s[%s %4d:%02d] tickets %ld, searching %d, matched %ld, timed out %ld | "
-			"matches %ld, playing %d, results %ld | avg wait %.1f s%s",
+	fprintf(stderr, "%s[%s %2d:%02d] tickets %ld, waiting %d, matched %ld, timed out %ld | "
+			"proposals %ld, not accepted %ld | games %ld, playing %d, results %ld, quits %ld | "
+			"avg wait %.1f s%s",
 			tty ? "\r\033[K" : "",
 			opt.clock == SIM_CLOCK_SIMULATED ? "sim" : "live",
 			(int) (now / 60), (int) fmod(now, 60), stat_tickets, ntickets, stat_matched,
-			stat_timed_out, stat_matches, ngames, stat_results,
+			stat_timed_out, stat_proposals, stat_proposals_failed, stat_matches, ngames,
+			stat_results, stat_leavers,
 			stat_matched > 0 ? stat_wait_sum / stat_matched : 0.0,
 			tty && !final ? "" : "\n");
 	fflush(stderr);
@@ -1247,6 +1653,10 @@ static void
 PrepareSchema(void)
 {
 	SimExecCommand(conn, "SET client_min_messages = warning");
+	/* two simulators may start at once (the demo's live run and replay) */
+	SimExecCommand(conn, "BEGIN");
+	PQclear(SimExec(conn, "SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('mm_sim schema'))",
+					0, NULL, PGRES_TUPLES_OK));
 	SimExecCommand(conn, "CREATE SCHEMA IF NOT EXISTS mm_sim");
 	SimExecCommand(conn,
 				   "CREATE TABLE IF NOT EXISTS mm_sim.players ("
@@ -1263,10 +1673,62 @@ PrepareSchema(void)
 	SimExecCommand(conn,
 				   "COMMENT ON TABLE mm_sim.players IS"
 				   " 'The simulator''s players: hidden true skill and the stored rating outcomes update'");
+	/*
+	 * Answers to proposed matches, several in one call, in order; an answer
+	 * to a match that is no longer proposed, or after its deadline, is not
+	 * sent.  Returns each match's status after its answers.
+	 */
+	if (SimFunctionExists(conn, "mm.accept_match(bigint,text,boolean,timestamptz)"))
+		SimExecCommand(conn,
+					   "CREATE OR REPLACE FUNCTION mm_sim.answer_proposals("
+					   "   match_ids bigint[], player_ids text[], accepts boolean[], times float8[])"
+					   " RETURNS TABLE (match_id bigint, outcome text)"
+					   " LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$\n"
+					   "DECLARE\n"
+					   "  st text;\n"
+					   "  deadline timestamptz;\n"
+					   "  outcomes jsonb := '{}';\n"
+					   "BEGIN\n"
+					   "  FOR i IN 1 .. coalesce(cardinality(match_ids), 0) LOOP\n"
+					   "    SELECT m.status, m.acceptance_deadline INTO st, deadline\n"
+					   "      FROM mm.matches m WHERE m.id = match_ids[i];\n"
+					   "    IF st = 'proposed' AND to_timestamp(times[i]) <= deadline THEN\n"
+					   "      st := mm.accept_match(match_ids[i], player_ids[i], accepts[i], to_timestamp(times[i]));\n"
+					   "    END IF;\n"
+					   "    outcomes := outcomes || jsonb_build_object(match_ids[i]::text, coalesce(st, 'cancelled'));\n"
+					   "  END LOOP;\n"
+					   "  RETURN QUERY SELECT o.key::bigint, o.value FROM jsonb_each_text(outcomes) o ORDER BY 1;\n"
+					   "END\n"
+					   "$f$");
+	SimExecCommand(conn, "COMMIT");
+	have_lifecycle = SimFunctionExists(conn, "mm.complete_match(bigint,timestamptz)")
+		&& SimFunctionExists(conn, "mm.leave_match(bigint,text,timestamptz)")
+		&& SimFunctionExists(conn, "mm.accept_match(bigint,text,boolean,timestamptz)")
+		&& SimFunctionExists(conn, "mm.assign(bigint,text,jsonb)");
+	have_report_result = SimFunctionExists(conn, "mm.report_result(bigint,jsonb,timestamptz)");
 	{
 		const char *params[1] = {opt.run};
 
-		/* a run tag is reused from scratch: its old players and tickets go */
+		/*
+		 * A run tag is reused from scratch: its old players, tickets and
+		 * matches go.  A player in a live match cannot queue again, so the
+		 * earlier run's live matches end first: proposed ones are requeued
+		 * (their tickets are cancelled below), the others completed.
+		 */
+		if (have_lifecycle)
+		{
+			PQclear(SimExec(conn,
+							"SELECT CASE WHEN m.status OPERATOR(pg_catalog.=) 'proposed'"
+							"            THEN mm.requeue_match(m.id, 'simulator run restarted')::text"
+							"            ELSE mm.complete_match(m.id)::text END"
+							"  FROM mm.matches m"
+							" WHERE m.status OPERATOR(pg_catalog.=) ANY (ARRAY['proposed', 'ready', 'assigned'])"
+							"   AND EXISTS (SELECT FROM mm.match_players mp"
+							"                WHERE mp.match_id OPERATOR(pg_catalog.=) m.id"
+							"                  AND pg_catalog.starts_with(mp.player_id, $1 OPERATOR(pg_catalog.||) '-'))"
+							" ORDER BY m.id",
+							1, params, PGRES_TUPLES_OK));
+		}
 		PQclear(SimExec(conn,
 						"SELECT mm.cancel_ticket(t.ticket_id)"
 						"  FROM (SELECT DISTINCT tp.ticket_id FROM mm.ticket_players tp"
@@ -1328,12 +1790,15 @@ Run(void)
 		 * Simulated time reads the tickets back when a tick formed matches,
 		 * and every 5 s for timeouts; real time twice a second.
 		 */
-		if (opt.clock == SIM_CLOCK_SIMULATED ? (formed > 0 || now - last_poll >= 5)
-			: now - last_poll >= 0.5)
+		if (opt.clock == SIM_CLOCK_SIMULATED ? (formed > 0 || need_poll || now - last_poll >= 5)
+			: (need_poll || now - last_poll >= 0.5))
 		{
+			need_poll = false;
 			PollTickets(now);
 			last_poll = now;
 		}
+		AnswerProposals(now);
+		LeaveGames(now);
 		FinishGames(now, false);
 		Progress(now, false);
 
@@ -1417,7 +1882,12 @@ Usage(FILE *out)
 			"  --match-seconds N       average game length (default 600 simulated, 20 real time)\n"
 			"  --break MIN-MAX         rest between a game and the next ticket (default 10-60\n"
 			"                          simulated, 2-8 real time)\n"
-			"  --leave-rate P          share of players who leave a game early (default 0.04)\n"
+			"  --leave-rate P          share of players who leave a game early (default 0.04;\n"
+			"                          mm.leave_match)\n"
+			"  --accept-rate P         in queues that ask for acceptance: the chance that a player\n"
+			"                          accepts a proposed match (default 0.9)\n"
+			"  --acceptance-timeout S  --flexmatch queues: seconds to accept (default 10;\n"
+			"                          0 = no acceptance step)\n"
 			"  --tick-interval S       seconds between ticks (default 1)\n"
 			"  --drain N               real time: seconds the last tickets may still wait before\n"
 			"                          they are cancelled (default 30)\n"
@@ -1467,7 +1937,8 @@ TakesValue(const char *option)
 {
 	static const char *const with_value[] = {
 		"--prefix", "--queues", "--seconds", "--tickets", "--interval", "--party",
-		"--match-seconds", "--break", "--leave-rate", "--tick-interval", "--drain", "--seed",
+		"--match-seconds", "--break", "--leave-rate", "--accept-rate", "--acceptance-timeout",
+		"--tick-interval", "--drain", "--seed",
 		"--run", "--chart", "--dsn"
 	};
 	size_t		i;
@@ -1496,6 +1967,8 @@ ParseOptions(int argc, char **argv)
 	opt.party_min = 1;
 	opt.party_max = 5;
 	opt.leave_rate = 0.04;
+	opt.accept_rate = 0.9;
+	opt.acceptance_timeout = 10;
 	opt.tick_interval = 1;
 	opt.drain_seconds = 30;
 	opt.seed = 1;
@@ -1551,6 +2024,10 @@ ParseOptions(int argc, char **argv)
 			ParseRange(a, v, 0, 1e6, &break_min, &break_max);
 		else if (strcmp(a, "--leave-rate") == 0)
 			opt.leave_rate = ParseNumber(a, v, 0, 1);
+		else if (strcmp(a, "--accept-rate") == 0)
+			opt.accept_rate = ParseNumber(a, v, 0, 1);
+		else if (strcmp(a, "--acceptance-timeout") == 0)
+			opt.acceptance_timeout = ParseNumber(a, v, 0, 86400);
 		else if (strcmp(a, "--tick-interval") == 0)
 			opt.tick_interval = ParseNumber(a, v, 0.01, 3600);
 		else if (strcmp(a, "--drain") == 0)
@@ -1654,7 +2131,8 @@ main(int argc, char **argv)
 
 	Run();
 
-	SimPrintFigures(conn, queues, nqueues, opt.flexmatch, command_line);
+	SimPrintFigures(conn, queues, nqueues, opt.flexmatch, opt.accept_rate,
+					opt.flexmatch ? opt.acceptance_timeout : 0, command_line);
 	PrintRatingSummary();
 	if (opt.chart)
 		SimWriteChart(conn, queues, nqueues, epoch, 0, opt.chart);

@@ -48,6 +48,8 @@ typedef struct SimQueueFigures
 	double		p95_wait;
 	double		avg_quality;
 	long		matches;
+	long		proposals;		/* proposed matches of this run's tickets (acceptance) */
+	long		proposals_failed;	/* of those: rejected or not answered in time */
 } SimQueueFigures;
 
 /* sim_db.c */
@@ -63,6 +65,7 @@ extern void SimFatal(const char *fmt,...) __attribute__((format(printf, 1, 2), n
 /* sim_report.c */
 extern void SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *figures);
 extern void SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
+							double accept_rate, double acceptance_timeout,
 							const char *command_line);
 extern void SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
 						  double run_seconds, const char *path);

@@ -34,7 +34,17 @@ SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *f)
 							  "                FILTER (WHERE status OPERATOR(pg_catalog.=) 'matched'), 'NaN'),"
 							  "       coalesce((SELECT pg_catalog.avg(m.quality) FROM mm.matches m"
 							  "                  WHERE m.id OPERATOR(pg_catalog.=) ANY (SELECT match_id FROM t)), 'NaN'),"
-							  "       pg_catalog.count(DISTINCT match_id)"
+							  "       pg_catalog.count(DISTINCT match_id),"
+							  "       (SELECT pg_catalog.count(*) FROM mm.matches m"
+							  "         WHERE m.acceptance_deadline IS NOT NULL"
+							  "           AND m.id OPERATOR(pg_catalog.=) ANY (SELECT mp.match_id FROM mm.match_players mp"
+							  "                   WHERE mp.ticket_id OPERATOR(pg_catalog.=) ANY ($1::bigint[]))),"
+							  "       (SELECT pg_catalog.count(*) FROM mm.matches m"
+							  "         WHERE m.acceptance_deadline IS NOT NULL"
+							  "           AND m.status OPERATOR(pg_catalog.=) 'cancelled'"
+							  "           AND m.cancel_reason OPERATOR(pg_catalog.=) ANY (ARRAY['rejected', 'acceptance_timeout'])"
+							  "           AND m.id OPERATOR(pg_catalog.=) ANY (SELECT mp.match_id FROM mm.match_players mp"
+							  "                   WHERE mp.ticket_id OPERATOR(pg_catalog.=) ANY ($1::bigint[])))"
 							  "  FROM t",
 							  1, params, PGRES_TUPLES_OK);
 
@@ -46,6 +56,8 @@ SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *f)
 	f->p95_wait = atof(PQgetvalue(res, 0, 5));
 	f->avg_quality = atof(PQgetvalue(res, 0, 6));
 	f->matches = atol(PQgetvalue(res, 0, 7));
+	f->proposals = atol(PQgetvalue(res, 0, 8));
+	f->proposals_failed = atol(PQgetvalue(res, 0, 9));
 	PQclear(res);
 	free(ids);
 }
@@ -60,16 +72,22 @@ PrintSeconds(double s)
 		printf(" %7.1f s", s);
 }
 
-/* Prints the per-queue table, FlexMatch's figures beside ours where published. */
+/*
+ * Prints the per-queue table, FlexMatch's figures beside ours where
+ * published.  "failed" is FlexMatch's sense: timed out, or cancelled because
+ * a player did not accept (in simulated time nothing else cancels a ticket).
+ */
 void
 SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
-				const char *command_line)
+				double accept_rate, double acceptance_timeout, const char *command_line)
 {
 	int			i;
+	bool		any_proposals = false;
 
 	printf("\n%s\n", command_line);
-	printf("%-22s %7s %9s %6s %9s %9s %9s %7s %7s", "queue", "tickets", "completed",
-		   "failed", "cancelled", "avg wait", "p95 wait", "matches", "quality");
+	printf("%-22s %7s %9s %9s %9s %9s %9s %7s %7s %13s", "queue", "tickets", "completed",
+		   "timed out", "cancelled", "avg wait", "p95 wait", "matches", "quality",
+		   "not accepted");
 	if (flexmatch)
 		printf(" | %-26s", "FlexMatch: completed/failed, avg wait");
 	printf("\n");
@@ -77,9 +95,10 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 	{
 		SimQueueFigures f;
 		SimQueue   *q = &queues[i];
+		char		proposals[48];
 
 		SimQueueFiguresLoad(conn, q, &f);
-		printf("%-22s %7d %9ld %6ld %9ld", q->name, q->nticket_ids, f.completed, f.failed,
+		printf("%-22s %7d %9ld %9ld %9ld", q->name, q->nticket_ids, f.completed, f.failed,
 			   f.cancelled + f.searching);
 		PrintSeconds(f.avg_wait);
 		PrintSeconds(f.p95_wait);
@@ -88,6 +107,14 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 			printf(" %7s", "-");
 		else
 			printf(" %7.3f", f.avg_quality);
+		if (f.proposals > 0)
+		{
+			snprintf(proposals, sizeof(proposals), "%ld of %ld", f.proposals_failed, f.proposals);
+			any_proposals = true;
+		}
+		else
+			snprintf(proposals, sizeof(proposals), "-");
+		printf(" %13s", proposals);
 		if (flexmatch)
 		{
 			printf(" | ");
@@ -102,9 +129,13 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 		}
 		printf("\n");
 	}
+	if (any_proposals)
+		printf("not accepted: proposed matches that a player rejected or let time out (of all proposed);"
+			   " players accept with probability %.2f\n", accept_rate);
 	if (flexmatch)
-		printf("FlexMatch: Amazon GameLift FlexMatch's published simulation, without acceptance;"
-			   " it did not publish p95 or quality.\n");
+		printf("FlexMatch: Amazon GameLift FlexMatch's published simulation (acceptance rate 0.9, 10 s);"
+			   " ours %s; FlexMatch's failed = our timed out + cancelled. It did not publish p95 or quality.\n",
+			   acceptance_timeout > 0 ? "with the same acceptance step" : "WITHOUT an acceptance step");
 }
 
 /* ------------------------------------------------------------------ chart */

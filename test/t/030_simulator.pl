@@ -1,8 +1,14 @@
 # The simulator end to end in simulated time: FlexMatch's three Radiant vs Dire
-# queues fed and ticked by test/sim/mm_sim.  Checks that it is reproducible
-# (same seed, same figures, in two databases), that every committed match obeys
-# its queue's team rules, that no ticket is lost or in two matches, and that
-# the simulated outcomes moved the stored ratings through mm.glicko2_update.
+# queues fed and ticked by test/sim/mm_sim, with FlexMatch's acceptance step
+# (players accept with probability 0.9 within 10 s).  Checks that it is
+# reproducible (same seed, same figures, in two databases), that every
+# committed match obeys its queue's team rules, that no ticket is lost or in
+# two matches, that proposals were accepted and some not, that every played
+# match ended through the lifecycle (assigned, then a reported result that
+# completed it; early quits through mm.leave_match), that no player is left
+# held at the end, and that the simulated outcomes moved the stored ratings
+# (mm_sim.players through mm.glicko2_update, mm.ratings through
+# mm.report_result).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -49,9 +55,11 @@ cmp_ok($node->safe_psql($db, q{
 	SELECT count(*) FROM mm.matches WHERE queue LIKE 'flexmatch%'}), '>', 50,
 	'matches were formed');
 is($node->safe_psql($db, q{
-	SELECT count(*) FROM (SELECT ticket_id, player_id FROM mm.match_players
-	 GROUP BY 1, 2 HAVING count(DISTINCT match_id) > 1) x}), 0,
-	'no ticket in two matches');
+	SELECT count(*) FROM (SELECT mp.ticket_id, mp.player_id FROM mm.match_players mp
+	  JOIN mm.matches m ON m.id = mp.match_id
+	 WHERE m.status <> 'cancelled'
+	 GROUP BY 1, 2 HAVING count(DISTINCT mp.match_id) > 1) x}), 0,
+	'no ticket in two matches (cancelled proposals aside)');
 is($node->safe_psql($db, q{
 	SELECT count(*) FROM mm.tickets t
 	 WHERE t.status = 'matched' AND t.queue LIKE 'flexmatch%'
@@ -85,6 +93,47 @@ cmp_ok($node->safe_psql($db, q{
 	SELECT count(*) FROM mm.match_results r JOIN mm.matches m ON m.id = r.match_id
 	 WHERE m.queue LIKE 'flexmatch%'}), '>', 50,
 	'outcomes recorded in mm.match_results');
+
+# the lifecycle: acceptance, assignment, results, early quits
+my ($proposed, $not_accepted) = split /\|/, $node->safe_psql($db, q{
+	SELECT count(*) FILTER (WHERE acceptance_deadline IS NOT NULL),
+	       count(*) FILTER (WHERE status = 'cancelled' AND cancel_reason IN ('rejected', 'acceptance_timeout'))
+	  FROM mm.matches WHERE queue LIKE 'flexmatch%'});
+cmp_ok($proposed, '>', 50, 'matches were proposed (the queues ask for acceptance)');
+ok($not_accepted > 0 && $not_accepted < $proposed,
+	"some proposals were not accepted ($not_accepted of $proposed), the others were");
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.matches WHERE queue LIKE 'flexmatch%'
+	   AND status NOT IN ('completed', 'cancelled')}), 0,
+	'the run ends with no live match: every match played was completed');
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.matches m WHERE m.queue LIKE 'flexmatch%' AND m.status = 'completed'
+	   AND (m.connection IS NULL
+	        OR NOT EXISTS (SELECT FROM mm.match_results r WHERE r.match_id = m.id))}), 0,
+	'every completed match was assigned a game server and has its result');
+is($node->safe_psql($db, q{SELECT count(*) FROM mm.active_players}), 0,
+	'no player is held at the end (matches ended, leavers released)');
+cmp_ok($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+	 WHERE m.queue LIKE 'flexmatch%' AND mp.left_at IS NOT NULL}), '>', 0,
+	'early quits recorded through mm.leave_match');
+is($node->safe_psql($db, q{
+	SELECT count(*) FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+	 WHERE m.queue LIKE 'flexmatch%' AND mp.left_at IS NOT NULL
+	   AND NOT (mp.left_at >= m.created_at AND mp.left_at <= m.updated_at)}), 0,
+	'every early quit lies within its match');
+SKIP:
+{
+	skip 'no mm.report_result', 2
+	  unless $node->safe_psql($db, q{SELECT to_regprocedure('mm.report_result(bigint,jsonb,timestamptz)') IS NOT NULL}) eq 't';
+	is($node->safe_psql($db, q{
+		SELECT count(*) FROM mm.match_results r JOIN mm.matches m ON m.id = r.match_id
+		 WHERE m.queue LIKE 'flexmatch%' AND (r.predicted_favourite IS NULL OR r.winner_team IS NULL)}), 0,
+		'every result names the winner and the stored ratings\' favourite');
+	cmp_ok($node->safe_psql($db, q{
+		SELECT count(*) FROM mm.ratings WHERE pool = 'flexmatch_ranked' AND games > 0}), '>', 50,
+		'results updated the stored ratings of the queues\' pool');
+}
 cmp_ok($node->safe_psql($db, q{
 	SELECT count(*) FROM mm_sim.players WHERE games > 0 AND rating <> initial_rating}), '>', 0,
 	'outcomes moved stored ratings');

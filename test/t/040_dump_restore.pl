@@ -46,8 +46,20 @@ $orig->safe_psql(
 	INSERT INTO mm.players (id, attributes) VALUES ('server_side', '{"skill": 1234, "region": "eu"}');
 } . mm_scenario_sql() . q{
 
-	INSERT INTO mm.match_results (match_id, winner_team, duration)
-	SELECT match_id, team, '25 minutes' FROM mm.tickets WHERE players -> 0 ->> 'id' = 'a';
+	-- the duel was played (a's team won) and rated, the ffa match ended:
+	-- both release their players
+	SELECT mm.alter_queue('duel', config || '{"rating": {"system": "glicko2", "pool": "ranked"}}')
+	  FROM mm.queues WHERE name = 'duel';
+	SELECT mm.report_result(t.match_id,
+							jsonb_build_object(t.team, 1, CASE t.team WHEN 'red' THEN 'blue' ELSE 'red' END, 2),
+							'2026-01-01 00:25:00+00')
+	  FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'a';
+	SELECT mm.complete_match(t.match_id, '2026-01-01 00:20:00+00')
+	  FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'p1';
+	-- a ticket searching in both queues (too strong for the duel, and the
+	-- youngest of the ffa's: it keeps searching through the ticks below)
+	SELECT mm.create_ticket(ARRAY['ffa', 'duel'], '[{"id": "both", "attributes": {"skill": 9000}}]',
+							'2026-01-01 00:02:04+00');
 });
 
 is( $orig->safe_psql(
@@ -55,7 +67,7 @@ is( $orig->safe_psql(
 	SELECT string_agg(t.queue || ':' || (t.players -> 0 ->> 'id') || ':' || t.status, ' '
 					  ORDER BY t.id) FROM mm.tickets t}),
 	'duel:a:matched duel:b:matched duel:c:searching duel:d:cancelled '
-	  . 'ffa:p1:matched ffa:x:matched ffa:y:timed_out ffa:z:searching ffa:q1:searching',
+	  . 'ffa:p1:matched ffa:x:matched ffa:y:timed_out ffa:z:searching ffa:q1:searching ffa:both:searching',
 	'the source database has tickets in every state');
 is($orig->safe_psql($odb, 'SELECT count(*) FROM mm.matches'), '2', 'two matches formed');
 is( $orig->safe_psql(
@@ -116,8 +128,8 @@ is($new->safe_psql($ndb, "SELECT extversion FROM pg_extension WHERE extname = 'm
 	'the extension is restored at the same version');
 
 # --- every row came back
-my @tables = qw(queues players tickets tickets_active tickets_ended active_players
-  matches match_players match_results schedule_jobs);
+my @tables = qw(queues players tickets tickets_active tickets_ended active_players ticket_queues
+  matches match_players match_results ratings rating_history backfill_requests schedule_jobs);
 for my $table (@tables)
 {
 	my $q = "SELECT count(*) || ' ' || coalesce(md5(string_agg(t::text, ',' ORDER BY t::text)), '-')"
@@ -127,7 +139,9 @@ for my $table (@tables)
 	is($after, $before, "mm.$table: every row restored ($before)");
 }
 ok($orig->safe_psql($odb, 'SELECT count(*) FROM mm.players') > 0
-	  && $orig->safe_psql($odb, 'SELECT count(*) FROM mm.active_players') == 4
+	  && $orig->safe_psql($odb, 'SELECT count(*) FROM mm.active_players') == 5
+	  && $orig->safe_psql($odb, 'SELECT count(*) FROM mm.ticket_queues') == 1
+	  && $orig->safe_psql($odb, 'SELECT count(*) FROM mm.rating_history') == 2
 	  && $orig->safe_psql($odb, 'SELECT count(*) FROM mm.match_results') == 1,
 	'the compared tables are not empty');
 is($new->safe_psql($ndb, 'SELECT count(*) FROM ONLY mm.tickets'), '0',
@@ -193,9 +207,10 @@ my $groups = q{
 is($new->safe_psql($ndb, $groups), 'duel=a+f ; duel=c+e ; ffa=q1+w+z',
 	'the restored searching tickets were matched');
 is( $new->safe_psql(
-		$ndb, "SELECT count(*) FROM mm.tickets WHERE status = 'searching'"),
-	'0', 'nothing left searching');
-for my $table (qw(tickets active_players matches match_players))
+		$ndb, q{SELECT string_agg(t.players -> 0 ->> 'id' || ' ' || q.queue, ',')
+				  FROM mm.tickets t JOIN mm.ticket_queues q ON q.ticket_id = t.id WHERE t.status = 'searching'}),
+	'both duel', 'only the ticket of both queues is left searching, still listed in the duel');
+for my $table (qw(tickets active_players ticket_queues matches match_players))
 {
 	my $q = "SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) FROM mm.$table t";
 	is($new->safe_psql($ndb, $q), $orig->safe_psql($odb, $q),

@@ -246,5 +246,31 @@ is($up_config, $node->safe_psql('fresh', $config),
 	'the same tables are registered for pg_dump (extconfig)');
 note $up_config;
 
+# --- 0.2 -> 0.3 on its own: a database filled through 0.2's API
+$node->safe_psql('postgres', 'CREATE DATABASE up2');
+$node->safe_psql('up2', "CREATE EXTENSION matchmaking VERSION '0.2'");
+$node->safe_psql('up2', mm_scenario_sql());
+my $tickets_02 = q{SELECT string_agg(id || ':' || status || ':' || created_at || ':' || coalesce(match_id, 0), ' '
+                                     ORDER BY id) FROM mm.tickets};
+my $before_02 = $node->safe_psql('up2', $tickets_02);
+($rc, $out, $err) = $node->psql('up2', "ALTER EXTENSION matchmaking UPDATE TO '0.3'");
+is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.3' from 0.2 succeeds") or diag $err;
+is($node->safe_psql('up2', $tickets_02), $before_02, '0.2 tickets unchanged by the upgrade');
+is(schema_dump('up2') eq $fresh_schema ? 'same' : 'different', 'same',
+	'pg_dump of the schema upgraded from 0.2 = a fresh 0.3');
+# 0.2 released matched players when their match formed: they may search
+# again; the searching ones are still held
+is( $node->safe_psql(
+		'up2', $try_fn . q{
+	SELECT pg_temp.try($$SELECT mm.create_ticket('duel', '[{"id": "a", "attributes": {"skill": 1000}}]',
+					   '2026-01-01 00:03:00+00')$$);
+	SELECT pg_temp.try($$SELECT mm.create_ticket('duel', '[{"id": "c", "attributes": {"skill": 3000}}]',
+					   '2026-01-01 00:03:00+00')$$);}),
+	"ok\n23505", 'a player of a 0.2 match may search; a searching player is held');
+# and the 0.3 lifecycle works on a 0.2 match
+$node->safe_psql('up2', q{SELECT mm.complete_match(id, '2026-01-01 00:30:00+00') FROM mm.matches WHERE queue = 'ffa'});
+is($node->safe_psql('up2', q{SELECT status FROM mm.matches WHERE queue = 'ffa'}), 'completed',
+	'a 0.2 match can be completed');
+
 $node->stop;
 done_testing();

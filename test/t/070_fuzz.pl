@@ -21,9 +21,11 @@
 # Checks: every call succeeds or fails with an SQLSTATE outside class XX
 # (internal error, data corrupted) and in time (statement_timeout); the
 # backend never crashes; afterwards (and after every batch) the matchmaking
-# invariants hold: no ticket in two matches, no ticket lost or duplicated,
-# every active ticket's players in mm.active_players and vice versa,
-# statuses consistent with the match rows, every match within the team
+# invariants hold: no ticket in two matches (cancelled proposals aside), no
+# ticket lost or duplicated, mm.active_players holding exactly the held
+# players (those of active tickets, and those of live matches who have not
+# left: a player stays held until the match ends), statuses consistent with
+# the match rows (proposed tickets in proposed matches), every match within the team
 # bounds and match size of the config it was formed under.  At least some
 # matches must have formed.  Observer triggers (which only copy rows into
 # tables of their own) record the config each match was formed under and
@@ -983,38 +985,60 @@ for my $i (0 .. $#stable)
 # ---------------------------------------------------------------------------
 # Invariants
 
+# Held players (0.3): a player is held (in mm.active_players) by an active
+# ticket (searching or proposed), or, once the ticket has ended as matched,
+# by its match while the match is live (ready or assigned) and the player has
+# not left it.  A proposed match's tickets are active, so they hold their
+# players themselves.
+my $held_sql = q{
+		SELECT p.value ->> 'id' AS player_id, t.id AS ticket_id, t.queue
+		  FROM mm.tickets_active t CROSS JOIN jsonb_array_elements(t.players) p
+		UNION
+		SELECT mp.player_id, mp.ticket_id, m.queue
+		  FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+		 WHERE m.status IN ('ready', 'assigned') AND mp.left_at IS NULL};
+
 my @invariants = (
-	[ 'no ticket in two matches', q{
-		SELECT ticket_id::text FROM mm.match_players GROUP BY ticket_id
-		HAVING count(DISTINCT match_id) > 1} ],
+	[ 'no ticket in two matches that were not cancelled', q{
+		SELECT mp.ticket_id::text FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+		 WHERE m.status <> 'cancelled'
+		 GROUP BY mp.ticket_id HAVING count(DISTINCT mp.match_id) > 1} ],
 	[ 'no ticket in both partitions', q{
 		SELECT id::text FROM mm.tickets GROUP BY id HAVING count(*) > 1} ],
 	[ 'no ticket lost (every ticket inserted is still there unless its queue was dropped)', q{
 		SELECT l.id || ' ' || l.queue FROM fuzz_ticket_log l
 		 WHERE NOT EXISTS (SELECT 1 FROM mm.tickets t WHERE t.id = l.id)
 		   AND NOT EXISTS (SELECT 1 FROM fuzz_dropped_queues d WHERE d.queue = l.queue)} ],
-	[ 'every player of an active ticket is in mm.active_players', q{
-		SELECT t.id || ' ' || coalesce(p.value ->> 'id', '<no id>')
-		  FROM mm.tickets_active t CROSS JOIN jsonb_array_elements(t.players) p
+	[ 'every held player (active ticket, or live match not left) is in mm.active_players', qq{
+		SELECT h.ticket_id || ' ' || coalesce(h.player_id, '<no id>') FROM ($held_sql) h
 		 WHERE NOT EXISTS (SELECT 1 FROM mm.active_players a
-							WHERE a.player_id = p.value ->> 'id' AND a.ticket_id = t.id
-							  AND a.queue = t.queue)} ],
-	[ 'every mm.active_players row is a player of its active ticket', q{
+							WHERE a.player_id = h.player_id AND a.ticket_id = h.ticket_id
+							  AND a.queue = h.queue)} ],
+	[ 'every mm.active_players row is a held player (active ticket, or live match not left)', qq{
 		SELECT a.player_id || ' ' || a.ticket_id FROM mm.active_players a
-		 WHERE NOT EXISTS (SELECT 1 FROM mm.tickets_active t, jsonb_array_elements(t.players) p
-							WHERE t.id = a.ticket_id AND t.queue = a.queue
-							  AND p.value ->> 'id' = a.player_id)} ],
-	[ 'a matched ticket has an existing match; others have none', q{
+		 WHERE NOT EXISTS (SELECT 1 FROM ($held_sql) h
+							WHERE h.ticket_id = a.ticket_id AND h.queue = a.queue
+							  AND h.player_id = a.player_id)} ],
+	[ 'a matched or proposed ticket has an existing match; others have none', q{
 		SELECT t.id || ' ' || t.status || ' ' || coalesce(t.match_id::text, 'NULL') FROM mm.tickets t
-		 WHERE (t.status = 'matched'
+		 WHERE (t.status IN ('matched', 'proposed')
 				AND (t.match_id IS NULL OR NOT EXISTS (SELECT 1 FROM mm.matches m WHERE m.id = t.match_id)))
 			OR (t.status IN ('searching', 'cancelled', 'timed_out') AND t.match_id IS NOT NULL)} ],
-	[ 'every match player belongs to a ticket matched into that match, on its team', q{
+	[ 'a proposed ticket is in a proposed match, a matched one in a match that was accepted', q{
+		SELECT t.id || ' ' || t.status || ' match ' || m.id || ' ' || m.status FROM mm.tickets t
+		  JOIN mm.matches m ON m.id = t.match_id
+		 WHERE (t.status = 'proposed' AND m.status <> 'proposed')
+			OR (t.status = 'matched' AND m.status NOT IN ('ready', 'assigned', 'completed'))} ],
+	[ 'every player of a match not cancelled belongs to a ticket in that match, on its team', q{
 		SELECT mp.match_id || ' ' || mp.player_id FROM mm.match_players mp
+		  JOIN mm.matches m ON m.id = mp.match_id
 		  LEFT JOIN mm.tickets t ON t.id = mp.ticket_id
-		 WHERE t.id IS NULL OR t.status <> 'matched' OR t.match_id IS DISTINCT FROM mp.match_id
+		 WHERE m.status <> 'cancelled'
+		   AND (t.id IS NULL
+			OR t.status <> CASE m.status WHEN 'proposed' THEN 'proposed' ELSE 'matched' END
+			OR t.match_id IS DISTINCT FROM mp.match_id
 			OR t.team IS DISTINCT FROM mp.team OR t.queue <> mp.queue
-			OR NOT t.players @> jsonb_build_array(jsonb_build_object('id', mp.player_id))} ],
+			OR NOT t.players @> jsonb_build_array(jsonb_build_object('id', mp.player_id)))} ],
 	[ 'every player of a matched ticket plays in its match', q{
 		SELECT t.id || ' ' || coalesce(p.value ->> 'id', '<no id>')
 		  FROM mm.tickets_ended t CROSS JOIN jsonb_array_elements(t.players) p
@@ -1022,11 +1046,12 @@ my @invariants = (
 		   AND NOT EXISTS (SELECT 1 FROM mm.match_players mp
 							WHERE mp.match_id = t.match_id AND mp.player_id = p.value ->> 'id'
 							  AND mp.ticket_id = t.id)} ],
-	[ 'no negative time to match (a matched ticket was created by its match)', q{
+	[ 'no negative time to match (matched when the match was formed, or accepted by all after that)', q{
 		SELECT t.id || ' created ' || t.created_at || ' matched ' || t.matched_at || ' match ' || m.created_at
 		  FROM mm.tickets_ended t JOIN mm.matches m ON m.id = t.match_id
 		 WHERE t.status = 'matched'
-		   AND (t.matched_at < t.created_at OR t.matched_at IS DISTINCT FROM m.created_at)} ],
+		   AND (t.matched_at IS NULL OR t.matched_at < t.created_at OR t.matched_at < m.created_at
+				OR (m.acceptance_deadline IS NULL AND t.matched_at <> m.created_at))} ],
 	[ 'every match has its config recorded', q{
 		SELECT m.id::text FROM mm.matches m
 		 WHERE NOT EXISTS (SELECT 1 FROM fuzz_match_config c WHERE c.match_id = m.id AND c.config IS NOT NULL)} ],

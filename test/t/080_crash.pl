@@ -4,8 +4,8 @@
 #    5v5 queue (at least 0.3 s into it, once it writes its matches): the
 #    postmaster restarts every backend (crash recovery); afterwards no match
 #    of the killed tick exists, no ticket is lost or in two states,
-#    mm.active_players matches the active tickets, and a normal tick then
-#    forms whole matches.
+#    mm.active_players holds exactly the players of the active tickets and
+#    of the live matches, and a normal tick then forms whole matches.
 # 2. kill -9 of the postmaster while one session enqueues batches of 50
 #    tickets (each committed with its row in acked(first_id, last_id)) and
 #    another ticks in a loop: after the restart every acknowledged ticket
@@ -91,18 +91,26 @@ sub check_invariants
 			q{SELECT (SELECT count(*) FROM mm.tickets_active WHERE status NOT IN ('searching', 'proposed'))
 			       + (SELECT count(*) FROM mm.tickets_ended WHERE status NOT IN ('matched', 'cancelled', 'timed_out'))}),
 		'0', "$label: tickets_active holds only searching/proposed, tickets_ended only ended tickets");
-	is( count_of(
-			q{SELECT count(*) FROM (
-			    (SELECT p.value ->> 'id', t.id, t.queue
+	# held: the players of the active tickets, and those of live matches
+	# (ready or assigned) who have not left: a player stays held until the
+	# match ends
+	my $held = q{
+			     SELECT p.value ->> 'id', t.id, t.queue
 			       FROM mm.tickets_active t, jsonb_array_elements(t.players) p
+			     UNION ALL
+			     SELECT mp.player_id, mp.ticket_id, m.queue
+			       FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+			      WHERE m.status IN ('ready', 'assigned') AND mp.left_at IS NULL};
+	is( count_of(
+			qq{SELECT count(*) FROM (
+			    ($held
 			     EXCEPT ALL
 			     SELECT player_id, ticket_id, queue FROM mm.active_players)
 			    UNION ALL
 			    (SELECT player_id, ticket_id, queue FROM mm.active_players
 			     EXCEPT ALL
-			     SELECT p.value ->> 'id', t.id, t.queue
-			       FROM mm.tickets_active t, jsonb_array_elements(t.players) p)) d}),
-		'0', "$label: mm.active_players holds exactly the players of the active tickets");
+			     ($held))) d}),
+		'0', "$label: mm.active_players holds exactly the held players (active tickets, live matches)");
 	is( count_of(
 			q{SELECT count(*) FROM (SELECT ticket_id FROM mm.match_players
 			                         GROUP BY ticket_id HAVING count(DISTINCT match_id) > 1) d}),

@@ -314,16 +314,22 @@ BEGIN
 		RETURN 'proposed';
 	END IF;
 
-	-- everyone accepted: the tickets end as matched, the players stay
-	-- claimed by the live match
+	-- everyone accepted: the tickets end as matched (under the match's
+	-- queue, for a ticket of several queues), the players stay claimed by
+	-- the live match
 	UPDATE mm.matches SET status = 'ready', updated_at = accept_match.now WHERE id = m.id;
 	WITH gone AS (
 		DELETE FROM mm.tickets_active t WHERE t.match_id = m.id
-		RETURNING t.*)
+		RETURNING t.*
+	), unlisted AS (
+		DELETE FROM mm.ticket_queues q USING gone g WHERE q.ticket_id = g.id AND g.queues IS NOT NULL
+	)
 	INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at,
-								  match_id, team)
-	SELECT g.id, g.queue, g.players, 'matched', g.created_at, accept_match.now, accept_match.now,
-		   g.match_id, g.team
+								  match_id, team, queues)
+	SELECT g.id, m.queue, g.players, 'matched', g.created_at, accept_match.now, accept_match.now,
+		   g.match_id, g.team,
+		   CASE WHEN g.queue = m.queue THEN g.queues
+				ELSE array_append(array_remove(g.queues, m.queue), g.queue) END
 	  FROM gone g;
 	PERFORM mm.notify_match_event('match_ready', m.id, '{}');
 	RETURN 'ready';
@@ -462,9 +468,14 @@ BEGIN
 							  AND mp.left_at IS NOT NULL)
 		RETURNING t.*
 	), ins AS (
-		INSERT INTO mm.tickets_active (id, queue, players, status, created_at, updated_at)
-		SELECT b.id, b.queue, b.players, 'searching', b.created_at, requeue_match.now FROM back b
-		RETURNING id
+		INSERT INTO mm.tickets_active (id, queue, players, status, created_at, updated_at, queues)
+		SELECT b.id, b.queue, b.players, 'searching', b.created_at, requeue_match.now, b.queues FROM back b
+		RETURNING id, created_at, queues
+	), listed AS (
+		-- a ticket of several queues searches in all of them again
+		INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
+		SELECT u.queue, i.id, i.created_at FROM ins i, unnest(i.queues) u(queue)
+		 WHERE EXISTS (SELECT FROM mm.queues q WHERE q.name = u.queue)
 	)
 	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM ins;
 	-- their players stay claimed, by the same tickets, now searching; the

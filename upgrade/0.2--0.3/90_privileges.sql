@@ -23,21 +23,15 @@ GRANT EXECUTE ON FUNCTION mm.create_ticket(text, jsonb, timestamptz), mm.cancel_
 GRANT SELECT ON mm.matches, mm.match_players, mm.match_results, mm.backfill_requests TO mm_director;
 
 -- mm_analyst: reads everything but the event key, writes nothing.
-GRANT SELECT ON mm.queues, mm.players, mm.tickets, mm.tickets_active, mm.tickets_ended,
-	mm.active_players, mm.ticket_players, mm.matches, mm.match_players, mm.match_results,
-	mm.backfill_requests, mm.ratings, mm.rating_history, mm.schedule_jobs,
-	mm.matches_archive, mm.match_players_archive, mm.match_results_archive, mm.tickets_archive
-	TO mm_analyst;
+GRANT SELECT ON ALL TABLES IN SCHEMA mm TO mm_analyst;
+REVOKE ALL ON mm.event_key FROM mm_analyst;
 
 -- mm_admin: runs the matchmaker (queues, ticks, schedules, retention,
 -- rating pools) and may bulk-load tickets with INSERT or COPY: every table
 -- but the event key, every routine (the tick and the scheduled jobs run as
 -- the role that scheduled them, and call the internal ones).
-GRANT SELECT, INSERT, UPDATE, DELETE ON mm.queues, mm.players, mm.tickets, mm.tickets_active,
-	mm.tickets_ended, mm.active_players, mm.matches, mm.match_players, mm.match_results,
-	mm.backfill_requests, mm.ratings, mm.rating_history, mm.schedule_jobs,
-	mm.matches_archive, mm.match_players_archive, mm.match_results_archive, mm.tickets_archive
-	TO mm_admin;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA mm TO mm_admin;
+REVOKE ALL ON mm.event_key FROM mm_admin;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA mm TO mm_admin;
 GRANT EXECUTE ON ALL ROUTINES IN SCHEMA mm TO mm_admin;
 
