@@ -136,6 +136,9 @@ typedef struct SearchState
 	int		   *team_of;
 	int		   *team_size;
 	int		   *team_max;		/* each team's max */
+	int		   *team_min;		/* each team's min at the anchor's age */
+	int			match_min;		/* the match's min players at the anchor's age */
+	double		min_age;		/* newest: candidates younger than this wait */
 	int		   *actual_size;
 	int		   *ticket_team;
 	const MmTicket **chosen_tickets;
@@ -144,6 +147,8 @@ typedef struct SearchState
 	MmSearchResult *result;
 	int			matches_allocated;
 } SearchState;
+
+static int	SetStepsAt(SearchState *s, double age);
 
 /* Smallest alive index >= i (path halving). */
 static int
@@ -468,6 +473,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->team_size = palloc(sizeof(int) * Max(config->nteams, 1));
 	s->actual_size = palloc(sizeof(int) * Max(config->nteams, 1));
 	s->team_max = palloc(sizeof(int) * Max(config->nteams, 1));
+	s->team_min = palloc(sizeof(int) * Max(config->nteams, 1));
 	for (i = 0; i < config->nteams; i++)
 		s->team_max[i] = config->teams[i].max;
 
@@ -871,7 +877,7 @@ Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 		if ((k & 4095) == 4095)
 			CHECK_FOR_INTERRUPTS();
 		np = s->tickets[i].nplayers;
-		if (s->chosen_players + np > target)
+		if (s->chosen_players + np > target || s->tickets[i].age_seconds < s->min_age)
 			continue;
 		if (!TicketFits(s, s->states, &s->tickets[i]))
 			continue;
@@ -892,7 +898,8 @@ Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
  * max_spread (< 0: no limit).
  */
 static bool
-EvenTeamSizes(const MmQueueConfig *config, int total, int max_spread, int *sizes)
+EvenTeamSizes(const MmQueueConfig *config, const int *team_min, int total, int max_spread,
+			  int *sizes)
 {
 	int			t;
 	int			rest = total;
@@ -901,7 +908,7 @@ EvenTeamSizes(const MmQueueConfig *config, int total, int max_spread, int *sizes
 
 	for (t = 0; t < config->nteams; t++)
 	{
-		sizes[t] = config->teams[t].min;
+		sizes[t] = team_min[t];
 		rest -= sizes[t];
 	}
 	if (rest < 0)
@@ -1022,7 +1029,7 @@ FormTeams(SearchState *s, const int *sizes, double *team_spread)
 	{
 		double		avg;
 
-		if (s->actual_size[t] < config->teams[t].min || s->actual_size[t] > config->teams[t].max)
+		if (s->actual_size[t] < s->team_min[t] || s->actual_size[t] > config->teams[t].max)
 			return false;
 		avg = team_sum[t] / s->actual_size[t];
 		if (t == 0)
@@ -1071,6 +1078,15 @@ EmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 				k;
 	double		quality;
 
+	/* newest: the steps are those of the match's youngest ticket */
+	if (config->newest_age)
+	{
+		double		youngest = s->tickets[s->chosen[0]].age_seconds;
+
+		for (k = 1; k < s->nchosen; k++)
+			youngest = Min(youngest, s->tickets[s->chosen[k]].age_seconds);
+		(void) SetStepsAt(s, youngest);
+	}
 	if (s->result->nmatches == s->matches_allocated)
 	{
 		s->matches_allocated *= 2;
@@ -1184,7 +1200,7 @@ PlaceAny(SearchState *s, int k, double *closeness_sum, double *weight_sum)
 	if (k == s->nchosen)
 	{
 		for (int t = 0; t < config->nteams; t++)
-			if (s->actual_size[t] < config->teams[t].min)
+			if (s->actual_size[t] < s->team_min[t])
 				return false;
 		*closeness_sum = 0;
 		*weight_sum = 0;
@@ -1200,7 +1216,7 @@ PlaceAny(SearchState *s, int k, double *closeness_sum, double *weight_sum)
 		/* an empty team like an earlier empty one of the same bounds: tried */
 		for (int u = 0; u < t && !same; u++)
 			same = s->actual_size[u] == 0 && s->actual_size[t] == 0 &&
-				config->teams[u].min == config->teams[t].min &&
+				s->team_min[u] == s->team_min[t] &&
 				config->teams[u].max == config->teams[t].max;
 		if (same)
 			continue;
@@ -1313,7 +1329,7 @@ Dfs(SearchState *s, int depth, int from, int lo, int hi, const int *sizes,
 			return false;
 		if ((s->search_budget & 4095) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (s->chosen_players + np > hi)
+		if (s->chosen_players + np > hi || t->age_seconds < s->min_age)
 			continue;
 		if (!TicketFits(s, states, t))
 			continue;
@@ -1388,7 +1404,8 @@ ExtendMatch(SearchState *s)
 			break;
 		for (int c = 0; c < s->nchosen && !taken; c++)
 			taken = s->chosen[c] == i;
-		if (taken || s->chosen_players + s->tickets[i].nplayers > s->config->match_max)
+		if (taken || s->chosen_players + s->tickets[i].nplayers > s->config->match_max ||
+			s->tickets[i].age_seconds < s->min_age)
 			continue;
 		if (!TicketFits(s, s->states, &s->tickets[i]))
 			continue;
@@ -1396,22 +1413,23 @@ ExtendMatch(SearchState *s)
 	}
 }
 
-/* Tries to form a match around the current anchor. */
-static void
-SearchAnchor(SearchState *s)
+/*
+ * Every rule's step at an age (the rules that are on, their thresholds), and
+ * the team sizes' bounds then.  Returns the largest team size spread
+ * team_size_balance allows (-1: no limit).
+ */
+static int
+SetStepsAt(SearchState *s, double age)
 {
 	const MmQueueConfig *config = s->config;
-	const MmTicket *anchor = &s->tickets[s->anchor];
-	int			r;
 	int			max_spread = -1;
-	int			total;
-	int			reachable;
+	int			r;
 
 	for (r = 0; r < config->nrules; r++)
 	{
 		const MmRuleConfig *rule = &config->rules[r];
 
-		s->rule_on[r] = MmRuleThresholdAt(rule, anchor->age_seconds,
+		s->rule_on[r] = MmRuleThresholdAt(rule, age,
 										  &s->rule_threshold[r], &s->rule_step[r]);
 		if (!s->rule_on[r])
 			s->rule_threshold[r] = 0;
@@ -1430,6 +1448,27 @@ SearchAnchor(SearchState *s)
 			max_spread = max_spread < 0 ? spread : Min(max_spread, spread);
 		}
 	}
+	for (r = 0; r < config->nteams; r++)
+		s->team_min[r] = MmTeamMinAt(&config->teams[r], age);
+	s->match_min = MmMatchMinAt(config, age);
+	return max_spread;
+}
+
+/*
+ * Tries to form a match around the current anchor with every rule at its
+ * step for an age (the anchor's, or with expansion_age_selection newest a
+ * younger one: then only candidates at least that old join).  True when a
+ * match was formed.
+ */
+static bool
+SearchAtAge(SearchState *s, double age)
+{
+	const MmQueueConfig *config = s->config;
+	int			r;
+	int			max_spread = SetStepsAt(s, age);
+	int			total;
+	int			reachable;
+
 	s->nfit = 0;
 	s->nrank_rules = 0;
 	s->ncompound = 0;
@@ -1451,7 +1490,6 @@ SearchAnchor(SearchState *s)
 	}
 	CandidatesStart(s);
 	RankCandidates(s);
-	s->dfs_budget = MM_EXHAUSTIVE_ANCHOR_NODES;
 
 	if (config->nteams == 0)
 	{
@@ -1460,27 +1498,31 @@ SearchAnchor(SearchState *s)
 		double		closeness_sum,
 					weight_sum;
 
-		if (Gather(s, config->match_max, NULL, &packing_skipped) >= config->match_min &&
+		if (Gather(s, config->match_max, NULL, &packing_skipped) >= s->match_min &&
 			FinalHolds(s, s->states))
+		{
 			EmitMatch(s, 0, 0);
-		else if (ExhaustiveSearch(s, config->match_min, config->match_max, NULL,
-								  &closeness_sum, &weight_sum))
+			return true;
+		}
+		if (ExhaustiveSearch(s, s->match_min, config->match_max, NULL,
+							 &closeness_sum, &weight_sum))
 		{
 			ExtendMatch(s);
 			EmitMatch(s, 0, 0);
+			return true;
 		}
-		return;
+		return false;
 	}
 
 	reachable = config->match_max;
-	for (total = config->match_max; total >= config->match_min; total--)
+	for (total = config->match_max; total >= s->match_min; total--)
 	{
 		double		closeness_sum = 0,
 					weight_sum = 0;
 		int			got;
 		bool		packing_skipped;
 
-		if (total > reachable || !EvenTeamSizes(config, total, max_spread, s->team_size))
+		if (total > reachable || !EvenTeamSizes(config, s->team_min, total, max_spread, s->team_size))
 			continue;
 		got = Gather(s, total, s->team_size, &packing_skipped);
 		if (got < total)
@@ -1497,25 +1539,94 @@ SearchAnchor(SearchState *s)
 			!TryTeams(s, s->team_size, &closeness_sum, &weight_sum))
 			continue;
 		EmitMatch(s, closeness_sum, weight_sum);
-		return;
+		return true;
 	}
 
 	/* the greedy formed nothing: search exhaustively, largest match first */
-	for (total = config->match_max; total >= config->match_min; total--)
+	for (total = config->match_max; total >= s->match_min; total--)
 	{
 		double		closeness_sum = 0,
 					weight_sum = 0;
 
-		if (!EvenTeamSizes(config, total, max_spread, s->team_size))
+		if (!EvenTeamSizes(config, s->team_min, total, max_spread, s->team_size))
 			continue;
 		if (ExhaustiveSearch(s, total, total, s->team_size, &closeness_sum, &weight_sum))
 		{
 			EmitMatch(s, closeness_sum, weight_sum);
-			return;
+			return true;
 		}
 		if (s->dfs_budget <= 0 || s->search_budget <= 0)
+			return false;
+	}
+	return false;
+}
+
+/* Levels of expansion_age_selection newest an anchor tries, at most. */
+#define MM_NEWEST_LEVELS 16
+
+/*
+ * Tries to form a match around the current anchor.  With
+ * expansion_age_selection oldest (the default) the anchor's age selects the
+ * steps.  With newest the youngest ticket's age does: for each level Y among
+ * the ages of the anchor's candidates (youngest first, at most
+ * MM_NEWEST_LEVELS), the search runs with every rule at its step for Y and
+ * only candidates at least Y old, so the youngest ticket of a match found
+ * there is at least Y old (expansions loosen with age: its own steps are at
+ * least as loose).
+ */
+static void
+SearchAnchor(SearchState *s)
+{
+	const MmTicket *anchor = &s->tickets[s->anchor];
+	double		levels[MM_NEWEST_LEVELS];
+	int			nlevels = 0;
+
+	s->dfs_budget = MM_EXHAUSTIVE_ANCHOR_NODES;
+	s->min_age = -1;
+	if (!s->config->newest_age)
+	{
+		(void) SearchAtAge(s, anchor->age_seconds);
+		return;
+	}
+	/* the candidates' ages at the anchor's (loosest) steps */
+	(void) SetStepsAt(s, anchor->age_seconds);
+	CandidatesStart(s);
+	for (int k = 0;; k++)
+	{
+		int			i = CandidateAt(s, k);
+		double		age;
+		int			j;
+
+		if (i < 0 || k >= 4 * MM_NEWEST_LEVELS)
+			break;
+		age = s->tickets[i].age_seconds;
+		for (j = 0; j < nlevels && levels[j] != age; j++)
+			;
+		if (j == nlevels && nlevels < MM_NEWEST_LEVELS)
+			levels[nlevels++] = age;
+	}
+	/* youngest first (the most candidates), then older */
+	for (int a = 1; a < nlevels; a++)
+	{
+		double		v = levels[a];
+		int			b = a;
+
+		while (b > 0 && levels[b - 1] > v)
+		{
+			levels[b] = levels[b - 1];
+			b--;
+		}
+		levels[b] = v;
+	}
+	for (int l = 0; l < nlevels; l++)
+	{
+		s->min_age = levels[l];
+		if (SearchAtAge(s, levels[l]))
 			return;
 	}
+	/* the anchor alone sets the age (a match of one ticket: one party) */
+	s->min_age = anchor->age_seconds;
+	(void) SearchAtAge(s, anchor->age_seconds);
 }
 
 /* Anchors oldest first; see the file header and match_search.h. */

@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "json_walk.h"
+#include "match_function.h"
 #include "queue_config.h"
 
 PG_FUNCTION_INFO_V1(mm_validate_queue_config);
@@ -592,6 +593,7 @@ ReadMatchSize(MmJsonPath *path, JsonbValue *value, MmQueueConfig *config)
 	if (!(v = MmJsonGet(f, lengthof(f), "min")))
 		MissingKey(path, "min", NULL);
 	WITH_KEY(path, "min", config->match_min = MmJsonInteger(path, v, 2, MM_MAX_MATCH_SIZE));
+	config->match_size_min = config->match_min;
 	if (!(v = MmJsonGet(f, lengthof(f), "max")))
 		MissingKey(path, "max", NULL);
 	WITH_KEY(path, "max",
@@ -604,7 +606,7 @@ ReadMatchSize(MmJsonPath *path, JsonbValue *value, MmQueueConfig *config)
 static void
 ReadTeam(MmJsonPath *path, JsonbValue *value, MmTeamConfig *team)
 {
-	MmJsonField f[] = {{"name"}, {"min"}, {"max"}};
+	MmJsonField f[] = {{"name"}, {"min"}, {"max"}, {"expansion"}};
 	JsonbValue *v;
 
 	MmJsonReadObject(path, value, f, lengthof_fields(f));
@@ -620,6 +622,38 @@ ReadTeam(MmJsonPath *path, JsonbValue *value, MmTeamConfig *team)
 			 team->max = MmJsonInteger(path, v, 1, MM_MAX_MATCH_SIZE);
 			 if (team->max < team->min)
 				 MmJsonError(path, "must be >= the team's min (%d)", team->min));
+	team->min_expansion.kind = MM_EXPANSION_NONE;
+	if ((v = MmJsonGet(f, lengthof(f), "expansion")))
+	{
+		MmJsonField ef[] = {{"every_seconds"}, {"steps"}};
+		JsonbValue *ev;
+		JsonbContainer *steps;
+		MmExpansion *e = &team->min_expansion;
+		int			o = MmJsonPathPushKey(path, "expansion", 9);
+
+		MmJsonReadObject(path, v, ef, lengthof_fields(ef));
+		if (!(ev = MmJsonGet(ef, lengthof(ef), "every_seconds")))
+			MissingKey(path, "every_seconds", NULL);
+		WITH_KEY(path, "every_seconds",
+				 e->every_seconds = MmJsonNumber(path, ev, 0, true, MM_JSON_MAX_NUMBER));
+		if (!(ev = MmJsonGet(ef, lengthof(ef), "steps")))
+			MissingKey(path, "steps", "(a team's expansion gives its min at each step)");
+		WITH_KEY(path, "steps",
+				 steps = MmJsonArray(path, ev, 1, MM_MAX_EXPANSION_STEPS, &e->nsteps));
+		e->kind = MM_EXPANSION_CUSTOM;
+		e->steps = palloc0(sizeof(double) * e->nsteps);
+		e->step_off = palloc0(sizeof(bool) * e->nsteps);
+		for (int i = 0; i < e->nsteps; i++)
+		{
+			int			o1 = MmJsonPathPushKey(path, "steps", 5);
+			int			o2 = MmJsonPathPushIndex(path, i);
+
+			e->steps[i] = MmJsonInteger(path, getIthJsonbValueFromContainer(steps, i), 1, team->min);
+			MmJsonPathPop(path, o2);
+			MmJsonPathPop(path, o1);
+		}
+		MmJsonPathPop(path, o);
+	}
 }
 
 /* The statement parser of compound rules: and(...), or(...), not(x), names. */
@@ -794,7 +828,8 @@ MmParseQueueConfig(Jsonb *jb)
 	MmJsonField f[] = {
 		{"match_size"}, {"teams"}, {"ticket_timeout_seconds"},
 		{"acceptance_timeout_seconds"}, {"rating"}, {"statistics"}, {"rules"},
-		{"min_tickets"}
+		{"min_tickets"}, {"auto_backfill"}, {"match_function"}, {"rules_apply_to_proposals"},
+		{"algorithm"}
 	};
 	MmJsonPath	pathbuf;
 	MmJsonPath *path = &pathbuf;
@@ -887,7 +922,7 @@ MmParseQueueConfig(Jsonb *jb)
 
 	if ((v = MmJsonGet(f, lengthof(f), "rating")))
 	{
-		MmJsonField rf[] = {{"system"}, {"pool"}};
+		MmJsonField rf[] = {{"system"}, {"pool"}, {"boost"}, {"leavers_lose"}};
 		JsonbValue *rv;
 		int			o = MmJsonPathPushKey(path, "rating", 6);
 
@@ -902,6 +937,11 @@ MmParseQueueConfig(Jsonb *jb)
 					 MmJsonError(path, "must be one of elo, glicko2, openskill"));
 		if ((rv = MmJsonGet(rf, lengthof(rf), "pool")))
 			WITH_KEY(path, "pool", config->rating_pool = ReadName(path, rv));
+		/* read by mm.report_result: only checked here */
+		if ((rv = MmJsonGet(rf, lengthof(rf), "boost")))
+			WITH_KEY(path, "boost", (void) MmJsonBool(path, rv));
+		if ((rv = MmJsonGet(rf, lengthof(rf), "leavers_lose")))
+			WITH_KEY(path, "leavers_lose", (void) MmJsonBool(path, rv));
 		MmJsonPathPop(path, o);
 	}
 
@@ -950,7 +990,67 @@ MmParseQueueConfig(Jsonb *jb)
 		ParseCompounds(path, config);
 	}
 
+	if ((v = MmJsonGet(f, lengthof(f), "algorithm")))
+	{
+		MmJsonField af[] = {{"strategy"}, {"balanced_attribute"}, {"batching_preference"},
+		{"sort_by_attributes"}, {"expansion_age_selection"}};
+		JsonbValue *av;
+		char	   *str;
+		int			o = MmJsonPathPushKey(path, "algorithm", 9);
+
+		MmJsonReadObject(path, v, af, lengthof_fields(af));
+		if ((av = MmJsonGet(af, lengthof(af), "strategy")))
+			WITH_KEY(path, "strategy",
+					 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
+					 if (strcmp(str, "balanced") == 0)
+					 config->balanced = true;
+					 else if (strcmp(str, "exhaustive") != 0)
+					 MmJsonError(path, "must be one of exhaustive, balanced"));
+		if ((av = MmJsonGet(af, lengthof(af), "balanced_attribute")))
+		{
+			MmRuleConfig tmp;
+
+			if (!config->balanced)
+				WITH_KEY(path, "balanced_attribute",
+						 MmJsonError(path, "is allowed only with \"strategy\": \"balanced\""));
+			memset(&tmp, 0, sizeof(tmp));
+			WITH_KEY(path, "balanced_attribute", ReadAttribute(path, av, &tmp));
+			config->balanced_attribute = tmp.attribute;
+			config->balanced_depth = tmp.attribute_depth;
+			config->balanced_path = tmp.attribute_path;
+		}
+		else if (config->balanced)
+			MissingKey(path, "balanced_attribute", "with \"strategy\": \"balanced\"");
+		if (config->balanced && config->nteams == 0)
+			WITH_KEY(path, "strategy",
+					 MmJsonError(path, "balanced needs teams"));
+		if ((av = MmJsonGet(af, lengthof(af), "batching_preference")))
+			WITH_KEY(path, "batching_preference",
+					 MmJsonErrorHint(path, "The search ranks candidates by the rules' weighted closeness (see docs/queues-and-tickets.md).",
+									 "is not supported in this version"));
+		if ((av = MmJsonGet(af, lengthof(af), "sort_by_attributes")))
+			WITH_KEY(path, "sort_by_attributes",
+					 MmJsonError(path, "is not supported in this version (it goes with batching_preference sorted)"));
+		if ((av = MmJsonGet(af, lengthof(af), "expansion_age_selection")))
+			WITH_KEY(path, "expansion_age_selection",
+					 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
+					 if (strcmp(str, "newest") == 0)
+					 config->newest_age = true;
+					 else if (strcmp(str, "oldest") != 0)
+					 MmJsonError(path, "must be one of oldest, newest"));
+		MmJsonPathPop(path, o);
+	}
+
 	config->min_tickets = 1;
+	/* read by mm.leave_match and the tick from the config itself: only checked here */
+	if ((v = MmJsonGet(f, lengthof(f), "auto_backfill")))
+		WITH_KEY(path, "auto_backfill", (void) MmJsonBool(path, v));
+	if ((v = MmJsonGet(f, lengthof(f), "rules_apply_to_proposals")))
+		WITH_KEY(path, "rules_apply_to_proposals", (void) MmJsonBool(path, v));
+	if ((v = MmJsonGet(f, lengthof(f), "match_function")))
+		WITH_KEY(path, "match_function",
+				 (void) MmLookupMatchFunction(MmJsonString(path, v, 1, 2 * NAMEDATALEN + 1)));
+
 	if ((v = MmJsonGet(f, lengthof(f), "min_tickets")))
 		WITH_KEY(path, "min_tickets",
 				 config->min_tickets = MmJsonInteger(path, v, 1, MM_MAX_MATCH_SIZE);
@@ -1028,13 +1128,34 @@ MmQueueConfigToJsonb(const MmQueueConfig *config)
 	{
 		appendStringInfoString(&buf, i > 0 ? ", {" : "{");
 		AppendKeyString(&buf, "name", config->teams[i].name, false);
-		appendStringInfo(&buf, ", \"min\": %d, \"max\": %d}",
+		appendStringInfo(&buf, ", \"min\": %d, \"max\": %d",
 						 config->teams[i].min, config->teams[i].max);
+		if (config->teams[i].min_expansion.kind == MM_EXPANSION_CUSTOM)
+		{
+			const MmExpansion *e = &config->teams[i].min_expansion;
+
+			appendStringInfoString(&buf, ", \"expansion\": {\"every_seconds\": ");
+			AppendNumber(&buf, e->every_seconds);
+			appendStringInfoString(&buf, ", \"steps\": [");
+			for (k = 0; k < e->nsteps; k++)
+				appendStringInfo(&buf, "%s%d", k > 0 ? ", " : "", (int) e->steps[k]);
+			appendStringInfoString(&buf, "]}");
+		}
+		appendStringInfoChar(&buf, '}');
 	}
 	appendStringInfo(&buf, "], \"max_party_size\": %d", config->max_party_size);
 	/* keys added in 0.3 appear when not at their default */
 	if (config->min_tickets > 1)
 		appendStringInfo(&buf, ", \"min_tickets\": %d", config->min_tickets);
+	if (config->balanced || config->newest_age)
+	{
+		appendStringInfoString(&buf, ", \"algorithm\": {");
+		AppendKeyString(&buf, "strategy", config->balanced ? "balanced" : "exhaustive", false);
+		if (config->balanced)
+			AppendKeyString(&buf, "balanced_attribute", config->balanced_attribute, true);
+		AppendKeyString(&buf, "expansion_age_selection", config->newest_age ? "newest" : "oldest", true);
+		appendStringInfoChar(&buf, '}');
+	}
 	AppendKeyNumber(&buf, "ticket_timeout_seconds",
 					config->ticket_timeout_seconds > 0 ? config->ticket_timeout_seconds : NAN);
 	AppendKeyNumber(&buf, "acceptance_timeout_seconds",

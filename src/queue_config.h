@@ -185,11 +185,14 @@ typedef struct MmTeamConfig
 	char	   *name;
 	int			min;
 	int			max;
+	/* "expansion": custom steps lowering min as the oldest ticket waits */
+	MmExpansion min_expansion;	/* kind MM_EXPANSION_NONE: min stays */
 } MmTeamConfig;
 
 typedef struct MmQueueConfig
 {
-	int			match_min;		/* players, >= 2 */
+	int			match_min;		/* players, >= 2 (with the teams' base min) */
+	int			match_size_min; /* match_size.min as given (0: not given) */
 	int			match_max;		/* players, <= MM_MAX_MATCH_SIZE */
 	int			nteams;			/* 0: free-for-all of match_size */
 	MmTeamConfig *teams;
@@ -203,6 +206,13 @@ typedef struct MmQueueConfig
 	MmRuleConfig *rules;
 	int			max_party_size; /* the largest party a ticket may hold */
 	int			min_tickets;	/* a match holds at least this many tickets (>= 1) */
+
+	/* "algorithm" */
+	bool		newest_age;		/* expansion_age_selection newest */
+	bool		balanced;		/* strategy balanced */
+	char	   *balanced_attribute; /* with balanced: a dotted path */
+	int			balanced_depth;
+	char	  **balanced_path;
 } MmQueueConfig;
 
 /*
@@ -230,6 +240,14 @@ extern const MmRuleConfig *MmFindRule(const MmQueueConfig *config, const char *n
  */
 extern bool MmRuleThresholdAt(const MmRuleConfig *rule, double age_seconds,
 							  double *threshold, int *step);
+
+/*
+ * A team's min at an age of the oldest ticket (its expansion's step), and
+ * the match's min players then: the larger of match_size.min (as given) and
+ * the teams' mins.  Without teams, match_min.
+ */
+extern int	MmTeamMinAt(const MmTeamConfig *team, double age_seconds);
+extern int	MmMatchMinAt(const MmQueueConfig *config, double age_seconds);
 
 /* Checks a queue name against the naming rule; raises ERROR otherwise. */
 extern void MmValidateQueueName(const char *name);

@@ -70,3 +70,34 @@ MmRuleThresholdAt(const MmRuleConfig *rule, double age_seconds, double *threshol
 	*step = s;
 	return on;
 }
+
+/*
+ * A team's min at an age: step k (0-based) of its expansion applies from
+ * (k + 1) * every_seconds on, the last one stays.
+ */
+int
+MmTeamMinAt(const MmTeamConfig *team, double age_seconds)
+{
+	const MmExpansion *e = &team->min_expansion;
+	double		periods;
+
+	if (e->kind != MM_EXPANSION_CUSTOM || !(age_seconds > 0))
+		return team->min;
+	periods = floor(age_seconds / e->every_seconds);
+	if (periods < 1)
+		return team->min;
+	return (int) e->steps[(int) Min(periods, (double) e->nsteps) - 1];
+}
+
+/* The match's min players at an age; see queue_config.h. */
+int
+MmMatchMinAt(const MmQueueConfig *config, double age_seconds)
+{
+	int			sum = 0;
+
+	if (config->nteams == 0)
+		return config->match_min;
+	for (int t = 0; t < config->nteams; t++)
+		sum += MmTeamMinAt(&config->teams[t], age_seconds);
+	return Max(Max(sum, config->match_size_min), 2);
+}

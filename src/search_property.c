@@ -135,6 +135,7 @@ typedef struct Brute
 	const MmTicket *set[PROP_MAX_TICKETS];
 	int			nset;
 	int			team[PROP_MAX_TICKETS];
+	double		age;			/* the set's oldest ticket */
 } Brute;
 
 /*
@@ -206,7 +207,7 @@ TeamsHold(Brute *b)
 	for (int k = 0; k < b->nset; k++)
 		size[b->team[k]] += b->set[k]->nplayers;
 	for (int t = 0; t < config->nteams; t++)
-		if (size[t] < config->teams[t].min || size[t] > config->teams[t].max)
+		if (size[t] < MmTeamMinAt(&config->teams[t], b->age) || size[t] > config->teams[t].max)
 			return false;
 	view.nteams = config->nteams;
 	view.team_size = size;
@@ -265,7 +266,8 @@ SetIsValid(Brute *b, bool any_placement)
 		players += b->set[k]->nplayers;
 		age = Max(age, b->set[k]->age_seconds);
 	}
-	if (players < b->config->match_min || players > b->config->match_max)
+	b->age = age;
+	if (players < MmMatchMinAt(b->config, age) || players > b->config->match_max)
 		return false;
 	BruteThresholds(b, age);
 	if (!TicketRulesHold(b))
@@ -369,9 +371,12 @@ RandomConfig(bool *teams)
 		int			lo = RandInt(1, 3);
 		int			hi = lo + (Rand() < 0.4 ? 1 : 0);
 
-		appendStringInfo(&buf, "{\"teams\": [{\"name\": \"red\", \"min\": %d, \"max\": %d}, "
-						 "{\"name\": \"blue\", \"min\": %d, \"max\": %d}], \"rules\": [",
-						 lo, hi, lo, hi);
+		const char *expansion = lo > 1 && Rand() < 0.3 ?
+			psprintf(", \"expansion\": {\"every_seconds\": %d, \"steps\": [%d]}", RandInt(10, 40), lo - 1) : "";
+
+		appendStringInfo(&buf, "{\"teams\": [{\"name\": \"red\", \"min\": %d, \"max\": %d%s}, "
+						 "{\"name\": \"blue\", \"min\": %d, \"max\": %d%s}], \"rules\": [",
+						 lo, hi, expansion, lo, hi, expansion);
 	}
 	else
 	{

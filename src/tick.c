@@ -42,6 +42,7 @@
 #include "utils/timestamp.h"
 
 #include "events.h"
+#include "match_function.h"
 #include "match_search.h"
 #include "queue_config.h"
 #include "rules.h"
@@ -208,7 +209,7 @@ PreparePlans(void)
 	Oid			timeout_args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Oid			int4_1[] = {INT4OID};
 	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID,
-	INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID};
+	INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
 	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID};
@@ -291,10 +292,12 @@ PreparePlans(void)
 			 " SELECT u.id, $1, 'ready', $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb)"
 			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(id, region, quality, steps)" :
 			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps,"
-			 " acceptance_deadline)"
-			 " SELECT u.id, $1, $7, $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb), $8"
-			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(id, region, quality, steps)",
-			 8, matches_args);
+			 " acceptance_deadline, properties)"
+			 " SELECT u.id, $1, $7, $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb), $8,"
+			 " CAST(COALESCE(u.props, '{}') AS pg_catalog.jsonb)"
+			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5),"
+			 " pg_catalog.unnest($9)) AS u(id, region, quality, steps, props)",
+			 9, matches_args);
 	KeepPlan(&PlanInsertPlayers,
 			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)"
 			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team"
@@ -626,9 +629,19 @@ ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
  * a matched ticket's row is copied to the ended partition and deleted by
  * ctid, which cannot change while this tick holds the row lock.
  */
+/*
+ * What a match function needs of each loaded ticket besides its rule values:
+ * its players as stored and its creation time (match_function.c).
+ */
+typedef struct LoadedRaw
+{
+	Jsonb	  **players;
+	TimestampTz *created;
+} LoadedRaw;
+
 static MmTicket *
 LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *count,
-			ItemPointerData **ctids)
+			ItemPointerData **ctids, LoadedRaw *raw_out)
 {
 	Datum		values[2];
 	Portal		portal;
@@ -641,6 +654,11 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	tickets = palloc(sizeof(MmTicket) * allocated);
 	if (ctids)
 		*ctids = palloc(sizeof(ItemPointerData) * allocated);
+	if (raw_out)
+	{
+		raw_out->players = palloc(sizeof(Jsonb *) * allocated);
+		raw_out->created = palloc(sizeof(TimestampTz) * allocated);
+	}
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = TimestampTzGetDatum(now);
 	LoadedOtherQueuesTickets = false;
@@ -685,6 +703,11 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 				tickets = repalloc_huge(tickets, sizeof(MmTicket) * allocated);
 				if (ctids)
 					*ctids = repalloc_huge(*ctids, sizeof(ItemPointerData) * allocated);
+				if (raw_out)
+				{
+					raw_out->players = repalloc_huge(raw_out->players, sizeof(Jsonb *) * allocated);
+					raw_out->created = repalloc_huge(raw_out->created, sizeof(TimestampTz) * allocated);
+				}
 			}
 			ticket = &tickets[n++];
 			ticket->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
@@ -694,8 +717,14 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			raw = SPI_getbinval(tuple, desc, 3, &isnull);
 			jb = DatumGetJsonbP(raw);
 			ParseTicket(context, ticket, jb, players);
+			if (raw_out)
+			{
+				/* kept for the match function: a copy outliving the tuple */
+				raw_out->players[n - 1] = (Pointer) jb != DatumGetPointer(raw) ? jb : DatumGetJsonbPCopy(raw);
+				raw_out->created[n - 1] = created_at;
+			}
 			/* a detoasted copy is ours to free; the tuple is freed below */
-			if ((Pointer) jb != DatumGetPointer(raw))
+			else if ((Pointer) jb != DatumGetPointer(raw))
 				pfree(jb);
 			if (ctids)
 				(*ctids)[n - 1] = *(ItemPointer) DatumGetPointer(SPI_getbinval(tuple, desc, 4, &isnull));
@@ -876,7 +905,7 @@ AcceptanceDeadline(const MmQueueConfig *config, TimestampTz now)
 static void
 WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			 MmTicket *tickets, const ItemPointerData *ctids, const MmSearchResult *result,
-			 MmTickStats *stats)
+			 char **properties, MmTickStats *stats)
 {
 	const MmQueueConfig *config = context->config;
 	int			nm = result->nmatches;
@@ -895,8 +924,8 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 			  **t_team;
 	int		   *t_index;
 	ArrayType  *player_ids;
-	Datum		values[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	TimestampTz deadline = AcceptanceDeadline(config, now);
 	int			rc,
 				i,
@@ -948,6 +977,9 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	values[6] = CStringGetTextDatum(deadline != 0 ? "proposed" : "ready");
 	values[7] = TimestampTzGetDatum(deadline);
 	nulls[7] = deadline != 0 ? ' ' : 'n';
+	/* a match function's properties; NULL: {} */
+	values[8] = properties ? PointerGetDatum(MmBuildTextArray((const char **) properties, nm)) : (Datum) 0;
+	nulls[8] = properties ? ' ' : 'n';
 	RunWriteWithNulls(PlanInsertMatches, values, nulls, SPI_OK_INSERT, nm, "inserting matches");
 
 	/* mm.match_players and the tickets */
@@ -1151,7 +1183,7 @@ WriteBackfill(const char *queue, const MmRuleContext *context, TimestampTz now,
  */
 static void
 ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
-			   MmTicket *tickets, ItemPointerData *ctids, int *ntickets)
+			   MmTicket *tickets, ItemPointerData *ctids, LoadedRaw *raw, int *ntickets)
 {
 	const MmQueueConfig *config = context->config;
 	int			nteams = config->nteams > 0 ? config->nteams : 1;
@@ -1293,9 +1325,36 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 		if (taken[i])
 			continue;
 		tickets[t] = tickets[i];
+		if (raw)
+		{
+			raw->players[t] = raw->players[i];
+			raw->created[t] = raw->created[i];
+		}
 		ctids[t++] = ctids[i];
 	}
 	*ntickets = t;
+}
+
+/* A string member of the queue's config, or NULL. */
+static const char *
+ConfigString(Jsonb *config, const char *key)
+{
+	JsonbValue	v;
+
+	if (getKeyJsonValueFromContainer(&config->root, key, strlen(key), &v) == NULL ||
+		v.type != jbvString)
+		return NULL;
+	return pnstrdup(v.val.string.val, v.val.string.len);
+}
+
+/* Whether a member of the queue's config is false. */
+static bool
+ConfigIsFalse(Jsonb *config, const char *key)
+{
+	JsonbValue	v;
+
+	return getKeyJsonValueFromContainer(&config->root, key, strlen(key), &v) != NULL &&
+		v.type == jbvBool && !v.val.boolean;
 }
 
 /* Ticks one queue; returns the matches formed. */
@@ -1316,6 +1375,9 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 	ItemPointerData *ctids = NULL;
 	int			ntickets;
 	MmSearchResult *result;
+	const char *match_function;
+	LoadedRaw	raw = {NULL, NULL};
+	char	  **properties = NULL;
 	instr_time	start;
 	int64		key;
 	int			matches;
@@ -1359,21 +1421,28 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 		ExpireProposals(queue, now);
 	stats->tickets_timed_out = TimeOutTickets(queue, config, now);
 	MmRuleContextInit(&context, config);
-	tickets = LoadTickets(&context, queue, now, &ntickets, PlansForSchema01 ? NULL : &ctids);
+	match_function = PlansForSchema01 ? NULL : ConfigString(config_jsonb, "match_function");
+	tickets = LoadTickets(&context, queue, now, &ntickets, PlansForSchema01 ? NULL : &ctids,
+						  match_function ? &raw : NULL);
 	if (!PlansForSchema01)
-		ServeBackfills(queue, &context, now, tickets, ctids, &ntickets);
+		ServeBackfills(queue, &context, now, tickets, ctids, match_function ? &raw : NULL, &ntickets);
 	stats->tickets_loaded = ntickets;
 	stats->load_ms = ElapsedMs(start);
 
 	INSTR_TIME_SET_CURRENT(start);
-	result = MmSearchMatches(&context, tickets, ntickets);
+	if (match_function)
+		result = MmRunMatchFunction(&context, queue, match_function,
+									!ConfigIsFalse(config_jsonb, "rules_apply_to_proposals"),
+									tickets, raw.players, raw.created, ntickets, now, &properties);
+	else
+		result = MmSearchMatches(&context, tickets, ntickets);
 	stats->compute_ms = ElapsedMs(start);
 	/* the search's structures were freed on return: count them at their peak */
 	stats->memory_bytes = MemoryContextMemAllocated(queue_context, true) + result->scratch_bytes;
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (result->nmatches > 0)
-		WriteMatches(queue, &context, now, tickets, ctids, result, stats);
+		WriteMatches(queue, &context, now, tickets, ctids, result, properties, stats);
 	stats->write_ms = ElapsedMs(start);
 	stats->memory_bytes = Max(stats->memory_bytes,
 							  (int64) MemoryContextMemAllocated(queue_context, true));
@@ -1486,6 +1555,7 @@ mm_tick(PG_FUNCTION_ARGS)
 
 	MmCheckNotifyQueue();
 	LastStatsCount = 0;
+	MmMatchFunctionStatsReset();
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 	PreparePlans();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: a demo of matchmaking on a throwaway local cluster.
-#   bash test/demo.sh                      # about two and a half minutes
+#   bash test/demo.sh                      # about a minute and a half
 #   bash test/demo.sh --seconds 300 --interval 0.5-2   # longer and busier
 #
 # Installs what it needs, builds the extension and the simulator, starts a

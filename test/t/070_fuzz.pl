@@ -13,6 +13,11 @@
 #   - mm.tick (interleaved on the fuzzed queues and on five fixed valid
 #     queues, so that matches really form) with odd `now` values, ticket
 #     cancellation with odd ids, status UPDATEs by hand;
+#   - the match lifecycle on the matches the ticks formed (one queue asks
+#     for acceptance): accept_match (all players, or one accepting or
+#     rejecting), assign, report_result, complete_match, leave_match,
+#     requeue_match, request_backfill, cancel_backfill, get_assignment, now
+#     and then with odd ids, players, ranks, slots, connections and times;
 #   - the metrics functions with extreme windows and times;
 #   - the rating and balancing functions (Elo, Glicko-2, team ratings, smurf
 #     score, balance_teams, OpenSkill) with mismatched array lengths, NaN,
@@ -903,6 +908,106 @@ sub gen_balance
 		$odd == 0 && $n <= 200 && defined $team_count && $team_count >= 2 && $team_count <= $n ];
 }
 
+# --- the match lifecycle (0.3) ------------------------------------------------
+
+# A match picked in SQL: one of the newest five in the given statuses (the
+# data, and so the pick, follow from the seed).
+sub some_match
+{
+	my ($statuses) = @_;
+	return pick('0', '-1', 'NULL::bigint', '9223372036854775807') if chance(0.05);
+	return "(SELECT id FROM mm.matches WHERE status IN ($statuses) ORDER BY id DESC LIMIT 1 OFFSET "
+	  . R(5) . ')';
+}
+
+sub lifecycle_now { return chance(0.9) ? ts($clock) : odd_time(); }
+
+# One of a match's players (the k-th by id), as (match_id, player_id) columns.
+sub match_player
+{
+	my ($m, $extra) = @_;
+	return "(SELECT mp.match_id, mp.player_id FROM mm.match_players mp WHERE mp.match_id = $m"
+	  . ($extra // '') . ' ORDER BY mp.player_id LIMIT 1 OFFSET ' . R(3) . ') x';
+}
+
+# Acceptance, assignment, results, early quits, requeues and backfill on the
+# matches the ticks formed, now and then with odd arguments.  None is
+# required to succeed (a match may be in another status by then).
+sub gen_lifecycle
+{
+	my $k = R(100);
+	my $live = "'ready', 'assigned'";
+	if ($k < 20)
+	{
+		# every player of a proposed match accepts, in order: the last makes it ready
+		my $m = some_match("'proposed'");
+		return [ 'lifecycle', 'SELECT count(mm.accept_match(x.match_id, x.player_id, true, ' . lifecycle_now()
+			  . ")) FROM (SELECT mp.match_id, mp.player_id FROM mm.match_players mp WHERE mp.match_id = $m"
+			  . ' ORDER BY mp.player_id) x' ];
+	}
+	if ($k < 30)
+	{
+		my $m = some_match(chance(0.8) ? "'proposed'" : "'ready', 'cancelled'");
+		my $player = chance(0.9) ? 'x.player_id' : lit(pick('nobody', '', undef));
+		return [ 'lifecycle', "SELECT mm.accept_match(x.match_id, $player, "
+			  . pick('true', 'true', 'false', 'NULL::boolean') . ', ' . lifecycle_now() . ') FROM '
+			  . match_player($m) ];
+	}
+	if ($k < 42)
+	{
+		my $m = some_match(chance(0.85) ? "'ready'" : "'proposed', 'assigned', 'completed'");
+		my $conn = chance(0.8) ? lit('game-' . R(100) . '.example:7777') : lit(pick('', undef, 'x' x 1025));
+		my $props = chance(0.8) ? "'{\"map\": \"dust\"}'::jsonb"
+		  : pick("'[]'::jsonb", 'NULL::jsonb', "'1'::jsonb",
+			"jsonb_build_object('big', repeat('x', 5000))");
+		return [ 'lifecycle', "SELECT mm.assign($m, $conn, $props)" ];
+	}
+	if ($k < 54)
+	{
+		my $m = some_match(chance(0.9) ? $live : "'proposed', 'completed', 'cancelled'");
+		# ranks by side (team, or player in a free-for-all), each side its own rank
+		my $ranks = chance(0.85)
+		  ? "(SELECT jsonb_object_agg(s, r) FROM (SELECT s, dense_rank() OVER (ORDER BY s) AS r"
+		  . " FROM (SELECT DISTINCT coalesce(team, player_id) AS s FROM mm.match_players"
+		  . " WHERE match_id = $m) d) x)"
+		  : pick("'{}'::jsonb", "'[]'::jsonb", 'NULL::jsonb', "'{\"red\": 0}'::jsonb",
+			"'{\"nope\": 1}'::jsonb", "'{\"a\": 1.5, \"b\": 2}'::jsonb", "'{\"a\": \"1\"}'::jsonb");
+		return [ 'lifecycle', "SELECT count(*) FROM mm.report_result($m, $ranks, " . lifecycle_now() . ')' ];
+	}
+	if ($k < 64)
+	{
+		my $m = some_match(chance(0.9) ? $live : "'proposed', 'completed'");
+		return [ 'lifecycle', "SELECT mm.complete_match($m, " . lifecycle_now() . ')' ];
+	}
+	if ($k < 74)
+	{
+		my $m = some_match(chance(0.9) ? $live : "'proposed', 'cancelled'");
+		return [ 'lifecycle', 'SELECT mm.leave_match(x.match_id, x.player_id, ' . lifecycle_now() . ') FROM '
+			  . match_player($m) ];
+	}
+	if ($k < 84)
+	{
+		my $m = some_match(chance(0.9) ? "'proposed', 'ready', 'assigned'" : "'completed', 'cancelled'");
+		my $reason = chance(0.85) ? lit('server failed') : lit(pick('', undef, 'x' x 257));
+		return [ 'lifecycle', "SELECT mm.requeue_match($m, $reason, " . lifecycle_now() . ')' ];
+	}
+	if ($k < 91)
+	{
+		my $m = some_match($live);
+		my $slots = pick('NULL::jsonb', 'NULL::jsonb', "'{}'::jsonb", "'{\"players\": 1}'::jsonb",
+			"'{\"a\": 1}'::jsonb", "'{\"red\": 1}'::jsonb", "'[]'::jsonb", "'{\"a\": -1}'::jsonb",
+			"'{\"a\": 1.5}'::jsonb");
+		return [ 'lifecycle', "SELECT mm.request_backfill($m, $slots, " . lifecycle_now() . ')' ];
+	}
+	if ($k < 95)
+	{
+		return [ 'lifecycle', 'SELECT mm.cancel_backfill(' . some_match($live . ", 'completed'") . ', '
+			  . lifecycle_now() . ')' ];
+	}
+	my $id = chance(0.8) ? 1 + R($tickets_generated + 10) : pick('0', '-1', 'NULL::bigint', '9223372036854775807');
+	return [ 'lifecycle', "SELECT count(*) FROM mm.get_assignment($id)" ];
+}
+
 # The mix of one batch.
 sub gen_call
 {
@@ -914,10 +1019,11 @@ sub gen_call
 		$tickets_generated++;
 		return gen_ticket();
 	}
-	return gen_tick() if $k < 64;
-	return gen_cancel() if $k < 69;
-	return gen_metrics() if $k < 77;
-	return gen_rating() if $k < 91;
+	return gen_tick() if $k < 62;
+	return gen_lifecycle() if $k < 70;
+	return gen_cancel() if $k < 74;
+	return gen_metrics() if $k < 80;
+	return gen_rating() if $k < 92;
 	return gen_balance();
 }
 
@@ -1024,11 +1130,16 @@ my @invariants = (
 		 WHERE (t.status IN ('matched', 'proposed')
 				AND (t.match_id IS NULL OR NOT EXISTS (SELECT 1 FROM mm.matches m WHERE m.id = t.match_id)))
 			OR (t.status IN ('searching', 'cancelled', 'timed_out') AND t.match_id IS NOT NULL)} ],
-	[ 'a proposed ticket is in a proposed match, a matched one in a match that was accepted', q{
+	[ 'a proposed ticket is in a proposed match, a matched one in a match that was accepted'
+		  . ' (or requeued after a player of the ticket left it)', q{
 		SELECT t.id || ' ' || t.status || ' match ' || m.id || ' ' || m.status FROM mm.tickets t
 		  JOIN mm.matches m ON m.id = t.match_id
 		 WHERE (t.status = 'proposed' AND m.status <> 'proposed')
-			OR (t.status = 'matched' AND m.status NOT IN ('ready', 'assigned', 'completed'))} ],
+			OR (t.status = 'matched' AND m.status NOT IN ('ready', 'assigned', 'completed')
+				AND NOT (m.status = 'cancelled'
+						 AND EXISTS (SELECT 1 FROM mm.match_players mp
+									  WHERE mp.match_id = m.id AND mp.ticket_id = t.id
+										AND mp.left_at IS NOT NULL)))} ],
 	[ 'every player of a match not cancelled belongs to a ticket in that match, on its team', q{
 		SELECT mp.match_id || ' ' || mp.player_id FROM mm.match_players mp
 		  JOIN mm.matches m ON m.id = mp.match_id
@@ -1046,29 +1157,33 @@ my @invariants = (
 		   AND NOT EXISTS (SELECT 1 FROM mm.match_players mp
 							WHERE mp.match_id = t.match_id AND mp.player_id = p.value ->> 'id'
 							  AND mp.ticket_id = t.id)} ],
-	[ 'no negative time to match (matched when the match was formed, or accepted by all after that)', q{
+	[ 'no negative time to match (matched when the match was formed, or later: accepted, backfilled)', q{
 		SELECT t.id || ' created ' || t.created_at || ' matched ' || t.matched_at || ' match ' || m.created_at
 		  FROM mm.tickets_ended t JOIN mm.matches m ON m.id = t.match_id
 		 WHERE t.status = 'matched'
-		   AND (t.matched_at IS NULL OR t.matched_at < t.created_at OR t.matched_at < m.created_at
-				OR (m.acceptance_deadline IS NULL AND t.matched_at <> m.created_at))} ],
+		   AND (t.matched_at IS NULL OR t.matched_at < t.created_at OR t.matched_at < m.created_at)} ],
 	[ 'every match has its config recorded', q{
 		SELECT m.id::text FROM mm.matches m
 		 WHERE NOT EXISTS (SELECT 1 FROM fuzz_match_config c WHERE c.match_id = m.id AND c.config IS NOT NULL)} ],
+	# players who left make room for backfill: at most max players in the match
+	# at once, and at least min ever
 	[ 'every match is within its match size', q{
-		SELECT m.id || ' has ' || n.players || ' players'
+		SELECT m.id || ' has ' || n.players || ' players, ' || n.present || ' present'
 		  FROM mm.matches m JOIN fuzz_match_config c ON c.match_id = m.id
-		 CROSS JOIN LATERAL (SELECT count(*) AS players FROM mm.match_players mp WHERE mp.match_id = m.id) n
+		 CROSS JOIN LATERAL (SELECT count(*) AS players, count(*) FILTER (WHERE mp.left_at IS NULL) AS present
+							   FROM mm.match_players mp WHERE mp.match_id = m.id) n
 		 CROSS JOIN LATERAL (SELECT mm.validate_queue_config(c.config) -> 'match_size' AS ms) v
-		 WHERE n.players < (v.ms ->> 'min')::numeric OR n.players > (v.ms ->> 'max')::numeric} ],
+		 WHERE n.players < (v.ms ->> 'min')::numeric OR n.present > (v.ms ->> 'max')::numeric} ],
 	[ 'every team of a match is within its bounds', q{
 		SELECT m.id || ' team ' || (t.value ->> 'name') || ': ' || coalesce(n.players, 0)
 		  FROM mm.matches m JOIN fuzz_match_config c ON c.match_id = m.id
 		 CROSS JOIN LATERAL jsonb_array_elements(
 				CASE WHEN jsonb_typeof(c.config -> 'teams') = 'array' THEN c.config -> 'teams' ELSE '[]' END) t
-		  LEFT JOIN LATERAL (SELECT count(*) AS players FROM mm.match_players mp
+		  LEFT JOIN LATERAL (SELECT count(*) AS players, count(*) FILTER (WHERE mp.left_at IS NULL) AS present
+							   FROM mm.match_players mp
 							  WHERE mp.match_id = m.id AND mp.team = t.value ->> 'name') n ON true
-		 WHERE coalesce(n.players, 0) NOT BETWEEN (t.value ->> 'min')::numeric AND (t.value ->> 'max')::numeric} ],
+		 WHERE coalesce(n.players, 0) < (t.value ->> 'min')::numeric
+			OR coalesce(n.present, 0) > (t.value ->> 'max')::numeric} ],
 	[ 'every match player is on a team of the config (none in a free-for-all)', q{
 		SELECT mp.match_id || ' ' || mp.player_id || ' ' || coalesce(mp.team, 'NULL')
 		  FROM mm.match_players mp JOIN fuzz_match_config c ON c.match_id = mp.match_id
@@ -1286,7 +1401,7 @@ while ($calls < $TOTAL_CALLS)
 			diag("MM_FUZZ_SEED=$seed: invariants broken $invariant_broken: "
 				  . join('; ', map { "$_: @{ $bad->{$_} }" } sort keys %$bad));
 			# the culprit is one of the batch's calls that changed something
-			my @suspects = grep { ($result{$_} // '') eq 'ok' && $batch[$_][0] =~ /^(?:ticket|tick|cancel|queue_config)$/ } 0 .. $#batch;
+			my @suspects = grep { ($result{$_} // '') eq 'ok' && $batch[$_][0] =~ /^(?:ticket|tick|lifecycle|cancel|queue_config)$/ } 0 .. $#batch;
 			diag("MM_FUZZ_SEED=$seed: calls of that batch that succeeded and may change data:\n"
 				  . join("\n", map { '  ' . ($calls - @batch + 1 + $_) . ': ' . substr($batch[$_][1], 0, 300) } @suspects)
 				  . "\nRerun with MM_FUZZ_SEED=$seed MM_FUZZ_CHECK_EVERY_CALL=1 to name the call.");
@@ -1305,7 +1420,7 @@ note('outcomes by SQLSTATE: ' . join(', ', map { "$_ $states{$_}" } sort keys %s
 # Verdicts
 
 cmp_ok($calls, '>=', $stopped_early ? 500 : $TOTAL_CALLS, "MM_FUZZ_SEED=$seed: enough calls made");
-for my $cat (qw(queue_config ticket tick cancel metrics ratings balance))
+for my $cat (qw(queue_config ticket tick lifecycle cancel metrics ratings balance))
 {
 	my @f = @{ $failures{$cat} // [] };
 	ok(!@f, "MM_FUZZ_SEED=$seed: $cat: " . ($count{$cat} // 0)

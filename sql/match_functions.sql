@@ -1,0 +1,99 @@
+-- Custom match functions: a queue's "match_function" proposes matches, the
+-- evaluator checks each proposal (shape, tickets still searching and locked
+-- by this tick, teams and sizes, the queue's rules) and commits the best
+-- non-overlapping ones by score; rejected proposals are counted by reason.
+SET timezone = 'UTC';
+\set SHOW_CONTEXT never
+CREATE SCHEMA mf_game;
+
+-- Proposes every pair of consecutive tickets (red: the older), scored by
+-- closeness in skill, plus a set of broken proposals: a ticket that is not
+-- searching, malformed rows, a team too large, a team missing.
+CREATE FUNCTION mf_game.pairs(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+DECLARE
+	t jsonb;
+	prev jsonb;
+	ids jsonb := '[]';
+BEGIN
+	FOR t IN SELECT value FROM jsonb_array_elements(tickets) LOOP
+		ids := ids || (t -> 'id');
+		IF prev IS NOT NULL THEN
+			RETURN NEXT jsonb_build_object(
+				'tickets', jsonb_build_array(prev -> 'id', t -> 'id'),
+				'teams', jsonb_build_object('red', jsonb_build_array(prev -> 'id'),
+											'blue', jsonb_build_array(t -> 'id')),
+				'score', 1000 - abs((prev #>> '{players,0,attributes,skill}')::int
+									- (t #>> '{players,0,attributes,skill}')::int),
+				'properties', jsonb_build_object('pair', (prev #>> '{players,0,id}') || '+' || (t #>> '{players,0,id}')));
+		END IF;
+		prev := t;
+	END LOOP;
+	-- stale: a ticket id the tick did not pass (cancelled, or never existed)
+	RETURN NEXT jsonb_build_object('teams', jsonb_build_object('red', '[-1]'::jsonb, 'blue', jsonb_build_array(ids -> 0)), 'score', 5000);
+	-- malformed: not an object, no teams, a string id, a NULL row
+	RETURN NEXT '"junk"';
+	RETURN NEXT jsonb_build_object('tickets', ids, 'score', 5000);
+	RETURN NEXT jsonb_build_object('teams', jsonb_build_object('red', '["x"]'::jsonb, 'blue', jsonb_build_array(ids -> 1)), 'score', 5000);
+	RETURN NEXT NULL;
+	-- teams: red too large, blue missing
+	RETURN NEXT jsonb_build_object('teams', jsonb_build_object('red', jsonb_build_array(ids -> 0),
+																'blue', jsonb_build_array(ids -> 1, ids -> 2)), 'score', 5000);
+	RETURN NEXT jsonb_build_object('teams', jsonb_build_object('red', jsonb_build_array(ids -> 0)), 'score', 5000);
+	-- teams: one ticket on both teams
+	RETURN NEXT jsonb_build_object('teams', jsonb_build_object('red', jsonb_build_array(ids -> 0),
+																'blue', jsonb_build_array(ids -> 0)), 'score', 5000);
+END
+$$;
+-- A function with the wrong return type, for the config check.
+CREATE FUNCTION mf_game.wrong(queue text, tickets jsonb, now timestamptz) RETURNS jsonb
+LANGUAGE sql AS $$ SELECT '{}'::jsonb $$;
+
+-- the config names a schema-qualified function of the right signature
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "pairs"}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.nope"}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.wrong"}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": 7}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rules_apply_to_proposals": "no"}');
+
+SELECT mm.create_queue('mf_duel', '{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}],
+  "match_function": "mf_game.pairs",
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 300}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_duel', '[{"id": "a", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:00+00'),
+  ('mf_duel', '[{"id": "b", "attributes": {"skill": 1500}}]', '2026-01-01 00:00:01+00'),
+  ('mf_duel', '[{"id": "c", "attributes": {"skill": 1510}}]', '2026-01-01 00:00:02+00'),
+  ('mf_duel', '[{"id": "d", "attributes": {"skill": 1600}}]', '2026-01-01 00:00:03+00'),
+  ('mf_duel', '[{"id": "e", "attributes": {"skill": 3000}}]', '2026-01-01 00:00:04+00');
+-- pairs a-b (score 500, skill gap 500 > 300: the rule rejects it), b-c
+-- (990), c-d (910, overlaps b-c), d-e (-400, gap 1400: rejected by the
+-- rule); 4 malformed rows, 1 stale, 3 that break the teams
+SELECT mm.tick('mf_duel', '2026-01-01 00:00:05+00');
+SELECT queue, proposals, accepted, rejected_malformed, rejected_stale, rejected_teams,
+	   rejected_rules, rejected_overlap FROM mm.match_function_stats();
+SELECT m.status, m.properties, string_agg(mp.player_id || '/' || mp.team, ',' ORDER BY mp.player_id) AS players
+  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+ WHERE m.queue = 'mf_duel' GROUP BY m.id ORDER BY m.id;
+SELECT t.players -> 0 ->> 'id' AS player, t.status FROM mm.tickets t WHERE t.queue = 'mf_duel' ORDER BY t.id;
+
+-- without the queue's rules: the proposals are checked for shape and
+-- teams only; a-d (gap 600) and then nothing else (e alone)
+SELECT mm.alter_queue('mf_duel', config || '{"rules_apply_to_proposals": false}')
+  FROM mm.queues WHERE name = 'mf_duel';
+SELECT mm.tick('mf_duel', '2026-01-01 00:00:06+00');
+SELECT queue, proposals, accepted, rejected_rules, rejected_overlap FROM mm.match_function_stats();
+SELECT string_agg(mp.player_id || '/' || mp.team, ',' ORDER BY mp.player_id) AS players
+  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+ WHERE m.queue = 'mf_duel' GROUP BY m.id ORDER BY m.id;
+
+-- a function that fails fails the tick of its queue (mm.tick(NULL) goes on
+-- with the other queues and warns)
+CREATE OR REPLACE FUNCTION mf_game.pairs(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the match function broke'; END $$;
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_duel', '[{"id": "f", "attributes": {"skill": 3000}}]', '2026-01-01 00:00:07+00');
+SELECT mm.tick('mf_duel', '2026-01-01 00:00:08+00');
+SELECT mm.tick(NULL, '2026-01-01 00:00:08+00') >= 0 AS all_queues_ticked;
+
+SELECT mm.drop_queue('mf_duel', force => true);
+DROP SCHEMA mf_game CASCADE;

@@ -1,0 +1,39 @@
+/*
+ * match_function.h
+ *	  A queue's custom match function and the evaluator of its proposals
+ *	  (match_function.c; docs/queues-and-tickets.md, "Custom match functions").
+ */
+#ifndef MM_MATCH_FUNCTION_H
+#define MM_MATCH_FUNCTION_H
+
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "match_search.h"
+
+/*
+ * The oid of the function a config names ("schema.function"), taking (text,
+ * jsonb, timestamptz) and returning SETOF jsonb; ERROR otherwise.
+ */
+extern Oid	MmLookupMatchFunction(const char *name);
+
+/*
+ * Calls the queue's match function with its searching tickets (their
+ * players' jsonb and creation times alongside), checks every proposal and
+ * resolves overlaps by score.  Returns the matches to write, in the shape of
+ * the search's result (SPI must be connected); *properties receives each
+ * match's properties as JSON text.  Counts what it rejected, by reason, for
+ * mm.match_function_stats().
+ */
+extern MmSearchResult *MmRunMatchFunction(const MmRuleContext *context, const char *queue,
+										  const char *function, bool rules_apply,
+										  const MmTicket *tickets, Jsonb *const *players,
+										  const TimestampTz *created, int ntickets,
+										  TimestampTz now, char ***properties);
+
+/* Forgets the previous tick's proposal counts (start of mm.tick). */
+extern void MmMatchFunctionStatsReset(void);
+
+#endif							/* MM_MATCH_FUNCTION_H */
