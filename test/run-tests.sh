@@ -41,6 +41,13 @@ for suite in $suites; do
 			status=1
 			failed=$((failed + 1))
 		fi
+		# no link in the README or docs/ points at a missing file or heading
+		if perl test/scripts/check_links.pl; then
+			passed=$((passed + 1))
+		else
+			status=1
+			failed=$((failed + 1))
+		fi
 		tests=$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-REGRESS)
 		if ! mm_as_user "$MM_PGXS_DIR/src/test/regress/pg_regress" --inputdir=. \
 			--bindir="$MM_BINDIR" --dbname=contrib_regression $tests 2>&1 | tee regress.log; then
