@@ -391,6 +391,9 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 			s->balance_rule = i;
 	if (s->balance_rule < 0)
 		s->balance_rule = s->main_rule;
+	/* strategy balanced: the balanced attribute, extracted after the rules */
+	if (config->balanced)
+		s->balance_rule = nrules;
 
 	s->dead = palloc0(sizeof(bool) * ntickets);
 	s->next_age = palloc(sizeof(int) * (ntickets + 1));
@@ -1237,6 +1240,9 @@ TryTeamsExhaustive(SearchState *s, const int *sizes, double *closeness_sum, doub
 {
 	if (TryTeams(s, sizes, closeness_sum, weight_sum))
 		return true;
+	/* strategy balanced: the teams are the balancer's */
+	if (s->config->balanced)
+		return false;
 	(void) PreparePlayers(s);
 	for (int t = 0; t < s->config->nteams; t++)
 		s->actual_size[t] = 0;

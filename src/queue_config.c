@@ -1018,19 +1018,71 @@ MmParseQueueConfig(Jsonb *jb)
 			config->balanced_attribute = tmp.attribute;
 			config->balanced_depth = tmp.attribute_depth;
 			config->balanced_path = tmp.attribute_path;
+			/* read like a difference rule's attribute; a missing value is the match's average */
+			config->balanced_rule = palloc0(sizeof(MmRuleConfig));
+			config->balanced_rule->name = "balanced_attribute";
+			config->balanced_rule->type = MM_RULE_DIFFERENCE;
+			config->balanced_rule->weight = 0;
+			config->balanced_rule->attribute = tmp.attribute;
+			config->balanced_rule->attribute_depth = tmp.attribute_depth;
+			config->balanced_rule->attribute_path = tmp.attribute_path;
+			config->balanced_rule->missing_matches_any = true;
+			config->balanced_rule->seconds_until_optional = -1;
 		}
 		else if (config->balanced)
 			MissingKey(path, "balanced_attribute", "with \"strategy\": \"balanced\"");
 		if (config->balanced && config->nteams == 0)
 			WITH_KEY(path, "strategy",
 					 MmJsonError(path, "balanced needs teams"));
+		config->batching = MM_BATCHING_RULES;
 		if ((av = MmJsonGet(af, lengthof(af), "batching_preference")))
 			WITH_KEY(path, "batching_preference",
-					 MmJsonErrorHint(path, "The search ranks candidates by the rules' weighted closeness (see docs/queues-and-tickets.md).",
-									 "is not supported in this version"));
+					 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
+					 if (strcmp(str, "sorted") == 0)
+					 config->batching = MM_BATCHING_SORTED;
+					 else if (strcmp(str, "largest_population") == 0)
+					 config->batching = MM_BATCHING_LARGEST_POPULATION;
+					 else if (strcmp(str, "fastest_region") == 0)
+					 config->batching = MM_BATCHING_FASTEST_REGION;
+					 else if (strcmp(str, "random") == 0)
+					 config->batching = MM_BATCHING_RANDOM;
+					 else
+					 MmJsonError(path, "must be one of sorted, largest_population, fastest_region, random"));
 		if ((av = MmJsonGet(af, lengthof(af), "sort_by_attributes")))
-			WITH_KEY(path, "sort_by_attributes",
-					 MmJsonError(path, "is not supported in this version (it goes with batching_preference sorted)"));
+		{
+			JsonbContainer *list;
+			int			o2 = MmJsonPathPushKey(path, "sort_by_attributes", 18);
+
+			if (config->batching != MM_BATCHING_SORTED)
+				MmJsonError(path, "is allowed only with \"batching_preference\": \"sorted\"");
+			list = MmJsonArray(path, av, 1, MM_MAX_SORT_ATTRIBUTES, &config->nsort);
+			config->sort_rules = palloc0(sizeof(MmRuleConfig) * config->nsort);
+			for (int k = 0; k < config->nsort; k++)
+			{
+				MmRuleConfig *sr = &config->sort_rules[k];
+				int			o3 = MmJsonPathPushIndex(path, k);
+
+				ReadAttribute(path, getIthJsonbValueFromContainer(list, k), sr);
+				sr->name = "sort_by_attributes";
+				sr->type = MM_RULE_DIFFERENCE;
+				sr->missing_matches_any = true;
+				sr->seconds_until_optional = -1;
+				MmJsonPathPop(path, o3);
+			}
+			MmJsonPathPop(path, o2);
+		}
+		else if (config->batching == MM_BATCHING_SORTED)
+			MissingKey(path, "sort_by_attributes", "with \"batching_preference\": \"sorted\"");
+		config->latency_rule = -1;
+		for (int r = 0; r < config->nrules && config->latency_rule < 0; r++)
+			if (config->rules[r].type == MM_RULE_LATENCY)
+				config->latency_rule = r;
+		if ((config->batching == MM_BATCHING_LARGEST_POPULATION ||
+			 config->batching == MM_BATCHING_FASTEST_REGION) && config->latency_rule < 0)
+			WITH_KEY(path, "batching_preference",
+					 MmJsonError(path, "%s needs a latency rule (it ranks by region)",
+								 config->batching == MM_BATCHING_FASTEST_REGION ?
+								 "fastest_region" : "largest_population"));
 		if ((av = MmJsonGet(af, lengthof(af), "expansion_age_selection")))
 			WITH_KEY(path, "expansion_age_selection",
 					 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
@@ -1147,12 +1199,29 @@ MmQueueConfigToJsonb(const MmQueueConfig *config)
 	/* keys added in 0.3 appear when not at their default */
 	if (config->min_tickets > 1)
 		appendStringInfo(&buf, ", \"min_tickets\": %d", config->min_tickets);
-	if (config->balanced || config->newest_age)
+	if (config->balanced || config->newest_age || config->batching != MM_BATCHING_RULES)
 	{
+		static const char *const batching_names[] = {
+			NULL, "sorted", "largest_population", "fastest_region", "random"
+		};
+
 		appendStringInfoString(&buf, ", \"algorithm\": {");
 		AppendKeyString(&buf, "strategy", config->balanced ? "balanced" : "exhaustive", false);
 		if (config->balanced)
 			AppendKeyString(&buf, "balanced_attribute", config->balanced_attribute, true);
+		if (config->batching != MM_BATCHING_RULES)
+			AppendKeyString(&buf, "batching_preference", batching_names[config->batching], true);
+		if (config->nsort > 0)
+		{
+			appendStringInfoString(&buf, ", \"sort_by_attributes\": [");
+			for (k = 0; k < config->nsort; k++)
+			{
+				if (k > 0)
+					appendStringInfoString(&buf, ", ");
+				escape_json(&buf, config->sort_rules[k].attribute);
+			}
+			appendStringInfoChar(&buf, ']');
+		}
 		AppendKeyString(&buf, "expansion_age_selection", config->newest_age ? "newest" : "oldest", true);
 		appendStringInfoChar(&buf, '}');
 	}

@@ -180,6 +180,18 @@ typedef struct MmRuleConfig
 	MmExpansion expansion;
 } MmRuleConfig;
 
+/* algorithm.batching_preference: how the search ranks a anchor's candidates */
+typedef enum MmBatching
+{
+	MM_BATCHING_RULES,			/* not given: the rules' weighted closeness */
+	MM_BATCHING_SORTED,			/* closeness on sort_by_attributes, in order */
+	MM_BATCHING_LARGEST_POPULATION, /* the most populated shared region first */
+	MM_BATCHING_FASTEST_REGION, /* the lowest latency of the pair first */
+	MM_BATCHING_RANDOM			/* a fixed pseudo-random order */
+} MmBatching;
+
+#define MM_MAX_SORT_ATTRIBUTES 8
+
 typedef struct MmTeamConfig
 {
 	char	   *name;
@@ -213,6 +225,11 @@ typedef struct MmQueueConfig
 	char	   *balanced_attribute; /* with balanced: a dotted path */
 	int			balanced_depth;
 	char	  **balanced_path;
+	MmRuleConfig *balanced_rule;	/* how its values are read (rules.c) */
+	MmBatching	batching;		/* batching_preference: how candidates rank */
+	int			nsort;			/* sorted: sort_by_attributes */
+	MmRuleConfig *sort_rules;	/* ... each read like a difference rule's */
+	int			latency_rule;	/* the first latency rule, -1: none */
 } MmQueueConfig;
 
 /*

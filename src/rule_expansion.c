@@ -94,10 +94,15 @@ int
 MmMatchMinAt(const MmQueueConfig *config, double age_seconds)
 {
 	int			sum = 0;
+	bool		expands = false;
 
-	if (config->nteams == 0)
-		return config->match_min;
 	for (int t = 0; t < config->nteams; t++)
+	{
 		sum += MmTeamMinAt(&config->teams[t], age_seconds);
+		expands |= config->teams[t].min_expansion.kind != MM_EXPANSION_NONE;
+	}
+	/* without a team expansion, the parsed bounds as they are */
+	if (!expands)
+		return config->match_min;
 	return Max(Max(sum, config->match_size_min), 2);
 }

@@ -1789,7 +1789,11 @@ MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
 	const MmQueueConfig *config = context->config;
 	int			i;
 
-	ticket->values = palloc0(sizeof(MmRuleValue) * Max(config->nrules, 1));
+	/* strategy balanced: the balanced attribute after the rules' values */
+	ticket->values = palloc0(sizeof(MmRuleValue) * Max(config->nrules + 1, 1));
+	if (config->balanced && config->balanced_rule != NULL)
+		ExtractPlayerNumbers(config->balanced_rule, players, nplayers,
+							 &ticket->values[config->nrules]);
 	for (i = 0; i < config->nrules; i++)
 	{
 		const MmRuleConfig *rule = &config->rules[i];

@@ -264,7 +264,10 @@ SetIsValid(Brute *b, bool any_placement)
 	for (int k = 0; k < b->nset; k++)
 	{
 		players += b->set[k]->nplayers;
-		age = Max(age, b->set[k]->age_seconds);
+		/* the oldest ticket selects the steps, or the newest */
+		if (k == 0 || (b->config->newest_age ? b->set[k]->age_seconds < age :
+					   b->set[k]->age_seconds > age))
+			age = b->set[k]->age_seconds;
 	}
 	b->age = age;
 	if (players < MmMatchMinAt(b->config, age) || players > b->config->match_max)
@@ -363,6 +366,8 @@ RandomConfig(bool *teams)
 	StringInfoData buf;
 	bool		first = true;
 	int			nrules = 0;
+	/* expansion_age_selection newest (its steps must loosen with age) */
+	bool		newest = Rand() < 0.15;
 
 	initStringInfo(&buf);
 	*teams = Rand() < 0.5;
@@ -465,7 +470,7 @@ RandomConfig(bool *teams)
 		if (op < 6)
 		{
 			appendStringInfo(&buf, ", \"reference\": %d", RandInt(1, 4));
-			if (Rand() < 0.3)
+			if (Rand() < 0.3 && !newest)
 				appendStringInfo(&buf, ", \"expansion\": {\"every_seconds\": %d, \"steps\": [%d, null]}",
 								 RandInt(10, 40), RandInt(1, 4));
 		}
@@ -522,6 +527,8 @@ RandomConfig(bool *teams)
 	appendStringInfoString(&buf, "]");
 	if (Rand() < 0.15)
 		appendStringInfo(&buf, ", \"min_tickets\": 2");
+	if (newest)
+		appendStringInfoString(&buf, ", \"algorithm\": {\"expansion_age_selection\": \"newest\"}");
 	appendStringInfoString(&buf, "}");
 	return buf.data;
 }
@@ -598,7 +605,11 @@ RandomTickets(const MmQueueConfig *config, int nmax)
 			appendStringInfoChar(&buf, '}');
 		}
 		appendStringInfoString(&buf, "]}");
-		age = Max(0, age - RandInt(0, 15));
+		{
+			int			step = RandInt(0, 15);
+
+			age = age > step ? age - step : 0;
+		}
 	}
 	appendStringInfoChar(&buf, ']');
 	return buf.data;

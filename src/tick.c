@@ -401,7 +401,7 @@ PreparePlans(void)
 	 * is left for the next tick.
 	 */
 	{
-		Oid			backfill_args[] = {TEXTOID, TEXTARRAYOID};
+		Oid			backfill_args[] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID};
 		Oid			int8_1[] = {INT8OID};
 		Oid			update_args[] = {INT8OID, TEXTOID, BOOLOID, TIMESTAMPTZOID};
 		Oid			notify_args[] = {INT8OID, TEXTOID};
@@ -413,8 +413,10 @@ PreparePlans(void)
 				 " FROM mm.backfill_requests b JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) b.match_id"
 				 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.status OPERATOR(pg_catalog.=) 'open'"
 				 " AND m.status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
+				 /* a tick dated before the request (or the match) does not serve it */
+				 " AND b.created_at OPERATOR(pg_catalog.<=) $3 AND m.created_at OPERATOR(pg_catalog.<=) $3"
 				 " ORDER BY b.created_at, b.id FOR UPDATE OF b, m SKIP LOCKED",
-				 2, backfill_args);
+				 3, backfill_args);
 		/* a match's tickets, each with its players still in the match */
 		KeepPlan(&PlanLoadMembers,
 				 "SELECT t.id, t.created_at,"
@@ -1196,7 +1198,7 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 	int64	   *match_ids;
 	char	  **match_regions;
 	int32	  **slots;
-	Datum		values[2];
+	Datum		values[3];
 	int			nrequests,
 				r,
 				i,
@@ -1209,6 +1211,7 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 		team_names[t] = config->nteams > 0 ? config->teams[t].name : "players";
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = PointerGetDatum(MmBuildTextArray(team_names, nteams));
+	values[2] = TimestampTzGetDatum(now);
 	rc = SPI_execute_plan(PlanLoadBackfills, values, NULL, false, 0);
 	BackToQueueContext();
 	if (rc != SPI_OK_SELECT)

@@ -161,8 +161,10 @@ COMMENT ON FUNCTION mm.release_match_players(bigint) IS
 REVOKE ALL ON FUNCTION mm.release_match_players(bigint) FROM PUBLIC;
 
 -- Locks a match for a lifecycle step and returns it; errors for a missing
--- match or one not in an allowed status.
-CREATE FUNCTION mm.lock_match(match_id bigint, allowed text[], action text)
+-- match, one not in an allowed status, or a step dated before the match
+-- was formed (now, when given).
+CREATE FUNCTION mm.lock_match(match_id bigint, allowed text[], action text,
+							  now timestamptz DEFAULT NULL)
 RETURNS mm.matches
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -187,12 +189,16 @@ BEGIN
 											WHEN 'complete' THEN 'completed'
 											ELSE action || 'ed' END);
 	END IF;
+	IF lock_match.now < m.created_at THEN
+		RAISE EXCEPTION 'now (%) is before match % was formed (%)', lock_match.now, m.id, m.created_at
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
 	RETURN m;
 END
 $$;
-COMMENT ON FUNCTION mm.lock_match(bigint, text[], text) IS
-'Internal: locks a match row for a lifecycle step, refusing a missing match or one in another status';
-REVOKE ALL ON FUNCTION mm.lock_match(bigint, text[], text) FROM PUBLIC;
+COMMENT ON FUNCTION mm.lock_match(bigint, text[], text, timestamptz) IS
+'Internal: locks a match row for a lifecycle step, refusing a missing match, one in another status, or a now before it was formed';
+REVOKE ALL ON FUNCTION mm.lock_match(bigint, text[], text, timestamptz) FROM PUBLIC;
 
 CREATE FUNCTION mm.check_now(now timestamptz)
 RETURNS void
@@ -269,7 +275,7 @@ BEGIN
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	m := mm.lock_match(accept_match.match_id, ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'],
-					   'answer');
+					   'answer', accept_match.now);
 	SELECT mp.accepted, mp.ticket_id INTO answer, player_ticket
 	  FROM mm.match_players mp
 	 WHERE mp.match_id = m.id AND mp.player_id = accept_match.player_id;
@@ -443,7 +449,8 @@ BEGIN
 	IF requeue_match.reason IS NULL OR requeue_match.reason = '' OR length(requeue_match.reason) > 256 THEN
 		RAISE EXCEPTION 'reason must be 1 to 256 characters' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	m := mm.lock_match(requeue_match.match_id, ARRAY['proposed', 'ready', 'assigned'], 'requeue');
+	m := mm.lock_match(requeue_match.match_id, ARRAY['proposed', 'ready', 'assigned'], 'requeue',
+					   requeue_match.now);
 	IF m.status = 'proposed' THEN
 		-- nobody is cancelled: every ticket searches again
 		PERFORM mm.cancel_proposed_match(m.id, requeue_match.reason, '{}', requeue_match.now);
@@ -503,7 +510,7 @@ DECLARE
 	m mm.matches;
 BEGIN
 	PERFORM mm.check_now(complete_match.now);
-	m := mm.lock_match(complete_match.match_id, ARRAY['ready', 'assigned'], 'complete');
+	m := mm.lock_match(complete_match.match_id, ARRAY['ready', 'assigned'], 'complete', complete_match.now);
 	UPDATE mm.matches SET status = 'completed', updated_at = complete_match.now WHERE id = m.id;
 	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = complete_match.now
 	 WHERE b.match_id = m.id AND b.status = 'open';
@@ -530,7 +537,7 @@ BEGIN
 	IF leave_match.player_id IS NULL THEN
 		RAISE EXCEPTION 'player_id must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	m := mm.lock_match(leave_match.match_id, ARRAY['ready', 'assigned'], 'leave');
+	m := mm.lock_match(leave_match.match_id, ARRAY['ready', 'assigned'], 'leave', leave_match.now);
 	SELECT mp.left_at, mp.ticket_id INTO left_already, player_ticket
 	  FROM mm.match_players mp
 	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
@@ -540,10 +547,6 @@ BEGIN
 	END IF;
 	IF left_already IS NOT NULL THEN
 		RETURN;
-	END IF;
-	IF leave_match.now < m.created_at THEN
-		RAISE EXCEPTION 'now (%) is before match % was formed (%)', leave_match.now, m.id, m.created_at
-			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	UPDATE mm.match_players mp SET left_at = leave_match.now
 	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
@@ -583,7 +586,7 @@ DECLARE
 	request_id bigint;
 BEGIN
 	PERFORM mm.check_now(request_backfill.now);
-	m := mm.lock_match(request_backfill.match_id, ARRAY['ready', 'assigned'], 'backfill');
+	m := mm.lock_match(request_backfill.match_id, ARRAY['ready', 'assigned'], 'backfill', request_backfill.now);
 	IF EXISTS (SELECT FROM mm.backfill_requests b WHERE b.match_id = m.id AND b.status = 'open') THEN
 		RAISE EXCEPTION 'match % already has an open backfill request', m.id
 			USING ERRCODE = 'object_not_in_prerequisite_state',

@@ -1,0 +1,89 @@
+-- The queue's "algorithm" block (FlexMatch): strategy exhaustive (default) or
+-- balanced with balanced_attribute, and expansion_age_selection oldest
+-- (default) or newest.  batching_preference and sort_by_attributes are
+-- refused in this version.
+SET timezone = 'UTC';
+CREATE FUNCTION pg_temp.matches(q text)
+RETURNS TABLE (n bigint, rule_steps jsonb, players text)
+LANGUAGE sql AS $$
+	SELECT row_number() OVER (ORDER BY m.id), m.rule_steps,
+		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' ' ORDER BY mp.team, mp.player_id)
+			  FROM mm.match_players mp WHERE mp.match_id = m.id)
+	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
+$$;
+CREATE FUNCTION pg_temp.config_error(config jsonb) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM mm.validate_queue_config(config);
+	RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- expansion_age_selection: skill within 50, +100 every 10 s up to 300.  An
+-- old ticket (1000, waiting since 00:00:00) and a new one (1200, from
+-- 00:00:25): with oldest, the old ticket's step (300) lets them meet at
+-- 00:00:30; with newest, the new ticket's own step must reach 200 (at 20 s).
+SELECT mm.create_queue('al_oldest', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 50,
+             "expansion": {"every_seconds": 10, "delta": 100, "limit": 300}}]}');
+SELECT mm.create_queue('al_newest', '{"match_size": {"min": 2, "max": 2},
+  "algorithm": {"expansion_age_selection": "newest"},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 50,
+             "expansion": {"every_seconds": 10, "delta": 100, "limit": 300}}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('al_oldest', '[{"id": "o1", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:00+00'),
+  ('al_oldest', '[{"id": "o2", "attributes": {"skill": 1200}}]', '2026-01-01 00:00:25+00'),
+  ('al_newest', '[{"id": "n1", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:00+00'),
+  ('al_newest', '[{"id": "n2", "attributes": {"skill": 1200}}]', '2026-01-01 00:00:25+00');
+SELECT mm.tick('al_oldest', '2026-01-01 00:00:30+00') AS oldest_at_30,
+	   mm.tick('al_newest', '2026-01-01 00:00:30+00') AS newest_at_30;
+SELECT mm.tick('al_newest', '2026-01-01 00:00:44+00') AS newest_at_44,
+	   mm.tick('al_newest', '2026-01-01 00:00:45+00') AS newest_at_45;
+-- rule_steps: the oldest ticket's step, or the newest ticket's
+SELECT * FROM pg_temp.matches('al_oldest');
+SELECT * FROM pg_temp.matches('al_newest');
+
+-- newest: the ages of the anchor's candidates are tried youngest first.  At
+-- 00:02:00, at n5's step (5 s old: max 50) n3 and n5 (40 apart) already
+-- match; n4 (90 apart) would have needed its own older step.
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('al_newest', '[{"id": "n3", "attributes": {"skill": 1000}}]', '2026-01-01 00:01:00+00'),
+  ('al_newest', '[{"id": "n4", "attributes": {"skill": 1090}}]', '2026-01-01 00:01:10+00'),
+  ('al_newest', '[{"id": "n5", "attributes": {"skill": 1040}}]', '2026-01-01 00:01:55+00');
+SELECT mm.tick('al_newest', '2026-01-01 00:02:00+00');
+SELECT * FROM pg_temp.matches('al_newest') WHERE n = 2;
+
+-- strategy balanced: teams are split to even out balanced_attribute (here
+-- "power", which no rule reads); the team rules are still checked
+SELECT mm.create_queue('al_balanced', '{"teams": [{"name": "red", "min": 2, "max": 2},
+  {"name": "blue", "min": 2, "max": 2}],
+  "algorithm": {"strategy": "balanced", "balanced_attribute": "stats.power"}}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('al_balanced', '[{"id": "b1", "attributes": {"stats": {"power": 100}}}]', '2026-01-01 00:00:00+00'),
+  ('al_balanced', '[{"id": "b2", "attributes": {"stats": {"power": 90}}}]', '2026-01-01 00:00:01+00'),
+  ('al_balanced', '[{"id": "b3", "attributes": {"stats": {"power": 20}}}]', '2026-01-01 00:00:02+00'),
+  ('al_balanced', '[{"id": "b4", "attributes": {"stats": {"power": 10}}}]', '2026-01-01 00:00:03+00');
+-- 100 + 10 against 90 + 20
+SELECT mm.tick('al_balanced', '2026-01-01 00:00:05+00');
+SELECT * FROM pg_temp.matches('al_balanced');
+
+-- the normalised form
+SELECT mm.validate_queue_config('{"teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}],
+  "algorithm": {"strategy": "balanced", "balanced_attribute": "power", "expansion_age_selection": "newest"}}') -> 'algorithm';
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2},
+  "algorithm": {"strategy": "exhaustive", "expansion_age_selection": "oldest"}}') ? 'algorithm' AS shown_at_defaults;
+
+-- validation
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"strategy": "greedy"}}');
+SELECT pg_temp.config_error('{"teams": [{"name": "r", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+  "algorithm": {"strategy": "balanced"}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2},
+  "algorithm": {"strategy": "balanced", "balanced_attribute": "power"}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"balanced_attribute": "power"}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"expansion_age_selection": "middle"}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"batching_preference": "random"}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"sort_by_attributes": ["skill"]}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"speed": 1}}');
+
+SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['al_oldest', 'al_newest', 'al_balanced']) q;
