@@ -78,19 +78,8 @@ demo_queues="ranked_5v5,casual,rd_classic,rd_survival,rd_practice"
 chart=$MM_WORKDIR/demo-chart.html
 replay_chart=$MM_WORKDIR/flexmatch-chart.html
 
-mm_log "example queues (test/demo/queues.sql)"
+mm_log "example queues (test/demo/queues.sql): ranked_5v5 asks its players to accept (10 s); every queue rates its players (Glicko-2, pool \"demo\")"
 demo_psql -q -f "$MM_TREE/test/demo/queues.sql"
-# Every queue rates its players in one pool, so each reported result carries
-# the stored ratings' favourite (the win balance of the report); ranked_5v5
-# asks its players to accept the match within 10 seconds, as FlexMatch's
-# acceptance step does.
-mm_log "ranked_5v5 asks its players to accept (10 s); every queue rates its players (Glicko-2, pool \"demo\")"
-demo_psql -q -o /dev/null -c "
-	SELECT mm.alter_queue(q.name, q.config
-	         || '{\"rating\": {\"system\": \"glicko2\", \"pool\": \"demo\"}}'
-	         || CASE WHEN q.name = 'ranked_5v5' THEN '{\"acceptance_timeout_seconds\": 10}' ELSE '{}' END::jsonb)
-	  FROM mm.queues q ORDER BY q.name"
-
 mm_log "scheduling every queue with pg_cron: mm.schedule(name, '1 second')"
 demo_psql -q -c \
 	"SELECT q.name AS queue, mm.schedule(q.name, '1 second') AS cron_job FROM mm.queues q ORDER BY q.name"

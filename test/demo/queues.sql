@@ -11,12 +11,18 @@
 --   averages within 40 of each other), every latency <= 80 ms; skill
 --   widens to 200 (400 between teams) at 20 s and 1000 (2000) at 40 s,
 --   latency to 120 ms at 30 s and 2000 ms at 120 s; tickets time out at 120 s.
+-- ranked_5v5 asks its players to accept the match within 10 seconds (as
+-- FlexMatch's acceptance step does), and every queue rates its players in
+-- one Glicko-2 pool, "demo", so each reported result carries the stored
+-- ratings' favourite (the report's win balance).
 
 \o /dev/null
 SELECT mm.create_queue('ranked_5v5', $$
 {"match_size": {"min": 10, "max": 10},
  "teams": [{"name": "red", "min": 5, "max": 5}, {"name": "blue", "min": 5, "max": 5}],
  "ticket_timeout_seconds": 120,
+ "acceptance_timeout_seconds": 10,
+ "rating": {"system": "glicko2", "pool": "demo"},
  "statistics": {"show_player_count": true, "show_time_to_match": true},
  "rules": [
    {"name": "skill", "type": "difference", "attribute": "skill", "max": 150, "merge": "average",
@@ -31,6 +37,7 @@ SELECT mm.create_queue('casual', $$
 {"match_size": {"min": 6, "max": 8},
  "teams": [{"name": "north", "min": 3, "max": 4}, {"name": "south", "min": 3, "max": 4}],
  "ticket_timeout_seconds": 90,
+ "rating": {"system": "glicko2", "pool": "demo"},
  "statistics": {"show_player_count": true, "show_time_to_match": true},
  "rules": [
    {"name": "same_mode", "type": "string_equality", "attribute": "mode",
@@ -44,6 +51,7 @@ SELECT mm.create_queue('rd_' || mode, pg_catalog.format($$
 {"match_size": {"min": %s, "max": %s},
  "teams": [{"name": "radiant", "min": %s, "max": %s}, {"name": "dire", "min": %s, "max": %s}],
  "ticket_timeout_seconds": 120,
+ "rating": {"system": "glicko2", "pool": "demo"},
  "rules": [
    {"name": "equal_teams", "type": "team_size_balance", "max_difference": 0},
    {"name": "fair_teams", "type": "team_difference", "attribute": "skill", "max": 40,
