@@ -229,3 +229,4 @@ SELECT * FROM pg_temp.events(:m0);
 SELECT dblink_disconnect('lc_listener');
 SELECT mm.drop_queue('lc_acc', force => true);
 SELECT mm.drop_queue('lc_plain', force => true);
+DROP EXTENSION dblink;

@@ -79,15 +79,21 @@ SELECT mm.tick('si_optional', '2026-01-01 00:00:19+00');
 SELECT mm.tick('si_optional', '2026-01-01 00:00:20+00');
 SELECT * FROM pg_temp.matches('si_optional');
 
--- missing values: without default or when_missing the player cannot play
--- while the rule is on; a default list stands in; match_any imposes nothing
+-- missing values: without default or when_missing a ticket without the
+-- attribute is refused, as for every rule type
 SELECT mm.create_queue('si_missing', '{"match_size": {"min": 2, "max": 2},
   "rules": [{"name": "maps", "type": "set_intersection", "attribute": "maps", "min_size": 1}]}');
 INSERT INTO mm.tickets (queue, players, created_at) VALUES
-  ('si_missing', '[{"id": "m1"}]', '2026-01-01 00:00:00+00'),
+  ('si_missing', '[{"id": "m1"}]', '2026-01-01 00:00:00+00');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('si_missing', '[{"id": "m1", "attributes": {"maps": "dust"}}]', '2026-01-01 00:00:00+00');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('si_missing', '[{"id": "m1", "attributes": {"maps": ["dust", 7]}}]', '2026-01-01 00:00:00+00');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
   ('si_missing', '[{"id": "m2", "attributes": {"maps": ["dust"]}}]', '2026-01-01 00:00:01+00');
 SELECT mm.tick('si_missing', '2026-01-01 00:00:05+00');
 SELECT pg_temp.searching('si_missing');
+-- a default list stands in for a missing one; match_any imposes nothing
 SELECT mm.create_queue('si_default', '{"match_size": {"min": 2, "max": 2},
   "rules": [{"name": "maps", "type": "set_intersection", "attribute": "maps", "min_size": 1,
              "default": ["dust", "nuke"]}]}');

@@ -1,7 +1,6 @@
 -- The queue's "algorithm" block (FlexMatch): strategy exhaustive (default) or
--- balanced with balanced_attribute, and expansion_age_selection oldest
--- (default) or newest.  batching_preference and sort_by_attributes are
--- refused in this version.
+-- balanced with balanced_attribute, expansion_age_selection oldest (default)
+-- or newest, and batching_preference (how an anchor's candidates are ranked).
 SET timezone = 'UTC';
 CREATE FUNCTION pg_temp.matches(q text)
 RETURNS TABLE (n bigint, rule_steps jsonb, players text)
@@ -68,6 +67,48 @@ INSERT INTO mm.tickets (queue, players, created_at) VALUES
 SELECT mm.tick('al_balanced', '2026-01-01 00:00:05+00');
 SELECT * FROM pg_temp.matches('al_balanced');
 
+-- batching_preference: which candidate the anchor A takes.  A: skill 1000,
+-- level 5, eu 50 / us 10 ms.  B (older): skill 1010, level 1, eu 90.  C:
+-- skill 1090, level 6, us 15.  Two far-away tickets (skill 5000) list only
+-- us, so us is the most populated region.
+CREATE FUNCTION pg_temp.pick(algorithm jsonb) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	result text;
+	config jsonb := '{"match_size": {"min": 2, "max": 2},
+	  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100},
+	            {"name": "ping", "type": "latency", "max_ms": 100}]}';
+BEGIN
+	IF algorithm IS NOT NULL THEN
+		config := config || jsonb_build_object('algorithm', algorithm);
+	END IF;
+	PERFORM mm.create_queue('al_pick', config);
+	INSERT INTO mm.tickets (queue, players, created_at) VALUES
+	  ('al_pick', '[{"id": "A", "attributes": {"skill": 1000, "level": 5}, "latencies": {"eu": 50, "us": 10}}]', '2026-01-01 00:00:00+00'),
+	  ('al_pick', '[{"id": "B", "attributes": {"skill": 1010, "level": 1}, "latencies": {"eu": 90}}]', '2026-01-01 00:00:01+00'),
+	  ('al_pick', '[{"id": "C", "attributes": {"skill": 1090, "level": 6}, "latencies": {"us": 15}}]', '2026-01-01 00:00:02+00'),
+	  ('al_pick', '[{"id": "far1", "attributes": {"skill": 5000, "level": 1}, "latencies": {"us": 10}}]', '2026-01-01 00:00:03+00'),
+	  ('al_pick', '[{"id": "far2", "attributes": {"skill": 5500, "level": 1}, "latencies": {"us": 10}}]', '2026-01-01 00:00:04+00');
+	PERFORM mm.tick('al_pick', '2026-01-01 00:00:05+00');
+	SELECT string_agg(mp.player_id, ' ' ORDER BY mp.player_id) INTO result
+	  FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+	 WHERE m.queue = 'al_pick' AND mp.player_id <> 'A'
+	   AND m.id = (SELECT a.match_id FROM mm.match_players a WHERE a.player_id = 'A' AND a.queue = 'al_pick');
+	PERFORM mm.drop_queue('al_pick', force => true);
+	RETURN result;
+END $$;
+-- the rules (default): B costs 0.1 + 0.9, C 0.9 + 0.15: B
+SELECT pg_temp.pick(NULL) AS rules;
+-- fastest_region: the pair's worst latency in their best region: B 90, C 15: C
+SELECT pg_temp.pick('{"batching_preference": "fastest_region"}') AS fastest_region;
+-- sorted: closest level first (B 4 away, C 1): C; by skill first: B
+SELECT pg_temp.pick('{"batching_preference": "sorted", "sort_by_attributes": ["level"]}') AS sorted_level,
+	   pg_temp.pick('{"batching_preference": "sorted", "sort_by_attributes": ["skill", "level"]}') AS sorted_skill;
+-- largest_population: us (A, C and the two far tickets) before eu (A, B): C
+SELECT pg_temp.pick('{"batching_preference": "largest_population"}') AS largest_population;
+-- random: a fixed pseudo-random order; a match forms either way
+SELECT pg_temp.pick('{"batching_preference": "random"}') IN ('B', 'C') AS random_forms;
+
 -- the normalised form
 SELECT mm.validate_queue_config('{"teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}],
   "algorithm": {"strategy": "balanced", "balanced_attribute": "power", "expansion_age_selection": "newest"}}') -> 'algorithm';
@@ -82,8 +123,14 @@ SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2},
   "algorithm": {"strategy": "balanced", "balanced_attribute": "power"}}');
 SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"balanced_attribute": "power"}}');
 SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"expansion_age_selection": "middle"}}');
-SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"batching_preference": "random"}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"batching_preference": "fastest"}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"batching_preference": "fastest_region"}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"batching_preference": "sorted"}}');
 SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"sort_by_attributes": ["skill"]}}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2},
+  "algorithm": {"batching_preference": "sorted", "sort_by_attributes": ["skill", ""]}}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2},
+  "algorithm": {"batching_preference": "sorted", "sort_by_attributes": ["skill", "stats.level"]}}') -> 'algorithm';
 SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2}, "algorithm": {"speed": 1}}');
 
 SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['al_oldest', 'al_newest', 'al_balanced']) q;

@@ -35,9 +35,10 @@ INSERT INTO mm.tickets (queue, players, created_at) VALUES
   ('tb_ffa', '[{"id": "e", "attributes": {"skill": 1010}}]', '2026-01-01 00:00:04+00'),
   ('tb_ffa', '[{"id": "f", "attributes": {"skill": 1020}}]', '2026-01-01 00:00:05+00');
 
--- returns the number of matches formed: a, b, d, e (oldest first); f and c wait
+-- returns the number of matches formed: a with its closest candidates e (10),
+-- d (20) and f (20, ties by age), before b (50); b and c wait
 SELECT mm.tick('tb_ffa', '2026-01-01 00:00:10+00');
--- quality: 1 - (1050 - 980) / 100 = 0.3; team is NULL without teams
+-- quality: 1 - (1020 - 980) / 100 = 0.6; team is NULL without teams
 SELECT * FROM pg_temp.matches('tb_ffa');
 SELECT * FROM pg_temp.tickets('tb_ffa');
 SELECT m.status, m.created_at, m.updated_at FROM mm.matches m WHERE m.queue = 'tb_ffa';
@@ -48,7 +49,7 @@ SELECT queue, locked_out, tickets_loaded, tickets_timed_out, matches, players_ma
 	   load_ms >= 0 AND compute_ms >= 0 AND write_ms >= 0 AS timed, memory_bytes > 0 AS measured
   FROM mm.last_tick_stats();
 
--- a second tick finds nothing new: f (1020) and c (2000) are too far apart
+-- a second tick finds nothing new: b (1050) and c (2000) are too far apart
 SELECT mm.tick('tb_ffa', '2026-01-01 00:00:11+00');
 SELECT tickets_loaded, matches FROM mm.last_tick_stats();
 
@@ -57,7 +58,7 @@ SELECT mm.complete_match(id, '2026-01-01 00:00:11+00') FROM mm.matches WHERE que
 SELECT tp.player_id, EXISTS (SELECT 1 FROM mm.active_players ap WHERE ap.player_id = tp.player_id) AS held
   FROM mm.ticket_players tp WHERE tp.queue = 'tb_ffa' ORDER BY 1;
 
--- a smaller match (>= min 2) forms when no larger one can: f with g
+-- a smaller match (>= min 2) forms when no larger one can: b with g
 INSERT INTO mm.tickets (queue, players, created_at)
 VALUES ('tb_ffa', '[{"id": "g", "attributes": {"skill": 1100}}]', '2026-01-01 00:00:12+00');
 SELECT mm.tick('tb_ffa', '2026-01-01 00:00:13+00');

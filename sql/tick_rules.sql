@@ -184,8 +184,8 @@ INSERT INTO mm.tickets (queue, players, created_at) VALUES
   ('tr_weights', '[{"id": "wa", "attributes": {"skill": 1000}, "latencies": {"eu": 20}}]', '2026-01-01 00:00:00+00'),
   ('tr_weights', '[{"id": "wb", "attributes": {"skill": 1050}, "latencies": {"eu": 80}}]', '2026-01-01 00:00:01+00'),
   ('tr_weights', '[{"id": "wc", "attributes": {"skill": 1000}, "latencies": {"eu": 20}}]', '2026-01-01 00:00:02+00');
--- wa takes wb, the oldest candidate, although wc is a closer one:
--- (3 * (1 - 50/100) + 1 * (1 - 80/100)) / 4 = 0.425
+-- wa takes wc, the closest candidate (cost 0 against wb's 3 * 0.5 + 0.8):
+-- (3 * 1 + 1 * (1 - 20/100)) / 4 = 0.95
 SELECT mm.tick('tr_weights', '2026-01-01 00:00:03+00');
 SELECT * FROM pg_temp.matches('tr_weights');
 
@@ -243,9 +243,9 @@ SELECT * FROM pg_temp.matches('tr_huge_default');
 -- many distinct region names (62 of each player's 64 are its own): loading
 -- interns them through a hash table and a candidate match tracks only its
 -- anchor's regions, so this is fast; the match plays in the shared region
--- whose worst latency is lowest (rg1 + rg2: eu worst 80, us worst 60: us);
--- rg3 alone (100 players >= min 2) ties eu and us at 10: the region seen
--- first, eu
+-- whose worst latency is lowest: rg1 takes its closest candidate rg3 (eu
+-- worst 30, against rg2's best 60), then rg2 alone (100 players >= min 2)
+-- plays in us (20)
 SELECT mm.create_queue('tr_regions', '{"match_size": {"min": 2, "max": 200},
   "rules": [{"name": "ping", "type": "latency", "max_ms": 100}]}');
 INSERT INTO mm.tickets (queue, players, created_at)

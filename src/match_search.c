@@ -111,6 +111,9 @@ typedef struct SearchState
 
 	/* ranking: the first rank_limit candidates, by (cost, age) */
 	int			rank_limit;
+	int			latency_rule;	/* the first latency rule, -1: none */
+	int		   *region_population;	/* largest_population: tickets per region */
+	double	   *sort_keys;		/* sorted: rank_limit x nsort distances */
 	int		   *rank_rule;		/* rules on that rank (weight > 0, distance) */
 	int			nrank_rules;
 	int		   *ranked;
@@ -466,6 +469,23 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 	s->ranked = palloc(sizeof(int) * s->rank_limit);
 	s->rank_cost = palloc(sizeof(double) * s->rank_limit);
 	s->dfs_suffix = palloc(sizeof(int) * (s->rank_limit + 1));
+	s->latency_rule = -1;
+	for (i = 0; i < nrules && s->latency_rule < 0; i++)
+		if (config->rules[i].type == MM_RULE_LATENCY)
+			s->latency_rule = i;
+	if (config->batching == MM_BATCHING_SORTED && config->nsort > 0)
+		s->sort_keys = palloc(sizeof(double) * s->rank_limit * config->nsort);
+	if (config->batching == MM_BATCHING_LARGEST_POPULATION && s->latency_rule >= 0)
+	{
+		s->region_population = palloc0(sizeof(int) * Max(context->nregions, 1));
+		for (i = 0; i < ntickets; i++)
+		{
+			const MmRuleValue *v = &tickets[i].values[s->latency_rule];
+
+			for (int k = 0; k < v->nregions; k++)
+				s->region_population[v->regions[k].region]++;
+		}
+	}
 	s->search_budget = MM_EXHAUSTIVE_SEARCH_NODES;
 	s->chosen = palloc(sizeof(int) * maxp);
 	s->chosen_tickets = palloc(sizeof(MmTicket *) * maxp);
@@ -643,6 +663,139 @@ typedef struct RankEntry
 #include "lib/sort_template.h"
 
 /*
+ * A candidate's cost under algorithm.batching_preference (see
+ * docs/queues-and-tickets.md): sorted stores its distances on each
+ * sort_by_attributes in sort_keys (row k) and returns the first; missing
+ * values rank last.
+ */
+static double
+BatchingCost(SearchState *s, const MmTicket *anchor, int i, int k)
+{
+	const MmTicket *t = &s->tickets[i];
+	const MmQueueConfig *config = s->config;
+
+	switch (config->batching)
+	{
+		case MM_BATCHING_SORTED:
+			for (int a = 0; a < config->nsort; a++)
+			{
+				const MmRuleValue *va = &anchor->values[config->nrules + 1 + a];
+				const MmRuleValue *vc = &t->values[config->nrules + 1 + a];
+				double		d = va->kind == MM_VALUE_PRESENT && vc->kind == MM_VALUE_PRESENT ?
+					fabs(vc->number - va->number) : 1e300;
+
+				s->sort_keys[k * config->nsort + a] = d;
+			}
+			return s->sort_keys[k * config->nsort];
+		case MM_BATCHING_FASTEST_REGION:
+			if (s->latency_rule < 0)
+				return 0;
+			return MmRuleHandlerFor(MM_RULE_LATENCY)->distance(s->context,
+															   &config->rules[s->latency_rule],
+															   &anchor->values[s->latency_rule],
+															   &t->values[s->latency_rule],
+															   s->rule_on[s->latency_rule] ?
+															   s->rule_threshold[s->latency_rule] :
+															   config->rules[s->latency_rule].threshold);
+		case MM_BATCHING_LARGEST_POPULATION:
+			{
+				const MmRuleValue *va,
+						   *vc;
+				int			best = 0;
+				int			a = 0,
+							b = 0;
+
+				if (s->region_population == NULL)
+					return 0;
+				va = &anchor->values[s->latency_rule];
+				vc = &t->values[s->latency_rule];
+				/* the most populated region both list (either listing none: the other's) */
+				if (va->nregions == 0 || vc->nregions == 0)
+				{
+					const MmRuleValue *v = va->nregions == 0 ? vc : va;
+
+					for (int r = 0; r < v->nregions; r++)
+						best = Max(best, s->region_population[v->regions[r].region]);
+				}
+				else
+					while (a < va->nregions && b < vc->nregions)
+					{
+						if (va->regions[a].region < vc->regions[b].region)
+							a++;
+						else if (va->regions[a].region > vc->regions[b].region)
+							b++;
+						else
+						{
+							best = Max(best, s->region_population[va->regions[a].region]);
+							a++;
+							b++;
+						}
+					}
+				return 1.0 / (1.0 + best);
+			}
+		case MM_BATCHING_RANDOM:
+			{
+				/* a fixed order: a hash of the two ticket ids */
+				uint64		h = (uint64) t->id * UINT64CONST(0x9E3779B97F4A7C15) ^
+					(uint64) anchor->id * UINT64CONST(0xC2B2AE3D27D4EB4F);
+
+				h ^= h >> 29;
+				h *= UINT64CONST(0xBF58476D1CE4E5B9);
+				h ^= h >> 32;
+				return (double) (h >> 11) / 9007199254740992.0;
+			}
+		case MM_BATCHING_RULES:
+			break;
+	}
+	return 0;
+}
+
+/*
+ * batching_preference sorted: by the distance on each sort attribute in
+ * turn, then by age (insertion sort over the rows of sort_keys).
+ */
+static void
+SortBySortKeys(SearchState *s, RankEntry *entries)
+{
+	int			nsort = s->config->nsort;
+	int		   *row = palloc(sizeof(int) * Max(s->nranked, 1));
+
+	for (int k = 0; k < s->nranked; k++)
+		row[k] = k;
+	for (int k = 1; k < s->nranked; k++)
+	{
+		int			v = row[k];
+		int			j = k;
+
+		for (; j > 0; j--)
+		{
+			const double *x = &s->sort_keys[row[j - 1] * nsort];
+			const double *y = &s->sort_keys[v * nsort];
+			int			c = 0;
+
+			for (int a = 0; a < nsort && c == 0; a++)
+				c = (x[a] > y[a]) - (x[a] < y[a]);
+			if (c == 0)
+				c = (entries[row[j - 1]].ticket > entries[v].ticket) -
+					(entries[row[j - 1]].ticket < entries[v].ticket);
+			if (c <= 0)
+				break;
+			row[j] = row[j - 1];
+		}
+		row[j] = v;
+	}
+	{
+		RankEntry  *copy = palloc(sizeof(RankEntry) * Max(s->nranked, 1));
+
+		memcpy(copy, entries, sizeof(RankEntry) * s->nranked);
+		for (int k = 0; k < s->nranked; k++)
+			entries[k] = copy[row[k]];
+		pfree(copy);
+	}
+	pfree(row);
+}
+
+/*
  * Ranks the anchor's first rank_limit candidates (age order) by their cost
  * against the anchor (MmCandidateCost: each ranking rule's distance times
  * its weight), ties by age.  Without a ranking rule the order stays by age.
@@ -665,15 +818,20 @@ RankCandidates(SearchState *s)
 
 		if (i < 0)
 			break;
-		for (int q = 0; q < s->nrank_rules; q++)
+		if (s->config->batching == MM_BATCHING_RULES)
 		{
-			int			r = s->rank_rule[q];
-			const MmRuleConfig *rule = &s->config->rules[r];
+			for (int q = 0; q < s->nrank_rules; q++)
+			{
+				int			r = s->rank_rule[q];
+				const MmRuleConfig *rule = &s->config->rules[r];
 
-			cost += rule->weight *
-				s->handlers[r]->distance(s->context, rule, &anchor->values[r],
-										 &s->tickets[i].values[r], s->rule_threshold[r]);
+				cost += rule->weight *
+					s->handlers[r]->distance(s->context, rule, &anchor->values[r],
+											 &s->tickets[i].values[r], s->rule_threshold[r]);
+			}
 		}
+		else
+			cost = BatchingCost(s, anchor, i, k);
 		if (!(cost >= 0))
 			cost = 0;			/* NaN-safe */
 		entries[k].cost = cost;
@@ -681,7 +839,9 @@ RankCandidates(SearchState *s)
 		any_cost |= cost > 0;
 		s->nranked++;
 	}
-	if (any_cost && s->nranked > 48)
+	if (s->sort_keys != NULL)
+		SortBySortKeys(s, entries);
+	else if (any_cost && s->nranked > 48)
 		SortRankEntries(entries, s->nranked);
 	else if (any_cost)
 	{

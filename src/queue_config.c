@@ -990,6 +990,10 @@ MmParseQueueConfig(Jsonb *jb)
 		ParseCompounds(path, config);
 	}
 
+	config->latency_rule = -1;
+	for (i = 0; i < config->nrules && config->latency_rule < 0; i++)
+		if (config->rules[i].type == MM_RULE_LATENCY)
+			config->latency_rule = i;
 	if ((v = MmJsonGet(f, lengthof(f), "algorithm")))
 	{
 		MmJsonField af[] = {{"strategy"}, {"balanced_attribute"}, {"batching_preference"},
@@ -1073,10 +1077,6 @@ MmParseQueueConfig(Jsonb *jb)
 		}
 		else if (config->batching == MM_BATCHING_SORTED)
 			MissingKey(path, "sort_by_attributes", "with \"batching_preference\": \"sorted\"");
-		config->latency_rule = -1;
-		for (int r = 0; r < config->nrules && config->latency_rule < 0; r++)
-			if (config->rules[r].type == MM_RULE_LATENCY)
-				config->latency_rule = r;
 		if ((config->batching == MM_BATCHING_LARGEST_POPULATION ||
 			 config->batching == MM_BATCHING_FASTEST_REGION) && config->latency_rule < 0)
 			WITH_KEY(path, "batching_preference",
@@ -1347,6 +1347,25 @@ mm_validate_queue_config(PG_FUNCTION_ARGS)
 	PG_RETURN_JSONB_P(MmQueueConfigToJsonb(MmParseQueueConfig(PG_GETARG_JSONB_P(0))));
 }
 
+/* Whether a rule has a threshold of its own; see queue_config.h. */
+bool
+MmRuleHasThreshold(const MmRuleConfig *rule)
+{
+	switch (rule->type)
+	{
+		case MM_RULE_STRING_EQUALITY:
+		case MM_RULE_TEAM_TICKET_SIZE_SIMILARITY:
+		case MM_RULE_COMPOUND:
+		case MM_RULE_BLOCKLIST:
+			return false;
+		case MM_RULE_COMPARISON:
+			return rule->compare_op != MM_CMP_ALL_EQUAL &&
+				rule->compare_op != MM_CMP_ALL_DIFFERENT;
+		default:
+			return true;
+	}
+}
+
 /*
  * mm.rule_threshold(config jsonb, rule text, age_seconds float8) RETURNS
  * jsonb: a diagnostic showing a rule's expansion step at an age, in the form
@@ -1380,7 +1399,7 @@ mm_rule_threshold(PG_FUNCTION_ARGS)
 	appendStringInfo(&buf, "{\"step\": %d", step);
 	if (!on)
 		appendStringInfoString(&buf, ", \"off\": true");
-	else if (rule->type != MM_RULE_STRING_EQUALITY)
+	else if (MmRuleHasThreshold(rule))
 		AppendKeyNumber(&buf, "threshold", threshold);
 	appendStringInfoChar(&buf, '}');
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));

@@ -266,6 +266,13 @@ extern bool MmRuleThresholdAt(const MmRuleConfig *rule, double age_seconds,
 extern int	MmTeamMinAt(const MmTeamConfig *team, double age_seconds);
 extern int	MmMatchMinAt(const MmQueueConfig *config, double age_seconds);
 
+/*
+ * Whether a rule has a threshold of its own to show in rule_steps (false for
+ * string_equality, team_ticket_size_similarity, compound, blocklist and the
+ * comparisons all_equal / all_different).
+ */
+extern bool MmRuleHasThreshold(const MmRuleConfig *rule);
+
 /* Checks a queue name against the naming rule; raises ERROR otherwise. */
 extern void MmValidateQueueName(const char *name);
 

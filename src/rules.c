@@ -1789,11 +1789,20 @@ MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
 	const MmQueueConfig *config = context->config;
 	int			i;
 
-	/* strategy balanced: the balanced attribute after the rules' values */
-	ticket->values = palloc0(sizeof(MmRuleValue) * Max(config->nrules + 1, 1));
+	/*
+	 * After the rules' values: strategy balanced's attribute (nrules), then
+	 * batching_preference sorted's attributes (nrules + 1 + k), each party
+	 * merged as an average.
+	 */
+	ticket->values = palloc0(sizeof(MmRuleValue) *
+							 Max(config->nrules + (config->balanced || config->nsort > 0 ?
+												   1 + config->nsort : 0), 1));
 	if (config->balanced && config->balanced_rule != NULL)
 		ExtractPlayerNumbers(config->balanced_rule, players, nplayers,
 							 &ticket->values[config->nrules]);
+	for (i = 0; i < config->nsort; i++)
+		DifferenceExtract(context, &config->sort_rules[i], players, nplayers,
+						  &ticket->values[config->nrules + 1 + i]);
 	for (i = 0; i < config->nrules; i++)
 	{
 		const MmRuleConfig *rule = &config->rules[i];

@@ -44,35 +44,36 @@ typedef struct MmRegionLatency
 {
 	int			region;			/* index into MmRuleContext.regions */
 	double		ms;
-	double		sum;			/* the players' latencies added up (averages) */
-	double		dist;			/* the most a player is above their own best
+	float		sum;			/* the players' latencies added up (averages) */
+	float		dist;			/* the most a player is above their own best
 								 * region (max_distance) */
 } MmRegionLatency;
 
 /* A ticket's value for one rule, extracted once when the ticket is loaded. */
 typedef struct MmRuleValue
 {
-	MmValueKind kind;
+	/* (pointers and doubles first, then ints: a loaded ticket holds one per rule) */
 	double		number;			/* difference: the party's merged value */
 	const char *string;			/* string_equality */
 	/* latency: regions every player can play in, with the worst latency */
-	int			nregions;
 	MmRegionLatency *regions;
-	bool		all_regions;	/* latency: no player reported latencies but a
-								 * default or match_any applies everywhere */
 	double		floor_ms;		/* latency: the default applying to every region */
-	int			nfloor;			/* latency: players at the default (their sums) */
 	/* numeric rules: each player's own value (NaN: matches anything) */
 	double	   *player_values;
-	int			nvalues;		/* entries of player_values (the players) */
 	/*
 	 * set_intersection: the party's common values; blocklist: the players
 	 * its players block.  Interned (MmRuleContext strings), sorted, unique.
 	 */
 	int		   *set;
-	int			nset;
 	int		   *ids;			/* blocklist: the party's own player ids, interned */
+	MmValueKind kind;
+	int			nregions;
+	int			nfloor;			/* latency: players at the default (their sums) */
+	int			nvalues;		/* entries of player_values (the players) */
+	int			nset;
 	int			nids;
+	bool		all_regions;	/* latency: no player reported latencies but a
+								 * default or match_any applies everywhere */
 } MmRuleValue;
 
 /* A loaded ticket: what the search needs, nothing of SPI. */

@@ -527,8 +527,24 @@ RandomConfig(bool *teams)
 	appendStringInfoString(&buf, "]");
 	if (Rand() < 0.15)
 		appendStringInfo(&buf, ", \"min_tickets\": 2");
-	if (newest)
-		appendStringInfoString(&buf, ", \"algorithm\": {\"expansion_age_selection\": \"newest\"}");
+	{
+		/* ranking variants (they change the order, never the validity) */
+		int			batching = Rand() < 0.3 ? RandInt(1, 4) : 0;
+		bool		has_latency = strstr(buf.data, "\"type\": \"latency\"") != NULL;
+		static const char *const batchings[] = {
+			NULL, "\"batching_preference\": \"sorted\", \"sort_by_attributes\": [\"skill\", \"level\"]",
+			"\"batching_preference\": \"random\"", "\"batching_preference\": \"fastest_region\"",
+			"\"batching_preference\": \"largest_population\""
+		};
+
+		if (batching >= 3 && !has_latency)
+			batching = 2;
+		if (newest || batching > 0)
+			appendStringInfo(&buf, ", \"algorithm\": {%s%s%s}",
+							 newest ? "\"expansion_age_selection\": \"newest\"" : "",
+							 newest && batching > 0 ? ", " : "",
+							 batching > 0 ? batchings[batching] : "");
+	}
 	appendStringInfoString(&buf, "}");
 	return buf.data;
 }

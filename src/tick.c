@@ -763,7 +763,7 @@ RuleStepsJson(const MmQueueConfig *config, const MmFoundMatch *m, StringInfo buf
 		appendStringInfo(buf, ": {\"step\": %d", m->rule_steps[r].step);
 		if (m->rule_steps[r].off)
 			appendStringInfoString(buf, ", \"off\": true");
-		else if (rule->type != MM_RULE_STRING_EQUALITY)
+		else if (MmRuleHasThreshold(rule))
 		{
 			char	   *threshold = float8out_internal(m->rule_steps[r].threshold);
 

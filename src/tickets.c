@@ -173,8 +173,9 @@ PushAttributePath(MmJsonPath *path, const MmRuleConfig *rule)
 
 /*
  * Checks a player's attributes against the queue's rules: a rule's attribute
- * must have the rule's type (string for string_equality, number otherwise),
- * and may be missing only when the rule has a default or "when_missing".
+ * must have the rule's type (string for string_equality, a list of strings
+ * for set_intersection and blocklist, number otherwise), and may be missing
+ * only when the rule has a default or "when_missing".
  */
 static void
 CheckRuleAttributes(MmJsonPath *path, JsonbValue *attributes, const MmQueueConfig *config)
@@ -188,18 +189,33 @@ CheckRuleAttributes(MmJsonPath *path, JsonbValue *attributes, const MmQueueConfi
 		int			old = path->path.len;
 		bool		found;
 
-		if (rule->attribute == NULL || rule->source != MM_SOURCE_TICKET)
+		if ((rule->attribute == NULL && rule->list_attribute == NULL) ||
+			rule->source != MM_SOURCE_TICKET)
 			continue;
 		found = attributes != NULL && FindAttribute(attributes->val.binary.data, rule, &value);
 		if (!found)
 		{
-			if (rule->has_default || rule->missing_matches_any)
+			/* a player without a blocklist blocks nobody */
+			if (rule->has_default || rule->missing_matches_any || rule->type == MM_RULE_BLOCKLIST)
 				continue;
 			PushAttributePath(path, rule);
 			MmJsonError(path, "is required by rule \"%s\"", rule->name);
 		}
 		PushAttributePath(path, rule);
-		if (rule->type == MM_RULE_STRING_EQUALITY)
+		if (rule->list_attribute != NULL)
+		{
+			JsonbIterator *it;
+			JsonbValue	elem;
+			JsonbIteratorToken tok;
+
+			if (value.type != jbvBinary || !JsonContainerIsArray(value.val.binary.data))
+				MmJsonError(path, "must be a list of strings (rule \"%s\")", rule->name);
+			it = JsonbIteratorInit(value.val.binary.data);
+			while ((tok = JsonbIteratorNext(&it, &elem, true)) != WJB_DONE)
+				if (tok == WJB_ELEM && elem.type != jbvString)
+					MmJsonError(path, "must be a list of strings (rule \"%s\")", rule->name);
+		}
+		else if (rule->type == MM_RULE_STRING_EQUALITY)
 		{
 			if (value.type != jbvString)
 				MmJsonError(path, "must be a string (rule \"%s\")", rule->name);
