@@ -90,6 +90,9 @@ SELECT pg_temp.as_role('rl_director', format('SELECT * FROM mm.get_assignment(%s
 SELECT pg_temp.as_role('rl_director', format($q$SELECT mm.complete_match(%s, '2026-03-01 00:20:00+00')$q$, :mid));
 SELECT status FROM mm.matches WHERE id = :mid;
 SELECT pg_temp.as_role('rl_director', $q$SELECT mm.create_ticket('rl_q', '[{"id": "rl_c"}]')$q$);
+SELECT pg_temp.as_role('rl_director', $q$SELECT mm.set_player_attributes('rl_a', '{"level": 3}')$q$) AS director_sets_attributes;
+SELECT pg_temp.as_role('rl_front', $q$SELECT mm.set_player_attributes('rl_a', '{"level": 99}')$q$);
+SELECT pg_temp.as_role('rl_front', $q$SELECT * FROM mm.players$q$);
 SELECT pg_temp.as_role('rl_director', $q$SELECT * FROM mm.ratings$q$);
 SELECT pg_temp.as_role('rl_director', $q$SELECT mm.alter_queue('rl_q', '{"match_size": {"min": 2, "max": 2}}')$q$);
 SELECT pg_temp.as_role('rl_director', $q$DELETE FROM mm.matches$q$);
@@ -113,4 +116,5 @@ SELECT r AS role, has_table_privilege(r, 'mm.event_key', 'SELECT') AS reads_even
   FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_admin']) r;
 
 SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_q', true)$q$) AS admin_drops;
+DELETE FROM mm.players WHERE id = 'rl_a';
 DROP ROLE rl_front, rl_director, rl_analyst, rl_admin;

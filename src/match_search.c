@@ -72,6 +72,7 @@ typedef struct SearchState
 
 	/* main numeric rule: value-sorted array of tickets with a value */
 	int			main_rule;		/* -1: none */
+	double		main_widen;		/* its largest widen_by_rd widening of any ticket */
 	int			nsorted;
 	int		   *sorted;			/* ticket indexes by (value, index) */
 	double	   *sorted_value;
@@ -394,6 +395,11 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 			s->balance_rule = i;
 	if (s->balance_rule < 0)
 		s->balance_rule = s->main_rule;
+	/* a rating-deviation widening reaches further than the threshold */
+	s->main_widen = 0;
+	if (s->main_rule >= 0 && config->rules[s->main_rule].widen_by_rd > 0)
+		for (i = 0; i < ntickets; i++)
+			s->main_widen = Max(s->main_widen, tickets[i].values[s->main_rule].widen);
 	/* strategy balanced: the balanced attribute, extracted after the rules */
 	if (config->balanced)
 		s->balance_rule = nrules;
@@ -558,7 +564,7 @@ CandidatesStart(SearchState *s)
 	 */
 	s->windowed = true;
 	{
-		double		t = s->rule_threshold[s->main_rule];
+		double		t = s->rule_threshold[s->main_rule] + s->main_widen;
 		double		slack = 4 * DBL_EPSILON * (fabs(v->number) + t);
 
 		s->window_lo = v->number - t - slack;

@@ -402,7 +402,8 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 		{"name"}, {"type"}, {"weight"}, {"attribute"}, {"source"}, {"default"},
 		{"when_missing"}, {"seconds_until_optional"}, {"max"}, {"max_ms"},
 		{"max_difference"}, {"merge"}, {"expansion"}, {"min"}, {"max_distance"},
-		{"region_choice"}, {"operator"}, {"reference"}, {"statement"}, {"min_size"}
+		{"region_choice"}, {"operator"}, {"reference"}, {"statement"}, {"min_size"},
+		{"widen_by_rd"}
 	};
 	JsonbValue *v;
 	char	   *s;
@@ -477,16 +478,41 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	if ((v = MmJsonGet(f, lengthof(f), "weight")))
 		WITH_KEY(path, "weight", rule->weight = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
 
+	/*
+	 * Where the players' values come from: the ticket (what the client
+	 * sent), mm.players.attributes (set by the server), or the stored
+	 * rating in the queue's pool (checked against "rating" by the caller).
+	 */
 	rule->source = MM_SOURCE_TICKET;
 	if ((v = MmJsonGet(f, lengthof(f), "source")))
 		WITH_KEY(path, "source",
 				 s = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH);
-				 if (strcmp(s, "player") == 0 || strcmp(s, "rating") == 0)
-					 MmJsonError(path, "source \"%s\" is not supported yet; only \"ticket\" is (player and rating sources come in a later version)", s);
-				 if (strcmp(s, "ticket") != 0)
-					 MmJsonError(path, "must be \"ticket\""));
+				 if (strcmp(s, "player") == 0)
+					 rule->source = MM_SOURCE_PLAYER;
+				 else if (strcmp(s, "rating") == 0)
+					 rule->source = MM_SOURCE_RATING;
+				 else if (strcmp(s, "ticket") != 0)
+					 MmJsonError(path, "must be one of ticket, player, rating");
+				 if (rule->source != MM_SOURCE_TICKET && !RuleHasAttribute(rule->type))
+					 MmJsonError(path, "is not allowed for rule type %s (it reads no attribute)", type_name);
+				 if (rule->source == MM_SOURCE_RATING &&
+					 rule->type != MM_RULE_DIFFERENCE && rule->type != MM_RULE_TEAM_DIFFERENCE &&
+					 rule->type != MM_RULE_MATCH_TOTAL && rule->type != MM_RULE_COMPARISON)
+					 MmJsonError(path, "\"rating\" is a number: it suits difference, team_difference, match_total and comparison rules"));
 
-	if (RuleHasAttribute(rule->type))
+	if (RuleHasAttribute(rule->type) && rule->source == MM_SOURCE_RATING)
+	{
+		/* the rating's own fields: rating (mu for OpenSkill) by default */
+		JsonbValue	rating = {.type = jbvString, .val.string = {.len = 6, .val = "rating"}};
+
+		v = MmJsonGet(f, lengthof(f), "attribute");
+		WITH_KEY(path, "attribute",
+				 ReadAttribute(path, v ? v : &rating, rule);
+				 if (strcmp(rule->attribute, "rating") != 0 && strcmp(rule->attribute, "rd") != 0 &&
+					 strcmp(rule->attribute, "mu") != 0 && strcmp(rule->attribute, "sigma") != 0)
+					 MmJsonError(path, "must be one of rating, rd, mu, sigma with \"source\": \"rating\""));
+	}
+	else if (RuleHasAttribute(rule->type))
 	{
 		if (!(v = MmJsonGet(f, lengthof(f), "attribute")))
 			MissingKey(path, "attribute", psprintf("for rule type %s", type_name));
@@ -820,6 +846,40 @@ ParseCompounds(MmJsonPath *path, MmQueueConfig *config)
 }
 
 /*
+ * Rules that read the stored rating need the queue's rating system (its
+ * pool and defaults), and "widen_by_rd" (a difference rule's window grows by
+ * that many times the players' largest rating deviation) needs Glicko-2.
+ * Read after all rules, since "rating" and "rules" may come in any order.
+ */
+static void
+ParseRatingSources(MmJsonPath *path, MmQueueConfig *config, JsonbContainer *rules)
+{
+	int			o = MmJsonPathPushKey(path, "rules", 5);
+	int			i;
+
+	for (i = 0; i < config->nrules; i++)
+	{
+		MmRuleConfig *rule = &config->rules[i];
+		JsonbValue *elem = getIthJsonbValueFromContainer(rules, i);
+		JsonbValue	v;
+		int			o2 = MmJsonPathPushIndex(path, i);
+
+		if (rule->source == MM_SOURCE_RATING && config->rating_system == NULL)
+			WITH_KEY(path, "source",
+					 MmJsonErrorHint(path, "Add \"rating\": {\"system\": ..., \"pool\": ...} to the queue.",
+									 "\"rating\" needs the queue's rating system"));
+		if (getKeyJsonValueFromContainer(elem->val.binary.data, "widen_by_rd", 11, &v) != NULL)
+			WITH_KEY(path, "widen_by_rd",
+					 if (rule->type != MM_RULE_DIFFERENCE || rule->source != MM_SOURCE_RATING ||
+						 config->rating_system == NULL || strcmp(config->rating_system, "glicko2") != 0)
+					 MmJsonError(path, "is allowed only on a difference rule with \"source\": \"rating\" in a Glicko-2 queue");
+					 rule->widen_by_rd = MmJsonNumber(path, &v, 0, true, 1000));
+		MmJsonPathPop(path, o2);
+	}
+	MmJsonPathPop(path, o);
+}
+
+/*
  * Parses and validates a queue config; see queue_config.h.
  */
 MmQueueConfig *
@@ -988,6 +1048,7 @@ MmParseQueueConfig(Jsonb *jb)
 		}
 		MmJsonPathPop(path, o);
 		ParseCompounds(path, config);
+		ParseRatingSources(path, config, rules);
 	}
 
 	config->latency_rule = -1;
@@ -1252,7 +1313,10 @@ MmQueueConfigToJsonb(const MmQueueConfig *config)
 		AppendKeyString(&buf, "name", r->name, false);
 		AppendKeyString(&buf, "type", rule_type_names[r->type], true);
 		AppendKeyNumber(&buf, "weight", r->weight);
-		AppendKeyString(&buf, "source", "ticket", true);
+		AppendKeyString(&buf, "source", r->source == MM_SOURCE_PLAYER ? "player" :
+						r->source == MM_SOURCE_RATING ? "rating" : "ticket", true);
+		if (r->widen_by_rd > 0)
+			AppendKeyNumber(&buf, "widen_by_rd", r->widen_by_rd);
 		if (r->list_attribute)
 		{
 			AppendKeyString(&buf, "attribute", r->list_attribute, true);

@@ -81,8 +81,8 @@ typedef struct MmCompoundNode
 typedef enum MmRuleSource
 {
 	MM_SOURCE_TICKET,			/* the attributes sent with the ticket */
-	MM_SOURCE_PLAYER,			/* later: mm.players.attributes */
-	MM_SOURCE_RATING			/* later: the stored rating */
+	MM_SOURCE_PLAYER,			/* mm.players.attributes, set by the server */
+	MM_SOURCE_RATING			/* the stored rating in the queue's pool */
 } MmRuleSource;
 
 /* How a party's values combine into the ticket's value (difference rules). */
@@ -130,6 +130,8 @@ typedef struct MmRuleConfig
 	int			attribute_depth; /* attribute is a dotted path: number of keys */
 	char	  **attribute_path; /* the keys of the dotted path */
 	MmRuleSource source;
+	double		widen_by_rd;	/* difference, source rating (Glicko-2): the window
+								 * grows by this many times the largest RD */
 
 	/* when a player lacks the attribute */
 	bool		has_default;

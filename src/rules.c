@@ -94,11 +94,14 @@ MmLookupPlayerValue(const MmRuleConfig *rule, const MmPlayerInput *player,
 		case MM_SOURCE_TICKET:
 			container = player->attributes;
 			break;
+		case MM_SOURCE_PLAYER:
+			container = player->server_attributes;
+			break;
+		case MM_SOURCE_RATING:
+			container = player->rating;
+			break;
 		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("rule \"%s\" uses a source the tick does not support yet",
-							rule->name)));
+			elog(ERROR, "rule \"%s\" has an unknown source", rule->name);
 			container = NULL;	/* keep the compiler quiet */
 	}
 	if (container == NULL || rule->attribute_depth == 0)
@@ -194,6 +197,22 @@ DifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	if (rule->merge == MM_MERGE_AVERAGE)
 		merged /= n;
 	value->number = merged;
+
+	/* uncertain players search wider: f x the party's largest RD */
+	value->widen = 0;
+	if (rule->widen_by_rd > 0)
+	{
+		for (i = 0; i < nplayers; i++)
+		{
+			JsonbValue	rd;
+
+			if (players[i].rating != NULL &&
+				getKeyJsonValueFromContainer(players[i].rating, "rd", 2, &rd) != NULL &&
+				rd.type == jbvNumeric)
+				value->widen = Max(value->widen,
+								   rule->widen_by_rd * MmJsonNumericToDouble(rd.val.numeric));
+		}
+	}
 }
 
 /* An empty range: no value has joined yet. */
@@ -202,6 +221,7 @@ RangeStateInit(const MmRuleContext *context, MmRuleState *state)
 {
 	state->has_value = false;
 	state->min = state->max = 0;
+	state->widen = 0;
 }
 
 /* Joins when the spread of all values stays within the threshold. */
@@ -215,7 +235,8 @@ DifferenceCanAdd(const MmRuleContext *context, const MmRuleState *state,
 		return false;
 	if (!state->has_value)
 		return true;
-	return Max(state->max, value->number) - Min(state->min, value->number) <= threshold;
+	return Max(state->max, value->number) - Min(state->min, value->number) <=
+		threshold + Max(state->widen, value->widen);
 }
 
 /* Widens the range with a joining ticket's value. */
@@ -224,6 +245,7 @@ DifferenceAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValu
 {
 	if (value->kind != MM_VALUE_PRESENT)
 		return;
+	state->widen = Max(state->widen, value->widen);
 	if (!state->has_value)
 	{
 		state->min = state->max = value->number;
@@ -238,7 +260,7 @@ DifferenceAdd(const MmRuleContext *context, MmRuleState *state, const MmRuleValu
 static double
 DifferenceCloseness(const MmRuleContext *context, const MmRuleState *state, double threshold)
 {
-	return state->has_value ? ClosenessOf(state->max - state->min, threshold) : 1.0;
+	return state->has_value ? ClosenessOf(state->max - state->min, threshold + state->widen) : 1.0;
 }
 
 /* "min": the spread of the whole match is at least min. */
@@ -257,7 +279,8 @@ DifferenceDistance(const MmRuleContext *context, const MmRuleConfig *rule,
 {
 	if (anchor->kind != MM_VALUE_PRESENT || candidate->kind != MM_VALUE_PRESENT)
 		return 0.0;
-	return 1.0 - ClosenessOf(fabs(candidate->number - anchor->number), threshold);
+	return 1.0 - ClosenessOf(fabs(candidate->number - anchor->number),
+							 threshold + Max(anchor->widen, candidate->widen));
 }
 
 /* ---- string_equality: every ticket has the same string ------------------- */

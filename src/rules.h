@@ -29,6 +29,10 @@ typedef struct MmPlayerInput
 	const char *id;
 	JsonbContainer *attributes; /* NULL when the player sent none */
 	JsonbContainer *latencies;	/* NULL when the player sent none */
+	JsonbContainer *server_attributes;	/* mm.players.attributes ("source": "player") */
+	JsonbContainer *rating;		/* the stored rating in the queue's pool, defaults
+								 * for the unrated: {"rating", "rd", "mu", "sigma"}
+								 * ("source": "rating") */
 } MmPlayerInput;
 
 /* Whether a ticket has a value for a rule. */
@@ -54,6 +58,8 @@ typedef struct MmRuleValue
 {
 	/* (pointers and doubles first, then ints: a loaded ticket holds one per rule) */
 	double		number;			/* difference: the party's merged value */
+	double		widen;			/* difference with widen_by_rd: f x the party's
+								 * largest rating deviation */
 	const char *string;			/* string_equality */
 	/* latency: regions every player can play in, with the worst latency */
 	MmRegionLatency *regions;
@@ -122,6 +128,7 @@ typedef struct MmRuleState
 	bool		has_value;		/* a PRESENT value has joined */
 	double		min;			/* difference */
 	double		max;
+	double		widen;			/* difference: the largest widen joined so far */
 	const char *string;			/* string_equality */
 
 	/*

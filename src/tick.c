@@ -44,6 +44,7 @@
 #include "events.h"
 #include "match_function.h"
 #include "match_search.h"
+#include "player_sources.h"
 #include "queue_config.h"
 #include "rules.h"
 #include "sql_arrays.h"
@@ -582,11 +583,13 @@ BadPlayers(int64 ticket_id, const char *why)
 /*
  * Parses a ticket's players jsonb into MmPlayerInput (the containers point
  * into the jsonb, which must outlive the use of players) and extracts the
- * rule values.  Player ids are copied.
+ * rule values, with each player's server-side attributes and stored rating
+ * when the queue's rules read them (sources, else NULL).  Player ids are
+ * copied.
  */
 static void
 ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
-			MmPlayerInput *players)
+			MmPlayerInput *players, const MmPlayerSources *sources)
 {
 	JsonbContainer *root = &players_jsonb->root;
 	int			n,
@@ -620,6 +623,10 @@ ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 		if (getKeyJsonValueFromContainer(obj, "latencies", 9, &v) != NULL &&
 			v.type == jbvBinary)
 			players[i].latencies = v.val.binary.data;
+		players[i].server_attributes = NULL;
+		players[i].rating = NULL;
+		if (sources)
+			MmApplyPlayerSources(sources, &players[i]);
 		pfree(elem);
 	}
 	MmExtractTicketValues(context, ticket, players, n);
@@ -631,6 +638,69 @@ ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
  * a matched ticket's row is copied to the ended partition and deleted by
  * ctid, which cannot change while this tick holds the row lock.
  */
+/* The id of each player of these tickets, in order. */
+static const char **
+PlayerIdsOf(Jsonb *const *players, int ntickets, int *count)
+{
+	int			allocated = Max(ntickets, 16);
+	const char **ids = palloc(sizeof(char *) * allocated);
+	int			n = 0,
+				i;
+
+	for (i = 0; i < ntickets; i++)
+	{
+		JsonbContainer *root = &players[i]->root;
+		int			k,
+					np = JsonContainerIsArray(root) ? JsonContainerSize(root) : 0;
+
+		for (k = 0; k < np; k++)
+		{
+			JsonbValue *elem = getIthJsonbValueFromContainer(root, k);
+			JsonbValue	v;
+
+			if (elem->type != jbvBinary ||
+				getKeyJsonValueFromContainer(elem->val.binary.data, "id", 2, &v) == NULL ||
+				v.type != jbvString)
+				continue;
+			if (n == allocated)
+			{
+				allocated *= 2;
+				ids = repalloc_huge(ids, sizeof(char *) * allocated);
+			}
+			ids[n++] = pnstrdup(v.val.string.val, v.val.string.len);
+		}
+	}
+	*count = n;
+	return ids;
+}
+
+/*
+ * Parses tickets whose rules read server-side values: loads those values
+ * for all their players in one go, then parses each ticket with them.
+ * free_players: the jsonb copies were kept for this only.
+ */
+static void
+ParseWithSources(MmRuleContext *context, const char *queue, MmTicket *tickets,
+				 Jsonb **players_jsonb, int ntickets, bool free_players)
+{
+	MmPlayerInput players[MM_MAX_MATCH_SIZE];
+	MmPlayerSources *sources;
+	const char **ids;
+	int			nids,
+				i;
+
+	ids = PlayerIdsOf(players_jsonb, ntickets, &nids);
+	sources = MmLoadPlayerSources(context->config, queue, ids, nids);
+	BackToQueueContext();
+	for (i = 0; i < ntickets; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		ParseTicket(context, &tickets[i], players_jsonb[i], players, sources);
+		if (free_players)
+			pfree(players_jsonb[i]);
+	}
+}
+
 /*
  * What a match function needs of each loaded ticket besides its rule values:
  * its players as stored and its creation time (match_function.c).
@@ -651,8 +721,13 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	int			allocated = 1024;
 	int			n = 0;
 	bool		with_others = false;
+	/* rules reading server-side values: parse once those are loaded */
+	bool		deferred = MmConfigReadsPlayerSources(context->config);
+	LoadedRaw	local_raw;
 	MmPlayerInput players[MM_MAX_MATCH_SIZE];
 
+	if (deferred && raw_out == NULL)
+		raw_out = &local_raw;
 	tickets = palloc(sizeof(MmTicket) * allocated);
 	if (ctids)
 		*ctids = palloc(sizeof(ItemPointerData) * allocated);
@@ -718,7 +793,8 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			ticket->age_seconds = Max(0.0, ((double) now - (double) created_at) / USECS_PER_SEC);
 			raw = SPI_getbinval(tuple, desc, 3, &isnull);
 			jb = DatumGetJsonbP(raw);
-			ParseTicket(context, ticket, jb, players);
+			if (!deferred)
+				ParseTicket(context, ticket, jb, players, NULL);
 			if (raw_out)
 			{
 				/* kept for the match function: a copy outliving the tuple */
@@ -739,6 +815,8 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	SPI_cursor_close(portal);
 	BackToQueueContext();
 	*count = n;
+	if (deferred)
+		ParseWithSources(context, queue, tickets, raw_out->players, n, raw_out == &local_raw);
 	return tickets;
 }
 
@@ -1252,6 +1330,7 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 	for (r = 0; r < nrequests; r++)
 	{
 		MmTicket   *members;
+		Jsonb	  **member_players;
 		int		   *member_team;
 		int			nmembers,
 					ncandidates = 0;
@@ -1277,6 +1356,7 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 		nmembers = (int) SPI_processed;
 		members = palloc(sizeof(MmTicket) * Max(nmembers, 1));
 		member_team = palloc(sizeof(int) * Max(nmembers, 1));
+		member_players = palloc(sizeof(Jsonb *) * Max(nmembers, 1));
 		for (i = 0; i < nmembers; i++)
 		{
 			HeapTuple	tuple = SPI_tuptable->vals[i];
@@ -1288,8 +1368,9 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 			members[i].id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
 			created_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull));
 			members[i].age_seconds = Max(0.0, ((double) now - (double) created_at) / USECS_PER_SEC);
-			ParseTicket(context, &members[i],
-						DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 3, &isnull)), players);
+			member_players[i] = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 3, &isnull));
+			if (!MmConfigReadsPlayerSources(config))
+				ParseTicket(context, &members[i], member_players[i], players, NULL);
 			team = SPI_getbinval(tuple, desc, 4, &isnull);
 			member_team[i] = -1;
 			if (!isnull)
@@ -1305,6 +1386,8 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 					 match_ids[r]);
 		}
 		SPI_freetuptable(SPI_tuptable);
+		if (MmConfigReadsPlayerSources(config))
+			ParseWithSources(context, queue, members, member_players, nmembers, true);
 		/* everybody left: nothing to fill around */
 		if (nmembers == 0)
 			continue;

@@ -1,0 +1,193 @@
+/*
+ * player_sources.c
+ *	  Trusted values for the rules: a rule with "source": "player" reads the
+ *	  player's mm.players.attributes (written by the server with
+ *	  mm.set_player_attributes), one with "source": "rating" the player's
+ *	  stored rating in the queue's rating pool (mm.ratings; the system's
+ *	  defaults for a player without one).  A client cannot send either.
+ *
+ * The tick loads them once per queue for all the players it loaded, in two
+ * set-based queries, and hands each player's containers to the rules
+ * through MmPlayerInput.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+
+#include "player_sources.h"
+#include "sql_arrays.h"
+
+/* Longest player id (mm.players.id and tickets' ids are checked to it). */
+#define MM_PLAYER_ID_MAX 128
+
+typedef struct SourceEntry
+{
+	char		player_id[MM_PLAYER_ID_MAX + 1];
+	Jsonb	   *attributes;		/* NULL: no mm.players row */
+	Jsonb	   *rating;			/* NULL: unrated (the defaults apply) */
+} SourceEntry;
+
+struct MmPlayerSources
+{
+	HTAB	   *players;
+	Jsonb	   *default_rating; /* the system's defaults, for the unrated */
+};
+
+static SPIPlanPtr PlanAttributes = NULL;
+static SPIPlanPtr PlanRatings = NULL;
+
+bool
+MmConfigReadsPlayerSources(const MmQueueConfig *config)
+{
+	int			r;
+
+	for (r = 0; r < config->nrules; r++)
+		if (config->rules[r].source != MM_SOURCE_TICKET)
+			return true;
+	return false;
+}
+
+static bool
+ConfigReads(const MmQueueConfig *config, MmRuleSource source)
+{
+	int			r;
+
+	for (r = 0; r < config->nrules; r++)
+		if (config->rules[r].source == source)
+			return true;
+	return false;
+}
+
+/* Prepares a statement once per backend. */
+static SPIPlanPtr
+Prepare(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
+{
+	if (*slot == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "preparing \"%s\" failed: %s", sql, SPI_result_code_string(SPI_result));
+		*slot = plan;
+	}
+	return *slot;
+}
+
+/* A player's entry, made on first sight. */
+static SourceEntry *
+Entry(HTAB *players, const char *player_id)
+{
+	char		key[MM_PLAYER_ID_MAX + 1] = {0};
+	bool		found;
+	SourceEntry *e;
+
+	strlcpy(key, player_id, sizeof(key));
+	e = hash_search(players, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		e->attributes = NULL;
+		e->rating = NULL;
+	}
+	return e;
+}
+
+/* Runs one of the lookups and files each row's jsonb (column 2) under its player. */
+static void
+Fill(MmPlayerSources *sources, SPIPlanPtr plan, Datum *values, bool ratings)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	uint64		i;
+	int			rc = SPI_execute_plan(plan, values, NULL, true, 0);
+
+	MemoryContextSwitchTo(caller);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading players' %s failed: %s", ratings ? "ratings" : "attributes",
+			 SPI_result_code_string(rc));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		char	   *id = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+														   1, &isnull));
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		SourceEntry *e = Entry(sources->players, id);
+
+		if (isnull)
+			continue;
+		if (ratings)
+			e->rating = DatumGetJsonbPCopy(d);
+		else
+			e->attributes = DatumGetJsonbPCopy(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	MemoryContextSwitchTo(caller);
+}
+
+MmPlayerSources *
+MmLoadPlayerSources(const MmQueueConfig *config, const char *queue,
+					const char **player_ids, int nplayers)
+{
+	MmPlayerSources *sources = palloc0(sizeof(MmPlayerSources));
+	HASHCTL		ctl;
+	Datum		values[2];
+	Oid			ids_arg[] = {TEXTARRAYOID};
+	Oid			ratings_args[] = {TEXTARRAYOID, TEXTOID};
+	ArrayType  *ids = MmBuildTextArray(player_ids, nplayers);
+	const char *system = config->rating_system;
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = MM_PLAYER_ID_MAX + 1;
+	ctl.entrysize = sizeof(SourceEntry);
+	ctl.hcxt = CurrentMemoryContext;
+	sources->players = hash_create("mm player sources", Max(nplayers, 16), &ctl,
+								   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+
+	values[0] = PointerGetDatum(ids);
+	if (ConfigReads(config, MM_SOURCE_PLAYER))
+		Fill(sources,
+			 Prepare(&PlanAttributes,
+					 "SELECT id, attributes FROM mm.players WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+					 1, ids_arg),
+			 values, false);
+	if (ConfigReads(config, MM_SOURCE_RATING) && system != NULL)
+	{
+		/* OpenSkill stores mu and sigma: its "rating" is mu */
+		values[1] = CStringGetTextDatum(config->rating_pool ? config->rating_pool : queue);
+		Fill(sources,
+			 Prepare(&PlanRatings,
+					 "SELECT player_id, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+					 "'rating', COALESCE(rating, mu), 'rd', rd, 'mu', mu, 'sigma', sigma))"
+					 " FROM mm.ratings WHERE pool OPERATOR(pg_catalog.=) $2"
+					 " AND player_id OPERATOR(pg_catalog.=) ANY ($1)",
+					 2, ratings_args),
+			 values, true);
+		/* the defaults mm.report_result starts a player from */
+		sources->default_rating = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
+			strcmp(system, "glicko2") == 0 ? "{\"rating\": 1500, \"rd\": 350}" :
+			strcmp(system, "elo") == 0 ? "{\"rating\": 1500}" :
+			"{\"rating\": 25, \"mu\": 25, \"sigma\": 8.333333333333334}")));
+	}
+	return sources;
+}
+
+void
+MmApplyPlayerSources(const MmPlayerSources *sources, MmPlayerInput *player)
+{
+	char		key[MM_PLAYER_ID_MAX + 1] = {0};
+	SourceEntry *e;
+
+	player->server_attributes = NULL;
+	player->rating = sources->default_rating ? &sources->default_rating->root : NULL;
+	strlcpy(key, player->id, sizeof(key));
+	e = hash_search(sources->players, key, HASH_FIND, NULL);
+	if (e == NULL)
+		return;
+	if (e->attributes)
+		player->server_attributes = &e->attributes->root;
+	if (e->rating)
+		player->rating = &e->rating->root;
+}
