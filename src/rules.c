@@ -205,12 +205,12 @@ DifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 		for (i = 0; i < nplayers; i++)
 		{
 			JsonbValue	rd;
+			double		d;
 
 			if (players[i].rating != NULL &&
 				getKeyJsonValueFromContainer(players[i].rating, "rd", 2, &rd) != NULL &&
-				rd.type == jbvNumeric)
-				value->widen = Max(value->widen,
-								   rule->widen_by_rd * MmJsonNumericToDouble(rd.val.numeric));
+				JsonbNumberValue(&rd, &d))
+				value->widen = Max(value->widen, rule->widen_by_rd * d);
 		}
 	}
 }
