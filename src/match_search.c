@@ -149,6 +149,8 @@ typedef struct SearchState
 
 	MemoryContext result_context;	/* the caller's: the matches live there */
 	MmSearchResult *result;
+	int64	   *rule_passed;	/* = result's: per rule, candidate checks passed */
+	int64	   *rule_failed;	/* ... and failed (mm.rule_stats) */
 	int			matches_allocated;
 } SearchState;
 
@@ -507,6 +509,11 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 		s->team_max[i] = config->teams[i].max;
 
 	s->result = MemoryContextAllocZero(result_context, sizeof(MmSearchResult));
+	s->result->nrules = config->nrules;
+	s->result->rule_passed = s->rule_passed =
+		MemoryContextAllocZero(result_context, sizeof(int64) * Max(config->nrules, 1));
+	s->result->rule_failed = s->rule_failed =
+		MemoryContextAllocZero(result_context, sizeof(int64) * Max(config->nrules, 1));
 	s->matches_allocated = 16;
 	s->result->matches = MemoryContextAlloc(result_context,
 											sizeof(MmFoundMatch) * s->matches_allocated);
@@ -895,17 +902,29 @@ TicketFits(SearchState *s, MmRuleState *states, const MmTicket *t)
 	{
 		int			r = s->fit_rule[k];
 
-		if (t->values[r].kind == MM_VALUE_MISSING)
+		if (t->values[r].kind == MM_VALUE_MISSING ||
+			(s->fit_can_add[k] != NULL &&
+			 !s->fit_can_add[k] (s->context, &states[r], &t->values[r],
+								 s->rule_threshold[r])))
+		{
+			s->rule_failed[r]++;
 			return false;
-		if (s->fit_can_add[k] != NULL &&
-			!s->fit_can_add[k] (s->context, &states[r], &t->values[r],
-								s->rule_threshold[r]))
-			return false;
+		}
+		if (s->fit_can_add[k] != NULL)
+			s->rule_passed[r]++;
 	}
 	for (int k = 0; k < s->ncompound; k++)
-		if (!MmCompoundCanAdd(s->context, &s->config->rules[s->compound_rule[k]], states,
+	{
+		int			r = s->compound_rule[k];
+
+		if (!MmCompoundCanAdd(s->context, &s->config->rules[r], states,
 							  t->values, s->rule_on, s->rule_threshold))
+		{
+			s->rule_failed[r]++;
 			return false;
+		}
+		s->rule_passed[r]++;
+	}
 	return true;
 }
 
@@ -1230,7 +1249,11 @@ CheckTeamRules(SearchState *s, double *closeness_sum, double *weight_sum)
 		if (!s->rule_on[r] || s->handlers[r]->scope != MM_SCOPE_TEAMS)
 			continue;
 		if (!s->handlers[r]->check_teams(rule, r, &view, s->rule_threshold[r], &c))
+		{
+			s->rule_failed[r]++;
 			return false;
+		}
+		s->rule_passed[r]++;
 		*closeness_sum += rule->weight * c;
 		*weight_sum += rule->weight;
 	}

@@ -39,6 +39,15 @@ typedef struct MmSearchResult
 	int			nmatches;
 	MmFoundMatch *matches;
 	int64		scratch_bytes;	/* peak of the search's own structures (freed) */
+	/*
+	 * Per rule of the queue (nrules entries): how many times a candidate
+	 * ticket (ticket rules) or a candidate match's teams (team rules) passed
+	 * and failed the rule's check; a candidate is checked rule by rule and
+	 * stops at the first rule it fails.  For mm.rule_stats.
+	 */
+	int			nrules;
+	int64	   *rule_passed;
+	int64	   *rule_failed;
 } MmSearchResult;
 
 /*

@@ -48,6 +48,7 @@
 #include "queue_config.h"
 #include "rules.h"
 #include "sql_arrays.h"
+#include "ticket_parse.h"
 
 PG_FUNCTION_INFO_V1(mm_tick);
 PG_FUNCTION_INFO_V1(mm_last_tick_stats);
@@ -97,6 +98,7 @@ static SPIPlanPtr PlanNotifyMatch = NULL;
 static SPIPlanPtr PlanHasOtherTickets = NULL;
 static SPIPlanPtr PlanLoadWithOthers = NULL;
 static SPIPlanPtr PlanUnlistTickets = NULL;
+static SPIPlanPtr PlanRuleStats = NULL;
 
 /*
  * Whether the queue being ticked loaded a ticket that searches in several
@@ -171,7 +173,7 @@ FreePlans(void)
 		&PlanMatchIds, &PlanInsertMatches, &PlanInsertPlayers, &PlanUpdateTickets,
 		&PlanReleasePlayers, &PlanDeleteActive, &PlanProposeTickets, &PlanExpireProposals,
 		&PlanLoadBackfills, &PlanLoadMembers, &PlanUpdateBackfill, &PlanNotifyMatch,
-		&PlanHasOtherTickets, &PlanLoadWithOthers, &PlanUnlistTickets};
+		&PlanHasOtherTickets, &PlanLoadWithOthers, &PlanUnlistTickets, &PlanRuleStats};
 	int			i;
 
 	for (i = 0; i < lengthof(plans); i++)
@@ -394,6 +396,22 @@ PreparePlans(void)
 				 "DELETE FROM mm.ticket_queues WHERE ticket_id OPERATOR(pg_catalog.=) ANY ($1)",
 				 1, int8_array1);
 	}
+	/* the search's per-rule counts, once per tick of the queue (mm.rule_stats) */
+	{
+		Oid			stats_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
+
+		KeepPlan(&PlanRuleStats,
+				 "INSERT INTO mm.rule_evaluations AS e (queue, rule, last_tick_at, last_passed, last_failed,"
+				 " total_passed, total_failed, counting_since)"
+				 " SELECT $1, u.rule, $2, u.passed, u.failed, u.passed, u.failed, $2"
+				 " FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5))"
+				 " AS u(rule, passed, failed)"
+				 " ON CONFLICT (queue, rule) DO UPDATE SET last_tick_at = EXCLUDED.last_tick_at,"
+				 " last_passed = EXCLUDED.last_passed, last_failed = EXCLUDED.last_failed,"
+				 " total_passed = e.total_passed OPERATOR(pg_catalog.+) EXCLUDED.last_passed,"
+				 " total_failed = e.total_failed OPERATOR(pg_catalog.+) EXCLUDED.last_failed",
+				 5, stats_args);
+	}
 
 	/*
 	 * Backfill: the queue's open requests of live matches, oldest first, with
@@ -570,67 +588,6 @@ TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
 	return n;
 }
 
-/* Reports a ticket whose players jsonb the tick cannot read. */
-static void
-BadPlayers(int64 ticket_id, const char *why)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("ticket " INT64_FORMAT " has invalid players: %s", ticket_id, why),
-			 errhint("Tickets are validated on INSERT; was the validation trigger disabled?")));
-}
-
-/*
- * Parses a ticket's players jsonb into MmPlayerInput (the containers point
- * into the jsonb, which must outlive the use of players) and extracts the
- * rule values, with each player's server-side attributes and stored rating
- * when the queue's rules read them (sources, else NULL).  Player ids are
- * copied.
- */
-static void
-ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
-			MmPlayerInput *players, const MmPlayerSources *sources)
-{
-	JsonbContainer *root = &players_jsonb->root;
-	int			n,
-				i;
-
-	if (!JsonContainerIsArray(root) || JsonContainerIsScalar(root))
-		BadPlayers(ticket->id, "not an array");
-	n = JsonContainerSize(root);
-	if (n < 1 || n > MM_MAX_MATCH_SIZE)
-		BadPlayers(ticket->id, "wrong number of players");
-	ticket->nplayers = n;
-	ticket->player_ids = palloc(sizeof(char *) * n);
-	for (i = 0; i < n; i++)
-	{
-		JsonbValue *elem = getIthJsonbValueFromContainer(root, i);
-		JsonbContainer *obj;
-		JsonbValue	v;
-
-		if (elem->type != jbvBinary || !JsonContainerIsObject(elem->val.binary.data))
-			BadPlayers(ticket->id, "a player is not an object");
-		obj = elem->val.binary.data;
-		if (getKeyJsonValueFromContainer(obj, "id", 2, &v) == NULL || v.type != jbvString)
-			BadPlayers(ticket->id, "a player has no string id");
-		ticket->player_ids[i] = pnstrdup(v.val.string.val, v.val.string.len);
-		players[i].id = ticket->player_ids[i];
-		players[i].attributes = NULL;
-		players[i].latencies = NULL;
-		if (getKeyJsonValueFromContainer(obj, "attributes", 10, &v) != NULL &&
-			v.type == jbvBinary)
-			players[i].attributes = v.val.binary.data;
-		if (getKeyJsonValueFromContainer(obj, "latencies", 9, &v) != NULL &&
-			v.type == jbvBinary)
-			players[i].latencies = v.val.binary.data;
-		players[i].server_attributes = NULL;
-		players[i].rating = NULL;
-		if (sources)
-			MmApplyPlayerSources(sources, &players[i]);
-		pfree(elem);
-	}
-	MmExtractTicketValues(context, ticket, players, n);
-}
 
 /*
  * Loads the searching tickets oldest first, locking them (SKIP LOCKED).
@@ -638,69 +595,6 @@ ParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
  * a matched ticket's row is copied to the ended partition and deleted by
  * ctid, which cannot change while this tick holds the row lock.
  */
-/* The id of each player of these tickets, in order. */
-static const char **
-PlayerIdsOf(Jsonb *const *players, int ntickets, int *count)
-{
-	int			allocated = Max(ntickets, 16);
-	const char **ids = palloc(sizeof(char *) * allocated);
-	int			n = 0,
-				i;
-
-	for (i = 0; i < ntickets; i++)
-	{
-		JsonbContainer *root = &players[i]->root;
-		int			k,
-					np = JsonContainerIsArray(root) ? JsonContainerSize(root) : 0;
-
-		for (k = 0; k < np; k++)
-		{
-			JsonbValue *elem = getIthJsonbValueFromContainer(root, k);
-			JsonbValue	v;
-
-			if (elem->type != jbvBinary ||
-				getKeyJsonValueFromContainer(elem->val.binary.data, "id", 2, &v) == NULL ||
-				v.type != jbvString)
-				continue;
-			if (n == allocated)
-			{
-				allocated *= 2;
-				ids = repalloc_huge(ids, sizeof(char *) * allocated);
-			}
-			ids[n++] = pnstrdup(v.val.string.val, v.val.string.len);
-		}
-	}
-	*count = n;
-	return ids;
-}
-
-/*
- * Parses tickets whose rules read server-side values: loads those values
- * for all their players in one go, then parses each ticket with them.
- * free_players: the jsonb copies were kept for this only.
- */
-static void
-ParseWithSources(MmRuleContext *context, const char *queue, MmTicket *tickets,
-				 Jsonb **players_jsonb, int ntickets, bool free_players)
-{
-	MmPlayerInput players[MM_MAX_MATCH_SIZE];
-	MmPlayerSources *sources;
-	const char **ids;
-	int			nids,
-				i;
-
-	ids = PlayerIdsOf(players_jsonb, ntickets, &nids);
-	sources = MmLoadPlayerSources(context->config, queue, ids, nids);
-	BackToQueueContext();
-	for (i = 0; i < ntickets; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		ParseTicket(context, &tickets[i], players_jsonb[i], players, sources);
-		if (free_players)
-			pfree(players_jsonb[i]);
-	}
-}
-
 /*
  * What a match function needs of each loaded ticket besides its rule values:
  * its players as stored and its creation time (match_function.c).
@@ -794,7 +688,7 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 			raw = SPI_getbinval(tuple, desc, 3, &isnull);
 			jb = DatumGetJsonbP(raw);
 			if (!deferred)
-				ParseTicket(context, ticket, jb, players, NULL);
+				MmParseTicket(context, ticket, jb, players, NULL);
 			if (raw_out)
 			{
 				/* kept for the match function: a copy outliving the tuple */
@@ -816,7 +710,10 @@ LoadTickets(MmRuleContext *context, const char *queue, TimestampTz now, int *cou
 	BackToQueueContext();
 	*count = n;
 	if (deferred)
-		ParseWithSources(context, queue, tickets, raw_out->players, n, raw_out == &local_raw);
+	{
+		MmParseTicketsWithSources(context, queue, tickets, raw_out->players, n, raw_out == &local_raw);
+		BackToQueueContext();
+	}
 	return tickets;
 }
 
@@ -1370,7 +1267,7 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 			members[i].age_seconds = Max(0.0, ((double) now - (double) created_at) / USECS_PER_SEC);
 			member_players[i] = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 3, &isnull));
 			if (!MmConfigReadsPlayerSources(config))
-				ParseTicket(context, &members[i], member_players[i], players, NULL);
+				MmParseTicket(context, &members[i], member_players[i], players, NULL);
 			team = SPI_getbinval(tuple, desc, 4, &isnull);
 			member_team[i] = -1;
 			if (!isnull)
@@ -1387,7 +1284,7 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 		}
 		SPI_freetuptable(SPI_tuptable);
 		if (MmConfigReadsPlayerSources(config))
-			ParseWithSources(context, queue, members, member_players, nmembers, true);
+			MmParseTicketsWithSources(context, queue, members, member_players, nmembers, true);
 		/* everybody left: nothing to fill around */
 		if (nmembers == 0)
 			continue;
@@ -1419,6 +1316,36 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 		ctids[t++] = ctids[i];
 	}
 	*ntickets = t;
+}
+
+/*
+ * Adds the search's per-rule counts to mm.rule_evaluations: one statement per
+ * tick of a queue, only when the search checked a candidate.  0.3 only.
+ */
+static void
+WriteRuleStats(const char *queue, const MmQueueConfig *config, TimestampTz now,
+			   const MmSearchResult *result)
+{
+	const char **names;
+	Datum		values[5];
+	int64		checks = 0;
+	int			r;
+
+	if (PlanRuleStats == NULL || result->nrules == 0)
+		return;
+	for (r = 0; r < result->nrules; r++)
+		checks += result->rule_passed[r] + result->rule_failed[r];
+	if (checks == 0)
+		return;
+	names = palloc(sizeof(char *) * result->nrules);
+	for (r = 0; r < result->nrules; r++)
+		names[r] = config->rules[r].name;
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = PointerGetDatum(MmBuildTextArray(names, result->nrules));
+	values[3] = PointerGetDatum(MmBuildInt8Array(result->rule_passed, result->nrules));
+	values[4] = PointerGetDatum(MmBuildInt8Array(result->rule_failed, result->nrules));
+	RunWrite(PlanRuleStats, values, SPI_OK_INSERT, result->nrules, "counting rule checks");
 }
 
 /* A string member of the queue's config, or NULL. */
@@ -1529,6 +1456,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 	INSTR_TIME_SET_CURRENT(start);
 	if (result->nmatches > 0)
 		WriteMatches(queue, &context, now, tickets, ctids, result, properties, stats);
+	WriteRuleStats(queue, config, now, result);
 	stats->write_ms = ElapsedMs(start);
 	stats->memory_bytes = Max(stats->memory_bytes,
 							  (int64) MemoryContextMemAllocated(queue_context, true));

@@ -1,0 +1,63 @@
+-- Why is my ticket waiting: mm.rule_stats (per rule, candidate checks passed
+-- and failed in the last tick and since a reset) and mm.explain_ticket (a
+-- searching ticket's rules now, when they widen, who passes them, what
+-- blocks its nearest candidates, the estimated wait).
+SET timezone = 'UTC';
+\set SHOW_CONTEXT never
+-- explain_ticket's result with ticket ids as their first players' ids
+CREATE FUNCTION pg_temp.explain(player text, now timestamptz) RETURNS jsonb LANGUAGE sql AS $$
+	SELECT e - 'ticket_id' - 'nearest'
+		   || jsonb_build_object('nearest', coalesce((
+				SELECT jsonb_agg(jsonb_build_object('player', (SELECT t.players -> 0 ->> 'id' FROM mm.tickets t
+															   WHERE t.id = (n ->> 'ticket_id')::bigint),
+													'blocked_by', n -> 'blocked_by') ORDER BY o)
+				  FROM jsonb_array_elements(e -> 'nearest') WITH ORDINALITY AS x(n, o)), '[]'))
+	  FROM (SELECT mm.explain_ticket(t.id, now) AS e FROM mm.tickets t
+			 WHERE t.players -> 0 ->> 'id' = player AND t.status = 'searching') s
+$$;
+
+SELECT mm.create_queue('ex_duel', '{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}],
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100,
+             "expansion": {"every_seconds": 30, "delta": 100, "limit": 500}},
+            {"name": "ping", "type": "latency", "max_ms": 60},
+            {"name": "mode", "type": "string_equality", "attribute": "mode", "seconds_until_optional": 120},
+            {"name": "fair", "type": "team_difference", "attribute": "skill", "max": 200}]}');
+-- the queue's history: two players matched after 40 s and 60 s
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('ex_duel', '[{"id": "h1", "attributes": {"skill": 1800, "mode": "ctf"}, "latencies": {"eu": 20}}]', '2025-12-31 23:58:00+00'),
+  ('ex_duel', '[{"id": "h2", "attributes": {"skill": 1810, "mode": "ctf"}, "latencies": {"eu": 20}}]', '2025-12-31 23:58:20+00');
+SELECT mm.tick('ex_duel', '2025-12-31 23:59:00+00');
+-- a waits: b is 250 apart, c plays another mode, d is in another region
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('ex_duel', '[{"id": "a", "attributes": {"skill": 1000, "mode": "ctf"}, "latencies": {"eu": 20}}]', '2026-01-01 00:00:00+00'),
+  ('ex_duel', '[{"id": "b", "attributes": {"skill": 1250, "mode": "ctf"}, "latencies": {"eu": 30}}]', '2026-01-01 00:00:05+00'),
+  ('ex_duel', '[{"id": "c", "attributes": {"skill": 1050, "mode": "dm"}, "latencies": {"eu": 20}}]', '2026-01-01 00:00:06+00'),
+  ('ex_duel', '[{"id": "d", "attributes": {"skill": 1020, "mode": "ctf"}, "latencies": {"us": 20}}]', '2026-01-01 00:00:07+00');
+SELECT mm.tick('ex_duel', '2026-01-01 00:00:10+00');
+SELECT jsonb_pretty(pg_temp.explain('a', '2026-01-01 00:00:10+00'));
+-- 40 s later the skill window is 200 wide (step 1): b still 250 apart
+SELECT e -> 'rules' -> 0 AS skill_rule, e -> 'estimated_wait_seconds' AS estimated_wait
+  FROM pg_temp.explain('a', '2026-01-01 00:00:40+00') e;
+
+-- the rule counts: the tick checked candidates rule by rule
+SELECT rule, type, last_tick_at, last_passed, last_failed, last_pass_rate, total_passed, total_failed,
+	   counting_since FROM mm.rule_stats WHERE queue = 'ex_duel' ORDER BY rule;
+-- a second tick adds to the totals; the last tick's counts are its own
+SELECT mm.tick('ex_duel', '2026-01-01 00:00:11+00');
+SELECT rule, last_passed + last_failed AS last_checks, total_passed + total_failed AS total_checks
+  FROM mm.rule_stats WHERE queue = 'ex_duel' ORDER BY rule;
+-- a reset starts the totals from zero; a dropped rule leaves the view
+SELECT mm.reset_rule_stats('ex_duel', '2026-01-01 00:00:12+00');
+SELECT rule, total_passed, total_failed, counting_since FROM mm.rule_stats WHERE queue = 'ex_duel' ORDER BY rule;
+SELECT mm.alter_queue('ex_duel', jsonb_set(config, '{rules}', (config -> 'rules') - 2))
+  FROM mm.queues WHERE name = 'ex_duel';
+SELECT rule FROM mm.rule_stats WHERE queue = 'ex_duel' ORDER BY rule;
+
+-- errors
+SELECT mm.explain_ticket(-1, '2026-01-01 00:00:10+00');
+SELECT mm.explain_ticket(NULL);
+SELECT mm.explain_ticket(id, 'infinity') FROM mm.tickets WHERE players -> 0 ->> 'id' = 'a';
+SELECT mm.explain_ticket(id, '2026-01-01 00:00:10+00') FROM mm.tickets WHERE players -> 0 ->> 'id' = 'h1';
+SELECT mm.reset_rule_stats('ex_nope');
+
+SELECT mm.drop_queue('ex_duel', force => true);

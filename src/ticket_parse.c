@@ -1,0 +1,142 @@
+/*
+ * ticket_parse.c
+ *	  Reads a stored ticket's players into the rules' values: the tick's
+ *	  load, backfill and mm.explain_ticket share it.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+
+#include "player_sources.h"
+#include "queue_config.h"
+#include "ticket_parse.h"
+
+/* Reports a ticket whose players jsonb the tick cannot read. */
+static void
+BadPlayers(int64 ticket_id, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("ticket " INT64_FORMAT " has invalid players: %s", ticket_id, why),
+			 errhint("Tickets are validated on INSERT; was the validation trigger disabled?")));
+}
+
+/*
+ * Parses a ticket's players jsonb into MmPlayerInput (the containers point
+ * into the jsonb, which must outlive the use of players) and extracts the
+ * rule values, with each player's server-side attributes and stored rating
+ * when the queue's rules read them (sources, else NULL).  Player ids are
+ * copied.
+ */
+void
+MmParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
+			MmPlayerInput *players, const MmPlayerSources *sources)
+{
+	JsonbContainer *root = &players_jsonb->root;
+	int			n,
+				i;
+
+	if (!JsonContainerIsArray(root) || JsonContainerIsScalar(root))
+		BadPlayers(ticket->id, "not an array");
+	n = JsonContainerSize(root);
+	if (n < 1 || n > MM_MAX_MATCH_SIZE)
+		BadPlayers(ticket->id, "wrong number of players");
+	ticket->nplayers = n;
+	ticket->player_ids = palloc(sizeof(char *) * n);
+	for (i = 0; i < n; i++)
+	{
+		JsonbValue *elem = getIthJsonbValueFromContainer(root, i);
+		JsonbContainer *obj;
+		JsonbValue	v;
+
+		if (elem->type != jbvBinary || !JsonContainerIsObject(elem->val.binary.data))
+			BadPlayers(ticket->id, "a player is not an object");
+		obj = elem->val.binary.data;
+		if (getKeyJsonValueFromContainer(obj, "id", 2, &v) == NULL || v.type != jbvString)
+			BadPlayers(ticket->id, "a player has no string id");
+		ticket->player_ids[i] = pnstrdup(v.val.string.val, v.val.string.len);
+		players[i].id = ticket->player_ids[i];
+		players[i].attributes = NULL;
+		players[i].latencies = NULL;
+		if (getKeyJsonValueFromContainer(obj, "attributes", 10, &v) != NULL &&
+			v.type == jbvBinary)
+			players[i].attributes = v.val.binary.data;
+		if (getKeyJsonValueFromContainer(obj, "latencies", 9, &v) != NULL &&
+			v.type == jbvBinary)
+			players[i].latencies = v.val.binary.data;
+		players[i].server_attributes = NULL;
+		players[i].rating = NULL;
+		if (sources)
+			MmApplyPlayerSources(sources, &players[i]);
+		pfree(elem);
+	}
+	MmExtractTicketValues(context, ticket, players, n);
+}
+
+/* The id of each player of these tickets, in order. */
+static const char **
+PlayerIdsOf(Jsonb *const *players, int ntickets, int *count)
+{
+	int			allocated = Max(ntickets, 16);
+	const char **ids = palloc(sizeof(char *) * allocated);
+	int			n = 0,
+				i;
+
+	for (i = 0; i < ntickets; i++)
+	{
+		JsonbContainer *root = &players[i]->root;
+		int			k,
+					np = JsonContainerIsArray(root) ? JsonContainerSize(root) : 0;
+
+		for (k = 0; k < np; k++)
+		{
+			JsonbValue *elem = getIthJsonbValueFromContainer(root, k);
+			JsonbValue	v;
+
+			if (elem->type != jbvBinary ||
+				getKeyJsonValueFromContainer(elem->val.binary.data, "id", 2, &v) == NULL ||
+				v.type != jbvString)
+				continue;
+			if (n == allocated)
+			{
+				allocated *= 2;
+				ids = repalloc_huge(ids, sizeof(char *) * allocated);
+			}
+			ids[n++] = pnstrdup(v.val.string.val, v.val.string.len);
+		}
+	}
+	*count = n;
+	return ids;
+}
+
+/*
+ * Parses tickets whose rules read server-side values: loads those values
+ * for all their players in one go, then parses each ticket with them.
+ * free_players: the jsonb copies were kept for this only.
+ */
+void
+MmParseTicketsWithSources(MmRuleContext *context, const char *queue, MmTicket *tickets,
+				 Jsonb **players_jsonb, int ntickets, bool free_players)
+{
+	MmPlayerInput players[MM_MAX_MATCH_SIZE];
+	MemoryContext caller = CurrentMemoryContext;
+	MmPlayerSources *sources;
+	const char **ids;
+	int			nids,
+				i;
+
+	ids = PlayerIdsOf(players_jsonb, ntickets, &nids);
+	sources = MmLoadPlayerSources(context->config, queue, ids, nids);
+	/* SPI returns in its own context: back to the caller's */
+	MemoryContextSwitchTo(caller);
+	for (i = 0; i < ntickets; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		MmParseTicket(context, &tickets[i], players_jsonb[i], players, sources);
+		if (free_players)
+			pfree(players_jsonb[i]);
+	}
+}
+
