@@ -57,7 +57,9 @@ SELECT rule FROM mm.rule_stats WHERE queue = 'ex_duel' ORDER BY rule;
 SELECT mm.explain_ticket(-1, '2026-01-01 00:00:10+00');
 SELECT mm.explain_ticket(NULL);
 SELECT mm.explain_ticket(id, 'infinity') FROM mm.tickets WHERE players -> 0 ->> 'id' = 'a';
+\set VERBOSITY sqlstate
 SELECT mm.explain_ticket(id, '2026-01-01 00:00:10+00') FROM mm.tickets WHERE players -> 0 ->> 'id' = 'h1';
+\set VERBOSITY default
 SELECT mm.reset_rule_stats('ex_nope');
 
 SELECT mm.drop_queue('ex_duel', force => true);
