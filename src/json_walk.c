@@ -176,8 +176,9 @@ MmJsonIsObject(JsonbValue *value)
 	return value->type == jbvBinary && JsonContainerIsObject(value->val.binary.data);
 }
 
-bool
-MmJsonIsArray(JsonbValue *value)
+/* True when the value is a jbvBinary array. */
+static bool
+JsonIsArray(JsonbValue *value)
 {
 	return value->type == jbvBinary && JsonContainerIsArray(value->val.binary.data) &&
 		!JsonContainerIsScalar(value->val.binary.data);
@@ -281,7 +282,7 @@ MmJsonArray(MmJsonPath *path, JsonbValue *value, int min_count, int max_count, i
 {
 	int			n;
 
-	if (!MmJsonIsArray(value))
+	if (!JsonIsArray(value))
 		MmJsonError(path, "must be an array");
 	n = JsonContainerSize(value->val.binary.data);
 	if (n < min_count)

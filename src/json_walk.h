@@ -72,9 +72,8 @@ extern bool MmJsonBool(MmJsonPath *path, JsonbValue *value);
 extern char *MmJsonString(MmJsonPath *path, JsonbValue *value,
 						  int min_length, int max_length);
 
-/* True when the value is a jbvBinary object / array. */
+/* True when the value is a jbvBinary object. */
 extern bool MmJsonIsObject(JsonbValue *value);
-extern bool MmJsonIsArray(JsonbValue *value);
 
 /* A jsonb's root as a JsonbValue (jbvBinary for objects and arrays). */
 extern void MmJsonRoot(Jsonb *jb, JsonbValue *value);

@@ -67,8 +67,8 @@ NameProblem(const char *name)
 /*
  * Checks a queue name; raises 42602 invalid_name otherwise.
  */
-void
-MmValidateQueueName(const char *name)
+static void
+ValidateQueueName(const char *name)
 {
 	const char *problem = NameProblem(name);
 
@@ -1176,8 +1176,8 @@ MmParseQueueConfig(Jsonb *jb)
 /*
  * The rule named name, or NULL.
  */
-const MmRuleConfig *
-MmFindRule(const MmQueueConfig *config, const char *name)
+static const MmRuleConfig *
+FindRule(const MmQueueConfig *config, const char *name)
 {
 	int			i;
 
@@ -1225,8 +1225,8 @@ AppendKeyNumber(StringInfo buf, const char *key, double value)
  * The parsed config as jsonb with every default filled in: what the tick
  * will use (effective match_size, max_party_size, each rule's options).
  */
-Jsonb *
-MmQueueConfigToJsonb(const MmQueueConfig *config)
+static Jsonb *
+QueueConfigToJsonb(const MmQueueConfig *config)
 {
 	StringInfoData buf;
 	int			i,
@@ -1408,7 +1408,7 @@ mm_validate_queue_config(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("queue config must not be null")));
-	PG_RETURN_JSONB_P(MmQueueConfigToJsonb(MmParseQueueConfig(PG_GETARG_JSONB_P(0))));
+	PG_RETURN_JSONB_P(QueueConfigToJsonb(MmParseQueueConfig(PG_GETARG_JSONB_P(0))));
 }
 
 /* Whether a rule has a threshold of its own; see queue_config.h. */
@@ -1452,7 +1452,7 @@ mm_rule_threshold(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("age_seconds must be a finite number >= 0")));
-	rule = MmFindRule(config, name);
+	rule = FindRule(config, name);
 	if (rule == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -1501,7 +1501,7 @@ mm_queues_validate(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("queue name must not be null")));
-	MmValidateQueueName(TextDatumGetCString(value));
+	ValidateQueueName(TextDatumGetCString(value));
 
 	value = heap_getattr(tuple, SPI_fnumber(tupdesc, "config"), tupdesc, &isnull);
 	if (isnull)

@@ -245,11 +245,7 @@ typedef struct MmQueueConfig
  */
 extern MmQueueConfig *MmParseQueueConfig(Jsonb *config);
 
-/* The parsed config with every default filled in, as jsonb. */
-extern Jsonb *MmQueueConfigToJsonb(const MmQueueConfig *config);
 
-/* The rule of that name, or NULL. */
-extern const MmRuleConfig *MmFindRule(const MmQueueConfig *config, const char *name);
 
 /*
  * A rule's threshold at a given age of the oldest ticket in a candidate match.
@@ -274,8 +270,5 @@ extern int	MmMatchMinAt(const MmQueueConfig *config, double age_seconds);
  * comparisons all_equal / all_different).
  */
 extern bool MmRuleHasThreshold(const MmRuleConfig *rule);
-
-/* Checks a queue name against the naming rule; raises ERROR otherwise. */
-extern void MmValidateQueueName(const char *name);
 
 #endif							/* MM_QUEUE_CONFIG_H */

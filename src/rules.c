@@ -82,8 +82,8 @@ JsonbNumberValue(const JsonbValue *v, double *result)
  * attributes), or NULL.  The source decides where the attributes come from;
  * the later sources (mm.players.attributes, stored ratings) slot in here.
  */
-JsonbValue *
-MmLookupPlayerValue(const MmRuleConfig *rule, const MmPlayerInput *player,
+static JsonbValue *
+LookupPlayerValue(const MmRuleConfig *rule, const MmPlayerInput *player,
 					JsonbValue *result)
 {
 	JsonbContainer *container;
@@ -143,7 +143,7 @@ ExtractPlayerNumbers(const MmRuleConfig *rule, const MmPlayerInput *players,
 		JsonbValue	jv;
 		double		d;
 
-		if (JsonbNumberValue(MmLookupPlayerValue(rule, &players[i], &jv), &d))
+		if (JsonbNumberValue(LookupPlayerValue(rule, &players[i], &jv), &d))
 			value->player_values[i] = d;
 		else if (rule->has_default && !rule->default_is_string)
 			value->player_values[i] = rule->default_number;
@@ -297,7 +297,7 @@ StringEqualityExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	for (i = 0; i < nplayers; i++)
 	{
 		JsonbValue	jv;
-		JsonbValue *found = MmLookupPlayerValue(rule, &players[i], &jv);
+		JsonbValue *found = LookupPlayerValue(rule, &players[i], &jv);
 		const char *s;
 
 		if (found != NULL && found->type == jbvString)
@@ -893,8 +893,8 @@ MmBestRegion(const MmRuleContext *context, const MmRuleState *state, double *wor
  * The room a latency state needs for a rule: the most regions one ticket
  * has (a state's regions are a subset of one ticket's).
  */
-int
-MmLatencyStateCapacity(const MmTicket *tickets, int ntickets, int rule_index)
+static int
+LatencyStateCapacity(const MmTicket *tickets, int ntickets, int rule_index)
 {
 	int			most = 0;
 
@@ -1396,8 +1396,8 @@ EvalHolds(const MmRuleContext *context, const MmRuleConfig *compound, int node,
 	return true;
 }
 
-bool
-MmCompoundHolds(const MmRuleContext *context, const MmRuleConfig *compound,
+static bool
+CompoundHolds(const MmRuleContext *context, const MmRuleConfig *compound,
 				const MmRuleState *states, const bool *rule_on, const double *threshold)
 {
 	return EvalHolds(context, compound, 0, states, rule_on, threshold);
@@ -1518,7 +1518,7 @@ PlayerList(MmRuleContext *context, const MmRuleConfig *rule, const MmPlayerInput
 		   int **ids, int *nids)
 {
 	JsonbValue	jv;
-	JsonbValue *found = MmLookupPlayerValue(rule, player, &jv);
+	JsonbValue *found = LookupPlayerValue(rule, player, &jv);
 	JsonbContainer *list;
 	int			n;
 
@@ -1879,7 +1879,7 @@ MmRuleStateCapacity(const MmQueueConfig *config, int rule_index,
 	const MmRuleConfig *rule = &config->rules[rule_index];
 
 	if (rule->type == MM_RULE_LATENCY)
-		return MmLatencyStateCapacity(tickets, ntickets, rule_index);
+		return LatencyStateCapacity(tickets, ntickets, rule_index);
 	if (rule->type == MM_RULE_COMPARISON && rule->compare_op == MM_CMP_ALL_DIFFERENT)
 		return Max(config->match_max, 1);
 	if (rule->type == MM_RULE_BLOCKLIST)
@@ -1952,7 +1952,7 @@ MmFinalHolds(const MmRuleContext *context, const MmRuleState *states,
 			continue;
 		if (rule->type == MM_RULE_COMPOUND)
 		{
-			if (!MmCompoundHolds(context, rule, states, rule_on, threshold))
+			if (!CompoundHolds(context, rule, states, rule_on, threshold))
 				return false;
 			continue;
 		}

@@ -12,7 +12,7 @@
  *	 - rate how close the match is, in [0,1], for the match quality.
  * A new rule type (set_intersection, match_total, comparison, blocklist,
  * compound) or value source (player, rating) is a new handler or a new case
- * in MmLookupPlayerValue; the search (match_search.c) and the tick (tick.c)
+ * in LookupPlayerValue (rules.c); the search (match_search.c) and the tick (tick.c)
  * do not change.
  */
 #ifndef MM_RULES_H
@@ -233,14 +233,6 @@ extern void MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
 								  const MmPlayerInput *players, int nplayers);
 
 /*
- * A player's value of a rule's attribute, from the rule's source: a jsonb
- * scalar, or NULL when the player lacks it.
- */
-extern JsonbValue *MmLookupPlayerValue(const MmRuleConfig *rule,
-									   const MmPlayerInput *player,
-									   JsonbValue *result);
-
-/*
  * Latency rules: the region index with the lowest worst latency in a state,
  * or -1 when no region is open to every player; *worst receives its latency.
  */
@@ -287,15 +279,11 @@ extern void MmRuleStateCopy(MmRuleState *dst, const MmRuleState *src);
  *	 MmCompoundCanAdd: false when no set containing the candidate match and
  *	   the ticket can satisfy the statement (three-valued: a leaf that holds
  *	   may still break; not() of a broken leaf holds for good);
- *	 MmCompoundHolds: whether the statement holds for the match as it is.
  * A leaf that is off (optional, null step) counts as true.
  */
 extern bool MmCompoundCanAdd(const MmRuleContext *context, const MmRuleConfig *compound,
 							 const MmRuleState *states, const MmRuleValue *values,
 							 const bool *rule_on, const double *threshold);
-extern bool MmCompoundHolds(const MmRuleContext *context, const MmRuleConfig *compound,
-							const MmRuleState *states, const bool *rule_on,
-							const double *threshold);
 extern void MmLeafJoin(const MmRuleContext *context, MmRuleState *state,
 					   const MmRuleValue *value, double threshold);
 
@@ -317,12 +305,5 @@ extern bool MmFinalHolds(const MmRuleContext *context, const MmRuleState *states
 extern double MmCandidateCost(const MmRuleContext *context, const MmTicket *anchor,
 							  const MmTicket *candidate, const bool *rule_on,
 							  const double *threshold);
-
-/*
- * Latency rules: the room (open_region, region_worst entries) a state of the
- * rule needs over these tickets.
- */
-extern int	MmLatencyStateCapacity(const MmTicket *tickets, int ntickets,
-								   int rule_index);
 
 #endif							/* MM_RULES_H */
