@@ -1,0 +1,67 @@
+
+-- ===================================================================
+-- Section: queue functions in one style
+-- ===================================================================
+--
+-- The install script's style: a function that sets its search_path writes
+-- plain operators and functions; only what runs without one (views, index
+-- predicates, constraints, DO blocks) qualifies them.  These two 0.2
+-- functions qualified both; same behaviour.
+
+CREATE OR REPLACE FUNCTION mm.alter_queue(name text, config jsonb) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	UPDATE mm.queues q SET config = alter_queue.config
+	 WHERE q.name = alter_queue.name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', alter_queue.name
+			USING ERRCODE = 'undefined_object';
+	END IF;
+END
+$$;
+CREATE OR REPLACE FUNCTION mm.drop_queue(name text, force boolean DEFAULT false) RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	active_count bigint;
+	cancelled_ids bigint[];
+BEGIN
+	-- FOR UPDATE also blocks new tickets (their validation locks the row FOR KEY SHARE)
+	PERFORM FROM mm.queues q WHERE q.name = drop_queue.name FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', drop_queue.name
+			USING ERRCODE = 'undefined_object';
+	END IF;
+
+	SELECT count(*) INTO active_count FROM mm.tickets t
+	 WHERE t.queue = drop_queue.name
+	   AND t.status = ANY (ARRAY['searching', 'proposed']);
+	IF active_count > 0 THEN
+		IF NOT coalesce(drop_queue.force, false) THEN
+			RAISE EXCEPTION 'queue "%" still has active tickets', drop_queue.name
+				USING ERRCODE = 'object_in_use',
+					  DETAIL = format('%s searching or proposed ticket(s) block dropping the queue.',
+									  active_count),
+					  HINT = 'Cancel them first, or call mm.drop_queue(name, force => true) to cancel them.';
+		END IF;
+		-- cancel them all in one statement (the queue row lock keeps new
+		-- tickets out; a ticket locked by a tick is waited for), then tell
+		-- every client in ticket_cancelled events split under 8000 bytes
+		SELECT array_agg(c.id ORDER BY c.id) INTO cancelled_ids
+		  FROM mm.end_tickets(ARRAY(SELECT t.id FROM mm.tickets_active t
+									 WHERE t.queue = drop_queue.name
+									 ORDER BY t.id FOR UPDATE),
+							  'cancelled', now()) AS c(id);
+		IF cancelled_ids IS NOT NULL THEN
+			PERFORM mm.notify_ticket_event('ticket_cancelled', drop_queue.name, cancelled_ids);
+		END IF;
+	END IF;
+
+	-- tickets, matches and everything hanging off them go with the queue
+	-- (mm.queues_after_delete)
+	DELETE FROM mm.queues q WHERE q.name = drop_queue.name;
+END
+$$;
