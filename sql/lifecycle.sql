@@ -226,7 +226,25 @@ SELECT status, updated_at FROM mm.backfill_requests WHERE match_id = :m0 + 5 ORD
 SELECT mm.request_backfill(:m0 + 5);
 SELECT * FROM pg_temp.events(:m0);
 
+-- ---------------------------------------------------------------- auto_backfill
+-- a queue with "auto_backfill": true requests backfill when a player leaves
+SELECT mm.create_queue('lc_auto', '{"teams": [{"name": "red", "min": 1, "max": 1},
+                                              {"name": "blue", "min": 1, "max": 1}],
+                                    "auto_backfill": true}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_auto', '[{"id": "q1"}]', '2026-01-01 01:00:00+00'),
+  ('lc_auto', '[{"id": "q2"}]', '2026-01-01 01:00:01+00');
+SELECT mm.tick('lc_auto', '2026-01-01 01:00:02+00');
+SELECT mm.leave_match(id, 'q2', '2026-01-01 01:05:00+00') FROM mm.matches WHERE queue = 'lc_auto';
+SELECT b.open_slots, b.status, b.created_at FROM mm.backfill_requests b WHERE b.queue = 'lc_auto';
+-- a second leaver finds the request open and adds no other
+SELECT mm.leave_match(id, 'q1', '2026-01-01 01:06:00+00') FROM mm.matches WHERE queue = 'lc_auto';
+SELECT count(*) AS requests FROM mm.backfill_requests b WHERE b.queue = 'lc_auto';
+SELECT event ->> 'event' AS event, event -> 'open_slots' AS open_slots FROM pg_temp.events(:m0);
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "auto_backfill": "yes"}');
+
 SELECT dblink_disconnect('lc_listener');
 SELECT mm.drop_queue('lc_acc', force => true);
 SELECT mm.drop_queue('lc_plain', force => true);
+SELECT mm.drop_queue('lc_auto', force => true);
 DROP EXTENSION dblink;

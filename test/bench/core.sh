@@ -264,9 +264,13 @@ INSERT INTO bench_out_tickets SELECT id, match_id, team FROM mm.tickets_ended WH
 SELECT (SELECT count(*) FROM bench_out_matches) AS out_matches, (SELECT count(*) FROM bench_out_players) AS out_players,
        (SELECT count(*) FROM bench_out_tickets) AS out_tickets,
        (SELECT count(*) FROM mm.tickets_active WHERE status = 'searching') AS left_searching,
+       -- held: the searching players and those of the (ready) matches
+       (SELECT count(*) FROM mm.tickets_active WHERE status = 'searching')
+         + (SELECT count(*) FROM mm.match_players) AS left_held,
        (SELECT count(*) FROM mm.active_players) AS left_active_players \gset
 INSERT INTO bench_core_runs VALUES ('tick', :run, 'tickets_matched', :out_tickets),
-	('tick', :run, 'left_searching', :left_searching), ('tick', :run, 'left_active_players', :left_active_players);
+	('tick', :run, 'left_searching', :left_searching), ('tick', :run, 'left_held', :left_held),
+	('tick', :run, 'left_active_players', :left_active_players);
 VACUUM ANALYZE bench_out_matches, bench_out_players, bench_out_tickets;
 CHECKPOINT;
 -- the floor, in its own transaction
@@ -591,9 +595,9 @@ SELECT 'check: ' || msg FROM (
 	SELECT 'floor did not write the tick''s rows in run ' || run AS msg FROM bench_core_runs
 	 WHERE figure = 'tick' AND kind = 'floor_rows_ok' AND value <> 1
 	UNION ALL
-	SELECT format('run %s: %s tickets left searching but %s active players', a.run, a.value, b.value)
+	SELECT format('run %s: %s players searching or in a match but %s held', a.run, a.value, b.value)
 	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
-	 WHERE a.figure = 'tick' AND a.kind = 'left_searching' AND b.kind = 'left_active_players' AND a.value <> b.value
+	 WHERE a.figure = 'tick' AND a.kind = 'left_held' AND b.kind = 'left_active_players' AND a.value <> b.value
 	UNION ALL
 	SELECT format('run %s: tick loaded %s of %s searching tickets', a.run, a.value, b.value)
 	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)

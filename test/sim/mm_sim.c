@@ -13,11 +13,13 @@
  * ticking to pg_cron (mm.schedule), or to itself with --self-tick.
  *
  * --flexmatch replays the benchmark of Amazon GameLift FlexMatch's article
- * (Radiant vs Dire in three modes, one queue each) and prints our figures
+ * (Radiant vs Dire in three modes, one queue each; with --rule-sets also
+ * the multi-mode "All" rule set in a fourth queue) and prints our figures
  * beside the published ones.  Everything random comes from one seeded
  * generator, so a run is reproducible with --seed.
  *
  *   mm_sim --flexmatch --seed 1                      # the replay, simulated time
+ *   mm_sim --flexmatch --rule-sets classic,survival,practice,all
  *   mm_sim --realtime --queues ranked_5v5,casual --seconds 60
  *
  * All figures are read back from the extension's tables at the end; the
@@ -116,6 +118,7 @@ typedef struct SimOptions
 	const char *conninfo;
 	SimClock	clock;
 	bool		flexmatch;
+	const char *rule_sets;		/* --flexmatch: which of classic,survival,practice,all */
 	const char *queue_list;
 	const char *prefix;
 	double		seconds;		/* arrivals stop after this long (if > 0) */
@@ -390,6 +393,73 @@ FlexMatchConfig(int team_min, int team_max)
 	return config;
 }
 
+/*
+ * FlexMatch's "All" multi-mode rule set, in one queue: every ticket lists the
+ * game modes its party will play ("modes": ["classic", "practice"], a list
+ * of strings), and a compound rule accepts a match when it is a valid match
+ * of one mode that every player listed:
+ *
+ *   or(and(mode_classic, size_classic), and(mode_survival, size_survival),
+ *      and(mode_practice, size_practice))
+ *
+ * mode_<m> is a comparison on the number 1 the ticket sends beside its list
+ * for each mode it listed ("classic": 1, ...; our comparison reads numbers
+ * and set_intersection cannot name a value, so the flag stands for
+ * FlexMatch's "contains" on the list); size_<m> is a match_total of one per
+ * player (attribute headcount, never sent: default 1) within the mode's
+ * match size, 2 x the team bounds.  The rules that are the same in the three
+ * single-mode queues (equal teams, fair teams with their expansion, latency
+ * with its expansion, the 120 s timeout) apply to every mode as they are;
+ * team_difference and team_size_balance cannot sit in a compound anyway.
+ * shared_mode, a set_intersection on the list (at least one mode in common),
+ * is implied by the compound and lets the search drop a candidate that
+ * shares no mode with the match as soon as it is tried.  Teams: 1 to 8 a
+ * side (the union of the modes).
+ */
+static const char *
+FlexMatchAllConfig(void)
+{
+	static char config[4096];
+	char		acceptance[64] = "";
+	char		rating[160] = "";
+
+	if (have_report_result)
+		snprintf(rating, sizeof(rating), " \"rating\": {\"system\": \"glicko2\", \"pool\": \"%sranked\"},",
+				 opt.prefix);
+	if (opt.acceptance_timeout > 0)
+		snprintf(acceptance, sizeof(acceptance), " \"acceptance_timeout_seconds\": %g,",
+				 opt.acceptance_timeout);
+	snprintf(config, sizeof(config),
+			 "{\"match_size\": {\"min\": 2, \"max\": 16},%s"
+			 " \"teams\": [{\"name\": \"radiant\", \"min\": 1, \"max\": 8},"
+			 "             {\"name\": \"dire\", \"min\": 1, \"max\": 8}],"
+			 " \"ticket_timeout_seconds\": 120,%s"
+			 " \"rules\": ["
+			 "  {\"name\": \"equal_teams\", \"type\": \"team_size_balance\", \"max_difference\": 0},"
+			 "  {\"name\": \"fair_teams\", \"type\": \"team_difference\", \"attribute\": \"skill\","
+			 "   \"max\": 40, \"expansion\": {\"every_seconds\": 20, \"steps\": [400, 2000]}},"
+			 "  {\"name\": \"fast_connection\", \"type\": \"latency\", \"max_ms\": 80,"
+			 "   \"expansion\": {\"every_seconds\": 30, \"steps\": [120, 120, 120, 2000]}},"
+			 "  {\"name\": \"shared_mode\", \"type\": \"set_intersection\", \"attribute\": \"modes\", \"min_size\": 1},"
+			 "  {\"name\": \"mode_classic\", \"type\": \"comparison\", \"attribute\": \"classic\","
+			 "   \"operator\": \"=\", \"reference\": 1, \"default\": 0},"
+			 "  {\"name\": \"mode_survival\", \"type\": \"comparison\", \"attribute\": \"survival\","
+			 "   \"operator\": \"=\", \"reference\": 1, \"default\": 0},"
+			 "  {\"name\": \"mode_practice\", \"type\": \"comparison\", \"attribute\": \"practice\","
+			 "   \"operator\": \"=\", \"reference\": 1, \"default\": 0},"
+			 "  {\"name\": \"size_classic\", \"type\": \"match_total\", \"attribute\": \"headcount\","
+			 "   \"default\": 1, \"min\": 8, \"max\": 12},"
+			 "  {\"name\": \"size_survival\", \"type\": \"match_total\", \"attribute\": \"headcount\","
+			 "   \"default\": 1, \"min\": 2, \"max\": 6},"
+			 "  {\"name\": \"size_practice\", \"type\": \"match_total\", \"attribute\": \"headcount\","
+			 "   \"default\": 1, \"min\": 4, \"max\": 16},"
+			 "  {\"name\": \"modes\", \"type\": \"compound\", \"statement\":"
+			 "   \"or(and(mode_classic, size_classic), and(mode_survival, size_survival),"
+			 " and(mode_practice, size_practice))\"}]}",
+			 acceptance, rating);
+	return config;
+}
+
 /* Adds a queue to feed, with no published figures. */
 static SimQueue *
 AddQueue(const char *name)
@@ -407,14 +477,19 @@ AddQueue(const char *name)
 	return q;
 }
 
-/* Creates (or re-creates) the three FlexMatch queues. */
+/*
+ * Creates (or re-creates) the FlexMatch queues of --rule-sets: one per mode
+ * (classic, survival, practice) and the multi-mode "all".  The published
+ * figures are those the repository cites (docs/demo-and-simulator.md);
+ * none for "all".
+ */
 static void
 CreateFlexMatchQueues(void)
 {
 	static const struct
 	{
 		const char *mode;
-		int			team_min;
+		int			team_min;	/* 0: the multi-mode queue */
 		int			team_max;
 		double		completed;
 		double		failed;
@@ -423,18 +498,31 @@ CreateFlexMatchQueues(void)
 		{"classic", 4, 6, 829, 11, 17.1},
 		{"survival", 1, 3, -1, -1, 14.1},
 		{"practice", 2, 8, -1, -1, 16.7},
+		{"all", 0, 0, -1, -1, -1},
 	};
+	char	   *list = StrDup(opt.rule_sets);
+	char	   *save = NULL;
+	char	   *set;
 	int			i;
 
-	for (i = 0; i < 3; i++)
+	for (set = strtok_r(list, ",", &save); set; set = strtok_r(NULL, ",", &save))
 	{
-		char		name[65];
+		char		name[160];
 		const char *params[2];
 		SimQueue   *q;
 
+		for (i = 0; i < (int) (sizeof(modes) / sizeof(modes[0])); i++)
+			if (strcmp(set, modes[i].mode) == 0)
+				break;
+		if (i == (int) (sizeof(modes) / sizeof(modes[0])))
+			SimFatal("--rule-sets: unknown rule set \"%s\" (classic, survival, practice, all)", set);
+		if (strlen(opt.prefix) + strlen(modes[i].mode) > 64)
+			SimFatal("--prefix: \"%s\" is too long (queue names have at most 64 characters)",
+					 opt.prefix);
 		snprintf(name, sizeof(name), "%s%s", opt.prefix, modes[i].mode);
 		params[0] = name;
-		params[1] = FlexMatchConfig(modes[i].team_min, modes[i].team_max);
+		params[1] = modes[i].team_min > 0 ? FlexMatchConfig(modes[i].team_min, modes[i].team_max)
+			: FlexMatchAllConfig();
 		/* a fresh queue each run: earlier runs' tickets would skew the figures */
 		PQclear(SimExec(conn, "SELECT mm.drop_queue(q.name, force => true)"
 						"  FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
@@ -442,10 +530,12 @@ CreateFlexMatchQueues(void)
 		PQclear(SimExec(conn, "SELECT mm.create_queue($1, $2::jsonb)", 2, params,
 						PGRES_TUPLES_OK));
 		q = AddQueue(name);
+		q->multi_mode = modes[i].team_min == 0;
 		q->published_completed = modes[i].completed;
 		q->published_failed = modes[i].failed;
 		q->published_avg_seconds = modes[i].avg_seconds;
 	}
+	free(list);
 }
 
 /* Reads the largest team of each queue (parties must fit in one team). */
@@ -569,6 +659,49 @@ Append(char **buf, size_t *cap, size_t len, const char *fmt,...)
 }
 
 /*
+ * The game modes a party picks in the multi-mode queue, as the attributes
+ * text its players send: the list ("modes") and a flag 1 for each mode in it
+ * (what the comparisons of the compound read).  Each mode the party fits in
+ * (its size at most the mode's team maximum: survival 3, classic 6,
+ * practice 8) is picked with probability 1/2; a party that picked none takes
+ * one of them at random.
+ */
+static void
+MultiModeChoice(int party, char *buf, size_t size)
+{
+	static const struct
+	{
+		const char *name;
+		int			team_max;
+	}			modes[] = {{"classic", 6}, {"survival", 3}, {"practice", 8}};
+	bool		pick[3] = {false, false, false};
+	int			fits[3];
+	int			nfits = 0;
+	int			npicked = 0;
+	int			i;
+	size_t		len;
+
+	for (i = 0; i < 3; i++)
+		if (party <= modes[i].team_max)
+		{
+			fits[nfits++] = i;
+			pick[i] = RandomUniform() < 0.5;
+			npicked += pick[i];
+		}
+	if (npicked == 0)
+		pick[fits[RandomInt(0, nfits - 1)]] = true;
+	len = snprintf(buf, size, ", \"modes\": [");
+	for (i = 0, npicked = 0; i < 3; i++)
+		if (pick[i])
+			len += snprintf(buf + len, size - len, "%s\"%s\"", npicked++ > 0 ? ", " : "",
+							modes[i].name);
+	len += snprintf(buf + len, size - len, "]");
+	for (i = 0; i < 3; i++)
+		if (pick[i])
+			len += snprintf(buf + len, size - len, ", \"%s\": 1", modes[i].name);
+}
+
+/*
  * One ticket arrives in a queue at time `at`: a party of returning players
  * (or newcomers when too few are ready), with a chosen game mode for the
  * queues whose rules read one.  New players are stored in mm_sim.players in
@@ -587,6 +720,7 @@ ArriveTicket(int qi, double at)
 	char	   *pjson = malloc(pcap);
 	char	   *njson = malloc(ncap);
 	char		when[32];
+	char		mode_attrs[160] = "";
 	const char *params[5];
 	PGresult   *res;
 	SimTicket  *t;
@@ -594,6 +728,8 @@ ArriveTicket(int qi, double at)
 
 	if (pjson == NULL || njson == NULL)
 		SimFatal("out of memory");
+	if (q->multi_mode)
+		MultiModeChoice(size, mode_attrs, sizeof(mode_attrs));
 	tickets = GrowArray(tickets, &tickets_cap, ntickets + 1, sizeof(SimTicket));
 	t = &tickets[ntickets];
 	t->queue = qi;
@@ -620,9 +756,9 @@ ArriveTicket(int qi, double at)
 		p->state = PLAYER_SEARCHING;
 		t->players[i] = player;
 		plen = Append(&pjson, &pcap, plen,
-					  "%s{\"id\": \"%s-%d\", \"attributes\": {\"skill\": %.1f, \"mode\": \"%s\"},"
+					  "%s{\"id\": \"%s-%d\", \"attributes\": {\"skill\": %.1f, \"mode\": \"%s\"%s},"
 					  " \"latencies\": {",
-					  i > 0 ? ", " : "", opt.run, player, p->rating, mode);
+					  i > 0 ? ", " : "", opt.run, player, p->rating, mode, mode_attrs);
 		for (r = 0; r < SIM_REGIONS; r++)
 			plen = Append(&pjson, &pcap, plen, "%s\"%s\": %.0f", r > 0 ? ", " : "",
 						  sim_region_names[r], p->latency[r]);
@@ -1867,6 +2003,10 @@ Usage(FILE *out)
 			"  --flexmatch             create the FlexMatch benchmark's queues (Radiant vs Dire:\n"
 			"                          <prefix>classic, <prefix>survival, <prefix>practice) and\n"
 			"                          print our figures beside the published ones\n"
+			"  --rule-sets A,B,...     --flexmatch: which rule sets get a queue, of classic,\n"
+			"                          survival, practice and all (FlexMatch's multi-mode set:\n"
+			"                          a list of modes per ticket and a compound rule; queue\n"
+			"                          <prefix>all); default classic,survival,practice\n"
 			"  --prefix TEXT           queue name prefix for --flexmatch (default flexmatch_)\n"
 			"  --queues A,B,...        feed these existing queues instead\n"
 			"  --realtime              real clock: tickets arrive as time passes and pg_cron\n"
@@ -1936,7 +2076,7 @@ static bool
 TakesValue(const char *option)
 {
 	static const char *const with_value[] = {
-		"--prefix", "--queues", "--seconds", "--tickets", "--interval", "--party",
+		"--prefix", "--rule-sets", "--queues", "--seconds", "--tickets", "--interval", "--party",
 		"--match-seconds", "--break", "--leave-rate", "--accept-rate", "--acceptance-timeout",
 		"--tick-interval", "--drain", "--seed",
 		"--run", "--chart", "--dsn"
@@ -1961,6 +2101,7 @@ ParseOptions(int argc, char **argv)
 				tickets = -1;
 
 	opt.prefix = "flexmatch_";
+	opt.rule_sets = "classic,survival,practice";
 	opt.clock = SIM_CLOCK_SIMULATED;
 	opt.interval_min = 2;
 	opt.interval_max = 6;
@@ -1999,6 +2140,8 @@ ParseOptions(int argc, char **argv)
 			SimFatal("%s needs a value (see --help)", a);
 		else if (strcmp(a, "--prefix") == 0)
 			opt.prefix = v;
+		else if (strcmp(a, "--rule-sets") == 0)
+			opt.rule_sets = v;
 		else if (strcmp(a, "--queues") == 0)
 			opt.queue_list = v;
 		else if (strcmp(a, "--seconds") == 0)

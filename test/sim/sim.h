@@ -25,6 +25,7 @@ typedef struct SimQueue
 	char		name[65];
 	int			max_party;		/* the largest team of the queue caps the party */
 	int			max_team;
+	bool		multi_mode;		/* FlexMatch's "All" queue: tickets list their game modes */
 	double		next_arrival;	/* simulation seconds */
 	int			tickets_made;
 	/* every ticket this run created in the queue (for the final figures) */

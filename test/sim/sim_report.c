@@ -73,6 +73,56 @@ PrintSeconds(double s)
 }
 
 /*
+ * The multi-mode queue: which mode each match was played in, and its
+ * tickets' average time to match.  A match plays the first mode of the
+ * compound (classic, survival, practice) that every ticket listed and whose
+ * match size it has (8-12, 2-6, 4-16 players), as the compound reads it.
+ */
+static void
+PrintModeMix(PGconn *conn, const SimQueue *queue)
+{
+	char	   *ids = SimIdArray(queue->ticket_ids, queue->nticket_ids);
+	const char *params[1] = {ids};
+	PGresult   *res = SimExec(conn,
+							  "WITH t AS ("
+							  "  SELECT t.match_id, pg_catalog.jsonb_array_length(t.players) AS n,"
+							  "         t.players -> 0 -> 'attributes' -> 'modes' AS modes,"
+							  "         extract(epoch FROM t.matched_at OPERATOR(pg_catalog.-) t.created_at)::float8 AS wait"
+							  "    FROM mm.tickets t WHERE t.id OPERATOR(pg_catalog.=) ANY ($1::bigint[])"
+							  "     AND t.status OPERATOR(pg_catalog.=) 'matched'),"
+							  " m AS ("
+							  "  SELECT match_id, pg_catalog.sum(n) AS n,"
+							  "         pg_catalog.bool_and(modes OPERATOR(pg_catalog.?) 'classic') AS c,"
+							  "         pg_catalog.bool_and(modes OPERATOR(pg_catalog.?) 'survival') AS s,"
+							  "         pg_catalog.bool_and(modes OPERATOR(pg_catalog.?) 'practice') AS p"
+							  "    FROM t GROUP BY match_id),"
+							  " k AS ("
+							  "  SELECT match_id, CASE WHEN c AND n BETWEEN 8 AND 12 THEN 1"
+							  "                        WHEN s AND n BETWEEN 2 AND 6 THEN 2"
+							  "                        WHEN p AND n BETWEEN 4 AND 16 THEN 3 ELSE 4 END AS mode"
+							  "    FROM m)"
+							  "SELECT k.mode, pg_catalog.count(DISTINCT k.match_id), pg_catalog.count(*),"
+							  "       pg_catalog.avg(t.wait)"
+							  "  FROM k JOIN t USING (match_id) GROUP BY k.mode ORDER BY k.mode",
+							  1, params, PGRES_TUPLES_OK);
+	static const char *const names[] = {"", "classic", "survival", "practice", "none (a bug)"};
+	int			row;
+
+	printf("%s by the mode played:", queue->name);
+	for (row = 0; row < PQntuples(res); row++)
+	{
+		int			mode = atoi(PQgetvalue(res, row, 0));
+
+		printf("%s %s %s matches, %s tickets, avg wait %.1f s", row > 0 ? ";" : "",
+			   names[mode >= 1 && mode <= 4 ? mode : 4], PQgetvalue(res, row, 1),
+			   PQgetvalue(res, row, 2), atof(PQgetvalue(res, row, 3)));
+	}
+	printf("\n");
+	PQclear(res);
+	free(ids);
+}
+
+/*
  * Prints the per-queue table, FlexMatch's figures beside ours where
  * published.  "failed" is FlexMatch's sense: timed out, or cancelled because
  * a player did not accept (in simulated time nothing else cancels a ticket).
@@ -129,6 +179,9 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 		}
 		printf("\n");
 	}
+	for (i = 0; i < nqueues; i++)
+		if (queues[i].multi_mode)
+			PrintModeMix(conn, &queues[i]);
 	if (any_proposals)
 		printf("not accepted: proposed matches that a player rejected or let time out (of all proposed);"
 			   " players accept with probability %.2f\n", accept_rate);
