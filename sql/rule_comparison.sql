@@ -154,6 +154,29 @@ SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2},
              "expansion": {"every_seconds": 10, "steps": [0, null]}},
             {"name": "d", "type": "comparison", "attribute": "w", "operator": "all_different"}]}') -> 'rules';
 
+-- a string reference: = and != compare strings (the others are refused,
+-- above); a missing string takes the rule's string default
+SELECT mm.create_queue('cmp_string', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "ranked_only", "type": "comparison", "attribute": "mode", "operator": "=",
+             "reference": "ranked", "default": "casual"},
+            {"name": "no_bots", "type": "comparison", "attribute": "kind", "operator": "!=",
+             "reference": "bot", "when_missing": "match_any"}]}');
+SELECT mm.validate_queue_config(config) -> 'rules' FROM mm.queues WHERE name = 'cmp_string';
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('cmp_string', '[{"id": "st1", "attributes": {"mode": "ranked", "kind": "bot"}}]', '2026-01-01 00:00:00+00'),
+  ('cmp_string', '[{"id": "st2", "attributes": {"mode": "ranked"}}]', '2026-01-01 00:00:01+00'),
+  ('cmp_string', '[{"id": "st3", "attributes": {"kind": "human"}}]', '2026-01-01 00:00:02+00'),
+  ('cmp_string', '[{"id": "st4", "attributes": {"mode": "ranked", "kind": "human"}}]', '2026-01-01 00:00:03+00');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('cmp_string', '[{"id": "st5", "attributes": {"mode": 7}}]', '2026-01-01 00:00:04+00');
+-- st1 is a bot, st3 plays casual (the default): st2 and st4
+SELECT mm.tick('cmp_string', '2026-01-01 00:00:05+00');
+SELECT * FROM pg_temp.matches('cmp_string');
+SELECT pg_temp.searching('cmp_string');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "c", "type": "comparison", "attribute": "v", "operator": "=", "reference": "gold",
+             "expansion": {"every_seconds": 10, "steps": ["silver"]}}]}');
+
 SELECT mm.drop_queue(q, force => true)
   FROM unnest(ARRAY['cmp_range', 'cmp_equal', 'cmp_diff', 'cmp_expand', 'cmp_optional',
-                    'cmp_missing', 'cmp_default', 'cmp_any']) q;
+                    'cmp_missing', 'cmp_default', 'cmp_any', 'cmp_string']) q;

@@ -378,9 +378,21 @@ ReadTypeOptions(MmJsonPath *path, MmJsonField *f, int nf, MmRuleConfig *rule)
 				if (!(v = MmJsonGet(f, nf, "reference")))
 					MissingKey(path, "reference", psprintf("with operator %s",
 														   compare_op_names[rule->compare_op]));
-				WITH_KEY(path, "reference",
-						 rule->threshold = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false,
-														MM_JSON_MAX_NUMBER));
+				if (v->type == jbvString)
+				{
+					/* strings compare for (in)equality only */
+					WITH_KEY(path, "reference",
+							 rule->reference_string = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH);
+							 if (rule->compare_op != MM_CMP_EQ && rule->compare_op != MM_CMP_NE)
+								 MmJsonError(path, "a string reference allows only the operators = and !=");
+							 if (MmJsonGet(f, nf, "expansion"))
+								 MmJsonError(path, "a string reference does not expand (use seconds_until_optional)"));
+					rule->threshold = 1;
+				}
+				else
+					WITH_KEY(path, "reference",
+							 rule->threshold = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false,
+															MM_JSON_MAX_NUMBER));
 			}
 			break;
 		case MM_RULE_COMPOUND:
@@ -547,7 +559,9 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 				}
 				MmJsonPathPop(path, o);
 			}
-			else if (rule->type == MM_RULE_STRING_EQUALITY)
+			else if (rule->type == MM_RULE_STRING_EQUALITY ||
+					 (rule->type == MM_RULE_COMPARISON && MmJsonGet(f, lengthof(f), "reference") &&
+					  MmJsonGet(f, lengthof(f), "reference")->type == jbvString))
 			{
 				rule->default_is_string = true;
 				WITH_KEY(path, "default",
@@ -1346,9 +1360,11 @@ QueueConfigToJsonb(const MmQueueConfig *config)
 		}
 		AppendKeyNumber(&buf, "seconds_until_optional",
 						r->seconds_until_optional >= 0 ? r->seconds_until_optional : NAN);
-		if (threshold_key && !(r->type == MM_RULE_COMPARISON &&
-							   (r->compare_op == MM_CMP_ALL_EQUAL ||
-								r->compare_op == MM_CMP_ALL_DIFFERENT)))
+		if (r->reference_string)
+			AppendKeyString(&buf, "reference", r->reference_string, true);
+		else if (threshold_key && !(r->type == MM_RULE_COMPARISON &&
+									(r->compare_op == MM_CMP_ALL_EQUAL ||
+									 r->compare_op == MM_CMP_ALL_DIFFERENT)))
 			AppendKeyNumber(&buf, threshold_key, r->threshold);
 		if (r->type == MM_RULE_DIFFERENCE)
 			AppendKeyString(&buf, "merge", merge_names[r->merge], true);
@@ -1423,8 +1439,9 @@ MmRuleHasThreshold(const MmRuleConfig *rule)
 		case MM_RULE_BLOCKLIST:
 			return false;
 		case MM_RULE_COMPARISON:
+			/* a string reference is matched, not a threshold */
 			return rule->compare_op != MM_CMP_ALL_EQUAL &&
-				rule->compare_op != MM_CMP_ALL_DIFFERENT;
+				rule->compare_op != MM_CMP_ALL_DIFFERENT && rule->reference_string == NULL;
 		default:
 			return true;
 	}

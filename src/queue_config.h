@@ -167,8 +167,13 @@ typedef struct MmRuleConfig
 	double		max_distance;	/* ms beyond the best region a region may be */
 	MmRegionChoice region_choice;
 
-	/* comparison: operator; the reference is the threshold */
+	/*
+	 * comparison: operator; a number reference is the threshold, a string
+	 * reference (= and != only) is reference_string, and each player's value
+	 * is then 1 when its string equals it, else 0, against a threshold of 1
+	 */
 	MmCompareOp compare_op;
+	char	   *reference_string;
 
 	/* compound: the parsed statement (nodes[0] is the root) */
 	char	   *statement;

@@ -1093,6 +1093,54 @@ PerfectCloseness(const MmRuleContext *context, const MmRuleState *state, double 
 
 /* ---- comparison: each player against a reference, or across players ----- */
 
+/*
+ * Against a string reference: each player's value is 1 when its string
+ * equals the reference, else 0 (the rule's threshold is 1), so = and !=
+ * need nothing else of the handler.
+ */
+static void
+ExtractReferenceMatches(const MmRuleConfig *rule, const MmPlayerInput *players,
+						int nplayers, MmRuleValue *value)
+{
+	int			present = 0;
+
+	value->kind = MM_VALUE_PRESENT;
+	value->player_values = palloc(sizeof(double) * nplayers);
+	value->nvalues = nplayers;
+	for (int i = 0; i < nplayers; i++)
+	{
+		JsonbValue	jv;
+		JsonbValue *found = LookupPlayerValue(rule, &players[i], &jv);
+		const char *s = NULL;
+		int			len = 0;
+
+		if (found != NULL && found->type == jbvString)
+		{
+			s = found->val.string.val;
+			len = found->val.string.len;
+		}
+		else if (rule->has_default && rule->default_is_string)
+		{
+			s = rule->default_string;
+			len = strlen(s);
+		}
+		if (s != NULL)
+		{
+			value->player_values[i] = (len == (int) strlen(rule->reference_string) &&
+									   memcmp(s, rule->reference_string, len) == 0) ? 1.0 : 0.0;
+			present++;
+		}
+		else
+		{
+			value->player_values[i] = NAN;
+			if (!rule->missing_matches_any)
+				value->kind = MM_VALUE_MISSING;
+		}
+	}
+	if (value->kind != MM_VALUE_MISSING && present == 0)
+		value->kind = MM_VALUE_ANY;
+}
+
 /* Each player's number; all_equal / all_different within the party too. */
 static void
 ComparisonExtract(MmRuleContext *context, const MmRuleConfig *rule,
@@ -1100,6 +1148,11 @@ ComparisonExtract(MmRuleContext *context, const MmRuleConfig *rule,
 {
 	bool		first = true;
 
+	if (rule->reference_string != NULL)
+	{
+		ExtractReferenceMatches(rule, players, nplayers, value);
+		return;
+	}
 	ExtractPlayerNumbers(rule, players, nplayers, value);
 	if (value->kind != MM_VALUE_PRESENT)
 		return;

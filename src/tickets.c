@@ -215,7 +215,7 @@ CheckRuleAttributes(MmJsonPath *path, JsonbValue *attributes, const MmQueueConfi
 				if (tok == WJB_ELEM && elem.type != jbvString)
 					MmJsonError(path, "must be a list of strings (rule \"%s\")", rule->name);
 		}
-		else if (rule->type == MM_RULE_STRING_EQUALITY)
+		else if (rule->type == MM_RULE_STRING_EQUALITY || rule->reference_string != NULL)
 		{
 			if (value.type != jbvString)
 				MmJsonError(path, "must be a string (rule \"%s\")", rule->name);

@@ -339,10 +339,13 @@ SELECT
 	(SELECT count(DISTINCT match_id) FROM mf WHERE NOT EXISTS (SELECT FROM db_matches d WHERE d.id = mf.match_id)) AS unknown,
 	(SELECT pg_temp.ids(array_agg(DISTINCT match_id)) FROM mf WHERE NOT EXISTS (SELECT FROM db_matches d WHERE d.id = mf.match_id)) AS unknown_list,
 	-- each match_found names the tickets mm.tickets_ended records for its match
-	(SELECT count(*) FROM mf WHERE tickets IS NULL OR jsonb_typeof(tickets) <> 'array'
-	    OR (SELECT array_agg(t.value::bigint ORDER BY t.value::bigint) FROM jsonb_array_elements_text(mf.tickets) t)
-	       IS DISTINCT FROM (SELECT array_agg(e.id ORDER BY e.id) FROM mm.tickets_ended e
-	                          WHERE e.match_id = mf.match_id AND e.status = 'matched')) AS mf_ticket_mismatch,
+	-- (the ended tickets grouped by match once: tickets_ended has no index on match_id)
+	(SELECT count(*) FROM mf
+	   LEFT JOIN (SELECT e.match_id, array_agg(e.id ORDER BY e.id) AS ids FROM mm.tickets_ended e
+	               WHERE e.status = 'matched' GROUP BY e.match_id) te ON te.match_id = mf.match_id
+	  WHERE mf.tickets IS NULL OR jsonb_typeof(mf.tickets) <> 'array'
+	     OR (SELECT array_agg(t.value::bigint ORDER BY t.value::bigint) FROM jsonb_array_elements_text(mf.tickets) t)
+	        IS DISTINCT FROM te.ids) AS mf_ticket_mismatch,
 	(SELECT count(*) FROM ev WHERE p->>'event' = 'ticket_cancelled') AS tc_events,
 	(SELECT count(*) FROM cancelled_events) AS tc_tickets,
 	(SELECT count(*) FROM (SELECT ticket_id FROM cancelled_events GROUP BY 1 HAVING count(*) > 1) d) AS tc_dup,
