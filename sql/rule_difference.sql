@@ -1,31 +1,9 @@
--- Rule type difference, what issue 9 adds: "min" (the match's spread must be
+-- Rule type difference, its "min" (the match's spread must be
 -- at least min: mixed-skill lobbies), and the ranking of acceptable
 -- candidates by closeness, weighted by each rule's weight (see "How the
 -- search chooses" in docs/queues-and-tickets.md).
 SET timezone = 'UTC';
-CREATE FUNCTION pg_temp.matches(q text)
-RETURNS TABLE (n bigint, quality numeric, rule_steps jsonb, players text)
-LANGUAGE sql AS $$
-	SELECT row_number() OVER (ORDER BY m.id), round(m.quality::numeric, 4), m.rule_steps,
-		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' '
-							  ORDER BY mp.team, mp.player_id)
-			  FROM mm.match_players mp WHERE mp.match_id = m.id)
-	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
-$$;
-CREATE FUNCTION pg_temp.searching(q text) RETURNS text
-LANGUAGE sql AS $$
-	SELECT coalesce(string_agg(t.players -> 0 ->> 'id', ' ' ORDER BY t.created_at, t.id), '')
-	  FROM mm.tickets t WHERE t.queue = q AND t.status = 'searching'
-$$;
--- a config's error, as a client sees it
-CREATE FUNCTION pg_temp.config_error(config jsonb) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM mm.validate_queue_config(config);
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/rule_helpers.sql
 
 -- min: a spread of at least 300 (and at most 600)
 SELECT mm.create_queue('df_min', '{"match_size": {"min": 3, "max": 3},

@@ -3,29 +3,7 @@
 -- tanks).  An expansion widens the range: at a step of value w the sum may
 -- be in [min - w, max + w].
 SET timezone = 'UTC';
-CREATE FUNCTION pg_temp.matches(q text)
-RETURNS TABLE (n bigint, quality numeric, rule_steps jsonb, players text)
-LANGUAGE sql AS $$
-	SELECT row_number() OVER (ORDER BY m.id), round(m.quality::numeric, 4), m.rule_steps,
-		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' '
-							  ORDER BY mp.team, mp.player_id)
-			  FROM mm.match_players mp WHERE mp.match_id = m.id)
-	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
-$$;
-CREATE FUNCTION pg_temp.searching(q text) RETURNS text
-LANGUAGE sql AS $$
-	SELECT coalesce(string_agg(t.players -> 0 ->> 'id', ' ' ORDER BY t.created_at, t.id), '')
-	  FROM mm.tickets t WHERE t.queue = q AND t.status = 'searching'
-$$;
--- a config's error, as a client sees it
-CREATE FUNCTION pg_temp.config_error(config jsonb) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM mm.validate_queue_config(config);
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/rule_helpers.sql
 
 -- passes: four players, exactly one healer; the oldest ticket's match takes
 -- the first healer and leaves the second (a second healer breaks max 1)

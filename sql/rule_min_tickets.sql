@@ -1,29 +1,7 @@
 -- Queue key min_tickets (PlayFab): a match holds at least this many tickets,
 -- so a party that fills the match alone does not play by itself.
 SET timezone = 'UTC';
-CREATE FUNCTION pg_temp.matches(q text)
-RETURNS TABLE (n bigint, quality numeric, rule_steps jsonb, players text)
-LANGUAGE sql AS $$
-	SELECT row_number() OVER (ORDER BY m.id), round(m.quality::numeric, 4), m.rule_steps,
-		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' '
-							  ORDER BY mp.team, mp.player_id)
-			  FROM mm.match_players mp WHERE mp.match_id = m.id)
-	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
-$$;
-CREATE FUNCTION pg_temp.searching(q text) RETURNS text
-LANGUAGE sql AS $$
-	SELECT coalesce(string_agg(t.players -> 0 ->> 'id', ' ' ORDER BY t.created_at, t.id), '')
-	  FROM mm.tickets t WHERE t.queue = q AND t.status = 'searching'
-$$;
--- a config's error, as a client sees it
-CREATE FUNCTION pg_temp.config_error(config jsonb) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM mm.validate_queue_config(config);
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/rule_helpers.sql
 
 SELECT mm.create_queue('mk_two', '{"match_size": {"min": 2, "max": 4}, "min_tickets": 2}');
 INSERT INTO mm.tickets (queue, players, created_at) VALUES

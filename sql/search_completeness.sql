@@ -1,6 +1,7 @@
--- The search never leaves a valid match unformed (issue 9), and ranks the
+-- The search never leaves a valid match unformed, and ranks the
 -- acceptable candidates by closeness.
---   1. the two starvation cases of the issue, and a case only backtracking
+--   1. two pools a greedy search starved (a 2v2 held by an older party, a
+--      free-for-all of 3 held by an older outlier), and a case only backtracking
 --      solves, through INSERT and mm.tick;
 --   2. a property test in C: thousands of random queues (free-for-all and two
 --      teams; difference, string_equality, latency, team_difference,

@@ -503,7 +503,8 @@ CreateFlexMatchQueues(void)
 	char	   *list = StrDup(opt.rule_sets);
 	char	   *save = NULL;
 	char	   *set;
-	int			i;
+	int			i,
+				k;
 
 	for (set = strtok_r(list, ",", &save); set; set = strtok_r(NULL, ",", &save))
 	{
@@ -520,6 +521,9 @@ CreateFlexMatchQueues(void)
 			SimFatal("--prefix: \"%s\" is too long (queue names have at most 64 characters)",
 					 opt.prefix);
 		snprintf(name, sizeof(name), "%s%s", opt.prefix, modes[i].mode);
+		for (k = 0; k < nqueues; k++)
+			if (strcmp(queues[k].name, name) == 0)
+				SimFatal("--rule-sets: \"%s\" is listed twice", set);
 		params[0] = name;
 		params[1] = modes[i].team_min > 0 ? FlexMatchConfig(modes[i].team_min, modes[i].team_max)
 			: FlexMatchAllConfig();
@@ -2001,7 +2005,8 @@ Usage(FILE *out)
 			"\n"
 			"Usage: mm_sim [options]\n"
 			"  --flexmatch             create the FlexMatch benchmark's queues (Radiant vs Dire:\n"
-			"                          <prefix>classic, <prefix>survival, <prefix>practice) and\n"
+			"                          <prefix>classic, <prefix>survival, <prefix>practice,\n"
+			"                          <prefix>all as --rule-sets says) and\n"
 			"                          print our figures beside the published ones\n"
 			"  --rule-sets A,B,...     --flexmatch: which rule sets get a queue, of classic,\n"
 			"                          survival, practice and all (FlexMatch's multi-mode set:\n"
