@@ -155,6 +155,31 @@ SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2},
   "rules": [{"name": "c", "type": "comparison", "attribute": "v", "operator": "=", "reference": "gold",
              "expansion": {"every_seconds": 10, "steps": ["silver"]}}]}');
 
+-- contains: a list attribute holds the reference (FlexMatch's collection
+-- "contains"): only players who listed "ctf" play the ctf queue
+SELECT mm.create_queue('cmp_contains', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "wants_ctf", "type": "comparison", "attribute": "modes", "operator": "contains",
+             "reference": "ctf"}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('cmp_contains', '[{"id": "ct1", "attributes": {"modes": ["dm"]}}]', '2026-01-01 00:00:00+00'),
+  ('cmp_contains', '[{"id": "ct2", "attributes": {"modes": ["dm", "ctf"]}}]', '2026-01-01 00:00:01+00'),
+  ('cmp_contains', '[{"id": "ct3", "attributes": {"modes": []}}]', '2026-01-01 00:00:02+00'),
+  ('cmp_contains', '[{"id": "ct4", "attributes": {"modes": ["ctf"]}}]', '2026-01-01 00:00:03+00');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('cmp_contains', '[{"id": "ct5", "attributes": {"modes": "ctf"}}]', '2026-01-01 00:00:04+00');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('cmp_contains', '[{"id": "ct6"}]', '2026-01-01 00:00:04+00');
+SELECT mm.tick('cmp_contains', '2026-01-01 00:00:05+00');
+SELECT * FROM pg_temp.matches('cmp_contains');
+SELECT pg_temp.searching('cmp_contains');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "c", "type": "comparison", "attribute": "m", "operator": "contains", "reference": 3}]}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "c", "type": "comparison", "attribute": "m", "operator": "contains", "reference": "x",
+             "default": "x"}]}');
+SELECT pg_temp.config_error('{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "c", "type": "comparison", "attribute": "m", "operator": "<", "reference": "x"}]}');
+
 SELECT mm.drop_queue(q, force => true)
   FROM unnest(ARRAY['cmp_range', 'cmp_equal', 'cmp_diff', 'cmp_expand', 'cmp_optional',
-                    'cmp_missing', 'cmp_default', 'cmp_any', 'cmp_string']) q;
+                    'cmp_missing', 'cmp_default', 'cmp_any', 'cmp_string', 'cmp_contains']) q;

@@ -241,7 +241,7 @@ static const char *const rule_type_names[] = {
 };
 
 static const char *const compare_op_names[] = {
-	"=", "!=", "<", "<=", ">", ">=", "all_equal", "all_different"
+	"=", "!=", "<", "<=", ">", ">=", "all_equal", "all_different", "contains"
 };
 
 /* Whether a rule type reads a player attribute. */
@@ -360,7 +360,7 @@ ReadTypeOptions(MmJsonPath *path, MmJsonField *f, int nf, MmRuleConfig *rule)
 						 if (strcmp(s, compare_op_names[i]) == 0)
 							 break;
 					 if (i == (int) lengthof(compare_op_names))
-						 MmJsonError(path, "must be one of =, !=, <, <=, >, >=, all_equal, all_different"));
+						 MmJsonError(path, "must be one of =, !=, <, <=, >, >=, all_equal, all_different, contains"));
 			rule->compare_op = (MmCompareOp) i;
 			if (rule->compare_op == MM_CMP_ALL_EQUAL || rule->compare_op == MM_CMP_ALL_DIFFERENT)
 			{
@@ -378,13 +378,20 @@ ReadTypeOptions(MmJsonPath *path, MmJsonField *f, int nf, MmRuleConfig *rule)
 				if (!(v = MmJsonGet(f, nf, "reference")))
 					MissingKey(path, "reference", psprintf("with operator %s",
 														   compare_op_names[rule->compare_op]));
+				if (rule->compare_op == MM_CMP_CONTAINS && v->type != jbvString)
+					WITH_KEY(path, "reference",
+							 MmJsonError(path, "must be a string with operator contains"));
+				if (rule->compare_op == MM_CMP_CONTAINS && MmJsonGet(f, nf, "default"))
+					WITH_KEY(path, "default",
+							 MmJsonError(path, "is not allowed with operator contains (use when_missing)"));
 				if (v->type == jbvString)
 				{
-					/* strings compare for (in)equality only */
+					/* strings compare for (in)equality, or membership of a list */
 					WITH_KEY(path, "reference",
 							 rule->reference_string = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH);
-							 if (rule->compare_op != MM_CMP_EQ && rule->compare_op != MM_CMP_NE)
-								 MmJsonError(path, "a string reference allows only the operators = and !=");
+							 if (rule->compare_op != MM_CMP_EQ && rule->compare_op != MM_CMP_NE &&
+								 rule->compare_op != MM_CMP_CONTAINS)
+								 MmJsonError(path, "a string reference allows only the operators =, != and contains");
 							 if (MmJsonGet(f, nf, "expansion"))
 								 MmJsonError(path, "a string reference does not expand (use seconds_until_optional)"));
 					rule->threshold = 1;

@@ -47,7 +47,8 @@ typedef enum MmCompareOp
 	MM_CMP_GT,
 	MM_CMP_GE,
 	MM_CMP_ALL_EQUAL,			/* across players, no reference */
-	MM_CMP_ALL_DIFFERENT
+	MM_CMP_ALL_DIFFERENT,
+	MM_CMP_CONTAINS				/* a list attribute holds the reference string */
 } MmCompareOp;
 
 /* A latency rule's choice of region. */

@@ -1114,6 +1114,28 @@ ExtractReferenceMatches(const MmRuleConfig *rule, const MmPlayerInput *players,
 		const char *s = NULL;
 		int			len = 0;
 
+		if (rule->compare_op == MM_CMP_CONTAINS)
+		{
+			/* a list of strings: 1 when it holds the reference */
+			if (found != NULL && found->type == jbvBinary &&
+				JsonContainerIsArray(found->val.binary.data))
+			{
+				JsonbValue	ref = {.type = jbvString};
+
+				ref.val.string.val = rule->reference_string;
+				ref.val.string.len = strlen(rule->reference_string);
+				value->player_values[i] =
+					findJsonbValueFromContainer(found->val.binary.data, JB_FARRAY, &ref) ? 1.0 : 0.0;
+				present++;
+			}
+			else
+			{
+				value->player_values[i] = NAN;
+				if (!rule->missing_matches_any)
+					value->kind = MM_VALUE_MISSING;
+			}
+			continue;
+		}
 		if (found != NULL && found->type == jbvString)
 		{
 			s = found->val.string.val;
@@ -1187,6 +1209,7 @@ ComparePasses(MmCompareOp op, double v, double reference)
 	switch (op)
 	{
 		case MM_CMP_EQ:
+		case MM_CMP_CONTAINS:	/* 1 when the list holds the reference */
 			return v == reference;
 		case MM_CMP_NE:
 			return v != reference;

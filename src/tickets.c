@@ -202,7 +202,8 @@ CheckRuleAttributes(MmJsonPath *path, JsonbValue *attributes, const MmQueueConfi
 			MmJsonError(path, "is required by rule \"%s\"", rule->name);
 		}
 		PushAttributePath(path, rule);
-		if (rule->list_attribute != NULL)
+		if (rule->list_attribute != NULL ||
+			(rule->type == MM_RULE_COMPARISON && rule->compare_op == MM_CMP_CONTAINS))
 		{
 			JsonbIterator *it;
 			JsonbValue	elem;

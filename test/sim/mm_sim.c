@@ -402,10 +402,8 @@ FlexMatchConfig(int team_min, int team_max)
  *   or(and(mode_classic, size_classic), and(mode_survival, size_survival),
  *      and(mode_practice, size_practice))
  *
- * mode_<m> is a comparison on the number 1 the ticket sends beside its list
- * for each mode it listed ("classic": 1, ...; our comparison reads numbers
- * and set_intersection cannot name a value, so the flag stands for
- * FlexMatch's "contains" on the list); size_<m> is a match_total of one per
+ * mode_<m> is a comparison "contains" on the list (FlexMatch's collection
+ * "contains"): every player listed the mode; size_<m> is a match_total of one per
  * player (attribute headcount, never sent: default 1) within the mode's
  * match size, 2 x the team bounds.  The rules that are the same in the three
  * single-mode queues (equal teams, fair teams with their expansion, latency
@@ -441,12 +439,12 @@ FlexMatchAllConfig(void)
 			 "  {\"name\": \"fast_connection\", \"type\": \"latency\", \"max_ms\": 80,"
 			 "   \"expansion\": {\"every_seconds\": 30, \"steps\": [120, 120, 120, 2000]}},"
 			 "  {\"name\": \"shared_mode\", \"type\": \"set_intersection\", \"attribute\": \"modes\", \"min_size\": 1},"
-			 "  {\"name\": \"mode_classic\", \"type\": \"comparison\", \"attribute\": \"classic\","
-			 "   \"operator\": \"=\", \"reference\": 1, \"default\": 0},"
-			 "  {\"name\": \"mode_survival\", \"type\": \"comparison\", \"attribute\": \"survival\","
-			 "   \"operator\": \"=\", \"reference\": 1, \"default\": 0},"
-			 "  {\"name\": \"mode_practice\", \"type\": \"comparison\", \"attribute\": \"practice\","
-			 "   \"operator\": \"=\", \"reference\": 1, \"default\": 0},"
+			 "  {\"name\": \"mode_classic\", \"type\": \"comparison\", \"attribute\": \"modes\","
+			 "   \"operator\": \"contains\", \"reference\": \"classic\"},"
+			 "  {\"name\": \"mode_survival\", \"type\": \"comparison\", \"attribute\": \"modes\","
+			 "   \"operator\": \"contains\", \"reference\": \"survival\"},"
+			 "  {\"name\": \"mode_practice\", \"type\": \"comparison\", \"attribute\": \"modes\","
+			 "   \"operator\": \"contains\", \"reference\": \"practice\"},"
 			 "  {\"name\": \"size_classic\", \"type\": \"match_total\", \"attribute\": \"headcount\","
 			 "   \"default\": 1, \"min\": 8, \"max\": 12},"
 			 "  {\"name\": \"size_survival\", \"type\": \"match_total\", \"attribute\": \"headcount\","
@@ -664,8 +662,7 @@ Append(char **buf, size_t *cap, size_t len, const char *fmt,...)
 
 /*
  * The game modes a party picks in the multi-mode queue, as the attributes
- * text its players send: the list ("modes") and a flag 1 for each mode in it
- * (what the comparisons of the compound read).  Each mode the party fits in
+ * text its players send: the list ("modes").  Each mode the party fits in
  * (its size at most the mode's team maximum: survival 3, classic 6,
  * practice 8) is picked with probability 1/2; a party that picked none takes
  * one of them at random.
@@ -699,10 +696,7 @@ MultiModeChoice(int party, char *buf, size_t size)
 		if (pick[i])
 			len += snprintf(buf + len, size - len, "%s\"%s\"", npicked++ > 0 ? ", " : "",
 							modes[i].name);
-	len += snprintf(buf + len, size - len, "]");
-	for (i = 0; i < 3; i++)
-		if (pick[i])
-			len += snprintf(buf + len, size - len, ", \"%s\": 1", modes[i].name);
+	snprintf(buf + len, size - len, "]");
 }
 
 /*
