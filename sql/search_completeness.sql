@@ -4,9 +4,11 @@
 --      free-for-all of 3 held by an older outlier), and a case only backtracking
 --      solves, through INSERT and mm.tick;
 --   2. a property test in C: thousands of random queues (free-for-all and two
---      teams; difference, string_equality, latency, team_difference,
---      team_size_balance; expansions, optional rules, defaults, match_any,
---      weights, parties) with pools of up to 12 tickets, parsed and extracted
+--      teams; every rule type: difference, string_equality, latency,
+--      team_difference, team_size_balance, match_total, comparison,
+--      team_ticket_size_similarity, compound, set_intersection, blocklist;
+--      expansions, optional rules, defaults, match_any, weights, parties)
+--      with pools of up to 12 tickets, parsed and extracted
 --      by the real code, searched by MmSearchMatches and compared with a brute
 --      force over every subset and every placement on teams: a valid match
 --      exists => at least one match forms; every formed match is valid;

@@ -50,6 +50,7 @@ END $$;
 \set two '{"teams": [{"name": "red", "min": 5, "max": 5}, {"name": "blue", "min": 5, "max": 5}], "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100, "expansion": {"every_seconds": 10, "delta": 50, "limit": 400}}, {"name": "ping", "type": "latency", "max_ms": 150}]}'
 \set eight '{"teams": [{"name": "red", "min": 5, "max": 5}, {"name": "blue", "min": 5, "max": 5}], "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100, "expansion": {"every_seconds": 10, "delta": 50, "limit": 400}}, {"name": "ping", "type": "latency", "max_ms": 150}, {"name": "mode", "type": "string_equality", "attribute": "mode"}, {"name": "healers", "type": "match_total", "attribute": "healer", "max": 4}, {"name": "veteran", "type": "comparison", "attribute": "level", "operator": ">=", "reference": 5}, {"name": "maps", "type": "set_intersection", "attribute": "maps", "min_size": 1, "when_missing": "match_any"}, {"name": "avoid", "type": "blocklist", "attribute": "avoid"}, {"name": "novice", "type": "comparison", "attribute": "level", "operator": "<=", "reference": 30}, {"name": "levels", "type": "compound", "statement": "or(veteran, novice)"}]}'
 \set big '{"teams": [{"name": "a", "min": 50, "max": 50}, {"name": "b", "min": 50, "max": 50}], "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 200, "expansion": {"every_seconds": 10, "delta": 100, "limit": 600}}, {"name": "ping", "type": "latency", "max_ms": 150}, {"name": "fair", "type": "team_difference", "attribute": "skill", "max": 50}]}'
+\set four '{"teams": [{"name": "a", "min": 25, "max": 25}, {"name": "b", "min": 25, "max": 25}, {"name": "c", "min": 25, "max": 25}, {"name": "d", "min": 25, "max": 25}], "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 200, "expansion": {"every_seconds": 10, "delta": 100, "limit": 600}}, {"name": "ping", "type": "latency", "max_ms": 150}, {"name": "fair", "type": "team_difference", "attribute": "skill", "max": 50}]}'
 \set ffa '{"match_size": {"min": 60, "max": 100}, "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 300}, {"name": "ping", "type": "latency", "max_ms": 150}]}'
 
 -- warm-up, not recorded
@@ -58,7 +59,7 @@ DELETE FROM bench_rules;
 
 SELECT pg_temp.bench_queue('two', :'two', 10000, r), pg_temp.bench_queue('eight', :'eight', 10000, r),
 	   pg_temp.bench_queue('two20k', :'two', 20000, r), pg_temp.bench_queue('big', :'big', 20000, r),
-	   pg_temp.bench_queue('ffa', :'ffa', 20000, r)
+	   pg_temp.bench_queue('four', :'four', 20000, r), pg_temp.bench_queue('ffa', :'ffa', 20000, r)
   FROM generate_series(1, :runs) r \g /dev/null
 
 \echo
@@ -75,7 +76,8 @@ SELECT format('| %s | %s | %s | %s | %s |', f.label, round(a.tick_ms::numeric, 1
 				   ELSE '—' END)
   FROM (VALUES (1, '1. tick, 10k tickets, 8 rules (compound, blocklist, ...) vs 2 rules', 'eight', 'two', NULL),
 			   (2, '2a. tick, 2x50, 20k tickets vs 5v5 2 rules 20k', 'big', 'two20k', NULL),
-			   (3, '2b. tick, free-for-all 60..100, 20k tickets vs 5v5 2 rules 20k', 'ffa', 'two20k', NULL)) f(n, label, ours, base, target)
+			   (3, '2b. tick, 4x25, 20k tickets vs 5v5 2 rules 20k', 'four', 'two20k', NULL),
+			   (4, '2c. tick, free-for-all 60..100, 20k tickets vs 5v5 2 rules 20k', 'ffa', 'two20k', NULL)) f(n, label, ours, base, target)
   JOIN med a ON a.figure = f.ours JOIN med b ON b.figure = f.base
  ORDER BY f.n;
 \echo

@@ -353,6 +353,7 @@ NotReached(const char *function)
 JsonbValue *getKeyJsonValueFromContainer(JsonbContainer *c, const char *k, int l, JsonbValue *r) { NOT_REACHED(); }
 JsonbIterator *JsonbIteratorInit(JsonbContainer *c) { NOT_REACHED(); }
 JsonbIteratorToken JsonbIteratorNext(JsonbIterator **it, JsonbValue *v, bool s) { NOT_REACHED(); }
+JsonbValue *findJsonbValueFromContainer(JsonbContainer *c, uint32 f, JsonbValue *k) { NOT_REACHED(); }
 Datum numeric_scale(PG_FUNCTION_ARGS) { NOT_REACHED(); }
 Datum numeric_float8_no_overflow(PG_FUNCTION_ARGS) { NOT_REACHED(); }
 int32 numeric_int4_opt_error(Numeric n, bool *e) { NOT_REACHED(); }

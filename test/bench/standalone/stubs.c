@@ -32,6 +32,7 @@ int errmsg_internal(const char *fmt,...) { return 0; }
 JsonbValue *getKeyJsonValueFromContainer(JsonbContainer *c, const char *k, int l, JsonbValue *r) { abort(); }
 JsonbIterator *JsonbIteratorInit(JsonbContainer *c) { abort(); }
 JsonbIteratorToken JsonbIteratorNext(JsonbIterator **it, JsonbValue *v, bool s) { abort(); }
+JsonbValue *findJsonbValueFromContainer(JsonbContainer *c, uint32 f, JsonbValue *k) { abort(); }
 Datum numeric_scale(PG_FUNCTION_ARGS) { abort(); }
 Datum numeric_float8_no_overflow(PG_FUNCTION_ARGS) { abort(); }
 int32 numeric_int4_opt_error(Numeric n, bool *e) { abort(); }
