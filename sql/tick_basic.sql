@@ -204,5 +204,24 @@ SELECT m.region, string_agg(mp.player_id, ' ' ORDER BY mp.player_id) AS players,
 ALTER TABLE mm.matches ALTER COLUMN id SET INCREMENT BY 1;
 SELECT setval('mm.matches_id_seq', :matches_seq_last, :'matches_seq_called') > 0 AS sequence_restored;
 
+-- A matched ticket ends as it was stored: players kept compressed (tb_big_1)
+-- or out of line (tb_big_2, incompressible) come back whole in
+-- mm.tickets_ended, with the ticket's creation time.
+SELECT mm.create_queue('tb_big', '{"match_size": {"min": 2, "max": 2}}');
+CREATE TEMP TABLE tb_big_src AS
+SELECT n, jsonb_build_array(jsonb_build_object('id', 'tb_big_' || n, 'attributes',
+         jsonb_build_object('bio', CASE n WHEN 1 THEN repeat('abcd', 5000)
+           ELSE (SELECT string_agg(md5(g::text), '') FROM generate_series(1, 400) g) END))) AS players,
+       timestamptz '2026-01-01 00:00:00+00' + n * interval '1 second' AS created_at
+  FROM generate_series(1, 2) n;
+INSERT INTO mm.tickets (queue, players, created_at) SELECT 'tb_big', players, created_at FROM tb_big_src ORDER BY n;
+SELECT n, pg_column_size(a.players) < octet_length(a.players::text) AS compressed,
+       pg_column_size(a.players) > 8000 AS out_of_line
+  FROM mm.tickets_active a JOIN tb_big_src s ON s.players = a.players ORDER BY n;
+SELECT mm.tick('tb_big', '2026-01-01 00:00:05+00');
+SELECT s.n, e.status, e.players = s.players AS same_players, e.created_at = s.created_at AS same_created_at,
+       e.match_id IS NOT NULL AS has_match
+  FROM tb_big_src s LEFT JOIN mm.tickets_ended e ON e.players = s.players ORDER BY s.n;
+
 SELECT mm.drop_queue(q, force => true)
-  FROM unnest(ARRAY['tb_ffa', 'tb_all_1', 'tb_all_2', 'tb_empty', 'tb_inf', 'tb_bad', 'tb_good', 'tb_ids']) q;
+  FROM unnest(ARRAY['tb_ffa', 'tb_all_1', 'tb_all_2', 'tb_empty', 'tb_inf', 'tb_bad', 'tb_good', 'tb_ids', 'tb_big']) q;

@@ -10,6 +10,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 
 #include "sql_arrays.h"
 
@@ -133,26 +134,58 @@ MmBuildInt8Array(const int64 *values, int count)
 	return result;
 }
 
+/*
+ * A text[] of C strings (NULL for a NULL element), written straight into
+ * the array: no datum per element, so the tick's per-player arrays cost
+ * their size and nothing more in its context.
+ */
 ArrayType *
 MmBuildTextArray(const char **values, int count)
 {
-	Datum	   *datums = (Datum *) palloc(sizeof(Datum) * Max(count, 1));
-	bool	   *nulls = (bool *) palloc(sizeof(bool) * Max(count, 1));
-	int			dims[1] = {count};
-	int			lbs[1] = {1};
+	bool		has_nulls = false;
+	Size		data_bytes = 0;
+	Size		overhead;
 	ArrayType  *result;
+	bits8	   *bitmap;
+	char	   *p;
 
+	if (count <= 0)
+		return construct_empty_array(TEXTOID);
 	for (int i = 0; i < count; i++)
 	{
-		nulls[i] = values[i] == NULL;
-		datums[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(values[i]);
+		if (values[i] == NULL)
+			has_nulls = true;
+		else
+			data_bytes += INTALIGN(VARHDRSZ + strlen(values[i]));
+		if (data_bytes > MaxAllocSize)
+			break;
 	}
-	result = construct_md_array(datums, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
-	/* the array holds copies: free the elements too */
+	overhead = has_nulls ? ARR_OVERHEAD_WITHNULLS(1, count) : ARR_OVERHEAD_NONULLS(1);
+	if (data_bytes > MaxAllocSize - overhead)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("array size exceeds the maximum allowed (%d)", (int) MaxAllocSize)));
+	result = (ArrayType *) palloc0(overhead + data_bytes);
+	SET_VARSIZE(result, overhead + data_bytes);
+	result->ndim = 1;
+	result->dataoffset = has_nulls ? (int32) overhead : 0;
+	result->elemtype = TEXTOID;
+	ARR_DIMS(result)[0] = count;
+	ARR_LBOUND(result)[0] = 1;
+	bitmap = ARR_NULLBITMAP(result);
+	p = (char *) result + overhead;
 	for (int i = 0; i < count; i++)
-		if (!nulls[i])
-			pfree(DatumGetPointer(datums[i]));
-	pfree(datums);
-	pfree(nulls);
+	{
+		Size		length;
+
+		if (values[i] == NULL)
+			continue;			/* its null bitmap bit stays 0 */
+		length = strlen(values[i]);
+		SET_VARSIZE(p, VARHDRSZ + length);
+		memcpy(VARDATA(p), values[i], length);
+		p += INTALIGN(VARHDRSZ + length);
+		if (bitmap)
+			bitmap[i / 8] |= 1 << (i % 8);
+	}
 	return result;
 }

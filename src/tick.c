@@ -19,6 +19,9 @@
 
 #include <math.h>
 
+#include "access/detoast.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -39,6 +42,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "events.h"
@@ -98,6 +102,7 @@ static SPIPlanPtr PlanNotifyMatch = NULL;
 static SPIPlanPtr PlanHasOtherTickets = NULL;
 static SPIPlanPtr PlanLoadWithOthers = NULL;
 static SPIPlanPtr PlanUnlistTickets = NULL;
+static SPIPlanPtr PlanEndTicketsFromArrays = NULL;
 static SPIPlanPtr PlanRuleStats = NULL;
 
 /*
@@ -173,7 +178,8 @@ FreePlans(void)
 		&PlanMatchIds, &PlanInsertMatches, &PlanInsertPlayers, &PlanUpdateTickets,
 		&PlanReleasePlayers, &PlanDeleteActive, &PlanProposeTickets, &PlanExpireProposals,
 		&PlanLoadBackfills, &PlanLoadMembers, &PlanUpdateBackfill, &PlanNotifyMatch,
-		&PlanHasOtherTickets, &PlanLoadWithOthers, &PlanUnlistTickets, &PlanRuleStats};
+		&PlanHasOtherTickets, &PlanLoadWithOthers, &PlanUnlistTickets, &PlanRuleStats,
+		&PlanEndTicketsFromArrays};
 	int			i;
 
 	for (i = 0; i < lengthof(plans); i++)
@@ -216,6 +222,8 @@ PreparePlans(void)
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
 	Oid			tickets_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID};
 	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID};
+	Oid			ended_from_arrays_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID,
+	JSONBARRAYOID, TIMESTAMPTZARRAYOID};
 	Oid			tid_array1[] = {TIDARRAYOID};
 	Oid			text_array1[] = {TEXTARRAYOID};
 	MmSchemaVersion schema = InstalledSchema();
@@ -303,8 +311,7 @@ PreparePlans(void)
 			 9, matches_args);
 	KeepPlan(&PlanInsertPlayers,
 			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)"
-			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team"
-			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(match_id, player_id, ticket_id, team)",
+			 " SELECT pg_catalog.unnest($2), $1, pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)",
 			 5, players_args);
 	if (schema01)
 	{
@@ -320,9 +327,10 @@ PreparePlans(void)
 
 	/*
 	 * A matched ticket leaves the active partition for the ended one: its
-	 * row is copied (read back by ctid) and deleted by ctid, straight in the
-	 * partitions (the parent's statement triggers are for other writers);
-	 * then its players are released.
+	 * row is copied and deleted by ctid, straight in the partitions (the
+	 * parent's statement triggers are for other writers); then (0.2) its
+	 * players are released.  This statement joins the rows by ctid in SQL;
+	 * the next one takes them from arrays.
 	 */
 	KeepPlan(&PlanUpdateTickets,
 			 schema == MM_SCHEMA_02 ?
@@ -345,6 +353,18 @@ PreparePlans(void)
 			 " AS u(row_id, match_id, team)"
 			 " JOIN mm.tickets_active t ON t.ctid OPERATOR(pg_catalog.=) u.row_id",
 			 5, ended_args);
+	/*
+	 * The same rows from arrays the tick reads from the heap itself
+	 * (ReadEndingTickets), for tickets of this queue alone.  The arrays are
+	 * unnested in the select list, which streams them: no join, nothing
+	 * materialised.
+	 */
+	KeepPlan(&PlanEndTicketsFromArrays,
+			 "INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
+			 " matched_at, match_id, team)"
+			 " SELECT pg_catalog.unnest($2), $5, pg_catalog.unnest($6), 'matched', pg_catalog.unnest($7),"
+			 " $1, $1, pg_catalog.unnest($3), pg_catalog.unnest($4)",
+			 7, ended_from_arrays_args);
 	KeepPlan(&PlanDeleteActive,
 			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)",
 			 1, tid_array1);
@@ -788,6 +808,111 @@ MarkTicketsMatched01(TimestampTz now, int ntickets, const int64 *ids, const int6
 }
 
 /*
+ * The memory peak of the queue being ticked, noted where the write phase
+ * holds the most (its arrays are freed before the phase ends).
+ */
+static int64 QueuePeakBytes = 0;
+
+static void
+NoteMemoryPeak(void)
+{
+	QueuePeakBytes = Max(QueuePeakBytes, (int64) MemoryContextMemAllocated(QueueContext, true));
+}
+
+/*
+ * Reads the players and creation times of the tickets to end (positions
+ * t_index among the loaded ctids) straight from their rows in
+ * mm.tickets_active, as a jsonb[] and a timestamptz[] in t_index order: the
+ * ended rows are then inserted from arrays, which costs a fraction of
+ * joining 100k row locations in SQL.  The rows are the versions this tick
+ * locked FOR UPDATE, so any snapshot would see them; each row's id is
+ * checked against the ticket's.  Returns false, with nothing built, when
+ * the players would not fit one array (1 GB): the caller joins in SQL then.
+ */
+static bool
+ReadEndingTickets(const ItemPointerData *ctids, int ntickets, const int *t_index,
+				  const int64 *ticket_ids, ArrayType **players_out, ArrayType **created_out)
+{
+	Oid			relid = get_relname_relid("tickets_active", get_namespace_oid("mm", false));
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	AttrNumber	id_att = get_attnum(relid, "id");
+	AttrNumber	created_att = get_attnum(relid, "created_at");
+	AttrNumber	players_att = get_attnum(relid, "players");
+	Datum	   *created = palloc(sizeof(Datum) * Max(ntickets, 1));
+	Size		header = ARR_OVERHEAD_NONULLS(1);
+	Size		used = header;
+	Size		capacity = 0;
+	char	   *data = NULL;
+	ArrayType  *players;
+	int			i;
+
+	for (i = 0; i < ntickets; i++)
+	{
+		ItemPointerData tid = ctids[t_index[i]];
+		struct varlena *value;
+		struct varlena *flat;
+		Size		length;
+		Size		need;
+		bool		isnull;
+
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!table_tuple_fetch_row_version(rel, &tid, SnapshotAny, slot) ||
+			DatumGetInt64(slot_getattr(slot, id_att, &isnull)) != ticket_ids[i])
+			elog(ERROR, "the row of ticket " INT64_FORMAT " is not where the tick locked it",
+				 ticket_ids[i]);
+		created[i] = slot_getattr(slot, created_att, &isnull);
+		value = (struct varlena *) DatumGetPointer(slot_getattr(slot, players_att, &isnull));
+		flat = VARATT_IS_EXTENDED(value) ? detoast_attr(value) : value;
+		length = VARSIZE(flat);
+		need = used + INTALIGN(length);
+		if (need > capacity)
+		{
+			/* room for the rest at the average size so far, and a tenth more */
+			Size		estimate = need + (need - header) / (i + 1) * (ntickets - i - 1) / 10 * 11;
+
+			if (need > MaxAllocSize)
+			{
+				ExecDropSingleTupleTableSlot(slot);
+				table_close(rel, AccessShareLock);
+				if (data)
+					pfree(data);
+				pfree(created);
+				return false;
+			}
+			capacity = Min(estimate, MaxAllocSize);
+			data = data ? repalloc(data, capacity) : palloc0(capacity);
+		}
+		memcpy(data + used, flat, length);
+		memset(data + used + length, 0, need - used - length);
+		used = need;
+		if (flat != value)
+			pfree(flat);
+		ExecClearTuple(slot);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+
+	if (data == NULL)
+		data = palloc0(header);
+	else
+		data = repalloc(data, used);
+	players = (ArrayType *) data;
+	SET_VARSIZE(players, used);
+	players->ndim = 1;
+	players->dataoffset = 0;
+	players->elemtype = JSONBOID;
+	ARR_DIMS(players)[0] = ntickets;
+	ARR_LBOUND(players)[0] = 1;
+	*players_out = players;
+	*created_out = construct_array(created, ntickets, TIMESTAMPTZOID, sizeof(TimestampTz),
+								   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(created);
+	return true;
+}
+
+/*
  * Moves the matched tickets (positions t_index among the loaded ctids) from
  * mm.tickets_active to mm.tickets_ended under the queue that matched them,
  * and (0.2) releases their players.
@@ -799,7 +924,9 @@ MoveMatchedTickets(const char *queue, TimestampTz now, const ItemPointerData *ct
 {
 	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
 	ArrayType  *row_ids;
-	Datum		values[5];
+	ArrayType  *players;
+	ArrayType  *created;
+	Datum		values[7];
 	int			i;
 
 	for (i = 0; i < ntickets; i++)
@@ -809,11 +936,29 @@ MoveMatchedTickets(const char *queue, TimestampTz now, const ItemPointerData *ct
 	pfree(datums);
 
 	values[0] = TimestampTzGetDatum(now);
-	values[1] = PointerGetDatum(row_ids);
 	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
 	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
 	values[4] = CStringGetTextDatum(queue);
-	RunWrite(PlanUpdateTickets, values, SPI_OK_INSERT, ntickets, "writing matched tickets");
+	/* tickets of this queue alone end as their row plus the match */
+	if (!LoadedOtherQueuesTickets &&
+		ReadEndingTickets(ctids, ntickets, t_index, ticket_ids, &players, &created))
+	{
+		values[1] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+		values[5] = PointerGetDatum(players);
+		values[6] = PointerGetDatum(created);
+		NoteMemoryPeak();
+		RunWrite(PlanEndTicketsFromArrays, values, SPI_OK_INSERT, ntickets, "writing matched tickets");
+		pfree(players);
+		pfree(created);
+		pfree(DatumGetPointer(values[1]));
+	}
+	else
+	{
+		values[1] = PointerGetDatum(row_ids);
+		RunWrite(PlanUpdateTickets, values, SPI_OK_INSERT, ntickets, "writing matched tickets");
+	}
+	pfree(DatumGetPointer(values[2]));
+	pfree(DatumGetPointer(values[3]));
 
 	values[0] = PointerGetDatum(row_ids);
 	RunWrite(PlanDeleteActive, values, SPI_OK_DELETE, ntickets, "deleting matched tickets");
@@ -1001,6 +1146,10 @@ WriteMatches(const char *queue, const MmRuleContext *context, TimestampTz now,
 	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, nplayers));
 	pfree(mp_team);
 	RunWrite(PlanInsertPlayers, values, SPI_OK_INSERT, nplayers, "inserting match players");
+	/* the arrays are as long as the queue: free them before the next ones */
+	pfree(DatumGetPointer(values[1]));
+	pfree(DatumGetPointer(values[3]));
+	pfree(DatumGetPointer(values[4]));
 
 	if (PlansForSchema01)
 		MarkTicketsMatched01(now, ntickets, t_ids, t_match);
@@ -1405,6 +1554,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 
 	queue_context = AllocSetContextCreate(parent, "mm tick queue", ALLOCSET_DEFAULT_SIZES);
 	QueueContext = queue_context;
+	QueuePeakBytes = 0;
 	old_context = MemoryContextSwitchTo(queue_context);
 
 	INSTR_TIME_SET_CURRENT(start);
@@ -1458,8 +1608,8 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 		WriteMatches(queue, &context, now, tickets, ctids, result, properties, stats);
 	WriteRuleStats(queue, config, now, result);
 	stats->write_ms = ElapsedMs(start);
-	stats->memory_bytes = Max(stats->memory_bytes,
-							  (int64) MemoryContextMemAllocated(queue_context, true));
+	NoteMemoryPeak();
+	stats->memory_bytes = Max(stats->memory_bytes, QueuePeakBytes);
 	stats->matches = matches = result->nmatches;
 
 	MemoryContextSwitchTo(old_context);
