@@ -228,18 +228,35 @@ SELECT * FROM pg_temp.events(:m0);
 
 -- ---------------------------------------------------------------- auto_backfill
 -- a queue with "auto_backfill": true requests backfill when a player leaves
-SELECT mm.create_queue('lc_auto', '{"teams": [{"name": "red", "min": 1, "max": 1},
-                                              {"name": "blue", "min": 1, "max": 1}],
+SELECT mm.create_queue('lc_auto', '{"teams": [{"name": "red", "min": 2, "max": 2},
+                                              {"name": "blue", "min": 2, "max": 2}],
                                     "auto_backfill": true}');
 INSERT INTO mm.tickets (queue, players, created_at) VALUES
   ('lc_auto', '[{"id": "q1"}]', '2026-01-01 01:00:00+00'),
-  ('lc_auto', '[{"id": "q2"}]', '2026-01-01 01:00:01+00');
-SELECT mm.tick('lc_auto', '2026-01-01 01:00:02+00');
-SELECT mm.leave_match(id, 'q2', '2026-01-01 01:05:00+00') FROM mm.matches WHERE queue = 'lc_auto';
+  ('lc_auto', '[{"id": "q2"}]', '2026-01-01 01:00:01+00'),
+  ('lc_auto', '[{"id": "q3"}]', '2026-01-01 01:00:02+00'),
+  ('lc_auto', '[{"id": "q4"}]', '2026-01-01 01:00:03+00');
+SELECT mm.tick('lc_auto', '2026-01-01 01:00:04+00');
+SELECT mp.match_id AS auto_match, min(mp.player_id) FILTER (WHERE mp.team = 'red') AS red_leaver,
+       min(mp.player_id) FILTER (WHERE mp.team = 'blue') AS blue_leaver
+  FROM mm.match_players mp WHERE mp.queue = 'lc_auto' GROUP BY mp.match_id \gset
+SELECT mm.leave_match(:auto_match, :'blue_leaver', '2026-01-01 01:05:00+00');
 SELECT b.open_slots, b.status, b.created_at FROM mm.backfill_requests b WHERE b.queue = 'lc_auto';
--- a second leaver finds the request open and adds no other
-SELECT mm.leave_match(id, 'q1', '2026-01-01 01:06:00+00') FROM mm.matches WHERE queue = 'lc_auto';
+-- a second leaver finds the request open and adds its slot to it: still
+-- one request, now for a player of each team
+SELECT mm.leave_match(:auto_match, :'red_leaver', '2026-01-01 01:06:00+00');
 SELECT count(*) AS requests FROM mm.backfill_requests b WHERE b.queue = 'lc_auto';
+SELECT b.open_slots, b.status, b.updated_at FROM mm.backfill_requests b WHERE b.queue = 'lc_auto';
+-- the tick fills both slots, one new player on each team
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_auto', '[{"id": "q5"}]', '2026-01-01 01:06:30+00'),
+  ('lc_auto', '[{"id": "q6"}]', '2026-01-01 01:06:31+00');
+SELECT mm.tick('lc_auto', '2026-01-01 01:07:00+00');
+SELECT b.open_slots, b.status FROM mm.backfill_requests b WHERE b.queue = 'lc_auto';
+SELECT mp.team, count(*) FILTER (WHERE mp.left_at IS NULL) AS playing,
+       count(*) FILTER (WHERE mp.left_at IS NOT NULL) AS left_match,
+       count(*) FILTER (WHERE mp.player_id IN ('q5', 'q6')) AS backfilled
+  FROM mm.match_players mp WHERE mp.match_id = :auto_match GROUP BY mp.team ORDER BY mp.team;
 SELECT event ->> 'event' AS event, event -> 'open_slots' AS open_slots FROM pg_temp.events(:m0);
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "auto_backfill": "yes"}');
 

@@ -1,13 +1,15 @@
 # Scheduling with the real pg_cron (Debian 12: 1.4, finest schedule one
 # minute): a queue scheduled every second forms matches with no manual tick,
 # and a LISTEN client hears match_found within 3 seconds of matchable tickets
-# being committed; a second loop of the same queue returns at once;
-# re-scheduling replaces the job and stops the loop; unscheduling stops a
-# running loop and the ticking; dropping a queue removes its job; the
-# retention job archives old finished tickets.  The tick loop starts at once
+# being committed; a second loop of the same queue returns at once; a loop
+# whose tick is blocked across a minute boundary carries on through the next
+# minute (that minute's pg_cron run found it running); re-scheduling
+# replaces the job and stops the loop; unscheduling stops a running loop and
+# the ticking; dropping a queue removes its job; the retention job archives
+# old finished tickets.  The tick loop starts at once
 # (a background worker until the next minute boundary, then pg_cron's job:
 # test/t/090_first_tick.pl); the retention job runs at the next minute
-# boundary, so this takes up to about a minute.
+# boundary, so this takes up to about two minutes.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -126,10 +128,23 @@ away_from_minute_boundary();
 $seconds = second_loop_seconds();
 ok($seconds < $interval,
 	sprintf('a second loop returns at once while the tick runs long (%.3f s)', $seconds));
+# The tick stays blocked across the next minute boundary, until pg_cron's run
+# of the new minute has found the loop's lock taken and returned.  The loop
+# then carries on through that minute: the LISTEN check below needs a tick
+# within 3 seconds, long before the minute after.
+my $boundary = $node->safe_psql('postgres',
+	"SELECT date_trunc('minute', clock_timestamp()) + interval '1 minute'");
+ok( defined wait_for(
+		qq{SELECT count(*) > 0 FROM cron.job_run_details
+		    WHERE jobid = $job AND start_time >= '$boundary' AND status = 'succeeded'},
+		't', 75),
+	"the next minute's run of the job returned while the loop's tick was blocked");
 $blocker->query_safe('COMMIT');
 $blocker->quit;
 ok(defined wait_for("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", '0', 5),
 	'the blocked tick went on');
+ok(defined wait_for("SELECT mm.tick_loop_running('duel')", 't', 3),
+	'the loop carries on into the minute its tick ran over');
 
 # --- a LISTEN client hears match_found within 3 seconds of the commit
 my $listener = $node->background_psql('postgres');

@@ -532,13 +532,16 @@ DECLARE
 	m mm.matches;
 	left_already timestamptz;
 	player_ticket bigint;
+	player_team text;
+	request_id bigint;
+	slots jsonb;
 BEGIN
 	PERFORM mm.check_now(leave_match.now);
 	IF leave_match.player_id IS NULL THEN
 		RAISE EXCEPTION 'player_id must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	m := mm.lock_match(leave_match.match_id, ARRAY['ready', 'assigned'], 'leave', leave_match.now);
-	SELECT mp.left_at, mp.ticket_id INTO left_already, player_ticket
+	SELECT mp.left_at, mp.ticket_id, mp.team INTO left_already, player_ticket, player_team
 	  FROM mm.match_players mp
 	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
 	IF NOT FOUND THEN
@@ -554,9 +557,21 @@ BEGIN
 	 WHERE a.player_id = leave_match.player_id AND a.ticket_id = player_ticket;
 	PERFORM mm.notify_match_event('player_left', m.id,
 		jsonb_build_object('player_id', leave_match.player_id));
-	IF (SELECT coalesce(q.config -> 'auto_backfill' = 'true', false) FROM mm.queues q WHERE q.name = m.queue)
-	   AND NOT EXISTS (SELECT FROM mm.backfill_requests b WHERE b.match_id = m.id AND b.status = 'open') THEN
-		PERFORM mm.request_backfill(m.id, NULL, leave_match.now);
+	IF (SELECT coalesce(q.config -> 'auto_backfill' = 'true', false) FROM mm.queues q WHERE q.name = m.queue) THEN
+		-- an open request gains the leaver's slot (its team's, or a
+		-- free-for-all's "players"); without one, a request is opened
+		UPDATE mm.backfill_requests b
+		   SET open_slots = jsonb_set(b.open_slots, ARRAY[coalesce(player_team, 'players')],
+									  to_jsonb(coalesce((b.open_slots ->> coalesce(player_team, 'players'))::integer, 0) + 1)),
+			   updated_at = leave_match.now
+		 WHERE b.match_id = m.id AND b.status = 'open'
+		RETURNING b.id, b.open_slots INTO request_id, slots;
+		IF request_id IS NOT NULL THEN
+			PERFORM mm.notify_match_event('backfill_requested', m.id,
+				jsonb_build_object('request_id', request_id, 'open_slots', slots));
+		ELSE
+			PERFORM mm.request_backfill(m.id, NULL, leave_match.now);
+		END IF;
 	END IF;
 END
 $$;

@@ -238,6 +238,90 @@ $$;
 COMMENT ON FUNCTION mm.cron_job_upsert(text, text, text) IS
 'Creates the pg_cron job of that name, or brings it in line with the current settings (internal to mm.schedule)';
 
+-- The body of a queue's per-minute job for sub-minute intervals: ticks,
+-- commits, sleeps until the next tick, and returns before the next minute's
+-- run starts.  A session advisory lock keeps a second loop of the same queue
+-- from running (it returns at once), even when a tick runs long.  A loop that
+-- finds itself past the end of its minute (a tick ran long, or waited for a
+-- lock, across the boundary) carries on through the next minute: that
+-- minute's run found the lock taken and returned, and nothing else would tick
+-- the queue until the minute after.  A procedure (not a function) so that
+-- each tick commits on its own; it therefore has no SET clause, and
+-- qualifies every operator instead.
+CREATE OR REPLACE PROCEDURE mm.tick_loop(queue text)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+	loop_job_name constant text := pg_catalog.concat('mm_tick:', queue);
+	lock_key constant bigint := pg_catalog.hashtextextended(pg_catalog.concat('mm_tick_loop:', queue), 0);
+	started constant timestamptz := pg_catalog.clock_timestamp();
+	-- the run belongs to the minute it starts in (or the next one when pg_cron
+	-- starts it a moment early) and ends before that minute's successor starts
+	deadline timestamptz := pg_catalog.date_trunc('minute', started OPERATOR(pg_catalog.+) '2 seconds'::interval)
+							OPERATOR(pg_catalog.+) '1 minute'::interval;
+	next_tick timestamptz := started;
+	tick_every interval;
+	failures integer := 0;
+	last_state text;
+	last_message text;
+BEGIN
+	IF queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT pg_catalog.pg_try_advisory_lock(lock_key) THEN
+		RETURN;					-- another loop of this queue is running
+	END IF;
+
+	LOOP
+		-- re-read on every round: mm.schedule / mm.unschedule take effect at once
+		SELECT s.every INTO tick_every
+		  FROM mm.schedule_jobs s
+		 WHERE s.job_name OPERATOR(pg_catalog.=) loop_job_name
+		   AND s.mode OPERATOR(pg_catalog.=) 'loop';
+		EXIT WHEN NOT FOUND;
+
+		BEGIN
+			PERFORM mm.tick(queue);
+			failures := 0;
+		EXCEPTION WHEN OTHERS THEN
+			-- one failed tick (a deadlock, a serialization failure) must not stop
+			-- the queue for the rest of the minute; five in a row fail the job
+			GET STACKED DIAGNOSTICS last_state = RETURNED_SQLSTATE, last_message = MESSAGE_TEXT;
+			failures := failures OPERATOR(pg_catalog.+) 1;
+			RAISE WARNING 'tick of queue "%" failed: %', queue, last_message;
+		END;
+		COMMIT;
+
+		IF failures OPERATOR(pg_catalog.>=) 5 THEN
+			PERFORM pg_catalog.pg_advisory_unlock(lock_key);
+			RAISE EXCEPTION 'tick of queue "%" failed % times in a row: %', queue, failures, last_message
+				USING ERRCODE = last_state;
+		END IF;
+
+		next_tick := next_tick OPERATOR(pg_catalog.+) tick_every;
+		IF next_tick OPERATOR(pg_catalog.<) pg_catalog.clock_timestamp() THEN
+			next_tick := pg_catalog.clock_timestamp();	-- a tick ran long: skip the missed ones
+		END IF;
+		IF next_tick OPERATOR(pg_catalog.>=) deadline THEN
+			-- on time: the next minute's run takes over
+			EXIT WHEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) deadline;
+			-- late: that run has returned (or will, finding the lock taken)
+			deadline := pg_catalog.date_trunc('minute', pg_catalog.clock_timestamp()
+											  OPERATOR(pg_catalog.+) '2 seconds'::interval)
+						OPERATOR(pg_catalog.+) '1 minute'::interval;
+		END IF;
+		PERFORM pg_catalog.pg_sleep(pg_catalog.date_part('epoch',
+								next_tick OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()));
+		-- a fresh transaction, so the next tick's now() is the time it runs
+		COMMIT;
+	END LOOP;
+
+	PERFORM pg_catalog.pg_advisory_unlock(lock_key);
+END;
+$$;
+COMMENT ON PROCEDURE mm.tick_loop(text) IS
+'Body of a queue''s per-minute pg_cron job: ticks every scheduled interval until just before the next minute (through it when a tick ran past the boundary)';
+
 -- Makes pg_cron tick a queue every `every`.  Re-scheduling brings the job in
 -- line with the current settings (mm.cron_job_upsert).  A queue on the
 -- per-minute loop starts ticking at once: a background worker runs the loop
