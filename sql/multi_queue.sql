@@ -27,6 +27,25 @@ INSERT INTO mm.tickets (queue, queues, players, created_at) VALUES
   ('mq_ffa', '{mq_duel}', '[{"id": "m2", "attributes": {"skill": 3000}}]', '2026-01-01 00:00:01+00');
 SELECT * FROM pg_temp.tickets();
 SELECT * FROM pg_temp.listed();
+-- why m1 waits, in each of its queues (its own by default): in mq_duel m2 is
+-- 2000 apart in skill; in mq_ffa the two fit and wait for a third player
+SELECT e ->> 'queue' AS queue, e -> 'queues' AS queues, e -> 'searching_tickets' AS others,
+       e -> 'nearest' -> 0 -> 'blocked_by' AS nearest_blocked_by
+  FROM mm.tickets t, LATERAL (VALUES (1, mm.explain_ticket(t.id, '2026-01-01 00:00:02+00')),
+                                     (2, mm.explain_ticket(t.id, '2026-01-01 00:00:02+00', 'mq_ffa'))) x(n, e)
+ WHERE t.players -> 0 ->> 'id' = 'm1' ORDER BY x.n;
+-- not one of its queues (the ticket's id masked)
+DO $$
+DECLARE
+	detail text;
+BEGIN
+	PERFORM mm.explain_ticket(t.id, '2026-01-01 00:00:02+00', 'mq_acc')
+	   FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'm1';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+	RAISE NOTICE '%: % (%)', SQLSTATE, regexp_replace(SQLERRM, '[0-9]+', 'N'), detail;
+END
+$$;
 
 -- bad lists: the index and the queue are named (the detail names the ticket)
 \set VERBOSITY terse

@@ -2,8 +2,8 @@
  * explain.c
  *	  mm.explain_ticket: why a searching ticket is still waiting.
  *
- * For the ticket, against the other searching tickets of its queue as the
- * tick would see them at `now`: each rule's threshold (after expansion) and
+ * For the ticket, against the other searching tickets of its queue (or of
+ * another queue it searches in) as that queue's tick would see them at `now`: each rule's threshold (after expansion) and
  * when it next widens; how many tickets pass the rule against this one
  * (a pair's step is that of its older ticket, as in the search); the rules
  * that block its nearest candidates (ranked as the search ranks them); and
@@ -122,12 +122,16 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 {
 	int64		ticket_id;
 	TimestampTz now;
-	Oid			args1[] = {INT8OID};
+	Oid			ticket_args[] = {INT8OID, TEXTOID};
+	Oid			text1[] = {TEXTOID};
 	Oid			args3[] = {TEXTOID, TIMESTAMPTZOID, INT8OID};
 	Datum		values[3];
 	MemoryContext caller = CurrentMemoryContext;
 	char	   *queue;
 	char	   *status;
+	char	   *own_queue;
+	char	   *queues_json;
+	bool		searches_in;
 	Jsonb	   *config_jsonb;
 	MmQueueConfig *config;
 	MmRuleContext context;
@@ -161,27 +165,54 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 
-	/* the ticket and its queue's config */
+	/*
+	 * The ticket, every queue it searches in (its own first), and whether
+	 * the queue asked for (default: its own) is one of them.
+	 */
 	values[0] = Int64GetDatum(ticket_id);
-	rc = SPI_execute_with_args("SELECT t.queue, t.status, q.config FROM mm.tickets t"
-							   " JOIN mm.queues q ON q.name OPERATOR(pg_catalog.=) t.queue"
-							   " WHERE t.id OPERATOR(pg_catalog.=) $1",
-							   1, args1, values, NULL, true, 1);
+	values[1] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	rc = SPI_execute_with_args("SELECT t.queue, t.status,"
+							   " pg_catalog.to_jsonb(pg_catalog.array_prepend(t.queue, COALESCE(t.queues, '{}')))::text,"
+							   " $2 IS NULL OR $2 OPERATOR(pg_catalog.=) t.queue"
+							   " OR $2 OPERATOR(pg_catalog.=) ANY (t.queues)"
+							   " FROM mm.tickets t WHERE t.id OPERATOR(pg_catalog.=) $1",
+							   2, ticket_args, values, PG_ARGISNULL(2) ? " n" : NULL,
+							   true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "reading ticket " INT64_FORMAT " failed: %s", ticket_id, SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("ticket " INT64_FORMAT " does not exist", ticket_id)));
-	queue = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	own_queue = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 	status = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
+	queues_json = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
+	searches_in = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
 	MemoryContextSwitchTo(caller);
-	config_jsonb = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	queue = PG_ARGISNULL(2) ? own_queue : text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (strcmp(status, "searching") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("ticket " INT64_FORMAT " is %s, not searching", ticket_id, status),
 				 errhint("mm.get_assignment tells a ticket's match.")));
+	if (!searches_in)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ticket " INT64_FORMAT " does not search in queue \"%s\"", ticket_id, queue),
+				 errdetail("It searches in %s.", queues_json)));
+
+	/* the queue's config */
+	values[0] = CStringGetTextDatum(queue);
+	rc = SPI_execute_with_args("SELECT q.config FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
+							   1, text1, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("queue \"%s\" does not exist", queue)));
+	MemoryContextSwitchTo(caller);
+	config_jsonb = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	config = MmParseQueueConfig(config_jsonb);
 	MmRuleContextInit(&context, config);
 
@@ -263,6 +294,7 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 	initStringInfo(&out);
 	appendStringInfo(&out, "{\"ticket_id\": " INT64_FORMAT ", \"queue\": ", ticket_id);
 	escape_json(&out, queue);
+	appendStringInfo(&out, ", \"queues\": %s", queues_json);
 	appendStringInfo(&out, ", \"age_seconds\": %.3f, \"searching_tickets\": %d, \"rules\": [",
 					 tickets[self].age_seconds, ntickets - 1);
 	for (r = 0; r < config->nrules; r++)

@@ -58,15 +58,16 @@ $$;
 COMMENT ON FUNCTION mm.reset_rule_stats(text, timestamptz) IS
 	'Starts a queue''s rule totals (mm.rule_stats) from zero; returns the rules reset';
 
-CREATE FUNCTION mm.explain_ticket(ticket_id bigint, now timestamptz DEFAULT pg_catalog.now())
+CREATE FUNCTION mm.explain_ticket(ticket_id bigint, now timestamptz DEFAULT pg_catalog.now(),
+								   queue text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE C VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'mm_explain_ticket';
-COMMENT ON FUNCTION mm.explain_ticket(bigint, timestamptz) IS
-	'Why a searching ticket waits: each rule''s threshold now and when it widens, how many searching tickets pass it, what blocks the nearest candidates, the estimated wait';
+COMMENT ON FUNCTION mm.explain_ticket(bigint, timestamptz, text) IS
+	'Why a searching ticket waits in its queue (or in another queue it searches in): each rule''s threshold now and when it widens, how many searching tickets pass it, what blocks the nearest candidates, the estimated wait';
 
 GRANT SELECT ON mm.rule_stats TO mm_analyst;
 GRANT EXECUTE ON FUNCTION mm.reset_rule_stats(text, timestamptz) TO mm_admin;
-GRANT EXECUTE ON FUNCTION mm.explain_ticket(bigint, timestamptz) TO mm_frontend, mm_director, mm_analyst;
+GRANT EXECUTE ON FUNCTION mm.explain_ticket(bigint, timestamptz, text) TO mm_frontend, mm_director, mm_analyst;
