@@ -260,8 +260,47 @@ SELECT mp.team, count(*) FILTER (WHERE mp.left_at IS NULL) AS playing,
 SELECT event ->> 'event' AS event, event -> 'open_slots' AS open_slots FROM pg_temp.events(:m0);
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "auto_backfill": "yes"}');
 
+-- ------------------------------------------------- cancelling a proposed ticket
+-- a proposed ticket that is cancelled rejects its match: the match is
+-- cancelled, the ticket keeps no match, the other ticket searches again
+SELECT mm.create_queue('lc_cancel', '{"teams": [{"name": "red", "min": 1, "max": 1},
+                                                {"name": "blue", "min": 1, "max": 1}],
+                                      "acceptance_timeout_seconds": 10}');
+SELECT mm.create_ticket('lc_cancel', '[{"id": "k1"}]', '2026-01-01 02:00:00+00') AS tk1 \gset
+SELECT mm.create_ticket('lc_cancel', '[{"id": "k2"}]', '2026-01-01 02:00:01+00') AS tk2 \gset
+SELECT mm.tick('lc_cancel', '2026-01-01 02:00:02+00');
+SELECT id AS cancel_match FROM mm.matches WHERE queue = 'lc_cancel' \gset
+SELECT mm.cancel_ticket(:tk1);
+SELECT id - :m0 AS match, status, cancel_reason FROM mm.matches WHERE queue = 'lc_cancel' ORDER BY id;
+SELECT player, status, match, team, created_at FROM pg_temp.tickets('lc_cancel', :m0);
+SELECT pg_temp.held('lc_cancel') AS held;
+CREATE FUNCTION pg_temp.cancel_events(m0 bigint)
+RETURNS TABLE (event text, reason text, requeued jsonb, cancelled jsonb, tickets jsonb, signed boolean)
+LANGUAGE sql AS $$
+	SELECT e.event ->> 'event', e.event ->> 'reason', e.event -> 'requeued_tickets',
+	       e.event -> 'cancelled_tickets', e.event -> 'tickets', e.signed
+	  FROM pg_temp.events(m0) e
+$$;
+SELECT * FROM pg_temp.cancel_events(:m0);
+-- the player who stayed cannot accept the cancelled match
+SELECT mm.accept_match(:cancel_match, 'k2', true, '2026-01-01 02:00:03+00');
+-- by hand: an UPDATE that cancels a proposed ticket does the same
+SELECT mm.create_ticket('lc_cancel', '[{"id": "k3"}]', '2026-01-01 02:00:03+00') AS tk3 \gset
+SELECT mm.tick('lc_cancel', '2026-01-01 02:00:04+00');
+UPDATE mm.tickets SET status = 'cancelled', updated_at = '2026-01-01 02:00:05+00' WHERE id = :tk3;
+-- and one that puts a proposed ticket back to searching: both search again
+SELECT mm.tick('lc_cancel', '2026-01-01 02:00:06+00');
+SELECT mm.create_ticket('lc_cancel', '[{"id": "k4"}]', '2026-01-01 02:00:06+00') AS tk4 \gset
+SELECT mm.tick('lc_cancel', '2026-01-01 02:00:07+00');
+UPDATE mm.tickets SET status = 'searching' WHERE id = :tk4;
+SELECT id - :m0 AS match, status, cancel_reason FROM mm.matches WHERE queue = 'lc_cancel' ORDER BY id;
+SELECT player, status, match, team, created_at FROM pg_temp.tickets('lc_cancel', :m0);
+SELECT pg_temp.held('lc_cancel') AS held;
+SELECT * FROM pg_temp.cancel_events(:m0);
+
 SELECT dblink_disconnect('lc_listener');
 SELECT mm.drop_queue('lc_acc', force => true);
 SELECT mm.drop_queue('lc_plain', force => true);
 SELECT mm.drop_queue('lc_auto', force => true);
+SELECT mm.drop_queue('lc_cancel', force => true);
 DROP EXTENSION dblink;

@@ -255,6 +255,112 @@ COMMENT ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz
 'Internal: cancels a proposed match; the given tickets end as cancelled, the others search again with their age';
 REVOKE ALL ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) FROM PUBLIC;
 
+-- A proposed ticket that is cancelled rejects its match, as its player's
+-- "no" would: the match is cancelled and its other tickets search again.
+-- The match is locked before the ticket, in the order of mm.accept_match.
+CREATE OR REPLACE FUNCTION mm.cancel_ticket(ticket_id bigint) RETURNS boolean
+	LANGUAGE plpgsql STRICT
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ticket_status text;
+	ticket_queue text;
+	ticket_match bigint;
+	m mm.matches;
+BEGIN
+	SELECT t.match_id INTO ticket_match
+	  FROM mm.tickets_active t WHERE t.id = cancel_ticket.ticket_id AND t.status = 'proposed';
+	IF ticket_match IS NOT NULL THEN
+		SELECT * INTO m FROM mm.matches x WHERE x.id = ticket_match FOR UPDATE;
+	END IF;
+	-- waits for a tick that holds the ticket; if the tick ended it, the
+	-- active row is gone and the ended one tells the outcome
+	SELECT t.status, t.queue, t.match_id INTO ticket_status, ticket_queue, ticket_match
+	  FROM mm.tickets_active t WHERE t.id = cancel_ticket.ticket_id
+	   FOR UPDATE;
+	IF NOT FOUND THEN
+		PERFORM FROM mm.tickets_ended t WHERE t.id = cancel_ticket.ticket_id;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'ticket % does not exist', cancel_ticket.ticket_id
+				USING ERRCODE = 'undefined_object';
+		END IF;
+		RETURN false;
+	END IF;
+
+	IF ticket_status = 'proposed' THEN
+		IF m.id IS DISTINCT FROM ticket_match THEN
+			-- proposed since the first look (a tick in between): lock its match
+			-- now; nothing else can change the ticket while it is locked
+			SELECT * INTO m FROM mm.matches x WHERE x.id = ticket_match FOR UPDATE;
+		END IF;
+		PERFORM mm.cancel_proposed_match(m.id, 'ticket_cancelled', ARRAY[cancel_ticket.ticket_id],
+										 greatest(now(), m.created_at));
+	ELSE
+		PERFORM mm.end_tickets(ARRAY[cancel_ticket.ticket_id], 'cancelled', now());
+	END IF;
+	-- signed, delivered at commit only
+	PERFORM mm.notify_ticket_event('ticket_cancelled', ticket_queue, ARRAY[cancel_ticket.ticket_id]);
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_ticket(bigint) IS
+	'Cancels a searching or proposed ticket (true; a proposed one rejects its match), or returns false when it was no longer active; NOTIFYs mm_events';
+
+-- Keeps mm.active_players in step with a status written by UPDATE (the tick
+-- and the ticket functions move tickets themselves and keep it in step):
+-- a ticket leaving searching/proposed releases its players, one entering
+-- them claims its players again.  A proposed ticket moved out of its match
+-- by hand (cancelled, timed out, searching again) rejects the match, as
+-- mm.cancel_ticket does, and keeps no match.
+CREATE OR REPLACE FUNCTION mm.tickets_after_update() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	SET jit = off
+	AS $$
+DECLARE
+	final record;
+	left_match record;
+	m mm.matches;
+BEGIN
+	-- a matched ticket's status is final: it sits in its match's players
+	SELECT o.id, n.status INTO final
+	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+	 WHERE o.status = 'matched' AND n.status <> 'matched'
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'ticket % is matched: its status cannot become %', final.id, final.status
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'A matched ticket ends with its match.';
+	END IF;
+	DELETE FROM mm.active_players ap
+	 USING old_tickets o JOIN new_tickets n ON n.id = o.id, jsonb_array_elements(o.players) p
+	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id
+	   AND o.status IN ('searching', 'proposed') AND n.status NOT IN ('searching', 'proposed');
+	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
+							 array_agg(n.players ORDER BY n.id))
+	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+	 WHERE o.status NOT IN ('searching', 'proposed') AND n.status IN ('searching', 'proposed')
+	HAVING count(*) > 0;
+	FOR left_match IN
+		SELECT o.match_id, array_agg(o.id) AS ticket_ids
+		  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+		 WHERE o.status = 'proposed' AND n.status IN ('searching', 'cancelled', 'timed_out')
+		   AND o.match_id IS NOT NULL
+		 GROUP BY o.match_id ORDER BY o.match_id
+	LOOP
+		UPDATE mm.tickets_active t SET match_id = NULL, team = NULL WHERE t.id = ANY (left_match.ticket_ids);
+		UPDATE mm.tickets_ended t SET match_id = NULL, team = NULL WHERE t.id = ANY (left_match.ticket_ids);
+		SELECT * INTO m FROM mm.matches x WHERE x.id = left_match.match_id FOR UPDATE;
+		IF m.status = 'proposed' THEN
+			PERFORM mm.cancel_proposed_match(m.id, 'ticket_cancelled', '{}', greatest(now(), m.created_at));
+		END IF;
+	END LOOP;
+	RETURN NULL;
+END
+$$;
+
 CREATE FUNCTION mm.accept_match(match_id bigint, player_id text, accept boolean,
 								now timestamptz DEFAULT pg_catalog.now())
 RETURNS text
