@@ -298,9 +298,35 @@ SELECT player, status, match, team, created_at FROM pg_temp.tickets('lc_cancel',
 SELECT pg_temp.held('lc_cancel') AS held;
 SELECT * FROM pg_temp.cancel_events(:m0);
 
+-- --------------------------------------- backfill after the queue's teams change
+-- an open request whose match has players on a team the queue no longer has
+-- cannot be served: the tick cancels it (event backfill_cancelled with a
+-- reason) and goes on with the queue
+SELECT mm.create_queue('lc_bf_teams', '{"teams": [{"name": "red", "min": 1, "max": 2},
+                                                  {"name": "blue", "min": 1, "max": 2}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_bf_teams', '[{"id": "r1"}]', '2026-01-01 03:00:00+00'),
+  ('lc_bf_teams', '[{"id": "r2"}]', '2026-01-01 03:00:01+00');
+SELECT mm.tick('lc_bf_teams', '2026-01-01 03:00:02+00');
+SELECT id AS bf_match FROM mm.matches WHERE queue = 'lc_bf_teams' \gset
+SELECT mm.request_backfill(:bf_match, NULL, '2026-01-01 03:00:03+00') > 0 AS requested;
+SELECT mm.alter_queue('lc_bf_teams', '{"teams": [{"name": "north", "min": 1, "max": 1},
+                                                 {"name": "south", "min": 1, "max": 1}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_bf_teams', '[{"id": "r3"}]', '2026-01-01 03:00:04+00'),
+  ('lc_bf_teams', '[{"id": "r4"}]', '2026-01-01 03:00:05+00');
+SELECT mm.tick('lc_bf_teams', '2026-01-01 03:00:06+00');
+SELECT b.status, b.updated_at FROM mm.backfill_requests b WHERE b.queue = 'lc_bf_teams';
+SELECT m.id - :m0 AS match, m.status, string_agg(mp.player_id || ':' || mp.team, ' ' ORDER BY mp.player_id) AS players
+  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+ WHERE m.queue = 'lc_bf_teams' GROUP BY m.id, m.status ORDER BY m.id;
+SELECT event ->> 'event' AS event, event -> 'match_id' AS match, event ->> 'reason' AS reason, signed
+  FROM pg_temp.events(:m0) WHERE event ->> 'event' LIKE 'backfill%';
+
 SELECT dblink_disconnect('lc_listener');
 SELECT mm.drop_queue('lc_acc', force => true);
 SELECT mm.drop_queue('lc_plain', force => true);
 SELECT mm.drop_queue('lc_auto', force => true);
 SELECT mm.drop_queue('lc_cancel', force => true);
+SELECT mm.drop_queue('lc_bf_teams', force => true);
 DROP EXTENSION dblink;

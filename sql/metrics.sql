@@ -335,6 +335,20 @@ SELECT count(*) FROM mm.health_report('metrics_q');
 \set VERBOSITY default
 RESET ROLE;
 
+-- A stored number too small for a float8 (a jsonb number may be 1e-400)
+-- reads as 0, so the metrics still answer (a float8 cast of it fails).
+-- Numbers beyond ±1e12 never get in: the ticket validation refuses them.
+SELECT mm.create_queue('metrics_extreme', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "ping", "type": "latency", "max_ms": 100}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('metrics_extreme', '[{"id": "xt1", "attributes": {"skill": 1e-400}, "latencies": {"eu": 1e-400}}]', '2041-06-15 11:59:00+00'),
+  ('metrics_extreme', '[{"id": "xt2", "attributes": {"skill": 1000}, "latencies": {"eu": 20}}]', '2041-06-15 11:59:01+00');
+SELECT mm.tick('metrics_extreme', '2041-06-15 11:59:02+00');
+SELECT players, skill_spread, latency_avg_ms, worst_latency_ms
+  FROM mm.match_details('metrics_extreme', '1 hour', '2041-06-15 12:00:00+00');
+SELECT matches, skill_spread_avg FROM mm.match_stats('1 hour', '2041-06-15 12:00:00+00') WHERE queue = 'metrics_extreme';
+SELECT mm.drop_queue('metrics_extreme', force => true);
+
 SELECT mm.drop_queue('metrics_q', force => true);
 SELECT mm.drop_queue('metrics_hidden');
 SELECT mm.drop_queue('metrics_teams', force => true);

@@ -99,6 +99,7 @@ static SPIPlanPtr PlanLoadBackfills = NULL;
 static SPIPlanPtr PlanLoadMembers = NULL;
 static SPIPlanPtr PlanUpdateBackfill = NULL;
 static SPIPlanPtr PlanNotifyMatch = NULL;
+static SPIPlanPtr PlanCancelBackfill = NULL;
 static SPIPlanPtr PlanHasOtherTickets = NULL;
 static SPIPlanPtr PlanLoadWithOthers = NULL;
 static SPIPlanPtr PlanUnlistTickets = NULL;
@@ -177,7 +178,7 @@ FreePlans(void)
 	SPIPlanPtr *plans[] = {&PlanQueueConfig, &PlanQueueNames, &PlanTimeout, &PlanLoad,
 		&PlanMatchIds, &PlanInsertMatches, &PlanInsertPlayers, &PlanUpdateTickets,
 		&PlanReleasePlayers, &PlanDeleteActive, &PlanProposeTickets, &PlanExpireProposals,
-		&PlanLoadBackfills, &PlanLoadMembers, &PlanUpdateBackfill, &PlanNotifyMatch,
+		&PlanLoadBackfills, &PlanLoadMembers, &PlanUpdateBackfill, &PlanNotifyMatch, &PlanCancelBackfill,
 		&PlanHasOtherTickets, &PlanLoadWithOthers, &PlanUnlistTickets, &PlanRuleStats,
 		&PlanEndTicketsFromArrays};
 	int			i;
@@ -444,6 +445,7 @@ PreparePlans(void)
 		Oid			int8_1[] = {INT8OID};
 		Oid			update_args[] = {INT8OID, TEXTOID, BOOLOID, TIMESTAMPTZOID};
 		Oid			notify_args[] = {INT8OID, TEXTOID};
+		Oid			cancel_args[] = {INT8OID, INT8OID, TIMESTAMPTZOID};
 
 		KeepPlan(&PlanLoadBackfills,
 				 "SELECT b.id, b.match_id, m.region,"
@@ -475,6 +477,14 @@ PreparePlans(void)
 		KeepPlan(&PlanNotifyMatch,
 				 "SELECT mm.notify_match_event('backfill_filled', $1, CAST($2 AS pg_catalog.jsonb))",
 				 2, notify_args);
+		/* a request the queue's current teams cannot serve */
+		KeepPlan(&PlanCancelBackfill,
+				 "WITH cancelled AS (UPDATE mm.backfill_requests SET status = 'cancelled', updated_at = $3"
+				 " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING id)"
+				 " SELECT mm.notify_match_event('backfill_cancelled', $2,"
+				 " pg_catalog.jsonb_build_object('request_id', c.id, 'reason', 'queue_teams_changed'))"
+				 " FROM cancelled c",
+				 3, cancel_args);
 	}
 }
 
@@ -1300,6 +1310,28 @@ WriteBackfill(const char *queue, const MmRuleContext *context, TimestampTz now,
 }
 
 /*
+ * Cancels a backfill request that the queue's current config cannot serve
+ * (a player of the match is on a team the queue no longer has), with a
+ * backfill_cancelled event, instead of failing every tick of the queue.
+ */
+static void
+CancelBackfill(int64 request_id, int64 match_id, TimestampTz now)
+{
+	Datum		values[3];
+	int			rc;
+
+	values[0] = Int64GetDatum(request_id);
+	values[1] = Int64GetDatum(match_id);
+	values[2] = TimestampTzGetDatum(now);
+	rc = SPI_execute_plan(PlanCancelBackfill, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "cancelling backfill request " INT64_FORMAT " failed: %s", request_id,
+			 SPI_result_code_string(rc));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
  * Serves the queue's open backfill requests, oldest first, from the loaded
  * searching tickets, before the search forms new matches
  * (MmSearchBackfill: the chosen tickets satisfy the queue's rules together
@@ -1381,6 +1413,7 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 		int			nmembers,
 					ncandidates = 0;
 		MmBackfillResult *res;
+		bool		unservable = false;
 
 		CHECK_FOR_INTERRUPTS();
 		for (i = 0; i < *ntickets; i++)
@@ -1427,11 +1460,16 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 					if (strcmp(config->teams[t].name, name) == 0)
 						member_team[i] = t;
 			}
+			/* the queue's teams changed since the match formed */
 			if (config->nteams > 0 && member_team[i] < 0)
-				elog(ERROR, "match " INT64_FORMAT " has a ticket on a team the queue no longer has",
-					 match_ids[r]);
+				unservable = true;
 		}
 		SPI_freetuptable(SPI_tuptable);
+		if (unservable)
+		{
+			CancelBackfill(request_ids[r], match_ids[r], now);
+			continue;
+		}
 		if (MmConfigReadsPlayerSources(config))
 			MmParseTicketsWithSources(context, queue, members, member_players, nmembers, true);
 		/* everybody left: nothing to fill around */

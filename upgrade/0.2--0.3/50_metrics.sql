@@ -215,6 +215,36 @@ $$;
 COMMENT ON FUNCTION mm.queue_stats(interval, timestamptz) IS
 'Per queue: searching tickets and players, oldest wait, time to match avg/p50/p95/p99, fill rate within 120 s, timeouts, cancellations';
 
+-- The players of a match: team, skill attribute and latency to the region.
+-- A jsonb number can be too small for a float8 (1e-400): it reads as 0, and
+-- one beyond the tick's range of ±1e12 (stored before a validation) as
+-- missing, so one stored value cannot make a metric fail.  No SET clause, so
+-- that it is inlined into its caller's query: hence the schema-qualified
+-- operators.
+CREATE OR REPLACE FUNCTION mm.match_player_values(match_id bigint, region text, skill_attribute text,
+												  OUT team text, OUT skill float8, OUT latency float8)
+RETURNS SETOF record
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+	SELECT mp.team,
+		   CASE WHEN pg_catalog.jsonb_typeof(tp.attributes OPERATOR(pg_catalog.->) skill_attribute)
+					 OPERATOR(pg_catalog.=) 'number'
+				 AND pg_catalog.abs(CAST(tp.attributes OPERATOR(pg_catalog.->>) skill_attribute AS pg_catalog.numeric))
+					 OPERATOR(pg_catalog.<=) 1e12
+				THEN CAST(pg_catalog.round(CAST(tp.attributes OPERATOR(pg_catalog.->>) skill_attribute
+												AS pg_catalog.numeric), 12) AS pg_catalog.float8) END,
+		   CASE WHEN pg_catalog.jsonb_typeof(tp.latencies OPERATOR(pg_catalog.->) region)
+					 OPERATOR(pg_catalog.=) 'number'
+				 AND pg_catalog.abs(CAST(tp.latencies OPERATOR(pg_catalog.->>) region AS pg_catalog.numeric))
+					 OPERATOR(pg_catalog.<=) 1e12
+				THEN CAST(pg_catalog.round(CAST(tp.latencies OPERATOR(pg_catalog.->>) region
+												AS pg_catalog.numeric), 12) AS pg_catalog.float8) END
+	  FROM mm.match_players mp
+	  LEFT JOIN mm.ticket_players tp ON tp.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id
+									AND tp.player_id OPERATOR(pg_catalog.=) mp.player_id
+	 WHERE mp.match_id OPERATOR(pg_catalog.=) match_player_values.match_id
+$$;
+
 -- Per match figures of the matches formed in (now - time_window, now]:
 -- the tick's quality (the headline), the skill spread (highest minus lowest
 -- player skill), the team skill gap (highest minus lowest team average
