@@ -323,10 +323,29 @@ SELECT m.id - :m0 AS match, m.status, string_agg(mp.player_id || ':' || mp.team,
 SELECT event ->> 'event' AS event, event -> 'match_id' AS match, event ->> 'reason' AS reason, signed
   FROM pg_temp.events(:m0) WHERE event ->> 'event' LIKE 'backfill%';
 
+-- a proposal whose acceptance deadline is past the last timestamp: the tick of
+-- the queue fails with 22008, and an all-queues tick after it in the same
+-- session skips that queue (with a WARNING) and goes on: it crashed the
+-- backend (found by fuzz seed 482)
+SELECT mm.create_queue('lc_deadline', '{"teams": [{"name": "red", "min": 1, "max": 1},
+                                                  {"name": "blue", "min": 1, "max": 1}],
+                                        "acceptance_timeout_seconds": 30}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_deadline', '[{"id": "d1"}]', '294276-12-31 23:59:00+00'),
+  ('lc_deadline', '[{"id": "d2"}]', '294276-12-31 23:59:01+00');
+SELECT mm.tick('lc_deadline', '294276-12-31 23:59:59+00');
+BEGIN;
+SET LOCAL client_min_messages = error;
+SELECT mm.tick(NULL, '294276-12-31 23:59:59+00') >= 0 AS ticked;
+SELECT tickets_loaded, matches FROM mm.last_tick_stats() WHERE queue = 'lc_deadline';
+ROLLBACK;
+SELECT count(*) AS searching FROM mm.tickets WHERE queue = 'lc_deadline' AND status = 'searching';
+
 SELECT dblink_disconnect('lc_listener');
 SELECT mm.drop_queue('lc_acc', force => true);
 SELECT mm.drop_queue('lc_plain', force => true);
 SELECT mm.drop_queue('lc_auto', force => true);
 SELECT mm.drop_queue('lc_cancel', force => true);
 SELECT mm.drop_queue('lc_bf_teams', force => true);
+SELECT mm.drop_queue('lc_deadline', force => true);
 DROP EXTENSION dblink;

@@ -1756,6 +1756,8 @@ mm_tick(PG_FUNCTION_ARGS)
 				 errmsg("now must be a finite timestamp")));
 
 	MmCheckNotifyQueue();
+	/* a failed single-queue tick of this backend left it pointing at freed memory */
+	QueueContext = NULL;
 	LastStatsCount = 0;
 	MmMatchFunctionStatsReset();
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
