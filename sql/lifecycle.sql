@@ -322,6 +322,17 @@ SELECT m.id - :m0 AS match, m.status, string_agg(mp.player_id || ':' || mp.team,
  WHERE m.queue = 'lc_bf_teams' GROUP BY m.id, m.status ORDER BY m.id;
 SELECT event ->> 'event' AS event, event -> 'match_id' AS match, event ->> 'reason' AS reason, signed
   FROM pg_temp.events(:m0) WHERE event ->> 'event' LIKE 'backfill%';
+-- the same when the queue becomes a free-for-all: no player joins a match of
+-- teams without one (found by fuzz seed 484)
+SELECT mm.request_backfill(:bf_match, NULL, '2026-01-01 03:00:07+00') > 0 AS requested;
+SELECT mm.alter_queue('lc_bf_teams', '{"match_size": {"min": 3, "max": 6}}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_bf_teams', '[{"id": "r5"}]', '2026-01-01 03:00:08+00');
+SELECT mm.tick('lc_bf_teams', '2026-01-01 03:00:09+00');
+SELECT b.status, b.updated_at FROM mm.backfill_requests b WHERE b.queue = 'lc_bf_teams' ORDER BY b.id;
+SELECT string_agg(mp.player_id || ':' || coalesce(mp.team, '-'), ' ' ORDER BY mp.player_id) AS players
+  FROM mm.match_players mp WHERE mp.match_id = :bf_match;
+SELECT status FROM mm.tickets WHERE players -> 0 ->> 'id' = 'r5';
 
 -- a proposal whose acceptance deadline is past the last timestamp: the tick of
 -- the queue fails with 22008, and an all-queues tick after it in the same

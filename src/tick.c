@@ -1460,8 +1460,13 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 					if (strcmp(config->teams[t].name, name) == 0)
 						member_team[i] = t;
 			}
-			/* the queue's teams changed since the match formed */
-			if (config->nteams > 0 && member_team[i] < 0)
+
+			/*
+			 * The queue's teams changed since the match formed: a team it no
+			 * longer has, a team in what is now a free-for-all, or no team
+			 * where the queue now has teams.
+			 */
+			if (isnull ? config->nteams > 0 : member_team[i] < 0)
 				unservable = true;
 		}
 		SPI_freetuptable(SPI_tuptable);
