@@ -96,4 +96,90 @@ SELECT mm.tick('mf_duel', '2026-01-01 00:00:08+00');
 SELECT mm.tick(NULL, '2026-01-01 00:00:08+00') >= 0 AS all_queues_ticked;
 
 SELECT mm.drop_queue('mf_duel', force => true);
+
+-- Proposals scripted in a table: ticket positions (in the tickets argument,
+-- oldest first) stand for the tickets' ids.
+CREATE TABLE mf_game.script (queue text, ord int, proposal jsonb);
+CREATE FUNCTION mf_game.scripted(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE sql SET search_path = pg_catalog AS $$
+  SELECT s.proposal
+	  || CASE WHEN s.proposal ? 'tickets' THEN jsonb_build_object('tickets',
+			(SELECT jsonb_agg(tickets -> x::int -> 'id') FROM jsonb_array_elements_text(s.proposal -> 'tickets') x))
+		 ELSE '{}' END
+	  || CASE WHEN s.proposal ? 'teams' THEN jsonb_build_object('teams',
+			(SELECT jsonb_object_agg(tm.key, (SELECT jsonb_agg(tickets -> x::int -> 'id')
+											  FROM jsonb_array_elements_text(tm.value) x))
+			   FROM jsonb_each(s.proposal -> 'teams') tm))
+		 ELSE '{}' END
+	FROM mf_game.script s WHERE s.queue = scripted.queue ORDER BY s.ord
+$$;
+
+-- Every ticket of a proposal is checked against every other: x, y, x breaks
+-- string_equality although the last x equals the first.  A score beyond a
+-- double's range is malformed (the other proposals still count).
+SELECT mm.create_queue('mf_ffa', '{"match_size": {"min": 3, "max": 3}, "match_function": "mf_game.scripted",
+  "rules": [{"name": "mode", "type": "string_equality", "attribute": "mode"}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_ffa', '[{"id": "x1", "attributes": {"mode": "x"}}]', '2026-01-01 00:01:00+00'),
+  ('mf_ffa', '[{"id": "y1", "attributes": {"mode": "y"}}]', '2026-01-01 00:01:01+00'),
+  ('mf_ffa', '[{"id": "x2", "attributes": {"mode": "x"}}]', '2026-01-01 00:01:02+00'),
+  ('mf_ffa', '[{"id": "x3", "attributes": {"mode": "x"}}]', '2026-01-01 00:01:03+00');
+INSERT INTO mf_game.script VALUES
+  ('mf_ffa', 1, '{"tickets": [0, 1, 2], "score": 100}'),
+  ('mf_ffa', 2, '{"tickets": [0, 2, 3], "score": 1e400}'),
+  ('mf_ffa', 3, '{"tickets": [0, 2, 3], "score": 50}');
+SELECT mm.tick('mf_ffa', '2026-01-01 00:01:04+00');
+SELECT queue, proposals, accepted, rejected_malformed, rejected_rules FROM mm.match_function_stats();
+SELECT string_agg(mp.player_id, ',' ORDER BY mp.player_id) AS players
+  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+ WHERE m.queue = 'mf_ffa' GROUP BY m.id ORDER BY m.id;
+
+-- "tickets" next to "teams" must list the same tickets, each once
+SELECT mm.create_queue('mf_pair', '{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}],
+  "match_function": "mf_game.scripted"}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_pair', '[{"id": "pa"}]', '2026-01-01 00:01:00+00'),
+  ('mf_pair', '[{"id": "pb"}]', '2026-01-01 00:01:01+00');
+INSERT INTO mf_game.script VALUES
+  ('mf_pair', 1, '{"teams": {"red": [0], "blue": [1]}, "tickets": [0, 0], "score": 100}'),
+  ('mf_pair', 2, '{"teams": {"red": [0], "blue": [1]}, "tickets": [1, 0], "score": 50}');
+SELECT mm.tick('mf_pair', '2026-01-01 00:01:04+00');
+SELECT queue, proposals, accepted, rejected_teams FROM mm.match_function_stats();
+
+-- a match function cannot tick (it crashed the backend) nor change the
+-- tickets it was given
+CREATE FUNCTION mf_game.ticks(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+BEGIN
+	PERFORM mm.tick(queue, now);
+	RETURN NEXT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'));
+END $$;
+CREATE FUNCTION mf_game.cancels(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+BEGIN
+	PERFORM mm.cancel_ticket((tickets -> 0 ->> 'id')::bigint);
+	RETURN NEXT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'));
+END $$;
+SELECT mm.create_queue('mf_nested', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.ticks"}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_nested', '[{"id": "n1"}]', '2026-01-01 00:01:00+00'),
+  ('mf_nested', '[{"id": "n2"}]', '2026-01-01 00:01:01+00');
+SELECT mm.tick('mf_nested', '2026-01-01 00:01:04+00');
+SELECT mm.tick(NULL, '2026-01-01 00:01:04+00') >= 0 AS all_queues_ticked;
+SELECT mm.alter_queue('mf_nested', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.cancels"}');
+\set VERBOSITY terse
+SELECT mm.tick('mf_nested', '2026-01-01 00:01:05+00');
+-- nothing of a queue's rolled-back tick stays in the stats
+SELECT mm.tick(NULL, '2026-01-01 00:01:05+00') >= 0 AS all_queues_ticked;
+\set VERBOSITY default
+SELECT count(*) AS stats_rows FROM mm.match_function_stats() WHERE queue = 'mf_nested';
+SELECT count(*) AS searching FROM mm.tickets WHERE queue = 'mf_nested' AND status = 'searching';
+
+-- a name that is not one: 22023 at match_function (not 42602)
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game..x"}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "\"mf_game"}');
+
+SELECT mm.drop_queue('mf_ffa', force => true);
+SELECT mm.drop_queue('mf_pair', force => true);
+SELECT mm.drop_queue('mf_nested', force => true);
 DROP SCHEMA mf_game CASCADE;

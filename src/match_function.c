@@ -33,9 +33,9 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
-#include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/varlena.h"
 
 #include "match_function.h"
 
@@ -107,40 +107,70 @@ MmMatchFunctionStatsReset(void)
 	LastProposalCount = 0;
 }
 
+int
+MmMatchFunctionStatsCount(void)
+{
+	return LastProposalCount;
+}
+
+void
+MmMatchFunctionStatsTruncate(int count)
+{
+	LastProposalCount = Min(LastProposalCount, count);
+}
+
 /*
  * The function a queue names, checked: schema-qualified, existing, taking
  * (text, jsonb, timestamptz) and returning SETOF jsonb.  Returns its oid.
+ * With a path (the config being written) every problem is 22023 at that
+ * path; without (the tick), the function's SQLSTATE (42883 once dropped).
  */
 Oid
-MmLookupMatchFunction(const char *name)
+MmLookupMatchFunction(const char *name, MmJsonPath *path)
 {
-	List	   *names = stringToQualifiedNameList(name);
+	char	   *raw = pstrdup(name);
+	List	   *parts;
 	Oid			argtypes[3] = {TEXTOID, JSONBOID, TIMESTAMPTZOID};
 	Oid			fn;
 	HeapTuple	tuple;
 	Form_pg_proc proc;
+	bool		returns_set_of_jsonb;
 
-	if (list_length(names) != 2)
+	/* SplitIdentifierString reports bad quoting instead of raising 42602 */
+	if (!SplitIdentifierString(raw, '.', &parts) || list_length(parts) != 2)
+	{
+		if (path)
+			MmJsonError(path, "\"%s\" must be a schema-qualified function name (schema.function)",
+						name);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("match_function \"%s\" must be schema-qualified (schema.function)", name)));
-	fn = LookupFuncName(names, 3, argtypes, true);
+	}
+	fn = LookupFuncName(list_make2(makeString(linitial(parts)), makeString(lsecond(parts))),
+						3, argtypes, true);
 	if (!OidIsValid(fn))
+	{
+		if (path)
+			MmJsonError(path, "function %s(text, jsonb, timestamptz) does not exist", name);
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("match_function %s(text, jsonb, timestamptz) does not exist", name)));
+	}
 	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for function %u", fn);
 	proc = (Form_pg_proc) GETSTRUCT(tuple);
-	if (proc->prorettype != JSONBOID || !proc->proretset || proc->prokind != PROKIND_FUNCTION)
+	returns_set_of_jsonb = proc->prorettype == JSONBOID && proc->proretset &&
+		proc->prokind == PROKIND_FUNCTION;
+	ReleaseSysCache(tuple);
+	if (!returns_set_of_jsonb)
 	{
-		ReleaseSysCache(tuple);
+		if (path)
+			MmJsonError(path, "function %s must return SETOF jsonb", name);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("match_function %s must return SETOF jsonb", name)));
 	}
-	ReleaseSysCache(tuple);
 	return fn;
 }
 
@@ -223,7 +253,9 @@ JsonTicketId(const JsonbValue *v, int64 *id)
 
 	if (v->type != jbvNumeric)
 		return false;
-	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
+	/* out of range for a double: +-Infinity or 0, refused or no ticket's id */
+	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+										   NumericGetDatum(v->val.numeric)));
 	if (isnan(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
 		return false;
 	*id = (int64) d;
@@ -288,6 +320,15 @@ ProposalHolds(const MmRuleContext *context, const MmTicket *tickets, Proposal *p
 		members[k] = tickets[p->tickets[k]];
 		member_team[k] = p->team[k];
 	}
+	/* the backfill search does not check the members against each other */
+	{
+		MmTicket   *all = palloc(sizeof(MmTicket) * p->ntickets);
+
+		for (k = 0; k < p->ntickets; k++)
+			all[k] = tickets[p->tickets[k]];
+		if (!MmTicketsFitTogether(context, all, p->ntickets))
+			return false;
+	}
 	slots[Max(p->team[p->ntickets - 1], 0)] = last->nplayers;
 	res = MmSearchBackfill(context, members, p->ntickets - 1, member_team, slots, last, 1);
 	if (res->ntickets != 1 || !res->filled ||
@@ -325,9 +366,10 @@ CheckProposal(const MmRuleContext *context, const MmTicket *tickets, const IdInd
 	{
 		if (v->type != jbvNumeric)
 			return MM_REJECT_MALFORMED;
-		p->score = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+		/* beyond a double's range it is +-Infinity (refused); below, 0 */
+		p->score = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
 													  NumericGetDatum(v->val.numeric)));
-		if (isnan(p->score))
+		if (isnan(p->score) || isinf(p->score))
 			return MM_REJECT_MALFORMED;
 	}
 	/* properties: an object (default {}) */
@@ -386,6 +428,9 @@ CheckProposal(const MmRuleContext *context, const MmTicket *tickets, const IdInd
 		{
 			int			j;
 
+			for (j = 0; j < k; j++)
+				if (listed[j] == listed[k])
+					return MM_REJECT_TEAMS;
 			for (j = 0; j < p->ntickets && p->tickets[j] != listed[k]; j++)
 				;
 			if (j == p->ntickets)
@@ -460,7 +505,7 @@ MmRunMatchFunction(const MmRuleContext *context, const char *queue, const char *
 	MmProposalStats *stats = NewProposalStats(queue);
 	MmSearchResult *result = palloc0(sizeof(MmSearchResult));
 	MemoryContext caller = CurrentMemoryContext;
-	Oid			fn = MmLookupMatchFunction(function);
+	Oid			fn = MmLookupMatchFunction(function, NULL);
 	Oid			argtypes[3] = {TEXTOID, JSONBOID, TIMESTAMPTZOID};
 	Datum		values[3];
 	char	   *sql;

@@ -11,13 +11,15 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
+#include "json_walk.h"
 #include "match_search.h"
 
 /*
  * The oid of the function a config names ("schema.function"), taking (text,
- * jsonb, timestamptz) and returning SETOF jsonb; ERROR otherwise.
+ * jsonb, timestamptz) and returning SETOF jsonb; ERROR otherwise (22023 at
+ * path when the config is being checked, path NULL at tick time).
  */
-extern Oid	MmLookupMatchFunction(const char *name);
+extern Oid	MmLookupMatchFunction(const char *name, MmJsonPath *path);
 
 /*
  * Calls the queue's match function with its searching tickets (their
@@ -35,5 +37,12 @@ extern MmSearchResult *MmRunMatchFunction(const MmRuleContext *context, const ch
 
 /* Forgets the previous tick's proposal counts (start of mm.tick). */
 extern void MmMatchFunctionStatsReset(void);
+
+/*
+ * How many queues the stats hold, and forgetting those after a count (the
+ * queues whose tick was rolled back).
+ */
+extern int	MmMatchFunctionStatsCount(void);
+extern void MmMatchFunctionStatsTruncate(int count);
 
 #endif							/* MM_MATCH_FUNCTION_H */

@@ -2256,3 +2256,49 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 	MemoryContextDelete(scratch);
 	return result;
 }
+
+/* Whether tickets may share a match by the ticket rules; see match_search.h. */
+bool
+MmTicketsFitTogether(const MmRuleContext *context, const MmTicket *tickets, int ntickets)
+{
+	const MmQueueConfig *config = context->config;
+	int			nrules = config->nrules;
+	MemoryContext old_context = CurrentMemoryContext;
+	MemoryContext scratch;
+	BackfillState b;
+	MmRuleState *states;
+	double		age = 0;
+	bool		fit = true;
+
+	scratch = AllocSetContextCreate(old_context, "mm tickets fit", ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(scratch);
+	memset(&b, 0, sizeof(b));
+	b.context = context;
+	b.config = config;
+	b.handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
+	b.rule_on = palloc(sizeof(bool) * Max(nrules, 1));
+	b.threshold = palloc(sizeof(double) * Max(nrules, 1));
+	b.step = palloc(sizeof(int) * Max(nrules, 1));
+	b.states = palloc0(sizeof(MmRuleState *));
+	for (int r = 0; r < nrules; r++)
+	{
+		b.handlers[r] = MmRuleHandlerFor(config->rules[r].type);
+		b.capacity = Max(b.capacity, MmRuleStateCapacity(config, r, tickets, ntickets));
+	}
+	for (int k = 0; k < ntickets; k++)
+		age = Max(age, tickets[k].age_seconds);
+	BackfillThresholds(&b, age);
+	states = BackfillLevel(&b, 0);
+	for (int r = 0; r < nrules; r++)
+		if (b.handlers[r]->scope == MM_SCOPE_TICKETS)
+			MmRuleStateInit(context, &config->rules[r], &states[r]);
+	for (int k = 0; k < ntickets && fit; k++)
+	{
+		fit = BackfillFits(&b, states, &tickets[k]);
+		if (fit)
+			BackfillJoin(&b, states, &tickets[k]);
+	}
+	MemoryContextSwitchTo(old_context);
+	MemoryContextDelete(scratch);
+	return fit;
+}

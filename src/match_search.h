@@ -113,4 +113,14 @@ extern MmBackfillResult *MmSearchBackfill(const MmRuleContext *context,
 										  const int *open_slots,
 										  const MmTicket *candidates, int ncandidates);
 
+/*
+ * Whether tickets may all be in one match by the ticket rules, at the
+ * thresholds of the oldest: each fits the ones before it, as every ticket of
+ * a match the search forms does.  The backfill search takes a match's
+ * members as given, so a proposed match (match_function.c) is checked with
+ * this too.
+ */
+extern bool MmTicketsFitTogether(const MmRuleContext *context, const MmTicket *tickets,
+								 int ntickets);
+
 #endif							/* MM_MATCH_SEARCH_H */

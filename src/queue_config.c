@@ -1183,7 +1183,7 @@ MmParseQueueConfig(Jsonb *jb)
 		WITH_KEY(path, "rules_apply_to_proposals", (void) MmJsonBool(path, v));
 	if ((v = MmJsonGet(f, lengthof(f), "match_function")))
 		WITH_KEY(path, "match_function",
-				 (void) MmLookupMatchFunction(MmJsonString(path, v, 1, 2 * NAMEDATALEN + 1)));
+				 (void) MmLookupMatchFunction(MmJsonString(path, v, 1, 2 * NAMEDATALEN + 1), path));
 
 	if ((v = MmJsonGet(f, lengthof(f), "min_tickets")))
 		WITH_KEY(path, "min_tickets",

@@ -139,6 +139,11 @@ static MmSchemaVersion PlansForSchema = MM_SCHEMA_NONE;
  */
 static MemoryContext QueueContext = NULL;
 
+/* Whether this backend is inside mm.tick: a nested call is refused. */
+static bool TickRunning = false;
+
+static int	RunTick(FunctionCallInfo fcinfo, TimestampTz now, MemoryContext caller_context);
+
 #define BackToQueueContext() MemoryContextSwitchTo(QueueContext)
 
 /*
@@ -794,9 +799,13 @@ RunWriteWithNulls(SPIPlanPtr plan, Datum *values, const char *nulls, int expecte
 	BackToQueueContext();
 	if (rc != expected_rc)
 		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+	/* the tick holds the rows locked: only code inside the tick can change them */
 	if (rows >= 0 && SPI_processed != (uint64) rows)
-		elog(ERROR, "%s wrote " UINT64_FORMAT " rows instead of " INT64_FORMAT,
-			 what, SPI_processed, rows);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s wrote " UINT64_FORMAT " rows instead of " INT64_FORMAT,
+						what, SPI_processed, rows),
+				 errdetail("The queue's tickets or matches changed during the tick: a match function or a trigger wrote to them, which is not supported.")));
 }
 
 static void
@@ -1678,6 +1687,7 @@ TickQueueGuarded(const char *queue, TimestampTz now, MemoryContext caller_contex
 	ResourceOwner old_owner = CurrentResourceOwner;
 	volatile int matches = 0;
 	int			stats_index = LastStatsCount;
+	int			proposal_stats_count = MmMatchFunctionStatsCount();
 
 	BeginInternalSubTransaction(NULL);
 	/* run in the caller's context, not the subtransaction's */
@@ -1716,6 +1726,7 @@ TickQueueGuarded(const char *queue, TimestampTz now, MemoryContext caller_contex
 			strlcpy(stats->queue, name, sizeof(stats->queue));
 			LastStatsCount = stats_index + 1;
 		}
+		MmMatchFunctionStatsTruncate(proposal_stats_count);
 		/* like PL/pgSQL's OTHERS, never swallow a cancel */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
 			ReThrowError(edata);
@@ -1746,9 +1757,7 @@ mm_tick(PG_FUNCTION_ARGS)
 {
 	MemoryContext caller_context = CurrentMemoryContext;
 	TimestampTz now;
-	int			total = 0;
-	int			rc;
-	int			guc_nest_level;
+	volatile int total = 0;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -1759,6 +1768,33 @@ mm_tick(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("now must be a finite timestamp")));
+
+	/* the statics of a tick (QueueContext, the plans' results) are one tick's */
+	if (TickRunning)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("mm.tick cannot be called inside a tick"),
+				 errdetail("A match function or a trigger on the tick's tables called it.")));
+	TickRunning = true;
+	PG_TRY();
+	{
+		total = RunTick(fcinfo, now, caller_context);
+	}
+	PG_FINALLY();
+	{
+		TickRunning = false;
+	}
+	PG_END_TRY();
+	PG_RETURN_INT32(total);
+}
+
+/* mm_tick once its arguments are checked: one queue, or every queue */
+static int
+RunTick(FunctionCallInfo fcinfo, TimestampTz now, MemoryContext caller_context)
+{
+	int			total = 0;
+	int			rc;
+	int			guc_nest_level;
 
 	MmCheckNotifyQueue();
 	/* a failed single-queue tick of this backend left it pointing at freed memory */
@@ -1809,7 +1845,7 @@ mm_tick(PG_FUNCTION_ARGS)
 	AtEOXact_GUC(true, guc_nest_level);
 	if ((rc = SPI_finish()) != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
-	PG_RETURN_INT32(total);
+	return total;
 }
 
 /*
