@@ -22,6 +22,13 @@ SELECT c.oid::regclass AS public_relation
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = 'mm' AND c.relkind IN ('r', 'p', 'v', 'S')
    AND (has_table_privilege('public', c.oid, 'SELECT') OR has_table_privilege('public', c.oid, 'INSERT'));
+-- any role may call the pure functions: the schema is open to PUBLIC
+CREATE ROLE rl_nobody LOGIN;
+SET ROLE rl_nobody;
+SELECT mm.verify_event('{"event": "x"}') AS verified, round(mm.elo_expected(1500, 1500)::numeric, 2) AS elo;
+SELECT count(*) FROM mm.queues;
+RESET ROLE;
+DROP ROLE rl_nobody;
 -- every SECURITY DEFINER routine pins its search_path
 SELECT p.oid::regprocedure AS definer_without_search_path
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace

@@ -23,6 +23,18 @@ SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2},
   "rules": [{"name": "s", "type": "difference", "source": "moon", "attribute": "x", "max": 1}]}');
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rating": {"system": "glicko2"},
   "rules": [{"name": "s", "type": "difference", "source": "rating", "attribute": "wins", "max": 100}]}');
+-- a field the system does not store, a rating compared with a string: refused
+-- (every player would miss it, and the queue would never match)
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rating": {"system": "elo"},
+  "rules": [{"name": "s", "type": "comparison", "source": "rating", "attribute": "rd", "operator": ">", "reference": 1}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rating": {"system": "glicko2"},
+  "rules": [{"name": "s", "type": "difference", "source": "rating", "attribute": "sigma", "max": 1}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rating": {"system": "elo"},
+  "rules": [{"name": "s", "type": "comparison", "source": "rating", "operator": "!=", "reference": "x"}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rating": {"system": "elo"},
+  "rules": [{"name": "s", "type": "comparison", "source": "rating", "operator": "contains", "reference": "x"}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rating": {"system": "openskill"},
+  "rules": [{"name": "s", "type": "difference", "source": "rating", "attribute": "sigma", "max": 1}]}') -> 'rules' -> 0 ->> 'attribute' AS openskill_sigma;
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rating": {"system": "elo"},
   "rules": [{"name": "s", "type": "difference", "source": "rating", "max": 100, "widen_by_rd": 1}]}');
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rating": {"system": "glicko2"},

@@ -211,6 +211,11 @@ BEGIN
 	END LOOP;
 END
 $$;
+-- without a key no event goes out unsigned: the transaction fails
+BEGIN;
+DELETE FROM mm.event_key;
+SELECT mm.cancel_ticket(t.id) FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'sig2';
+ROLLBACK;
 -- the key is secret: only its owner reads it
 CREATE ROLE te_reader;
 GRANT USAGE ON SCHEMA mm TO te_reader;

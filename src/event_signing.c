@@ -48,6 +48,7 @@ PG_FUNCTION_INFO_V1(mm_verify_event);
 /* The key, read once per transaction (an UPDATE of the key applies at once). */
 static LocalTransactionId key_lxid = InvalidLocalTransactionId;
 static bool key_present = false;
+static bool key_table_present = false;
 static uint8 key_bytes[256];
 static int	key_length = 0;
 
@@ -69,12 +70,14 @@ LoadKey(void)
 		return key_present;
 	key_lxid = MyProc->lxid;
 	key_present = false;
+	key_table_present = false;
 	key_length = 0;
 
 	namespace = get_namespace_oid("mm", true);
 	relid = OidIsValid(namespace) ? get_relname_relid("event_key", namespace) : InvalidOid;
 	if (!OidIsValid(relid))
 		return false;
+	key_table_present = true;
 
 	rel = table_open(relid, AccessShareLock);
 	scan = table_beginscan(rel, ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot(),
@@ -135,7 +138,9 @@ ComputeSignature(const char *data, int length, char *hex)
 
 /*
  * Appends the "sig" member to a payload that ends with its closing brace.
- * Leaves the payload unsigned when the database has no key (version 0.1).
+ * Leaves the payload unsigned only in a database still at version 0.1 (no
+ * mm.event_key): a listener must never get an unsigned event it would
+ * reject, so an emptied key table fails the event's transaction.
  */
 void
 MmSignPayload(StringInfo payload)
@@ -144,7 +149,14 @@ MmSignPayload(StringInfo payload)
 
 	Assert(payload->len > 0 && payload->data[payload->len - 1] == '}');
 	if (!LoadKey())
+	{
+		if (key_table_present)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("mm.event_key holds no signing key: the event cannot be signed"),
+					 errhint("Insert a key of 16 to 256 random bytes into mm.event_key (docs/events.md).")));
 		return;
+	}
 	ComputeSignature(payload->data, payload->len, hex);
 	payload->len--;				/* the closing brace */
 	payload->data[payload->len] = '\0';

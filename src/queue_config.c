@@ -866,6 +866,29 @@ ParseCompounds(MmJsonPath *path, MmQueueConfig *config)
 	}
 }
 
+/* The fields of a stored rating each system has (mm.ratings), for errors. */
+static const char *
+RatingSystemFields(const char *system)
+{
+	if (strcmp(system, "elo") == 0)
+		return "rating";
+	if (strcmp(system, "glicko2") == 0)
+		return "rating, rd";
+	return "rating (its mu), mu, sigma";
+}
+
+static bool
+RatingSystemStores(const char *system, const char *field)
+{
+	if (strcmp(field, "rating") == 0)
+		return true;
+	if (strcmp(system, "glicko2") == 0)
+		return strcmp(field, "rd") == 0;
+	if (strcmp(system, "openskill") == 0)
+		return strcmp(field, "mu") == 0 || strcmp(field, "sigma") == 0;
+	return false;
+}
+
 /*
  * Rules that read the stored rating need the queue's rating system (its
  * pool and defaults), and "widen_by_rd" (a difference rule's window grows by
@@ -889,6 +912,15 @@ ParseRatingSources(MmJsonPath *path, MmQueueConfig *config, JsonbContainer *rule
 			WITH_KEY(path, "source",
 					 MmJsonErrorHint(path, "Add \"rating\": {\"system\": ..., \"pool\": ...} to the queue.",
 									 "\"rating\" needs the queue's rating system"));
+		/* a field the system does not store would be missing for every player */
+		if (rule->source == MM_SOURCE_RATING && !RatingSystemStores(config->rating_system, rule->attribute))
+			WITH_KEY(path, "attribute",
+					 MmJsonError(path, "%s ratings have no \"%s\" (they have %s)", config->rating_system,
+								 rule->attribute, RatingSystemFields(config->rating_system)));
+		if (rule->source == MM_SOURCE_RATING && rule->type == MM_RULE_COMPARISON &&
+			(rule->reference_string != NULL || rule->compare_op == MM_CMP_CONTAINS))
+			WITH_KEY(path, rule->compare_op == MM_CMP_CONTAINS ? "operator" : "reference",
+					 MmJsonError(path, "a rating is a number: compare it with a number"));
 		if (getKeyJsonValueFromContainer(elem->val.binary.data, "widen_by_rd", 11, &v) != NULL)
 			WITH_KEY(path, "widen_by_rd",
 					 if (rule->type != MM_RULE_DIFFERENCE || rule->source != MM_SOURCE_RATING ||

@@ -10,6 +10,10 @@
 REVOKE ALL ON ALL ROUTINES IN SCHEMA mm FROM PUBLIC;
 REVOKE ALL ON ALL TABLES IN SCHEMA mm FROM PUBLIC;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA mm FROM PUBLIC;
+-- The schema itself is open, so that any role can call the pure functions
+-- granted to PUBLIC below (mm.verify_event for every listener); every other
+-- object in it is closed.
+GRANT USAGE ON SCHEMA mm TO PUBLIC;
 
 -- mm_frontend: tickets through functions only.  create_ticket and
 -- cancel_ticket run as the extension's owner, so the role needs no privilege
