@@ -55,6 +55,14 @@ SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_fun
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.wrong"}');
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": 7}');
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rules_apply_to_proposals": "no"}');
+-- the normalised config keeps the keys read outside the search; reading the
+-- catalog, the validation is STABLE
+SELECT c -> 'match_function' AS match_function, c -> 'rules_apply_to_proposals' AS rules_apply,
+	   c -> 'auto_backfill' AS auto_backfill, c -> 'rating' AS rating
+  FROM mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.pairs",
+	"rules_apply_to_proposals": false, "auto_backfill": true,
+	"rating": {"system": "elo", "boost": true, "leavers_lose": false}}') c;
+SELECT provolatile FROM pg_proc WHERE oid = 'mm.validate_queue_config(jsonb)'::regprocedure;
 
 SELECT mm.create_queue('mf_duel', '{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}],
   "match_function": "mf_game.pairs",

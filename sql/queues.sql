@@ -300,6 +300,7 @@ SELECT config FROM mm.queues WHERE name = 'qs-duel';
 SELECT mm.alter_queue('qs-duel', '{"match_size": {"min": 2, "max": 4}, "ticket_timeout_seconds": 0}');
 SELECT mm.alter_queue('qs-missing', '{"match_size": {"min": 2, "max": 2}}');
 SELECT mm.alter_queue('qs-duel', NULL);
+SELECT mm.alter_queue(NULL, '{"match_size": {"min": 2, "max": 2}}');
 SELECT config FROM mm.queues WHERE name = 'qs-duel';	-- unchanged by the failures
 
 -- Direct writes are validated by the same trigger.
@@ -321,6 +322,7 @@ SELECT mm.create_ticket('qs-duel', '[{"id": "qs-p1"}]', '2026-01-01 10:00') > 0 
 SELECT mm.create_ticket('qs-duel', '[{"id": "qs-p2"}]', '2026-01-01 10:00') > 0 AS created;
 SELECT mm.drop_queue('qs-duel');
 SELECT mm.drop_queue('qs-missing');
+SELECT mm.drop_queue(NULL);
 SELECT count(*) AS searching FROM mm.tickets WHERE queue = 'qs-duel' AND status = 'searching';
 -- force: every ticket is cancelled (NOTIFY each, see the isolation spec), then the queue goes
 BEGIN;

@@ -121,6 +121,8 @@ SELECT mm.set_player_attributes('rs_x', '[1]');
 SELECT mm.set_player_attributes('', '{}');
 SELECT mm.set_player_attributes(repeat('p', 129), '{}');
 SELECT mm.set_player_attributes('rs_x', NULL);
+SELECT mm.set_player_attributes('rs_x', '{"stats": {"xp": [1, 2e12]}}');
+SELECT mm.set_player_attributes('rs_x', '{"level": -1e400}');
 
 SELECT mm.drop_queue(q, force => true)
   FROM unnest(ARRAY['rs_glicko', 'rs_widen', 'rs_narrow', 'rs_open', 'rs_level', 'rs_level_default']) q;

@@ -1275,12 +1275,31 @@ AppendKeyNumber(StringInfo buf, const char *key, double value)
 }
 
 /*
+ * Appends ", key: value" for a key of a source object that is present (the
+ * keys read outside the search, which the parsed config does not keep).
+ */
+static void
+AppendGivenKey(StringInfo buf, JsonbContainer *source, const char *key)
+{
+	JsonbValue *v = source ? getKeyJsonValueFromContainer(source, key, strlen(key), NULL) : NULL;
+
+	if (v == NULL)
+		return;
+	appendStringInfoString(buf, ", ");
+	escape_json(buf, key);
+	appendStringInfoString(buf, ": ");
+	appendStringInfoString(buf, JsonbToCString(NULL, &JsonbValueToJsonb(v)->root, -1));
+}
+
+/*
  * The parsed config as jsonb with every default filled in: what the tick
- * will use (effective match_size, max_party_size, each rule's options).
+ * will use (effective match_size, max_party_size, each rule's options),
+ * plus the keys of the source read outside the search, as given.
  */
 static Jsonb *
-QueueConfigToJsonb(const MmQueueConfig *config)
+QueueConfigToJsonb(const MmQueueConfig *config, Jsonb *source)
 {
+	JsonbValue *rating_source = getKeyJsonValueFromContainer(&source->root, "rating", 6, NULL);
 	StringInfoData buf;
 	int			i,
 				k;
@@ -1339,6 +1358,9 @@ QueueConfigToJsonb(const MmQueueConfig *config)
 		AppendKeyString(&buf, "expansion_age_selection", config->newest_age ? "newest" : "oldest", true);
 		appendStringInfoChar(&buf, '}');
 	}
+	AppendGivenKey(&buf, &source->root, "auto_backfill");
+	AppendGivenKey(&buf, &source->root, "match_function");
+	AppendGivenKey(&buf, &source->root, "rules_apply_to_proposals");
 	AppendKeyNumber(&buf, "ticket_timeout_seconds",
 					config->ticket_timeout_seconds > 0 ? config->ticket_timeout_seconds : NAN);
 	AppendKeyNumber(&buf, "acceptance_timeout_seconds",
@@ -1349,6 +1371,11 @@ QueueConfigToJsonb(const MmQueueConfig *config)
 		appendStringInfoChar(&buf, '{');
 		AppendKeyString(&buf, "system", config->rating_system, false);
 		AppendKeyString(&buf, "pool", config->rating_pool, true);
+		if (rating_source != NULL && rating_source->type == jbvBinary)
+		{
+			AppendGivenKey(&buf, rating_source->val.binary.data, "boost");
+			AppendGivenKey(&buf, rating_source->val.binary.data, "leavers_lose");
+		}
 		appendStringInfoChar(&buf, '}');
 	}
 	else
@@ -1459,11 +1486,14 @@ QueueConfigToJsonb(const MmQueueConfig *config)
 Datum
 mm_validate_queue_config(PG_FUNCTION_ARGS)
 {
+	Jsonb	   *source;
+
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("queue config must not be null")));
-	PG_RETURN_JSONB_P(QueueConfigToJsonb(MmParseQueueConfig(PG_GETARG_JSONB_P(0))));
+	source = PG_GETARG_JSONB_P(0);
+	PG_RETURN_JSONB_P(QueueConfigToJsonb(MmParseQueueConfig(source), source));
 }
 
 /* Whether a rule has a threshold of its own; see queue_config.h. */

@@ -12,6 +12,8 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	bad_path text;
 BEGIN
 	IF set_player_attributes.player_id IS NULL OR set_player_attributes.player_id = ''
 	   OR length(set_player_attributes.player_id) > 128 THEN
@@ -22,6 +24,28 @@ BEGIN
 	END IF;
 	IF octet_length(set_player_attributes.attributes::text) > 65536 THEN
 		RAISE EXCEPTION 'attributes are larger than 64 kB' USING ERRCODE = 'program_limit_exceeded';
+	END IF;
+	-- the bound of every number of a ticket's attributes (rule arithmetic is
+	-- safe within it); beyond it a rule would read the value as missing
+	SELECT w.path INTO bad_path
+	  FROM (WITH RECURSIVE walk(path, value) AS (
+			  SELECT 'attributes', set_player_attributes.attributes
+			  UNION ALL
+			  SELECT w.path || c.path, c.value
+				FROM walk w
+				CROSS JOIN LATERAL (
+					SELECT '.' || e.key AS path, e.value FROM jsonb_each(w.value) e
+					 WHERE jsonb_typeof(w.value) = 'object'
+					UNION ALL
+					SELECT '[' || (e.n - 1) || ']', e.value
+					  FROM jsonb_array_elements(w.value) WITH ORDINALITY e(value, n)
+					 WHERE jsonb_typeof(w.value) = 'array') c)
+			SELECT * FROM walk) w
+	 WHERE jsonb_typeof(w.value) = 'number' AND abs(w.value::text::numeric) > 1e12
+	 ORDER BY w.path LIMIT 1;
+	IF bad_path IS NOT NULL THEN
+		RAISE EXCEPTION 'invalid player attributes at %: must be a number between -1e12 and 1e12', bad_path
+			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	INSERT INTO mm.players AS p (id, attributes)
 	VALUES (set_player_attributes.player_id, set_player_attributes.attributes)

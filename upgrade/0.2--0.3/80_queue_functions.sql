@@ -13,6 +13,9 @@ CREATE OR REPLACE FUNCTION mm.alter_queue(name text, config jsonb) RETURNS void
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
+	IF alter_queue.name IS NULL THEN
+		RAISE EXCEPTION 'queue name must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	UPDATE mm.queues q SET config = alter_queue.config
 	 WHERE q.name = alter_queue.name;
 	IF NOT FOUND THEN
@@ -29,6 +32,9 @@ DECLARE
 	active_count bigint;
 	cancelled_ids bigint[];
 BEGIN
+	IF drop_queue.name IS NULL THEN
+		RAISE EXCEPTION 'queue name must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	-- FOR UPDATE also blocks new tickets (their validation locks the row FOR KEY SHARE)
 	PERFORM FROM mm.queues q WHERE q.name = drop_queue.name FOR UPDATE;
 	IF NOT FOUND THEN
