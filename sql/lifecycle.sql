@@ -324,6 +324,8 @@ SELECT event ->> 'event' AS event, event -> 'match_id' AS match, event ->> 'reas
   FROM pg_temp.events(:m0) WHERE event ->> 'event' LIKE 'backfill%';
 -- the same when the queue becomes a free-for-all: no player joins a match of
 -- teams without one (found by fuzz seed 484)
+SELECT mm.alter_queue('lc_bf_teams', '{"teams": [{"name": "red", "min": 1, "max": 2},
+                                                 {"name": "blue", "min": 1, "max": 2}]}');
 SELECT mm.request_backfill(:bf_match, NULL, '2026-01-01 03:00:07+00') > 0 AS requested;
 SELECT mm.alter_queue('lc_bf_teams', '{"match_size": {"min": 3, "max": 6}}');
 INSERT INTO mm.tickets (queue, players, created_at) VALUES
@@ -333,6 +335,30 @@ SELECT b.status, b.updated_at FROM mm.backfill_requests b WHERE b.queue = 'lc_bf
 SELECT string_agg(mp.player_id || ':' || coalesce(mp.team, '-'), ' ' ORDER BY mp.player_id) AS players
   FROM mm.match_players mp WHERE mp.match_id = :bf_match;
 SELECT status FROM mm.tickets WHERE players -> 0 ->> 'id' = 'r5';
+
+-- a match never grows past match_size.max: a 1v1 of a queue whose red team
+-- may hold 2 is full at 2 players (found by fuzz seed 602)
+SELECT mm.create_queue('lc_size', '{"teams": [{"name": "red", "min": 1, "max": 2},
+                                              {"name": "blue", "min": 1, "max": 1}],
+                                    "match_size": {"min": 2, "max": 3}}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_size', '[{"id": "z1"}]', '2026-01-01 04:00:00+00'),
+  ('lc_size', '[{"id": "z2"}]', '2026-01-01 04:00:01+00');
+SELECT mm.tick('lc_size', '2026-01-01 04:00:02+00');
+SELECT id AS size_match FROM mm.matches WHERE queue = 'lc_size' \gset
+SELECT mm.request_backfill(:size_match, '{"red": 1}', '2026-01-01 04:00:03+00') > 0 AS requested;
+-- the queue now allows 2 players: the open request fills nobody, and new
+-- requests are refused
+SELECT mm.alter_queue('lc_size', '{"teams": [{"name": "red", "min": 1, "max": 2},
+                                             {"name": "blue", "min": 1, "max": 1}],
+                                   "match_size": {"min": 2, "max": 2}}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_size', '[{"id": "z3"}]', '2026-01-01 04:00:04+00');
+SELECT mm.tick('lc_size', '2026-01-01 04:00:05+00');
+SELECT count(*) AS players FROM mm.match_players WHERE match_id = :size_match;
+SELECT mm.cancel_backfill(:size_match, '2026-01-01 04:00:06+00');
+SELECT mm.request_backfill(:size_match, NULL, '2026-01-01 04:00:07+00');
+SELECT mm.request_backfill(:size_match, '{"red": 1}', '2026-01-01 04:00:07+00');
 
 -- a proposal whose acceptance deadline is past the last timestamp: the tick of
 -- the queue fails with 22008, and an all-queues tick after it in the same
@@ -359,4 +385,5 @@ SELECT mm.drop_queue('lc_auto', force => true);
 SELECT mm.drop_queue('lc_cancel', force => true);
 SELECT mm.drop_queue('lc_bf_teams', force => true);
 SELECT mm.drop_queue('lc_deadline', force => true);
+SELECT mm.drop_queue('lc_size', force => true);
 DROP EXTENSION dblink;

@@ -2126,6 +2126,14 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 		b.wanted += b.room[t];
 	}
 	b.wanted = Min(b.wanted, maxp);
+	/* the match never grows past match_size.max, whatever the request asks */
+	{
+		int			present = 0;
+
+		for (int k = 0; k < nmembers; k++)
+			present += members[k].nplayers;
+		b.wanted = Min(b.wanted, Max(config->match_max - present, 0));
+	}
 	b.rule_on = palloc(sizeof(bool) * Max(nrules, 1));
 	b.threshold = palloc(sizeof(double) * Max(nrules, 1));
 	b.step = palloc(sizeof(int) * Max(nrules, 1));

@@ -702,6 +702,8 @@ DECLARE
 	team_name text;
 	team_max integer;
 	present integer;
+	match_max integer;
+	match_present integer;
 	wanted jsonb;
 	total integer := 0;
 	request_id bigint;
@@ -720,6 +722,11 @@ BEGIN
 	END IF;
 
 	IF config ? 'teams' THEN
+		-- the match never grows past match_size.max: the default fills the
+		-- teams in order up to it, and more slots than it leaves are refused
+		match_max := (mm.validate_queue_config(config) #>> '{match_size,max}')::integer;
+		SELECT count(*) INTO match_present FROM mm.match_players mp
+		 WHERE mp.match_id = m.id AND mp.left_at IS NULL;
 		FOR team IN SELECT value FROM jsonb_array_elements(config -> 'teams') LOOP
 			team_name := team ->> 'name';
 			team_max := (team ->> 'max')::integer;
@@ -727,7 +734,8 @@ BEGIN
 			 WHERE mp.match_id = m.id AND mp.team = team_name AND mp.left_at IS NULL;
 			wanted := coalesce(request_backfill.open_slots -> team_name,
 							   CASE WHEN request_backfill.open_slots IS NULL
-									THEN to_jsonb(team_max - present) ELSE '0' END);
+									THEN to_jsonb(greatest(least(team_max - present, match_max - match_present - total), 0))
+									ELSE '0' END);
 			IF jsonb_typeof(wanted) <> 'number' OR wanted::numeric <> trunc(wanted::numeric)
 			   OR wanted::numeric < 0 OR wanted::numeric > team_max - present THEN
 				RAISE EXCEPTION 'open_slots.% must be a whole number from 0 to %', team_name, team_max - present
@@ -737,6 +745,12 @@ BEGIN
 			slots := slots || jsonb_build_object(team_name, wanted::integer);
 			total := total + wanted::integer;
 		END LOOP;
+		IF total > match_max - match_present THEN
+			RAISE EXCEPTION 'open_slots ask for % players, more than the % the match has room for', total,
+				greatest(match_max - match_present, 0)
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = format('The match has %s of at most %s players (match_size.max).', match_present, match_max);
+		END IF;
 		SELECT k INTO team_name FROM jsonb_object_keys(coalesce(request_backfill.open_slots, '{}')) k
 		 WHERE NOT slots ? k LIMIT 1;
 		IF team_name IS NOT NULL THEN
