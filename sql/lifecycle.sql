@@ -360,6 +360,71 @@ SELECT mm.cancel_backfill(:size_match, '2026-01-01 04:00:06+00');
 SELECT mm.request_backfill(:size_match, NULL, '2026-01-01 04:00:07+00');
 SELECT mm.request_backfill(:size_match, '{"red": 1}', '2026-01-01 04:00:07+00');
 
+-- a leaver who searches again is not put back into the match they left (the
+-- queue's ticks failed on match_players' key while the request was open)
+SELECT mm.create_queue('lc_rejoin', '{"teams": [{"name": "red", "min": 1, "max": 1},
+                                                {"name": "blue", "min": 1, "max": 1}],
+                                      "auto_backfill": true}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_rejoin', '[{"id": "j1"}]', '2026-01-01 05:00:00+00'),
+  ('lc_rejoin', '[{"id": "j2"}]', '2026-01-01 05:00:01+00');
+SELECT mm.tick('lc_rejoin', '2026-01-01 05:00:02+00');
+SELECT id AS rejoin_match FROM mm.matches WHERE queue = 'lc_rejoin' \gset
+SELECT mm.leave_match(:rejoin_match, 'j1', '2026-01-01 05:00:03+00');
+SELECT mm.create_ticket('lc_rejoin', '[{"id": "j1"}]', '2026-01-01 05:00:04+00') > 0 AS searching_again;
+SELECT mm.create_ticket('lc_rejoin', '[{"id": "j3"}]', '2026-01-01 05:00:05+00') > 0 AS created;
+SELECT mm.tick('lc_rejoin', '2026-01-01 05:00:06+00');
+SELECT string_agg(mp.player_id, ', ' ORDER BY mp.player_id) AS present
+  FROM mm.match_players mp WHERE mp.match_id = :rejoin_match AND mp.left_at IS NULL;
+SELECT t.players -> 0 ->> 'id' AS player, t.status FROM mm.tickets t
+ WHERE t.queue = 'lc_rejoin' AND t.players -> 0 ->> 'id' IN ('j1', 'j3') ORDER BY t.id;
+
+-- a config that shrank: a leaver leaves all the same (no room, no request),
+-- and an open request never fills a team past its new max
+SELECT mm.create_queue('lc_shrink', '{"teams": [{"name": "red", "min": 1, "max": 3},
+                                                {"name": "blue", "min": 1, "max": 3}],
+                                      "auto_backfill": true}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_shrink', '[{"id": "sh1"}]', '2026-01-01 05:10:00+00'),
+  ('lc_shrink', '[{"id": "sh2"}]', '2026-01-01 05:10:01+00'),
+  ('lc_shrink', '[{"id": "sh3"}]', '2026-01-01 05:10:02+00'),
+  ('lc_shrink', '[{"id": "sh4"}]', '2026-01-01 05:10:03+00');
+SELECT mm.tick('lc_shrink', '2026-01-01 05:10:04+00');
+SELECT id AS shrink_match FROM mm.matches WHERE queue = 'lc_shrink' \gset
+SELECT mm.alter_queue('lc_shrink', '{"teams": [{"name": "red", "min": 1, "max": 1},
+                                               {"name": "blue", "min": 1, "max": 1}],
+                                     "auto_backfill": true}');
+SELECT mm.leave_match(:shrink_match, 'sh1', '2026-01-01 05:10:05+00');
+SELECT count(*) AS requests FROM mm.backfill_requests WHERE match_id = :shrink_match;
+SELECT count(*) AS sh1_held FROM mm.active_players WHERE player_id = 'sh1';
+SELECT mm.alter_queue('lc_shrink', '{"teams": [{"name": "red", "min": 1, "max": 3},
+                                               {"name": "blue", "min": 1, "max": 3}]}');
+SELECT mm.request_backfill(:shrink_match, '{"red": 2}', '2026-01-01 05:10:06+00') > 0 AS requested;
+SELECT mm.alter_queue('lc_shrink', '{"teams": [{"name": "red", "min": 1, "max": 2},
+                                               {"name": "blue", "min": 1, "max": 3}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_shrink', '[{"id": "sh5"}]', '2026-01-01 05:10:07+00'),
+  ('lc_shrink', '[{"id": "sh6"}]', '2026-01-01 05:10:08+00');
+SELECT mm.tick('lc_shrink', '2026-01-01 05:10:09+00');
+SELECT mp.team, count(*) AS present FROM mm.match_players mp
+ WHERE mp.match_id = :shrink_match AND mp.left_at IS NULL GROUP BY mp.team ORDER BY mp.team;
+SELECT b.status, b.open_slots FROM mm.backfill_requests b WHERE b.match_id = :shrink_match;
+
+-- a requeued ticket gets its whole time out again: a match that lived
+-- longer than ticket_timeout_seconds does not send its players to a timeout
+SELECT mm.create_queue('lc_requeue_timeout', '{"match_size": {"min": 2, "max": 2}, "ticket_timeout_seconds": 60}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('lc_requeue_timeout', '[{"id": "rt1"}]', '2026-01-01 06:00:00+00'),
+  ('lc_requeue_timeout', '[{"id": "rt2"}]', '2026-01-01 06:00:01+00');
+SELECT mm.tick('lc_requeue_timeout', '2026-01-01 06:00:05+00');
+SELECT cardinality(mm.requeue_match(m.id, 'server failed', '2026-01-01 06:05:00+00')) AS requeued
+  FROM mm.matches m WHERE m.queue = 'lc_requeue_timeout';
+SELECT mm.cancel_ticket(t.id) FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'rt2' AND t.status = 'searching';
+SELECT mm.tick('lc_requeue_timeout', '2026-01-01 06:05:30+00');
+SELECT t.status FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'rt1' ORDER BY t.id;
+SELECT mm.tick('lc_requeue_timeout', '2026-01-01 06:06:01+00');
+SELECT t.status FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'rt1' ORDER BY t.id;
+
 -- a proposal whose acceptance deadline is past the last timestamp: the tick of
 -- the queue fails with 22008, and an all-queues tick after it in the same
 -- session skips that queue (with a WARNING) and goes on: it crashed the
@@ -386,4 +451,7 @@ SELECT mm.drop_queue('lc_cancel', force => true);
 SELECT mm.drop_queue('lc_bf_teams', force => true);
 SELECT mm.drop_queue('lc_deadline', force => true);
 SELECT mm.drop_queue('lc_size', force => true);
+SELECT mm.drop_queue('lc_rejoin', force => true);
+SELECT mm.drop_queue('lc_shrink', force => true);
+SELECT mm.drop_queue('lc_requeue_timeout', force => true);
 DROP EXTENSION dblink;

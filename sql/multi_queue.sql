@@ -132,3 +132,29 @@ SELECT * FROM pg_temp.listed();
 SELECT mm.drop_queue('mq_duel', force => true);
 SELECT mm.drop_queue('mq_ffa', force => true);
 SELECT count(*) AS listed_left FROM mm.ticket_queues;
+
+-- dropping a queue with a proposed match that holds a ticket of another
+-- queue: the match is cancelled first, the other queue's ticket searches
+-- again there (it was left proposed in a match that no longer existed)
+SELECT mm.create_queue('mq_own', '{"match_size": {"min": 3, "max": 3}}');
+SELECT mm.create_queue('mq_prop', '{"match_size": {"min": 2, "max": 2}, "acceptance_timeout_seconds": 10}');
+SELECT mm.create_ticket(ARRAY['mq_own', 'mq_prop'], '[{"id": "x1"}]', '2026-01-01 00:01:00+00') > 0 AS created;
+SELECT mm.create_ticket('mq_prop', '[{"id": "y1"}]', '2026-01-01 00:01:01+00') > 0 AS created;
+SELECT mm.tick('mq_prop', '2026-01-01 00:01:05+00') AS proposed;
+SELECT mm.drop_queue('mq_prop');
+SELECT mm.drop_queue('mq_prop', force => true);
+SELECT * FROM pg_temp.tickets() WHERE player = 'x1';
+SELECT count(*) AS held FROM mm.active_players WHERE player_id = 'x1';
+-- dropping the ticket's own queue: the proposed match it is in (of another
+-- queue) is cancelled, its other ticket searches again (it went on to ready
+-- with a player who had no ticket)
+SELECT mm.create_queue('mq_prop', '{"match_size": {"min": 2, "max": 2}, "acceptance_timeout_seconds": 10}');
+SELECT mm.cancel_ticket(t.id) FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'x1' AND t.status = 'searching';
+SELECT mm.create_ticket(ARRAY['mq_own', 'mq_prop'], '[{"id": "x2"}]', '2026-01-01 00:01:10+00') > 0 AS created;
+SELECT mm.create_ticket('mq_prop', '[{"id": "y2"}]', '2026-01-01 00:01:11+00') > 0 AS created;
+SELECT mm.tick('mq_prop', '2026-01-01 00:01:15+00') AS proposed;
+SELECT mm.drop_queue('mq_own', force => true);
+SELECT m.status, m.cancel_reason FROM mm.matches m WHERE m.queue = 'mq_prop' ORDER BY m.id;
+SELECT * FROM pg_temp.tickets() WHERE player IN ('x2', 'y2');
+SELECT player_id FROM mm.active_players WHERE player_id IN ('x2', 'y2') ORDER BY 1;
+SELECT mm.drop_queue('mq_prop', force => true);

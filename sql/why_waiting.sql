@@ -63,3 +63,5 @@ SELECT mm.explain_ticket(id, '2026-01-01 00:00:10+00') FROM mm.tickets WHERE pla
 SELECT mm.reset_rule_stats('ex_nope');
 
 SELECT mm.drop_queue('ex_duel', force => true);
+-- the dropped queue's counts go with it
+SELECT count(*) AS rule_rows_left FROM mm.rule_evaluations WHERE queue = 'ex_duel';

@@ -2122,7 +2122,17 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 	b.room = palloc(sizeof(int) * Max(b.nteams, 1));
 	for (int t = 0; t < Max(b.nteams, 1); t++)
 	{
+		int			present = 0;
+
 		b.room[t] = Max(open_slots[t], 0);
+		/* nor a team past its max (the config may have changed since the request) */
+		if (b.nteams > 0)
+		{
+			for (int k = 0; k < nmembers; k++)
+				if (member_team[k] == t)
+					present += members[k].nplayers;
+			b.room[t] = Min(b.room[t], Max(config->teams[t].max - present, 0));
+		}
 		b.wanted += b.room[t];
 	}
 	b.wanted = Min(b.wanted, maxp);

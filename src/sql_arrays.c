@@ -88,6 +88,17 @@ MmInt4Array(ArrayType *array, const char *argname, int max_count, int *count)
 	return values;
 }
 
+int64 *
+MmInt8Array(ArrayType *array, const char *argname, int max_count, int *count)
+{
+	int			n = CheckArrayShape(array, INT8OID, argname, max_count);
+	int64	   *values = (int64 *) palloc(sizeof(int64) * Max(n, 1));
+
+	memcpy(values, ARR_DATA_PTR(array), sizeof(int64) * n);
+	*count = n;
+	return values;
+}
+
 /*
  * Array builders.  Each frees its scratch Datum array at once: the tick builds
  * arrays of one element per ticket or player (100k and more) in one context.

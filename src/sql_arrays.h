@@ -24,8 +24,10 @@
 extern double *MmFloat8Array(ArrayType *array, const char *argname,
 							 int max_count, bool require_finite, int *count);
 
-/* Same for int4[]. */
+/* Same for int4[] and int8[]. */
 extern int32 *MmInt4Array(ArrayType *array, const char *argname,
+						  int max_count, int *count);
+extern int64 *MmInt8Array(ArrayType *array, const char *argname,
 						  int max_count, int *count);
 
 /* Build one-dimensional arrays from C values (NULL strings: NULL elements). */

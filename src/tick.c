@@ -271,6 +271,12 @@ PreparePlans(void)
 				 " WHERE queue OPERATOR(pg_catalog.=) $1"
 				 " AND status OPERATOR(pg_catalog.=) 'searching'"
 				 " AND created_at OPERATOR(pg_catalog.<) $2"
+				 /*
+				  * a searching ticket's updated_at is when it searched again
+				  * (a requeued match, a rejected proposal): its time out
+				  * counts from there
+				  */
+				 " AND COALESCE(updated_at, created_at) OPERATOR(pg_catalog.<) $2"
 				 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED), 'timed_out', $3) AS e(id)",
 				 3, timeout_args);
 	/*
@@ -455,7 +461,11 @@ PreparePlans(void)
 		KeepPlan(&PlanLoadBackfills,
 				 "SELECT b.id, b.match_id, m.region,"
 				 " ARRAY(SELECT coalesce(CAST(b.open_slots OPERATOR(pg_catalog.->>) u.team AS integer), 0)"
-				 " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(team, ord) ORDER BY u.ord)"
+				 " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(team, ord) ORDER BY u.ord),"
+				 /* the new tickets of the match's leavers: they cannot join it again */
+				 " ARRAY(SELECT a.ticket_id FROM mm.match_players mp"
+				 " JOIN mm.active_players a ON a.player_id OPERATOR(pg_catalog.=) mp.player_id"
+				 " WHERE mp.match_id OPERATOR(pg_catalog.=) b.match_id AND mp.left_at IS NOT NULL)"
 				 " FROM mm.backfill_requests b JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) b.match_id"
 				 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.status OPERATOR(pg_catalog.=) 'open'"
 				 " AND m.status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
@@ -1280,7 +1290,8 @@ WriteBackfill(const char *queue, const MmRuleContext *context, TimestampTz now,
 		if (t > 0)
 			appendStringInfoString(&slots_json, ", ");
 		escape_json(&slots_json, config->nteams > 0 ? config->teams[t].name : "players");
-		appendStringInfo(&slots_json, ": %d", slots[t]);
+		/* filled: the match has no room left, whatever the request asked */
+		appendStringInfo(&slots_json, ": %d", res->filled ? 0 : slots[t]);
 	}
 	appendStringInfoChar(&slots_json, '}');
 	values[0] = Int64GetDatum(request_id);
@@ -1363,6 +1374,8 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 	int64	   *match_ids;
 	char	  **match_regions;
 	int32	  **slots;
+	int64	  **leaver_tickets;
+	int		   *nleaver_tickets;
 	Datum		values[3];
 	int			nrequests,
 				r,
@@ -1391,6 +1404,8 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 	match_ids = palloc(sizeof(int64) * nrequests);
 	match_regions = palloc(sizeof(char *) * nrequests);
 	slots = palloc(sizeof(int32 *) * nrequests);
+	leaver_tickets = palloc(sizeof(int64 *) * nrequests);
+	nleaver_tickets = palloc(sizeof(int) * nrequests);
 	for (r = 0; r < nrequests; r++)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[r];
@@ -1408,6 +1423,9 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 		if (count != nteams)
 			elog(ERROR, "backfill request " INT64_FORMAT " has %d open slot counts for %d teams",
 				 request_ids[r], count, nteams);
+		leaver_tickets[r] = MmInt8Array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)),
+										"leavers' tickets", MM_MAX_ARRAY_ELEMENTS,
+										&nleaver_tickets[r]);
 	}
 	SPI_freetuptable(SPI_tuptable);
 
@@ -1427,7 +1445,13 @@ ServeBackfills(const char *queue, MmRuleContext *context, TimestampTz now,
 		CHECK_FOR_INTERRUPTS();
 		for (i = 0; i < *ntickets; i++)
 		{
+			int			k;
+
 			if (taken[i])
+				continue;
+			for (k = 0; k < nleaver_tickets[r] && leaver_tickets[r][k] != tickets[i].id; k++)
+				;
+			if (k < nleaver_tickets[r])
 				continue;
 			candidates[ncandidates] = tickets[i];
 			candidate_index[ncandidates++] = i;

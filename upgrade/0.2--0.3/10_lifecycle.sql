@@ -187,6 +187,7 @@ BEGIN
 								array_to_string(allowed, ' or '),
 								CASE action WHEN 'leave' THEN 'left'
 											WHEN 'complete' THEN 'completed'
+											WHEN 'requeue' THEN 'requeued'
 											ELSE action || 'ed' END);
 	END IF;
 	IF lock_match.now < m.created_at THEN
@@ -676,7 +677,13 @@ BEGIN
 			PERFORM mm.notify_match_event('backfill_requested', m.id,
 				jsonb_build_object('request_id', request_id, 'open_slots', slots));
 		ELSE
-			PERFORM mm.request_backfill(m.id, NULL, leave_match.now);
+			BEGIN
+				PERFORM mm.request_backfill(m.id, NULL, leave_match.now);
+			EXCEPTION WHEN invalid_parameter_value THEN
+				-- "no open slot to fill": the queue's config shrank since the
+				-- match formed and leaves no room; the player leaves all the same
+				NULL;
+			END;
 		END IF;
 	END IF;
 END
@@ -737,8 +744,9 @@ BEGIN
 									THEN to_jsonb(greatest(least(team_max - present, match_max - match_present - total), 0))
 									ELSE '0' END);
 			IF jsonb_typeof(wanted) <> 'number' OR wanted::numeric <> trunc(wanted::numeric)
-			   OR wanted::numeric < 0 OR wanted::numeric > team_max - present THEN
-				RAISE EXCEPTION 'open_slots.% must be a whole number from 0 to %', team_name, team_max - present
+			   OR wanted::numeric < 0 OR wanted::numeric > greatest(team_max - present, 0) THEN
+				RAISE EXCEPTION 'open_slots.% must be a whole number from 0 to %', team_name,
+					greatest(team_max - present, 0)
 					USING ERRCODE = 'invalid_parameter_value',
 						  DETAIL = format('Team %s has %s of at most %s players.', team_name, present, team_max);
 			END IF;
@@ -762,10 +770,10 @@ BEGIN
 		team_max := coalesce((config #>> '{match_size,max}')::integer, (config ->> 'match_size')::integer);
 		SELECT count(*) INTO present FROM mm.match_players mp
 		 WHERE mp.match_id = m.id AND mp.left_at IS NULL;
-		wanted := coalesce(request_backfill.open_slots -> 'players', to_jsonb(team_max - present));
+		wanted := coalesce(request_backfill.open_slots -> 'players', to_jsonb(greatest(team_max - present, 0)));
 		IF jsonb_typeof(wanted) <> 'number' OR wanted::numeric <> trunc(wanted::numeric)
-		   OR wanted::numeric < 0 OR wanted::numeric > team_max - present THEN
-			RAISE EXCEPTION 'open_slots.players must be a whole number from 0 to %', team_max - present
+		   OR wanted::numeric < 0 OR wanted::numeric > greatest(team_max - present, 0) THEN
+			RAISE EXCEPTION 'open_slots.players must be a whole number from 0 to %', greatest(team_max - present, 0)
 				USING ERRCODE = 'invalid_parameter_value';
 		END IF;
 		SELECT k INTO team_name FROM jsonb_object_keys(coalesce(request_backfill.open_slots, '{}')) k

@@ -21,6 +21,25 @@ COMMENT ON TABLE mm.rule_evaluations IS
 	'Per queue and rule: candidate checks passed and failed in the last tick and since a reset';
 SELECT pg_catalog.pg_extension_config_dump('mm.rule_evaluations', '');
 
+-- A dropped queue's counts go with it (a queue created again under the name
+-- starts from none).
+CREATE FUNCTION mm.queues_after_delete_rule_stats() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	DELETE FROM mm.rule_evaluations e USING old_queues o WHERE e.queue = o.name;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.queues_after_delete_rule_stats() IS
+	'Trigger: deletes the rule statistics of deleted queues';
+REVOKE ALL ON FUNCTION mm.queues_after_delete_rule_stats() FROM PUBLIC;
+CREATE TRIGGER queues_after_delete_rule_stats AFTER DELETE ON mm.queues
+	REFERENCING OLD TABLE AS old_queues
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.queues_after_delete_rule_stats();
+
 -- The counts of the queues' current rules.
 CREATE VIEW mm.rule_stats AS
 SELECT e.queue, e.rule, r.value OPERATOR(pg_catalog.->>) 'type' AS type,

@@ -31,6 +31,7 @@ CREATE OR REPLACE FUNCTION mm.drop_queue(name text, force boolean DEFAULT false)
 DECLARE
 	active_count bigint;
 	cancelled_ids bigint[];
+	proposed_match bigint;
 BEGIN
 	IF drop_queue.name IS NULL THEN
 		RAISE EXCEPTION 'queue name must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -42,9 +43,12 @@ BEGIN
 			USING ERRCODE = 'undefined_object';
 	END IF;
 
-	SELECT count(*) INTO active_count FROM mm.tickets t
+	-- a proposed match of the queue may hold tickets of other queues (and
+	-- the queue's tickets may be proposed in other queues' matches)
+	SELECT count(*) INTO active_count FROM mm.tickets_active t
 	 WHERE t.queue = drop_queue.name
-	   AND t.status = ANY (ARRAY['searching', 'proposed']);
+		OR t.match_id IN (SELECT m.id FROM mm.matches m
+						   WHERE m.queue = drop_queue.name AND m.status = 'proposed');
 	IF active_count > 0 THEN
 		IF NOT coalesce(drop_queue.force, false) THEN
 			RAISE EXCEPTION 'queue "%" still has active tickets', drop_queue.name
@@ -53,6 +57,23 @@ BEGIN
 									  active_count),
 					  HINT = 'Cancel them first, or call mm.drop_queue(name, force => true) to cancel them.';
 		END IF;
+		-- the proposed matches the queue takes part in are cancelled first:
+		-- the queue's tickets in them are cancelled, the others search again
+		-- in their own queues (none is left proposed in a match that goes
+		-- away, no match goes on without its tickets)
+		FOR proposed_match IN
+			SELECT m.id FROM mm.matches m
+			 WHERE m.status = 'proposed'
+			   AND (m.queue = drop_queue.name
+					OR m.id IN (SELECT t.match_id FROM mm.tickets_active t
+								 WHERE t.queue = drop_queue.name AND t.status = 'proposed'))
+			 ORDER BY m.id FOR UPDATE
+		LOOP
+			PERFORM mm.cancel_proposed_match(proposed_match, 'queue_dropped',
+				ARRAY(SELECT t.id FROM mm.tickets_active t
+					   WHERE t.match_id = proposed_match AND t.queue = drop_queue.name),
+				now());
+		END LOOP;
 		-- cancel them all in one statement (the queue row lock keeps new
 		-- tickets out; a ticket locked by a tick is waited for), then tell
 		-- every client in ticket_cancelled events split under 8000 bytes
