@@ -288,9 +288,12 @@ INSERT INTO mm.ratings (player_id, pool, rating, rd, volatility, games, wins, up
 INSERT INTO mm.rating_history (player_id, pool, match_id, rating_after, created_at)
 SELECT 'r_smurf', 'rr_boosted', -i, 1500 + i, '2026-01-04 00:00:00'::timestamptz + i * '1 hour'::interval
   FROM generate_series(1, 5) i;
+-- (r_b3's numbers are too small for a float8: they read as 0, and do not
+-- stop the report)
 INSERT INTO mm.players (id, attributes) VALUES
 	('r_smurf', '{"avg_kda": 5.2, "mvp_rate": 0.6, "headshot_rate": 0.7}'),
-	('r_b2', '{"avg_kda": "high", "mvp_rate": 7}');
+	('r_b2', '{"avg_kda": "high", "mvp_rate": 7}'),
+	('r_b3', '{"avg_kda": 1e-400, "mvp_rate": 1e-400, "headshot_rate": 1e-400}');
 SELECT round(mm.smurf_score(8, 1.0, 5.2, 0.6, '{1501,1502,1503,1504,1505}', 0.7)::numeric, 4) AS smurf,
        mm.rating_boost(1.0, 8) AS smurf_boost, mm.rating_boost(0, 0) AS new_boost, mm.rating_boost(0, 50) AS settled;
 SELECT pg_temp.play('rr_boost', '{r_smurf,r_b1,r_b2,r_b3}', '2026-01-05 01:00:00') AS m13 \gset
@@ -375,6 +378,11 @@ SELECT mm.decay_ratings('rr_skill', '1 day', '2036-01-13 00:10:01');
 SELECT DISTINCT round(sigma::numeric, 10) = round(25 / 3.0, 10) AS capped FROM mm.ratings WHERE pool = 'rr_skill';
 -- Elo has nothing to decay
 SELECT mm.decay_ratings('rr_elo', '1 day', '2026-02-01');
+-- a calendar month shorter than 30 days is one period (it was none)
+INSERT INTO mm.ratings (player_id, pool, rating, rd, volatility, games, wins, updated_at)
+VALUES ('r_feb', 'rr_month', 1500, 100, 0.06, 1, 0, '2026-02-01 00:00:00+00');
+SELECT mm.decay_ratings('rr_month', '1 month', '2026-03-01 00:00:00+00') AS decayed;
+SELECT round(rd::numeric, 4) AS rd FROM mm.ratings WHERE player_id = 'r_feb' AND pool = 'rr_month';
 -- RD never grows past 350
 SELECT mm.decay_ratings('rr_ranked', '1 day', '2036-01-01');
 SELECT max(rd) FROM mm.ratings WHERE pool = 'rr_ranked';

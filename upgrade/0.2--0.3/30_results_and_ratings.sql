@@ -41,9 +41,10 @@ RETURNS float8
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+	-- rounded first: a number too small for a float8 (1e-400) reads as 0
 	SELECT CASE WHEN jsonb_typeof(attributes -> key) = 'number'
 				THEN CASE WHEN (attributes ->> key)::numeric BETWEEN low::numeric AND high::numeric
-						  THEN (attributes ->> key)::float8 END END
+						  THEN round((attributes ->> key)::numeric, 15)::float8 END END
 $$;
 COMMENT ON FUNCTION mm.attribute_number(jsonb, text, float8, float8) IS
 'Internal: a numeric attribute within [low, high], else NULL';
@@ -496,8 +497,10 @@ BEGIN
 	WITH idle_players AS (
 		-- locked in player order, as mm.report_result locks them
 		SELECT r.player_id, r.rating, r.rd, r.volatility, r.sigma,
-			   least(floor(extract(epoch FROM decay_ratings.now - r.updated_at) / idle_seconds),
-					 1000000)::integer AS periods
+			   -- at least one: selected by calendar time, counted in seconds
+			   -- (a month is 30 days there, and February has fewer)
+			   greatest(least(floor(extract(epoch FROM decay_ratings.now - r.updated_at) / idle_seconds),
+							  1000000), 1)::integer AS periods
 		  FROM mm.ratings r
 		 WHERE r.pool = decay_ratings.pool AND r.updated_at <= since
 		 ORDER BY r.player_id
