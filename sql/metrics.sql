@@ -349,6 +349,28 @@ SELECT players, skill_spread, latency_avg_ms, worst_latency_ms
 SELECT matches, skill_spread_avg FROM mm.match_stats('1 hour', '2041-06-15 12:00:00+00') WHERE queue = 'metrics_extreme';
 SELECT mm.drop_queue('metrics_extreme', force => true);
 
+-- a past now sees the queue as it was then: at 12:00:30 three tickets had
+-- searched 30 s (two were matched at 12:00:40, one timed out at 12:02:01),
+-- and no 120 s verdict was in yet
+SELECT mm.create_queue('metrics_past', '{"match_size": {"min": 2, "max": 2}, "ticket_timeout_seconds": 120}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('metrics_past', '[{"id": "pa1"}]', '2041-01-01 12:00:00+00'),
+  ('metrics_past', '[{"id": "pa2"}]', '2041-01-01 12:00:00+00');
+SELECT mm.tick('metrics_past', '2041-01-01 12:00:40+00');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('metrics_past', '[{"id": "pa3"}]', '2041-01-01 12:00:00+00');
+SELECT mm.tick('metrics_past', '2041-01-01 12:02:01+00');
+SELECT searching_tickets, oldest_wait_s, fill_rate, fill_rate_tickets
+  FROM mm.ticket_metrics('metrics_past', '1 hour', '2041-01-01 12:00:30+00');
+SELECT searching_tickets, oldest_wait_s, fill_rate, fill_rate_tickets, timeouts
+  FROM mm.ticket_metrics('metrics_past', '1 hour', '2041-01-01 12:03:00+00');
+-- waits between the ends of the timestamp range do not overflow
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('metrics_past', '[{"id": "pa4"}]', '4713-06-01 00:00:00+00 BC');
+SELECT oldest_wait_s > 0 AS positive_wait
+  FROM mm.ticket_metrics('metrics_past', '1 hour', '294276-12-31 00:00:00+00');
+SELECT mm.drop_queue('metrics_past', force => true);
+
 SELECT mm.drop_queue('metrics_q', force => true);
 SELECT mm.drop_queue('metrics_hidden');
 SELECT mm.drop_queue('metrics_teams', force => true);

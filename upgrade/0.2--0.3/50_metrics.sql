@@ -144,6 +144,30 @@ DROP FUNCTION mm.metrics_queues(text);
 -- tickets matched within 120 s, timeouts and cancellations in the window.
 -- Each part is an aggregate LATERAL to the checked scope, so the checks run
 -- first and always.
+-- The tickets of some queues that were searching at a time: created by then
+-- and still searching, or ended (matched, cancelled, timed out) after it, so
+-- that a past now sees the queue as it was.  Each part is read through an
+-- index (the ended ones through the BRIN of their times).
+CREATE FUNCTION mm.tickets_searching_at(queues text[], at timestamptz)
+RETURNS TABLE (players jsonb, created_at timestamptz)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT t.players, t.created_at FROM mm.tickets t
+	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status = 'searching' AND t.created_at <= tickets_searching_at.at
+	UNION ALL
+	SELECT t.players, t.created_at FROM mm.tickets t
+	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.matched_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at
+	UNION ALL
+	SELECT t.players, t.created_at FROM mm.tickets t
+	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status IN ('cancelled', 'timed_out')
+	   AND t.updated_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at
+$$;
+COMMENT ON FUNCTION mm.tickets_searching_at(text[], timestamptz) IS
+'Internal: the tickets of the queues that were searching at a time (created by then, not ended by then)';
+REVOKE ALL ON FUNCTION mm.tickets_searching_at(text[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tickets_searching_at(text[], timestamptz) TO mm_analyst;
+
 CREATE OR REPLACE FUNCTION mm.ticket_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
 											 now timestamptz DEFAULT now())
 RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
@@ -158,34 +182,38 @@ AS $$
 		   e.cancellations
 	  FROM mm.metrics_scope(ticket_metrics.queue, time_window, now) AS scope(queues)
 	 CROSS JOIN LATERAL (
-		SELECT count(*) AS n, coalesce(sum(jsonb_array_length(t.players)), 0) AS players,
-			   extract(epoch FROM now - min(t.created_at))::float8 AS oldest
-		  FROM mm.tickets t
-		 WHERE t.queue = ANY (scope.queues) AND t.status = 'searching' AND t.created_at <= now) s
+		SELECT count(*) AS n, coalesce(sum(jsonb_array_length(a.players)), 0) AS players,
+			   (extract(epoch FROM now) - extract(epoch FROM min(a.created_at)))::float8 AS oldest
+		  FROM mm.tickets_searching_at(scope.queues, now) a) s
 	 CROSS JOIN LATERAL (
 		SELECT count(*) AS n, avg(x.seconds) AS average,
 			   percentile_cont(0.5) WITHIN GROUP (ORDER BY x.seconds) AS p50,
 			   percentile_cont(0.95) WITHIN GROUP (ORDER BY x.seconds) AS p95,
 			   percentile_cont(0.99) WITHIN GROUP (ORDER BY x.seconds) AS p99
-		  FROM (SELECT extract(epoch FROM t.matched_at - t.created_at)::float8 AS seconds
+		  FROM (SELECT (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8 AS seconds
 				  FROM mm.tickets t
 				 WHERE t.queue = ANY (scope.queues)
 				   AND t.matched_at > now - time_window AND t.matched_at <= now) x) w
 	 CROSS JOIN LATERAL (
-		-- The window's tickets whose 120 s verdict is in: matched in time, or
-		-- timed out, or older than 120 s; a cancellation within 120 s was the
-		-- player's choice and is left out, and so is a ticket still younger.
+		-- The window's tickets whose 120 s verdict was in at now: matched in
+		-- time, or timed out, or older than 120 s; a cancellation within 120 s
+		-- was the player's choice and is left out, and so is a ticket still
+		-- younger.  What happened after now does not count.
 		SELECT count(*) FILTER (WHERE v.in_time)::float8 / nullif(count(*), 0) AS rate, count(*) AS n
 		  FROM (SELECT coalesce(t.matched_at <= now AND t.matched_at - t.created_at <= '120 s'::interval,
 								false) AS in_time,
+					   coalesce(CASE t.status WHEN 'matched' THEN t.matched_at
+											  WHEN 'cancelled' THEN t.updated_at
+											  WHEN 'timed_out' THEN t.updated_at END <= now,
+								false) AS ended,
 					   t.status, t.created_at, t.updated_at
 				  FROM mm.tickets t
 				 WHERE t.queue = ANY (scope.queues)
 				   AND t.created_at > now - time_window AND t.created_at <= now) v
 		 WHERE v.in_time
-			OR v.status = 'timed_out'
-			OR (v.status = 'cancelled' AND v.updated_at - v.created_at >= '120 s'::interval)
-			OR (v.status <> 'cancelled' AND now - v.created_at >= '120 s'::interval)) f
+			OR (v.ended AND v.status IN ('matched', 'timed_out'))
+			OR (v.ended AND v.status = 'cancelled' AND v.updated_at - v.created_at >= '120 s'::interval)
+			OR (NOT v.ended AND now - v.created_at >= '120 s'::interval)) f
 	 CROSS JOIN LATERAL (
 		SELECT count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
 			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
@@ -394,8 +422,8 @@ AS $$
 		 GROUP BY 1
 	), matched AS (
 		SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
-			   avg(extract(epoch FROM t.matched_at - t.created_at)::float8) AS wait_avg,
-			   percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM t.matched_at - t.created_at)::float8) AS wait_p95
+			   avg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_avg,
+			   percentile_cont(0.95) WITHIN GROUP (ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_p95
 		  FROM r, mm.tickets t
 		 WHERE t.queue = queue_stats_by_minute.queue
 		   AND t.matched_at >= r.first_minute AND t.matched_at < r.last_end
@@ -466,13 +494,11 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 	SELECT CASE WHEN f.show_player_count THEN
-				(SELECT coalesce(sum(jsonb_array_length(t.players)), 0)
-				   FROM mm.tickets t
-				  WHERE t.queue = queue_statistics.queue AND t.status = 'searching'
-					AND t.created_at <= now) END,
+				(SELECT coalesce(sum(jsonb_array_length(a.players)), 0)
+				   FROM mm.tickets_searching_at(ARRAY[queue_statistics.queue], now) a) END,
 		   CASE WHEN f.show_time_to_match THEN
 				(SELECT round(percentile_cont(0.5) WITHIN GROUP (
-							  ORDER BY extract(epoch FROM t.matched_at - t.created_at)::float8))
+							  ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8))
 				   FROM mm.tickets t
 				  WHERE t.queue = queue_statistics.queue
 					AND t.matched_at > now - '15 minutes'::interval AND t.matched_at <= now) END
@@ -508,7 +534,9 @@ SET jit = off
 AS $$
 	SELECT r.metric, r.measures, round(r.value::numeric, 3),
 		   r.op || ' ' || r.bound::text,
-		   CASE r.op WHEN '>=' THEN r.value >= r.bound WHEN '<=' THEN r.value <= r.bound END
+		   -- judged on the value shown: 0.4996 shows as 0.500 and meets ">= 0.5"
+		   CASE r.op WHEN '>=' THEN round(r.value::numeric, 3) >= r.bound
+					 WHEN '<=' THEN round(r.value::numeric, 3) <= r.bound END
 	  FROM mm.ticket_metrics(health_report.queue, time_window, now) t
 	 CROSS JOIN mm.match_metrics(health_report.queue, time_window, now) m
 	 CROSS JOIN LATERAL (VALUES
