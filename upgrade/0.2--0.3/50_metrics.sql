@@ -55,7 +55,7 @@ BEGIN
 	BEGIN
 		PERFORM now - time_window;
 	EXCEPTION WHEN datetime_field_overflow THEN
-		RAISE EXCEPTION 'time_window reaches before the earliest timestamp'
+		RAISE EXCEPTION 'now minus the time window reaches before the earliest timestamp'
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = 'now - time_window is out of range.';
 	END;
@@ -105,7 +105,13 @@ BEGIN
 	-- the queue: the same checks as every metrics function (a window ending at to_time)
 	PERFORM mm.metrics_scope(queue, to_time - from_time, to_time, true);
 	first_minute := date_trunc('minute', from_time);
-	last_end := date_trunc('minute', to_time - '1 microsecond'::interval) + '1 minute'::interval;
+	BEGIN
+		last_end := date_trunc('minute', to_time - '1 microsecond'::interval) + '1 minute'::interval;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'to_time is in the last minute of the timestamp range'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'The end of its minute is out of range.';
+	END;
 END;
 $$;
 COMMENT ON FUNCTION mm.metrics_minutes(text, timestamptz, timestamptz) IS
@@ -362,7 +368,8 @@ AS $$
 		  FROM mm.match_results r
 		 CROSS JOIN LATERAL (
 			SELECT count(*) AS players,
-				   count(*) FILTER (WHERE mp.left_at < m.created_at + r.duration * 0.2) AS early
+				   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
+									   < 0.2 * extract(epoch FROM r.duration)) AS early
 			  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
 			 WHERE m.id = r.match_id) q
 		 WHERE r.queue = ANY (scope.queues)
