@@ -197,3 +197,11 @@ DELETE FROM mm.tickets_archive WHERE queue = 'sched_keep';
 DELETE FROM mm.matches_archive WHERE queue = 'sched_keep';
 DELETE FROM mm.match_players_archive WHERE queue = 'sched_keep';
 DELETE FROM mm.match_results_archive WHERE queue = 'sched_keep';
+
+-- mm.schedule_jobs checks what the loop and the retention job read from it
+\set VERBOSITY terse
+INSERT INTO mm.schedule_jobs (job_name, kind, queue, every, mode, cron_schedule)
+VALUES ('mm_tick:sched_nowhere', 'tick', NULL, '-1 hour', 'loop', '* * * * *');
+INSERT INTO mm.schedule_jobs (job_name, kind, every, mode, cron_schedule, keep, archive, batch_size)
+VALUES ('mm_retention', 'retention', '1 hour', 'cron', '0 * * * *', '300000 years', true, 1000);
+\set VERBOSITY default

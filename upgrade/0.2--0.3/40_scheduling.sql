@@ -372,7 +372,7 @@ BEGIN
 	FOR problem IN SELECT s.job_id FROM mm.schedule_status() s
 					WHERE s.job_name = tick_job_name AND s.job_id <> tick_job_id LOOP
 		RAISE WARNING 'queue "%" has another pg_cron job, %, of another role', queue, problem.job_id
-			USING DETAIL = 'Both run the tick loop; the loop''s lock lets only one tick at a time.',
+			USING DETAIL = 'Both tick the queue; one tick of a queue runs at a time (a second one meanwhile forms nothing).',
 				  HINT = format('Have a superuser run SELECT cron.unschedule(%s).', problem.job_id);
 	END LOOP;
 	-- what would keep pg_cron from running the job
@@ -476,3 +476,12 @@ GRANT EXECUTE ON FUNCTION mm.schedule(text, interval), mm.unschedule(text),
 GRANT EXECUTE ON PROCEDURE mm.tick_loop(text), mm.run_retention() TO mm_admin;
 GRANT EXECUTE ON FUNCTION mm.schedule_status(), mm.tick_loop_running(text) TO mm_admin, mm_analyst;
 GRANT SELECT ON mm.schedules TO mm_admin, mm_analyst;
+
+-- What the tick loop and the retention job read from mm.schedule_jobs is
+-- checked by the table too (mm_admin may write it, and pg_dump restores it):
+-- a loop that never sleeps, a keep no run can subtract.
+ALTER TABLE mm.schedule_jobs
+	ADD CONSTRAINT schedule_jobs_every CHECK (every OPERATOR(pg_catalog.>) '0'::interval),
+	ADD CONSTRAINT schedule_jobs_keep CHECK (keep IS NULL OR (keep OPERATOR(pg_catalog.>) '0'::interval
+															  AND keep OPERATOR(pg_catalog.<=) '1000 years'::interval)),
+	ADD CONSTRAINT schedule_jobs_batch_size CHECK (batch_size IS NULL OR batch_size OPERATOR(pg_catalog.>) 0);
