@@ -42,6 +42,14 @@ BEGIN
 		RAISE EXCEPTION 'queue "%" does not exist', drop_queue.name
 			USING ERRCODE = 'undefined_object';
 	END IF;
+	-- and waits for the running ticks of the other queues its tickets search
+	-- in (a tick holds its queue FOR SHARE): one of them may be proposing one
+	-- of its tickets, and the statements below must see that match
+	PERFORM FROM mm.queues q
+	 WHERE q.name IN (SELECT l.queue FROM mm.ticket_queues l
+					   JOIN mm.tickets_active t ON t.id = l.ticket_id
+					  WHERE t.queue = drop_queue.name)
+	 ORDER BY q.name FOR UPDATE;
 
 	-- a proposed match of the queue may hold tickets of other queues (and
 	-- the queue's tickets may be proposed in other queues' matches)
