@@ -101,6 +101,9 @@ LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the match function broke'; END $$;
 INSERT INTO mm.tickets (queue, players, created_at) VALUES
   ('mf_duel', '[{"id": "f", "attributes": {"skill": 3000}}]', '2026-01-01 00:00:07+00');
 SELECT mm.tick('mf_duel', '2026-01-01 00:00:08+00');
+-- nothing of the failed tick stays in the stats
+SELECT (SELECT count(*) FROM mm.match_function_stats()) AS proposal_stats,
+	   (SELECT count(*) FROM mm.last_tick_stats()) AS tick_stats;
 SELECT mm.tick(NULL, '2026-01-01 00:00:08+00') >= 0 AS all_queues_ticked;
 
 SELECT mm.drop_queue('mf_duel', force => true);

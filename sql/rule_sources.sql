@@ -116,6 +116,20 @@ SELECT * FROM pg_temp.matches('rs_level');
 SELECT * FROM pg_temp.matches('rs_level_default');
 SELECT t.players -> 0 ->> 'id' AS still_searching FROM mm.tickets t WHERE t.queue = 'rs_level' AND t.status = 'searching';
 
+-- ids that share their first 128 bytes (64 two-byte characters) are two
+-- players: each is read with their own rating (one took the other's)
+SELECT mm.create_queue('rs_long_ids', '{"match_size": {"min": 2, "max": 2},
+  "rating": {"system": "elo", "pool": "rs_long_pool"},
+  "rules": [{"name": "skill", "type": "difference", "source": "rating", "max": 100}]}');
+INSERT INTO mm.ratings (player_id, pool, rating) VALUES
+  (repeat('é', 64) || 'a', 'rs_long_pool', 1500), (repeat('é', 64) || 'b', 'rs_long_pool', 3000);
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('rs_long_ids', jsonb_build_array(jsonb_build_object('id', repeat('é', 64) || 'a')), '2026-01-01 00:00:00+00'),
+  ('rs_long_ids', jsonb_build_array(jsonb_build_object('id', repeat('é', 64) || 'b')), '2026-01-01 00:00:01+00');
+SELECT mm.tick('rs_long_ids', '2026-01-01 00:00:05+00') AS matches;
+SELECT mm.drop_queue('rs_long_ids', force => true);
+DELETE FROM mm.ratings WHERE pool = 'rs_long_pool';
+
 -- mm.set_player_attributes checks its arguments
 SELECT mm.set_player_attributes('rs_x', '[1]');
 SELECT mm.set_player_attributes('', '{}');

@@ -186,9 +186,18 @@ SELECT encode(sha256(decode(repeat('f7', 32) || repeat('5c', 32), 'hex')
 						   || convert_to(left(raw, length(raw) - 76) || '}', 'UTF8'))), 'hex')
 	   = substr(raw, length(raw) - 65, 64) AS standard_hmac
   FROM te_sig_events WHERE mm.verify_event(raw);
--- another key: the same payload no longer verifies
+-- another key: the same payload no longer verifies, from the next statement
+-- of the same transaction on (the key read before is not reused)
+BEGIN;
+SELECT bool_or(mm.verify_event(raw)) AS verifies_before_the_change FROM te_sig_events;
 UPDATE mm.event_key SET key = decode(repeat('cd', 32), 'hex');
 SELECT bool_or(mm.verify_event(raw)) AS any_verifies_under_another_key FROM te_sig_events;
+SAVEPOINT back;
+UPDATE mm.event_key SET key = decode(repeat('ab', 32), 'hex');
+SELECT bool_or(mm.verify_event(raw)) AS verifies_under_the_first_key_again FROM te_sig_events;
+ROLLBACK TO SAVEPOINT back;
+SELECT bool_or(mm.verify_event(raw)) AS verifies_after_the_rollback FROM te_sig_events;
+COMMIT;
 -- odd input: false, or NULL for NULL
 SELECT mm.verify_event('') AS empty, mm.verify_event('{}') AS object, mm.verify_event(NULL) IS NULL AS null_in,
 	   mm.verify_event(repeat('x', 200)) AS garbage;

@@ -62,6 +62,20 @@ SELECT mm.explain_ticket(id, '2026-01-01 00:00:10+00') FROM mm.tickets WHERE pla
 \set VERBOSITY default
 SELECT mm.reset_rule_stats('ex_nope');
 
+-- a ticket as old as the timestamp range allows: the next change of its
+-- rule is found in bounded time (the search never ended, and could not be
+-- cancelled)
+SELECT mm.create_queue('ex_ancient', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 10,
+             "expansion": {"every_seconds": 10000, "delta": 1}}]}');
+INSERT INTO mm.tickets (queue, players, created_at)
+VALUES ('ex_ancient', '[{"id": "anc1", "attributes": {"skill": 1}}]', '4713-01-02 00:00:00+00 BC');
+SET statement_timeout = '20s';
+SELECT jsonb_typeof(mm.explain_ticket(t.id, '294276-12-01 00:00:00+00')) AS explained
+  FROM mm.tickets t WHERE t.queue = 'ex_ancient';
+RESET statement_timeout;
+SELECT mm.drop_queue('ex_ancient', force => true);
+
 SELECT mm.drop_queue('ex_duel', force => true);
 -- the dropped queue's counts go with it
 SELECT count(*) AS rule_rows_left FROM mm.rule_evaluations WHERE queue = 'ex_duel';

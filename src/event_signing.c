@@ -21,6 +21,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "common/hmac.h"
 #include "common/sha2.h"
@@ -45,8 +46,15 @@ PG_FUNCTION_INFO_V1(mm_verify_event);
 #define SIG_PREFIX_LEN (sizeof(SIG_PREFIX) - 1)
 #define SIG_HEX_LEN (2 * PG_SHA256_DIGEST_LENGTH)
 
-/* The key, read once per transaction (an UPDATE of the key applies at once). */
+/*
+ * The key, read once per command of a (sub)transaction: a change of the key
+ * earlier in the transaction, or one a rollback to a savepoint undid, is
+ * seen by the next statement, while a tick signs all its events with one
+ * read.
+ */
 static LocalTransactionId key_lxid = InvalidLocalTransactionId;
+static CommandId key_cid = InvalidCommandId;
+static SubTransactionId key_subxid = InvalidSubTransactionId;
 static bool key_present = false;
 static bool key_table_present = false;
 static uint8 key_bytes[256];
@@ -66,9 +74,12 @@ LoadKey(void)
 	TableScanDesc scan;
 	HeapTuple	tuple;
 
-	if (key_lxid == MyProc->lxid)
+	if (key_lxid == MyProc->lxid && key_cid == GetCurrentCommandId(false) &&
+		key_subxid == GetCurrentSubTransactionId())
 		return key_present;
 	key_lxid = MyProc->lxid;
+	key_cid = GetCurrentCommandId(false);
+	key_subxid = GetCurrentSubTransactionId();
 	key_present = false;
 	key_table_present = false;
 	key_length = 0;

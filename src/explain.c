@@ -65,6 +65,7 @@ NextChange(const MmRuleConfig *rule, double age)
 	RuleAt(rule, age, &on0, &step0, &t0);
 	for (;;)
 	{
+		CHECK_FOR_INTERRUPTS();
 		hi = age + d;
 		RuleAt(rule, hi, &on, &step, &thr);
 		if (on != on0 || step != step0)
@@ -74,10 +75,17 @@ NextChange(const MmRuleConfig *rule, double age)
 		lo = hi;
 		d *= 2;
 	}
-	while (hi - lo > 0.001)
+	/*
+	 * At very large ages neighbouring doubles are more than a millisecond
+	 * apart: stop when the midpoint is one of the ends (64 rounds at most).
+	 */
+	for (int round = 0; round < 64 && hi - lo > 0.001; round++)
 	{
 		double		mid = (lo + hi) / 2;
 
+		CHECK_FOR_INTERRUPTS();
+		if (mid <= lo || mid >= hi)
+			break;
 		RuleAt(rule, mid, &on, &step, &thr);
 		if (on != on0 || step != step0)
 			hi = mid;

@@ -84,16 +84,17 @@ NewProposalStats(const char *queue)
 {
 	MmProposalStats *stats;
 
+	/* the capacity changes only once the memory is there (an out of memory error) */
 	if (LastProposalStats == NULL)
 	{
+		LastProposalStats = MemoryContextAllocZero(TopMemoryContext, sizeof(MmProposalStats) * 8);
 		LastProposalAllocated = 8;
-		LastProposalStats = MemoryContextAllocZero(TopMemoryContext,
-												   sizeof(MmProposalStats) * LastProposalAllocated);
 	}
 	if (LastProposalCount == LastProposalAllocated)
 	{
+		LastProposalStats = repalloc(LastProposalStats,
+									 sizeof(MmProposalStats) * LastProposalAllocated * 2);
 		LastProposalAllocated *= 2;
-		LastProposalStats = repalloc(LastProposalStats, sizeof(MmProposalStats) * LastProposalAllocated);
 	}
 	stats = &LastProposalStats[LastProposalCount++];
 	memset(stats, 0, sizeof(*stats));

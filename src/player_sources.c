@@ -14,6 +14,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
@@ -24,10 +25,12 @@
 
 /* Longest player id (mm.players.id and tickets' ids are checked to it). */
 #define MM_PLAYER_ID_MAX 128
+/* the hash key: 128 characters of up to MAX_MULTIBYTE_CHAR_LEN bytes each */
+#define MM_PLAYER_ID_KEY_BYTES (MM_PLAYER_ID_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
 
 typedef struct SourceEntry
 {
-	char		player_id[MM_PLAYER_ID_MAX + 1];
+	char		player_id[MM_PLAYER_ID_KEY_BYTES];
 	Jsonb	   *attributes;		/* NULL: no mm.players row */
 	Jsonb	   *rating;			/* NULL: unrated (the defaults apply) */
 } SourceEntry;
@@ -82,7 +85,7 @@ Prepare(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
 static SourceEntry *
 Entry(HTAB *players, const char *player_id)
 {
-	char		key[MM_PLAYER_ID_MAX + 1] = {0};
+	char		key[MM_PLAYER_ID_KEY_BYTES] = {0};
 	bool		found;
 	SourceEntry *e;
 
@@ -140,7 +143,7 @@ MmLoadPlayerSources(const MmQueueConfig *config, const char *queue,
 	const char *system = config->rating_system;
 
 	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = MM_PLAYER_ID_MAX + 1;
+	ctl.keysize = MM_PLAYER_ID_KEY_BYTES;
 	ctl.entrysize = sizeof(SourceEntry);
 	ctl.hcxt = CurrentMemoryContext;
 	sources->players = hash_create("mm player sources", Max(nplayers, 16), &ctl,
@@ -177,7 +180,7 @@ MmLoadPlayerSources(const MmQueueConfig *config, const char *queue,
 void
 MmApplyPlayerSources(const MmPlayerSources *sources, MmPlayerInput *player)
 {
-	char		key[MM_PLAYER_ID_MAX + 1] = {0};
+	char		key[MM_PLAYER_ID_KEY_BYTES] = {0};
 	SourceEntry *e;
 
 	player->server_attributes = NULL;

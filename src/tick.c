@@ -522,12 +522,14 @@ NewStats(const char *queue)
 
 	if (LastStatsCount == LastStatsAllocated)
 	{
-		LastStatsAllocated = Max(8, LastStatsAllocated * 2);
+		/* the capacity changes only once the memory is there (an out of memory error) */
+		int			allocated = Max(8, LastStatsAllocated * 2);
+
 		if (LastStats == NULL)
-			LastStats = MemoryContextAlloc(TopMemoryContext,
-										   sizeof(MmTickStats) * LastStatsAllocated);
+			LastStats = MemoryContextAlloc(TopMemoryContext, sizeof(MmTickStats) * allocated);
 		else
-			LastStats = repalloc(LastStats, sizeof(MmTickStats) * LastStatsAllocated);
+			LastStats = repalloc(LastStats, sizeof(MmTickStats) * allocated);
+		LastStatsAllocated = allocated;
 	}
 	stats = &LastStats[LastStatsCount++];
 	memset(stats, 0, sizeof(*stats));
@@ -1804,11 +1806,16 @@ mm_tick(PG_FUNCTION_ARGS)
 	{
 		total = RunTick(fcinfo, now, caller_context);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
+		/* nothing of a failed tick remains: neither do its counts */
 		TickRunning = false;
+		LastStatsCount = 0;
+		MmMatchFunctionStatsReset();
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	TickRunning = false;
 	PG_RETURN_INT32(total);
 }
 
