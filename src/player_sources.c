@@ -13,8 +13,8 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
-#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
@@ -23,14 +23,15 @@
 #include "player_sources.h"
 #include "sql_arrays.h"
 
-/* Longest player id (mm.players.id and tickets' ids are checked to it). */
-#define MM_PLAYER_ID_MAX 128
-/* the hash key: 128 characters of up to MAX_MULTIBYTE_CHAR_LEN bytes each */
-#define MM_PLAYER_ID_KEY_BYTES (MM_PLAYER_ID_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
-
+/*
+ * A player's stored values, keyed by the player id itself (a pointer to the
+ * whole string: ids of 128 characters may take 512 bytes, and a fixed key
+ * would either cut them, making two players one, or cost that much per
+ * player).
+ */
 typedef struct SourceEntry
 {
-	char		player_id[MM_PLAYER_ID_KEY_BYTES];
+	const char *player_id;		/* the key */
 	Jsonb	   *attributes;		/* NULL: no mm.players row */
 	Jsonb	   *rating;			/* NULL: unrated (the defaults apply) */
 } SourceEntry;
@@ -40,6 +41,20 @@ struct MmPlayerSources
 	HTAB	   *players;
 	Jsonb	   *default_rating; /* the system's defaults, for the unrated */
 };
+
+static uint32
+IdHash(const void *key, Size keysize)
+{
+	const char *id = *(const char *const *) key;
+
+	return string_hash(id, strlen(id) + 1);
+}
+
+static int
+IdMatch(const void *key1, const void *key2, Size keysize)
+{
+	return strcmp(*(const char *const *) key1, *(const char *const *) key2);
+}
 
 static SPIPlanPtr PlanAttributes = NULL;
 static SPIPlanPtr PlanRatings = NULL;
@@ -81,18 +96,20 @@ Prepare(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
 	return *slot;
 }
 
-/* A player's entry, made on first sight. */
+/*
+ * A player's entry, made on first sight; player_id is kept as the key, so it
+ * must live as long as the table (Fill copies it into the table's context).
+ */
 static SourceEntry *
 Entry(HTAB *players, const char *player_id)
 {
-	char		key[MM_PLAYER_ID_KEY_BYTES] = {0};
 	bool		found;
 	SourceEntry *e;
 
-	strlcpy(key, player_id, sizeof(key));
-	e = hash_search(players, key, HASH_ENTER, &found);
+	e = hash_search(players, &player_id, HASH_ENTER, &found);
 	if (!found)
 	{
+		e->player_id = player_id;
 		e->attributes = NULL;
 		e->rating = NULL;
 	}
@@ -143,11 +160,13 @@ MmLoadPlayerSources(const MmQueueConfig *config, const char *queue,
 	const char *system = config->rating_system;
 
 	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = MM_PLAYER_ID_KEY_BYTES;
+	ctl.keysize = sizeof(const char *);
 	ctl.entrysize = sizeof(SourceEntry);
+	ctl.hash = IdHash;
+	ctl.match = IdMatch;
 	ctl.hcxt = CurrentMemoryContext;
 	sources->players = hash_create("mm player sources", Max(nplayers, 16), &ctl,
-								   HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+								   HASH_ELEM | HASH_FUNCTION | HASH_COMPARE | HASH_CONTEXT);
 
 	values[0] = PointerGetDatum(ids);
 	if (ConfigReads(config, MM_SOURCE_PLAYER))
@@ -180,13 +199,12 @@ MmLoadPlayerSources(const MmQueueConfig *config, const char *queue,
 void
 MmApplyPlayerSources(const MmPlayerSources *sources, MmPlayerInput *player)
 {
-	char		key[MM_PLAYER_ID_KEY_BYTES] = {0};
+	const char *key = player->id;
 	SourceEntry *e;
 
 	player->server_attributes = NULL;
 	player->rating = sources->default_rating ? &sources->default_rating->root : NULL;
-	strlcpy(key, player->id, sizeof(key));
-	e = hash_search(sources->players, key, HASH_FIND, NULL);
+	e = hash_search(sources->players, &key, HASH_FIND, NULL);
 	if (e == NULL)
 		return;
 	if (e->attributes)
