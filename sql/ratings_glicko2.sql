@@ -242,3 +242,9 @@ SELECT n, q AS query, pg_temp.try(q) AS outcome
 	(14, $$SELECT mm.glicko2_period(1e300, 50, 0.06, -1e300, 50, 1)$$)
   ) AS t(n, q)
  ORDER BY n;
+-- A volatility far below any real one (its square underflows a double) is
+-- still a volatility: the same rating as with 1e-150, and it stays tiny.
+SELECT round(a.rating::numeric, 6) = round(b.rating::numeric, 6) AS same_rating,
+       a.volatility > 0 AND a.volatility < 1e-160 AS tiny_volatility
+  FROM mm.glicko2_update(1500, 200, 1e-170, '{1500}', '{350}', '{1}') a,
+       mm.glicko2_update(1500, 200, 1e-150, '{1500}', '{350}', '{1}') b;

@@ -49,7 +49,9 @@ SELECT n, note, round(mm.smurf_score(g, w, k, m, r, h)::numeric, 4) AS score,
 	    '{0,0,0,0,0}', NULL, 0.0),
 	(15, '30-game veteran, KDA 4, no history: 15 / 45', 30, 0.5, 4.0, 0.1, '{}', NULL, 15 / 45.0),
 	(16, 'same with headshots 0.7: 25 / 45', 30, 0.5, 4.0, 0.1, '{}', 0.7, 25 / 45.0),
-	(17, 'four flat ratings, 19 games: 0 / 75', 19, 0.5, 1.0, 0.1, '{1500,1500,1500,1500}', NULL, 0.0)
+	(17, 'four flat ratings, 19 games: 0 / 75', 19, 0.5, 1.0, 0.1, '{1500,1500,1500,1500}', NULL, 0.0),
+	(18, 'flat at the top of the range (the sums overflowed): 20 / 75', 10, 0.5, 1.0, 0.1,
+	    '{1e308,1e308,1e308,1e308,1e308}', NULL, 20 / 75.0)
   ) AS t(n, note, g, w, k, m, r, h, expected)
  ORDER BY n;
 -- Leaving headshot_rate out is the same as passing NULL.

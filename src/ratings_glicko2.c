@@ -113,7 +113,8 @@ Glicko2Volatility(double sigma, double phi, double v, double delta, double tau)
 	double		f_b;
 	int			steps = 0;
 
-	problem.a = log(sigma * sigma);
+	/* 2 ln(sigma), not ln(sigma^2): sigma^2 underflows below about 1e-162 */
+	problem.a = 2.0 * log(sigma);
 	problem.delta_squared = delta * delta;
 	problem.phi_squared_plus_v = phi * phi + v;
 	problem.inverse_tau_squared = 1.0 / (tau * tau);

@@ -52,14 +52,23 @@ PG_FUNCTION_INFO_V1(mm_rating_boost);
 static bool
 RatingsAreFlat(const double *ratings, int count)
 {
+	double		scale = 0.0;
 	double		mean = 0.0;
 	double		squares = 0.0;
 
+	/*
+	 * The ratio does not change with the scale: divided by the largest
+	 * magnitude, the sums cannot overflow (five ratings of 1e308 are flat).
+	 */
 	for (int i = 0; i < count; i++)
-		mean += ratings[i];
+		scale = Max(scale, fabs(ratings[i]));
+	if (scale == 0.0)
+		return false;
+	for (int i = 0; i < count; i++)
+		mean += ratings[i] / scale;
 	mean /= count;
 	for (int i = 0; i < count; i++)
-		squares += (ratings[i] - mean) * (ratings[i] - mean);
+		squares += (ratings[i] / scale - mean) * (ratings[i] / scale - mean);
 	return sqrt(squares / count) < SMURF_FLAT_CV_LIMIT * fabs(mean);
 }
 
