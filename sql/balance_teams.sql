@@ -209,5 +209,7 @@ SELECT mm.balance_teams('{1,2,3}', 2, '{5,5,5}');
 SELECT mm.balance_teams('{1,2,3,4,5,6}', 3, '{1,1,1,2,2,2}');
 -- 201 players
 SELECT mm.balance_teams(array_fill(1.0::float8, ARRAY[201]));
+-- finite ratings whose sum overflows: refused (the teams' totals could not be compared)
+SELECT mm.balance_teams('{1e308,1e308,-1e308,-1e308,1,2,3}'::float8[], 2);
 
 DROP TABLE bt_case, bt_player, bt_brute, bt_answer;

@@ -6,6 +6,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "fmgr.h"
 #include "utils/array.h"
 
@@ -42,6 +44,18 @@ mm_balance_teams(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ratings must not be empty")));
+	/* team totals are sums of ratings: they must stay finite to be compared */
+	{
+		double		magnitude = 0.0;
+
+		for (int i = 0; i < n; i++)
+			magnitude += fabs(ratings[i]);
+		if (!isfinite(magnitude))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("ratings are too large to balance: their sum overflows a double"),
+					 errdetail("The sum of their absolute values must be below about 1.8e308.")));
+	}
 	if (team_count < 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

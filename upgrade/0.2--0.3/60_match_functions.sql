@@ -18,5 +18,6 @@ COMMENT ON FUNCTION mm.match_function_stats() IS
 'Per queue with a match function, what this session''s last mm.tick() got: proposals, accepted, and rejected by reason';
 GRANT EXECUTE ON FUNCTION mm.match_function_stats() TO mm_admin, mm_analyst;
 -- A config naming a match function is checked against the catalog: the
--- validation reads it, so it is not immutable.
+-- functions that parse a config read it, so they are not immutable.
 ALTER FUNCTION mm.validate_queue_config(jsonb) STABLE;
+ALTER FUNCTION mm.rule_threshold(jsonb, text, float8) STABLE;
