@@ -43,6 +43,22 @@ SELECT mm.tick('al_newest', '2026-01-01 00:00:44+00') AS newest_at_44,
 SELECT * FROM pg_temp.matches('al_oldest');
 SELECT * FROM pg_temp.matches('al_newest');
 
+-- newest needs expansions that loosen: a step tighter than the one before
+-- would let a match form that breaks the steps recorded for it (a helper's
+-- 100, 0, 100 formed a match of spread 10 at "threshold 0")
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "algorithm": {"expansion_age_selection": "newest"},
+  "rules": [{"name": "d", "type": "difference", "attribute": "s", "max": 100,
+             "expansion": {"every_seconds": 10, "steps": [100, 0, 100]}}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "algorithm": {"expansion_age_selection": "newest"},
+  "rules": [{"name": "maps", "type": "set_intersection", "attribute": "maps", "min_size": 2,
+             "expansion": {"every_seconds": 10, "steps": [1, 2]}}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "algorithm": {"expansion_age_selection": "newest"},
+  "rules": [{"name": "lvl", "type": "comparison", "attribute": "lvl", "operator": ">=", "reference": 10,
+             "expansion": {"every_seconds": 10, "steps": [5]}}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "algorithm": {"expansion_age_selection": "newest"},
+  "rules": [{"name": "d", "type": "difference", "attribute": "s", "max": 100,
+             "expansion": {"every_seconds": 10, "steps": [100, 150, null]}}]}') -> 'rules' -> 0 -> 'expansion' AS loosening_steps;
+
 -- newest: the ages of the anchor's candidates are tried youngest first.  At
 -- 00:02:00, at n5's step (5 s old: max 50) n3 and n5 (40 apart) already
 -- match; n4 (90 apart) would have needed its own older step.

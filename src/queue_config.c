@@ -933,6 +933,55 @@ ParseRatingSources(MmJsonPath *path, MmQueueConfig *config, JsonbContainer *rule
 }
 
 /*
+ * With "expansion_age_selection": "newest" the search checks a candidate
+ * match at the steps of an age its youngest ticket has reached, and records
+ * that ticket's own steps: they hold only when every later step is at least
+ * as loose as the one before.  So each custom expansion must loosen: a
+ * larger threshold for the rules with a maximum, a smaller min_size for
+ * set_intersection; a comparison's reference has no looser side.
+ */
+static void
+CheckStepsLoosen(MmJsonPath *path, const MmQueueConfig *config)
+{
+	int			o = MmJsonPathPushKey(path, "rules", 5);
+
+	for (int r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+		const MmExpansion *e = &rule->expansion;
+		int			o2 = MmJsonPathPushIndex(path, r);
+		double		previous = rule->threshold;
+		int			looser;
+
+		if (e->kind != MM_EXPANSION_CUSTOM)
+		{
+			MmJsonPathPop(path, o2);
+			continue;
+		}
+		looser = rule->type == MM_RULE_SET_INTERSECTION ? -1 :
+			rule->type == MM_RULE_COMPARISON ? 0 : 1;
+		(void) MmJsonPathPushKey(path, "expansion", 9);
+		if (looser == 0)
+			MmJsonError(path, "is not allowed on a comparison with \"expansion_age_selection\": \"newest\" (a reference has no looser side)");
+		(void) MmJsonPathPushKey(path, "steps", 5);
+		for (int k = 0; k < e->nsteps; k++)
+		{
+			if (e->step_off[k])
+				continue;
+			if (looser > 0 ? e->steps[k] < previous : e->steps[k] > previous)
+			{
+				(void) MmJsonPathPushIndex(path, k);
+				MmJsonError(path, "with \"expansion_age_selection\": \"newest\" each step must be as loose as the one before (%s %g)",
+							looser > 0 ? ">=" : "<=", previous);
+			}
+			previous = e->steps[k];
+		}
+		MmJsonPathPop(path, o2);
+	}
+	MmJsonPathPop(path, o);
+}
+
+/*
  * Parses and validates a queue config; see queue_config.h.
  */
 MmQueueConfig *
@@ -1205,6 +1254,8 @@ MmParseQueueConfig(Jsonb *jb)
 					 else if (strcmp(str, "oldest") != 0)
 					 MmJsonError(path, "must be one of oldest, newest"));
 		MmJsonPathPop(path, o);
+		if (config->newest_age)
+			CheckStepsLoosen(path, config);
 	}
 
 	config->min_tickets = 1;
