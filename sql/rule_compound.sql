@@ -105,3 +105,18 @@ SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2},
 
 SELECT mm.drop_queue(q, force => true)
   FROM unnest(ARRAY['cp_modes', 'cp_not', 'cp_expand', 'cp_missing']) q;
+
+-- a rule that can turn off may not be negated: off counts as true, and
+-- not(same) would then block every match of the queue for good
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rules": [
+  {"name": "same", "type": "string_equality", "attribute": "m", "seconds_until_optional": 10},
+  {"name": "c", "type": "compound", "statement": "not(same)"}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rules": [
+  {"name": "lvl", "type": "comparison", "attribute": "lvl", "operator": "<=", "reference": 5,
+   "expansion": {"every_seconds": 10, "steps": [8, null]}},
+  {"name": "mode", "type": "string_equality", "attribute": "mode"},
+  {"name": "c", "type": "compound", "statement": "or(not(lvl), mode)"}]}');
+-- twice negated it relaxes like any rule: allowed
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "rules": [
+  {"name": "same", "type": "string_equality", "attribute": "m", "seconds_until_optional": 10},
+  {"name": "c", "type": "compound", "statement": "not(not(same))"}]}') -> 'rules' -> 1 ->> 'statement' AS statement;

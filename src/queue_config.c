@@ -830,6 +830,42 @@ ParseStatement(StatementParser *p, int depth)
 	}
 }
 
+/* Whether a rule can turn off with age (seconds_until_optional, a null step). */
+static bool
+RuleCanTurnOff(const MmRuleConfig *rule)
+{
+	if (rule->seconds_until_optional >= 0)
+		return true;
+	for (int k = 0; k < rule->expansion.nsteps; k++)
+		if (rule->expansion.step_off != NULL && rule->expansion.step_off[k])
+			return true;
+	return false;
+}
+
+/*
+ * A rule that is off counts as true, so under not() it makes the statement
+ * false for good: a rule that can turn off may not be negated (an odd
+ * number of not()s above it), or the queue would stop matching once it did.
+ */
+static void
+CheckNegatedLeaves(StatementParser *p, int node, bool negated)
+{
+	const MmCompoundNode *n = &p->rule->nodes[node];
+
+	if (n->op == MM_COMPOUND_RULE)
+	{
+		const MmRuleConfig *leaf = &p->config->rules[n->rule];
+
+		if (negated && RuleCanTurnOff(leaf))
+			MmJsonError(p->path, "rule \"%s\" is under not() but can turn off (seconds_until_optional or a null step): "
+						"an off rule counts as true, so its not() would then never hold", leaf->name);
+		return;
+	}
+	for (int c = 0; c < n->nchildren; c++)
+		CheckNegatedLeaves(p, p->rule->child_list[n->first_child + c],
+						   n->op == MM_COMPOUND_NOT ? !negated : negated);
+}
+
 /* Parses every compound's statement once all rule names are known. */
 static void
 ParseCompounds(MmJsonPath *path, MmQueueConfig *config)
@@ -840,7 +876,8 @@ ParseCompounds(MmJsonPath *path, MmQueueConfig *config)
 		StatementParser p;
 		int			o,
 					o2,
-					o3;
+					o3,
+					root;
 
 		if (rule->type != MM_RULE_COMPOUND)
 			continue;
@@ -856,10 +893,11 @@ ParseCompounds(MmJsonPath *path, MmQueueConfig *config)
 		p.config = config;
 		p.self = i;
 		p.rule = rule;
-		(void) ParseStatement(&p, 0);
+		root = ParseStatement(&p, 0);
 		SkipSpaces(&p);
 		if (p.text[p.pos] != '\0')
 			StatementError(&p, "unexpected text after the statement");
+		CheckNegatedLeaves(&p, root, false);
 		MmJsonPathPop(path, o3);
 		MmJsonPathPop(path, o2);
 		MmJsonPathPop(path, o);
