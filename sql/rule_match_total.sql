@@ -125,3 +125,16 @@ SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2},
 SELECT mm.drop_queue(q, force => true)
   FROM unnest(ARRAY['mt_one', 'mt_none', 'mt_party', 'mt_expand', 'mt_optional', 'mt_missing',
                     'mt_default', 'mt_any', 'mt_weight']) q;
+
+\set SHOW_CONTEXT never
+-- counts or amounts are >= 0: a negative bound or value is refused (a later
+-- negative value could have brought a sum back under max, but max is checked
+-- as tickets join, so the valid match 15 + -10 was never formed)
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "tot", "type": "match_total", "attribute": "v", "max": -1}]}');
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "tot", "type": "match_total", "attribute": "v", "max": 10, "default": -3}]}');
+SELECT mm.create_queue('mt_negative', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "tot", "type": "match_total", "attribute": "v", "max": 10}]}');
+SELECT mm.create_ticket('mt_negative', '[{"id": "neg1", "attributes": {"v": -10}}]', '2026-01-01 00:00:00+00');
+SELECT mm.drop_queue('mt_negative', force => true);

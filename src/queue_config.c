@@ -320,13 +320,14 @@ ReadTypeOptions(MmJsonPath *path, MmJsonField *f, int nf, MmRuleConfig *rule)
 						 rule->has_min = true);
 			break;
 		case MM_RULE_MATCH_TOTAL:
+			/* counts or amounts, >= 0: the max is checked as tickets join */
 			if ((v = MmJsonGet(f, nf, "min")))
 				WITH_KEY(path, "min",
-						 rule->min = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER);
+						 rule->min = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER);
 						 rule->has_min = true);
 			if ((v = MmJsonGet(f, nf, "max")))
 				WITH_KEY(path, "max",
-						 rule->max = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER);
+						 rule->max = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER);
 						 if (rule->has_min && rule->max < rule->min)
 						 MmJsonError(path, "must be >= min (%s)", float8out_internal(rule->min));
 						 rule->has_max = true);
@@ -574,7 +575,7 @@ ReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 				WITH_KEY(path, "default",
 						 rule->default_string = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH));
 			}
-			else if (rule->type == MM_RULE_LATENCY)
+			else if (rule->type == MM_RULE_LATENCY || rule->type == MM_RULE_MATCH_TOTAL)
 				WITH_KEY(path, "default",
 						 rule->default_number = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
 			else

@@ -1035,8 +1035,20 @@ MatchTotalExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	if (value->kind == MM_VALUE_MISSING)
 		return;
 	for (int i = 0; i < nplayers; i++)
+	{
+		/*
+		 * A negative count (a stored value, a default, a ticket from before
+		 * the rule) could only be let in by a later one: it counts as
+		 * missing, as the max is checked as tickets join.
+		 */
+		if (value->player_values[i] < 0)
+		{
+			value->kind = MM_VALUE_MISSING;
+			return;
+		}
 		if (!isnan(value->player_values[i]))
 			sum += value->player_values[i];
+	}
 	value->number = sum;
 }
 

@@ -230,6 +230,8 @@ CheckRuleAttributes(MmJsonPath *path, JsonbValue *attributes, const MmQueueConfi
 			x = MmJsonNumericToDouble(value.val.numeric);
 			if (!isfinite(x) || fabs(x) > MM_JSON_MAX_NUMBER)
 				MmJsonError(path, "must be a number between -1e12 and 1e12 (rule \"%s\")", rule->name);
+			if (rule->type == MM_RULE_MATCH_TOTAL && x < 0)
+				MmJsonError(path, "must be a number >= 0 (rule \"%s\" adds counts or amounts)", rule->name);
 		}
 		MmJsonPathPop(path, old);
 	}
