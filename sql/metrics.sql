@@ -366,6 +366,21 @@ SELECT searching_tickets, oldest_wait_s, fill_rate, fill_rate_tickets
   FROM mm.ticket_metrics('metrics_past', '1 hour', '2041-01-01 12:00:30+00');
 SELECT searching_tickets, oldest_wait_s, fill_rate, fill_rate_tickets, timeouts
   FROM mm.ticket_metrics('metrics_past', '1 hour', '2041-01-01 12:03:00+00');
+-- a proposed ticket is still searching (it is matched when the last answer
+-- comes): the minutes before the acceptance keep their figures once the
+-- match is accepted (they counted 0 before)
+SELECT mm.create_queue('metrics_prop', '{"match_size": {"min": 2, "max": 2}, "acceptance_timeout_seconds": 600}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('metrics_prop', '[{"id": "pr1"}]', '2041-01-01 12:00:00+00'),
+  ('metrics_prop', '[{"id": "pr2"}]', '2041-01-01 12:00:00+00');
+SELECT mm.tick('metrics_prop', '2041-01-01 12:00:30+00');
+SELECT minute, searching_at_end FROM mm.queue_stats_by_minute('metrics_prop', '2041-01-01 12:00+00', '2041-01-01 12:03+00');
+SELECT searching_tickets FROM mm.ticket_metrics('metrics_prop', '1 hour', '2041-01-01 12:01:00+00');
+SELECT mm.accept_match(mp.match_id, mp.player_id, true, '2041-01-01 12:02:10+00')
+  FROM mm.match_players mp WHERE mp.queue = 'metrics_prop' ORDER BY mp.player_id;
+SELECT minute, searching_at_end FROM mm.queue_stats_by_minute('metrics_prop', '2041-01-01 12:00+00', '2041-01-01 12:03+00');
+SELECT searching_tickets FROM mm.ticket_metrics('metrics_prop', '1 hour', '2041-01-01 12:01:00+00');
+SELECT mm.drop_queue('metrics_prop', force => true);
 -- waits between the ends of the timestamp range do not overflow
 INSERT INTO mm.tickets (queue, players, created_at) VALUES
   ('metrics_past', '[{"id": "pa4"}]', '4713-06-01 00:00:00+00 BC');

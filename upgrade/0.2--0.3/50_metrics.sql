@@ -151,7 +151,8 @@ DROP FUNCTION mm.metrics_queues(text);
 -- Each part is an aggregate LATERAL to the checked scope, so the checks run
 -- first and always.
 -- The tickets of some queues that were searching at a time: created by then
--- and still searching, or ended (matched, cancelled, timed out) after it, so
+-- and still searching (or proposed: an accepted ticket is matched when the
+-- last answer comes), or ended (matched, cancelled, timed out) after it, so
 -- that a past now sees the queue as it was.  Each part is read through an
 -- index (the ended ones through the BRIN of their times).
 CREATE FUNCTION mm.tickets_searching_at(queues text[], at timestamptz)
@@ -160,7 +161,8 @@ LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT t.players, t.created_at FROM mm.tickets t
-	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status = 'searching' AND t.created_at <= tickets_searching_at.at
+	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status IN ('searching', 'proposed')
+	   AND t.created_at <= tickets_searching_at.at
 	UNION ALL
 	SELECT t.players, t.created_at FROM mm.tickets t
 	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.matched_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at
@@ -455,7 +457,8 @@ AS $$
 		-- minute's end or not at all; each read through an index
 		SELECT t.created_at, NULL::timestamptz AS ended_at
 		  FROM r, mm.tickets t
-		 WHERE t.queue = queue_stats_by_minute.queue AND t.status = 'searching' AND t.created_at < r.last_end
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
+		   AND t.created_at < r.last_end
 		UNION ALL
 		SELECT t.created_at, t.matched_at
 		  FROM r, mm.tickets t
