@@ -121,6 +121,21 @@ MmMatchFunctionStatsTruncate(int count)
 }
 
 /*
+ * A problem with the function a queue names: 22023 at the config's path while
+ * the config is checked; at tick time (no path) the given SQLSTATE.
+ */
+static void
+pg_attribute_noreturn()
+MatchFunctionError(MmJsonPath *path, int sqlstate, const char *problem)
+{
+	if (path)
+		MmJsonError(path, "%s", problem);
+	ereport(ERROR,
+			(errcode(sqlstate),
+			 errmsg("match_function: %s", problem)));
+}
+
+/*
  * The function a queue names, checked: schema-qualified, existing, taking
  * (text, jsonb, timestamptz) and returning SETOF jsonb.  Returns its oid.
  * With a path (the config being written) every problem is 22023 at that
@@ -139,24 +154,14 @@ MmLookupMatchFunction(const char *name, MmJsonPath *path)
 
 	/* SplitIdentifierString reports bad quoting instead of raising 42602 */
 	if (!SplitIdentifierString(raw, '.', &parts) || list_length(parts) != 2)
-	{
-		if (path)
-			MmJsonError(path, "\"%s\" must be a schema-qualified function name (schema.function)",
-						name);
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("match_function \"%s\" must be schema-qualified (schema.function)", name)));
-	}
+		MatchFunctionError(path, ERRCODE_INVALID_PARAMETER_VALUE,
+						   psprintf("\"%s\" must be a schema-qualified function name (schema.function)",
+									name));
 	fn = LookupFuncName(list_make2(makeString(linitial(parts)), makeString(lsecond(parts))),
 						3, argtypes, true);
 	if (!OidIsValid(fn))
-	{
-		if (path)
-			MmJsonError(path, "function %s(text, jsonb, timestamptz) does not exist", name);
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("match_function %s(text, jsonb, timestamptz) does not exist", name)));
-	}
+		MatchFunctionError(path, ERRCODE_UNDEFINED_FUNCTION,
+						   psprintf("function %s(text, jsonb, timestamptz) does not exist", name));
 	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for function %u", fn);
@@ -165,13 +170,8 @@ MmLookupMatchFunction(const char *name, MmJsonPath *path)
 		proc->prokind == PROKIND_FUNCTION;
 	ReleaseSysCache(tuple);
 	if (!returns_set_of_jsonb)
-	{
-		if (path)
-			MmJsonError(path, "function %s must return SETOF jsonb", name);
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("match_function %s must return SETOF jsonb", name)));
-	}
+		MatchFunctionError(path, ERRCODE_INVALID_PARAMETER_VALUE,
+						   psprintf("function %s must return SETOF jsonb", name));
 	return fn;
 }
 

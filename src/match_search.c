@@ -2083,6 +2083,36 @@ BackfillThresholds(BackfillState *b, double age)
 	}
 }
 
+/* The rule arrays of a backfill state: each rule's handler, on/off, threshold, step. */
+static void
+BackfillRulesInit(BackfillState *b, const MmRuleContext *context)
+{
+	int			nrules = context->config->nrules;
+
+	b->context = context;
+	b->config = context->config;
+	b->handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
+	for (int r = 0; r < nrules; r++)
+		b->handlers[r] = MmRuleHandlerFor(b->config->rules[r].type);
+	b->rule_on = palloc(sizeof(bool) * Max(nrules, 1));
+	b->threshold = palloc(sizeof(double) * Max(nrules, 1));
+	b->step = palloc(sizeof(int) * Max(nrules, 1));
+}
+
+/* Depth 0's states, empty, with every rule at its step for an age. */
+static MmRuleState *
+BackfillStartAt(BackfillState *b, double age)
+{
+	MmRuleState *level;
+
+	BackfillThresholds(b, age);
+	level = BackfillLevel(b, 0);
+	for (int r = 0; r < b->config->nrules; r++)
+		if (b->handlers[r]->scope == MM_SCOPE_TICKETS)
+			MmRuleStateInit(b->context, &b->config->rules[r], &level[r]);
+	return level;
+}
+
 /* Fills open slots of a running match; see match_search.h. */
 MmBackfillResult *
 MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmembers,
@@ -2099,6 +2129,7 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 	int			maxp = MM_MAX_MATCH_SIZE;
 	int			best_first = -1;
 	double		best_age = 0;
+	int			present = 0;
 
 	result = palloc0(sizeof(MmBackfillResult));
 	result->region = -1;
@@ -2108,45 +2139,33 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 	MemoryContextSwitchTo(scratch);
 
 	memset(&b, 0, sizeof(b));
-	b.context = context;
-	b.config = config;
+	BackfillRulesInit(&b, context);
 	b.members = members;
 	b.nmembers = nmembers;
 	b.member_team = member_team;
 	b.candidates = candidates;
 	b.ncandidates = ncandidates;
 	b.nteams = config->nteams;
-	b.handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
-	for (int r = 0; r < nrules; r++)
-		b.handlers[r] = MmRuleHandlerFor(config->rules[r].type);
 	b.room = palloc(sizeof(int) * Max(b.nteams, 1));
 	for (int t = 0; t < Max(b.nteams, 1); t++)
 	{
-		int			present = 0;
-
 		b.room[t] = Max(open_slots[t], 0);
 		/* nor a team past its max (the config may have changed since the request) */
 		if (b.nteams > 0)
 		{
+			int			on_team = 0;
+
 			for (int k = 0; k < nmembers; k++)
 				if (member_team[k] == t)
-					present += members[k].nplayers;
-			b.room[t] = Min(b.room[t], Max(config->teams[t].max - present, 0));
+					on_team += members[k].nplayers;
+			b.room[t] = Min(b.room[t], Max(config->teams[t].max - on_team, 0));
 		}
 		b.wanted += b.room[t];
 	}
-	b.wanted = Min(b.wanted, maxp);
 	/* the match never grows past match_size.max, whatever the request asks */
-	{
-		int			present = 0;
-
-		for (int k = 0; k < nmembers; k++)
-			present += members[k].nplayers;
-		b.wanted = Min(b.wanted, Max(config->match_max - present, 0));
-	}
-	b.rule_on = palloc(sizeof(bool) * Max(nrules, 1));
-	b.threshold = palloc(sizeof(double) * Max(nrules, 1));
-	b.step = palloc(sizeof(int) * Max(nrules, 1));
+	for (int k = 0; k < nmembers; k++)
+		present += members[k].nplayers;
+	b.wanted = Min(b.wanted, Min(maxp, Max(config->match_max - present, 0)));
 	b.states = palloc0(sizeof(MmRuleState *) * (maxp + 2));
 	for (int r = 0; r < nrules; r++)
 	{
@@ -2175,11 +2194,7 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 		double		age = Max(member_age, candidates[first].age_seconds);
 		int			before = b.best_players;
 
-		BackfillThresholds(&b, age);
-		level0 = BackfillLevel(&b, 0);
-		for (int r = 0; r < nrules; r++)
-			if (b.handlers[r]->scope == MM_SCOPE_TICKETS)
-				MmRuleStateInit(context, &config->rules[r], &level0[r]);
+		level0 = BackfillStartAt(&b, age);
 		for (int k = 0; k < nmembers; k++)
 			BackfillJoin(&b, level0, &members[k]);
 		b.nchosen = 0;
@@ -2226,11 +2241,7 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 		MmRuleState *final;
 
 		/* the best set's states and team rules again, for quality and region */
-		BackfillThresholds(&b, best_age);
-		final = BackfillLevel(&b, 0);
-		for (int r = 0; r < nrules; r++)
-			if (b.handlers[r]->scope == MM_SCOPE_TICKETS)
-				MmRuleStateInit(context, &config->rules[r], &final[r]);
+		final = BackfillStartAt(&b, best_age);
 		for (int k = 0; k < nmembers; k++)
 			BackfillJoin(&b, final, &members[k]);
 		for (int k = 0; k < b.nbest; k++)
@@ -2280,7 +2291,6 @@ bool
 MmTicketsFitTogether(const MmRuleContext *context, const MmTicket *tickets, int ntickets)
 {
 	const MmQueueConfig *config = context->config;
-	int			nrules = config->nrules;
 	MemoryContext old_context = CurrentMemoryContext;
 	MemoryContext scratch;
 	BackfillState b;
@@ -2291,25 +2301,13 @@ MmTicketsFitTogether(const MmRuleContext *context, const MmTicket *tickets, int 
 	scratch = AllocSetContextCreate(old_context, "mm tickets fit", ALLOCSET_SMALL_SIZES);
 	MemoryContextSwitchTo(scratch);
 	memset(&b, 0, sizeof(b));
-	b.context = context;
-	b.config = config;
-	b.handlers = palloc(sizeof(MmRuleHandler *) * Max(nrules, 1));
-	b.rule_on = palloc(sizeof(bool) * Max(nrules, 1));
-	b.threshold = palloc(sizeof(double) * Max(nrules, 1));
-	b.step = palloc(sizeof(int) * Max(nrules, 1));
+	BackfillRulesInit(&b, context);
 	b.states = palloc0(sizeof(MmRuleState *));
-	for (int r = 0; r < nrules; r++)
-	{
-		b.handlers[r] = MmRuleHandlerFor(config->rules[r].type);
+	for (int r = 0; r < config->nrules; r++)
 		b.capacity = Max(b.capacity, MmRuleStateCapacity(config, r, tickets, ntickets));
-	}
 	for (int k = 0; k < ntickets; k++)
 		age = Max(age, tickets[k].age_seconds);
-	BackfillThresholds(&b, age);
-	states = BackfillLevel(&b, 0);
-	for (int r = 0; r < nrules; r++)
-		if (b.handlers[r]->scope == MM_SCOPE_TICKETS)
-			MmRuleStateInit(context, &config->rules[r], &states[r]);
+	states = BackfillStartAt(&b, age);
 	for (int k = 0; k < ntickets && fit; k++)
 	{
 		fit = BackfillFits(&b, states, &tickets[k]);

@@ -77,26 +77,29 @@ MmFloat8Array(ArrayType *array, const char *argname, int max_count,
 	return values;
 }
 
+/* The elements of a checked array without NULLs, copied (fixed-width types). */
+static void *
+CopyElements(ArrayType *array, Oid elemtype, Size elemsize, const char *argname,
+			 int max_count, int *count)
+{
+	int			n = CheckArrayShape(array, elemtype, argname, max_count);
+	void	   *values = palloc(elemsize * Max(n, 1));
+
+	memcpy(values, ARR_DATA_PTR(array), elemsize * n);
+	*count = n;
+	return values;
+}
+
 int32 *
 MmInt4Array(ArrayType *array, const char *argname, int max_count, int *count)
 {
-	int			n = CheckArrayShape(array, INT4OID, argname, max_count);
-	int32	   *values = (int32 *) palloc(sizeof(int32) * Max(n, 1));
-
-	memcpy(values, ARR_DATA_PTR(array), sizeof(int32) * n);
-	*count = n;
-	return values;
+	return (int32 *) CopyElements(array, INT4OID, sizeof(int32), argname, max_count, count);
 }
 
 int64 *
 MmInt8Array(ArrayType *array, const char *argname, int max_count, int *count)
 {
-	int			n = CheckArrayShape(array, INT8OID, argname, max_count);
-	int64	   *values = (int64 *) palloc(sizeof(int64) * Max(n, 1));
-
-	memcpy(values, ARR_DATA_PTR(array), sizeof(int64) * n);
-	*count = n;
-	return values;
+	return (int64 *) CopyElements(array, INT8OID, sizeof(int64), argname, max_count, count);
 }
 
 /*
