@@ -5,14 +5,15 @@
 EXTENSION = matchmaking
 MODULE_big = matchmaking
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-# Released install scripts are frozen (0.1 and 0.2 are kept so a test can
-# install them and upgrade).  The newest version's scripts are built: its
+# Released install scripts are frozen (0.1, 0.2 and 0.3 are kept so a test
+# can install them and upgrade).  The newest version's scripts are built: its
 # upgrade from the files of upgrade/<from>--<to>/ in name order, one file per
 # concern, and its fresh install as the previous install script followed by
 # that upgrade, so a fresh install and an upgraded database run the same
 # statements.
-DATA = matchmaking--0.1.sql matchmaking--0.1--0.2.sql matchmaking--0.2.sql
-DATA_built = matchmaking--0.2--0.3.sql matchmaking--0.3.sql
+DATA = matchmaking--0.1.sql matchmaking--0.1--0.2.sql matchmaking--0.2.sql \
+	matchmaking--0.2--0.3.sql matchmaking--0.3.sql
+DATA_built = matchmaking--0.3--0.4.sql matchmaking--0.4.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress: setup first (creates the extension), then every area in order.
@@ -32,10 +33,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-matchmaking--0.2--0.3.sql: $(sort $(wildcard $(srcdir)/upgrade/0.2--0.3/*.sql))
+matchmaking--0.3--0.4.sql: $(sort $(wildcard $(srcdir)/upgrade/0.3--0.4/*.sql))
 	cat $^ > $@
 
-matchmaking--0.3.sql: matchmaking--0.2.sql matchmaking--0.2--0.3.sql
+matchmaking--0.4.sql: matchmaking--0.3.sql matchmaking--0.3--0.4.sql
 	cat $^ > $@
 
 # Lets the test scripts read the lists above.

@@ -10,7 +10,7 @@ use MmTest;
 my $node = mm_new_node('restart');
 is($node->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
-	'0.3', 'extension created at the default version');
+	'0.4', 'extension created at the default version');
 $node->safe_psql('postgres',
 	"INSERT INTO mm.players (id) VALUES ('survivor')");
 

@@ -1,10 +1,10 @@
-# ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3) on a database filled through
+# ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3 -> 0.4) on a database filled through
 # 0.1's API: every ticket keeps its id, queue, status, created_at, match and
 # players (searching tickets keep searching with their age), matches, match
 # players and results are kept, the one-active-ticket-per-player rule holds
 # for the carried-over tickets, a tick after the upgrade matches them, and
 # new tickets get new ids.  Then the upgraded schema is compared with a fresh
-# CREATE EXTENSION of 0.3 (pg_dump of both, and the column order of every
+# CREATE EXTENSION of 0.4 (pg_dump of both, and the column order of every
 # table), and so are the tables registered for pg_dump.
 use strict;
 use warnings;
@@ -61,9 +61,9 @@ is($node->safe_psql('up', 'SELECT count(*) FROM mm.match_results'), '1', 'one re
 my $old_max_id = $node->safe_psql('up', 'SELECT max(id) FROM mm.tickets');
 
 # --- the upgrade
-# one command runs the chain of upgrade scripts: 0.1 -> 0.2 -> 0.3
+# one command runs the chain of upgrade scripts: 0.1 -> 0.2 -> 0.3 -> 0.4
 my ($rc, $out, $err) = $node->psql('up', "ALTER EXTENSION matchmaking UPDATE");
-is($rc, 0, "ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3) succeeds")
+is($rc, 0, "ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3 -> 0.4) succeeds")
   or diag "the upgrade failed:\n$err";
 if ($rc != 0)
 {
@@ -72,7 +72,7 @@ if ($rc != 0)
 	exit;
 }
 is($node->safe_psql('up', "SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
-	'0.3', 'extversion is 0.3');
+	'0.4', 'extversion is 0.4');
 
 for my $what (sort keys %record)
 {
@@ -167,7 +167,7 @@ is( $node->safe_psql(
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION matchmaking');
 is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
-	'0.3', 'fresh database at 0.3');
+	'0.4', 'fresh database at 0.4');
 
 # pg_dump never prints an extension's member objects, except in
 # --binary-upgrade mode, which dumps each one (with ALTER EXTENSION ... ADD):
@@ -204,7 +204,7 @@ my $fresh_schema = schema_dump('fresh');
 ok($fresh_schema =~ /CREATE TABLE mm\.tickets_active/ && $fresh_schema =~ /ALTER EXTENSION matchmaking ADD TABLE mm\.tickets_active/,
 	'the dump shows the extension\'s objects');
 if (!is($up_schema eq $fresh_schema ? 'same' : 'different', 'same',
-		'pg_dump of the upgraded schema = pg_dump of a fresh 0.3'))
+		'pg_dump of the upgraded schema = pg_dump of a fresh 0.4'))
 {
 	PostgreSQL::Test::Utils::append_to_file("$tempdir/up.sql",    $up_schema);
 	PostgreSQL::Test::Utils::append_to_file("$tempdir/fresh.sql", $fresh_schema);
@@ -246,18 +246,18 @@ is($up_config, $node->safe_psql('fresh', $config),
 	'the same tables are registered for pg_dump (extconfig)');
 note $up_config;
 
-# --- 0.2 -> 0.3 on its own: a database filled through 0.2's API
+# --- 0.2 -> 0.4: a database filled through 0.2's API
 $node->safe_psql('postgres', 'CREATE DATABASE up2');
 $node->safe_psql('up2', "CREATE EXTENSION matchmaking VERSION '0.2'");
 $node->safe_psql('up2', mm_scenario_sql());
 my $tickets_02 = q{SELECT string_agg(id || ':' || status || ':' || created_at || ':' || coalesce(match_id, 0), ' '
                                      ORDER BY id) FROM mm.tickets};
 my $before_02 = $node->safe_psql('up2', $tickets_02);
-($rc, $out, $err) = $node->psql('up2', "ALTER EXTENSION matchmaking UPDATE TO '0.3'");
-is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.3' from 0.2 succeeds") or diag $err;
+($rc, $out, $err) = $node->psql('up2', "ALTER EXTENSION matchmaking UPDATE TO '0.4'");
+is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.4' from 0.2 succeeds") or diag $err;
 is($node->safe_psql('up2', $tickets_02), $before_02, '0.2 tickets unchanged by the upgrade');
 is(schema_dump('up2') eq $fresh_schema ? 'same' : 'different', 'same',
-	'pg_dump of the schema upgraded from 0.2 = a fresh 0.3');
+	'pg_dump of the schema upgraded from 0.2 = a fresh 0.4');
 # 0.2 released matched players when their match formed: they may search
 # again; the searching ones are still held
 is( $node->safe_psql(
@@ -267,10 +267,21 @@ is( $node->safe_psql(
 	SELECT pg_temp.try($$SELECT mm.create_ticket('duel', '[{"id": "c", "attributes": {"skill": 3000}}]',
 					   '2026-01-01 00:03:00+00')$$);}),
 	"ok\n23505", 'a player of a 0.2 match may search; a searching player is held');
-# and the 0.3 lifecycle works on a 0.2 match
+# and the lifecycle works on a 0.2 match
 $node->safe_psql('up2', q{SELECT mm.complete_match(id, '2026-01-01 00:30:00+00') FROM mm.matches WHERE queue = 'ffa'});
 is($node->safe_psql('up2', q{SELECT status FROM mm.matches WHERE queue = 'ffa'}), 'completed',
 	'a 0.2 match can be completed');
+
+# --- 0.3 -> 0.4: a database filled through 0.3's API
+$node->safe_psql('postgres', 'CREATE DATABASE up3');
+$node->safe_psql('up3', "CREATE EXTENSION matchmaking VERSION '0.3'");
+$node->safe_psql('up3', mm_scenario_sql());
+my $before_03 = $node->safe_psql('up3', $tickets_02);
+($rc, $out, $err) = $node->psql('up3', "ALTER EXTENSION matchmaking UPDATE TO '0.4'");
+is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.4' from 0.3 succeeds") or diag $err;
+is($node->safe_psql('up3', $tickets_02), $before_03, '0.3 tickets unchanged by the upgrade');
+is(schema_dump('up3') eq $fresh_schema ? 'same' : 'different', 'same',
+	'pg_dump of the schema upgraded from 0.3 = a fresh 0.4');
 
 $node->stop;
 done_testing();
