@@ -4,6 +4,8 @@
 # core under AddressSanitizer/UBSan (test/sanitize).
 #   bash test/run-tests.sh            # everything
 #   MM_SUITES="regress" bash test/run-tests.sh   # a subset: regress isolation tap sanitize
+#   MM_REGRESS="setup tickets" MM_ISOLATION="backfill" MM_TAP="test/t/050_upgrade.pl" \
+#     bash test/run-tests.sh                     # named tests of each suite (developers)
 source "$(dirname "$0")/scripts/common.sh"
 
 mm_init 54329
@@ -48,7 +50,7 @@ for suite in $suites; do
 			status=1
 			failed=$((failed + 1))
 		fi
-		tests=$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-REGRESS)
+		tests=${MM_REGRESS:-$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-REGRESS)}
 		if ! mm_as_user "$MM_PGXS_DIR/src/test/regress/pg_regress" --inputdir=. \
 			--bindir="$MM_BINDIR" --dbname=contrib_regression $tests 2>&1 | tee regress.log; then
 			status=1
@@ -57,7 +59,7 @@ for suite in $suites; do
 		count_results regress.log
 		;;
 	isolation)
-		tests=$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-ISOLATION)
+		tests=${MM_ISOLATION:-$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-ISOLATION)}
 		[ -z "$tests" ] && continue
 		mm_log "isolation specs"
 		if ! mm_as_user "$MM_PGXS_DIR/src/test/isolation/pg_isolation_regress" --inputdir=test \
@@ -69,7 +71,7 @@ for suite in $suites; do
 		count_results isolation.log
 		;;
 	tap)
-		tests=$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-PROVE_TESTS)
+		tests=${MM_TAP:-$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-PROVE_TESTS)}
 		[ -z "$tests" ] && continue
 		mm_log "TAP tests"
 		rm -rf tmp_check; mm_as_user mkdir -p tmp_check
