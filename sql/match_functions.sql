@@ -190,6 +190,109 @@ SELECT count(*) AS searching FROM mm.tickets WHERE queue = 'mf_nested' AND statu
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game..x"}');
 SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "\"mf_game"}');
 
+-- A match function runs as the role that named it, never as whoever ticks:
+-- an admin's function ticked by a superuser cannot make anyone superuser.
+CREATE ROLE mf_admin LOGIN IN ROLE mm_admin;
+CREATE ROLE mf_eve LOGIN;
+CREATE SCHEMA mf_owned AUTHORIZATION mf_admin;
+SET ROLE mf_admin;
+CREATE TABLE mf_owned.calls (run_as text, superuser boolean, search_path text, escalation text);
+-- no SET search_path: the tick gives it pg_catalog, pg_temp
+CREATE FUNCTION mf_owned.escalate(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	outcome text := 'done';
+BEGIN
+	BEGIN
+		EXECUTE 'ALTER ROLE mf_eve SUPERUSER';
+	EXCEPTION WHEN insufficient_privilege THEN
+		outcome := 'denied (' || SQLSTATE || ')';
+	END;
+	INSERT INTO mf_owned.calls
+	SELECT current_user, r.rolsuper, current_setting('search_path'), outcome
+	  FROM pg_roles r WHERE r.rolname = current_user;
+	RETURN QUERY SELECT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'))
+	 WHERE jsonb_array_length(tickets) >= 2;
+END $$;
+SELECT mm.create_queue('mf_author', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_owned.escalate"}');
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_author';
+-- naming another role to run as is ignored: the writer is who it runs as
+UPDATE mm.queues SET match_function_role = 'mf_eve' WHERE name = 'mf_author';
+UPDATE mm.queues SET match_function_role = session_user WHERE name = 'mf_author';
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_author';
+-- a function in a temporary schema is refused
+CREATE FUNCTION pg_temp.mf_tmp(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE sql AS $$ SELECT NULL::jsonb WHERE false $$;
+SELECT mm.validate_queue_config('{"match_size": {"min": 2, "max": 2}, "match_function": "pg_temp.mf_tmp"}');
+SELECT mm.alter_queue('mf_author', '{"match_size": {"min": 2, "max": 2}, "match_function": "pg_temp.mf_tmp"}');
+DROP FUNCTION pg_temp.mf_tmp(text, jsonb, timestamptz);
+RESET ROLE;
+-- the superuser ticks: the function runs as mf_admin, restricted
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_author', '[{"id": "au1"}]', '2026-01-01 00:02:00+00'),
+  ('mf_author', '[{"id": "au2"}]', '2026-01-01 00:02:01+00');
+SELECT mm.tick('mf_author', '2026-01-01 00:02:05+00') AS matches;
+SELECT * FROM mf_owned.calls;
+SELECT rolsuper AS eve_is_superuser FROM pg_roles WHERE rolname = 'mf_eve';
+-- the superuser changing another key keeps the function's role ...
+SELECT mm.alter_queue('mf_author', '{"match_size": {"min": 2, "max": 3}, "match_function": "mf_owned.escalate"}');
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_author';
+-- ... and a role that cannot call the function cannot name it (42501)
+CREATE FUNCTION mf_game.closed(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE sql SET search_path = pg_catalog AS $$
+  SELECT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'))
+   WHERE jsonb_array_length(tickets) >= 2 $$;
+REVOKE EXECUTE ON FUNCTION mf_game.closed(text, jsonb, timestamptz) FROM PUBLIC;
+SET ROLE mf_admin;
+SELECT mm.create_queue('mf_closed', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.closed"}');
+RESET ROLE;
+GRANT USAGE ON SCHEMA mf_game TO mm_admin;
+SET ROLE mf_admin;
+SELECT mm.create_queue('mf_closed', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.closed"}');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION mf_game.closed(text, jsonb, timestamptz) TO mf_admin;
+SET ROLE mf_admin;
+SELECT mm.create_queue('mf_closed', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.closed"}');
+RESET ROLE;
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_closed', '[{"id": "cl1"}]', '2026-01-01 00:03:00+00'),
+  ('mf_closed', '[{"id": "cl2"}]', '2026-01-01 00:03:01+00'),
+  ('mf_closed', '[{"id": "cl3"}]', '2026-01-01 00:03:02+00'),
+  ('mf_closed', '[{"id": "cl4"}]', '2026-01-01 00:03:03+00');
+SELECT mm.tick('mf_closed', '2026-01-01 00:03:05+00') AS matches;
+-- the role loses its right to call it: the queue's tick fails, as that role
+REVOKE EXECUTE ON FUNCTION mf_game.closed(text, jsonb, timestamptz) FROM mf_admin;
+\set VERBOSITY terse
+SELECT mm.tick('mf_closed', '2026-01-01 00:03:06+00');
+\set VERBOSITY default
+SELECT count(*) AS still_searching FROM mm.tickets WHERE queue = 'mf_closed' AND status = 'searching';
+-- the role is dropped: the tick says so and what to do
+CREATE ROLE mf_gone LOGIN IN ROLE mm_admin;
+GRANT EXECUTE ON FUNCTION mf_game.closed(text, jsonb, timestamptz) TO mf_gone;
+SET ROLE mf_gone;
+SELECT mm.create_queue('mf_orphan', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_game.closed"}');
+RESET ROLE;
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_orphan';
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_orphan', '[{"id": "or1"}]', '2026-01-01 00:04:00+00'),
+  ('mf_orphan', '[{"id": "or2"}]', '2026-01-01 00:04:01+00');
+REVOKE EXECUTE ON FUNCTION mf_game.closed(text, jsonb, timestamptz) FROM mf_gone;
+DROP ROLE mf_gone;
+SELECT mm.tick('mf_orphan', '2026-01-01 00:04:05+00');
+-- named again by an admin, it runs as that admin
+SET ROLE mf_admin;
+SELECT mm.alter_queue('mf_orphan', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_owned.escalate"}');
+RESET ROLE;
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_orphan';
+SELECT mm.tick('mf_orphan', '2026-01-01 00:04:06+00') AS matches;
+SELECT mm.drop_queue('mf_author', force => true);
+SELECT mm.drop_queue('mf_closed', force => true);
+SELECT mm.drop_queue('mf_orphan', force => true);
+DROP SCHEMA mf_owned CASCADE;
+REVOKE USAGE ON SCHEMA mf_game FROM mm_admin;
+DROP ROLE mf_admin;
+DROP ROLE mf_eve;
+
 SELECT mm.drop_queue('mf_ffa', force => true);
 SELECT mm.drop_queue('mf_pair', force => true);
 SELECT mm.drop_queue('mf_nested', force => true);

@@ -29,7 +29,10 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "parser/parse_func.h"
+#include "catalog/namespace.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -162,6 +165,10 @@ MmLookupMatchFunction(const char *name, MmJsonPath *path)
 	if (!OidIsValid(fn))
 		MatchFunctionError(path, ERRCODE_UNDEFINED_FUNCTION,
 						   psprintf("function %s(text, jsonb, timestamptz) does not exist", name));
+	/* a session's temporary function would vanish, or stand in for another */
+	if (isAnyTempNamespace(get_func_namespace(fn)))
+		MatchFunctionError(path, ERRCODE_INVALID_PARAMETER_VALUE,
+						   psprintf("function %s is in a temporary schema", name));
 	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for function %u", fn);
@@ -497,9 +504,45 @@ CompareProposals(const void *a, const void *b)
 	return pa->row - pb->row;
 }
 
+char *
+MmMatchFunctionRoleForWrite(const char *function, const char *old_function,
+							const char *given_role, const char *old_role)
+{
+	Oid			writer = GetUserId();
+	Oid			given;
+	Oid			fn;
+	AclResult	aclresult;
+
+	if (function == NULL)
+		return NULL;
+	/* the same function, the role column untouched: its author stays */
+	if (old_function != NULL && strcmp(function, old_function) == 0 &&
+		((given_role == NULL && old_role == NULL) ||
+		 (given_role != NULL && old_role != NULL && strcmp(given_role, old_role) == 0)))
+		return old_role ? pstrdup(old_role) : NULL;
+	/* a role named in the row (a restore): only one the writer could act as */
+	given = given_role ? get_role_oid(given_role, true) : InvalidOid;
+	if (OidIsValid(given) && (old_role == NULL || strcmp(given_role, old_role) != 0) &&
+		has_privs_of_role(writer, given))
+		return pstrdup(given_role);
+
+	/* the writer names the function: it must be able to call it */
+	fn = MmLookupMatchFunction(function, NULL);
+	aclresult = pg_namespace_aclcheck(get_func_namespace(fn), writer, ACL_USAGE);
+	if (aclresult == ACLCHECK_OK)
+		aclresult = pg_proc_aclcheck(fn, writer, ACL_EXECUTE);
+	if (aclresult != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("match_function: permission denied for function %s", function),
+				 errdetail("The match function runs as the role that names it, \"%s\", which may not call it.",
+						   GetUserNameFromId(writer, false))));
+	return GetUserNameFromId(writer, false);
+}
+
 MmSearchResult *
 MmRunMatchFunction(const MmRuleContext *context, const char *queue, const char *function,
-				   bool rules_apply, const MmTicket *tickets, Jsonb *const *players,
+				   const char *role, bool rules_apply, const MmTicket *tickets, Jsonb *const *players,
 				   const TimestampTz *created, int ntickets, TimestampTz now,
 				   char ***properties)
 {
@@ -510,6 +553,10 @@ MmRunMatchFunction(const MmRuleContext *context, const char *queue, const char *
 	Oid			argtypes[3] = {TEXTOID, JSONBOID, TIMESTAMPTZOID};
 	Datum		values[3];
 	char	   *sql;
+	Oid			role_id;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
 	Proposal  **proposals;
 	Proposal  **valid;
 	bool	   *used;
@@ -531,7 +578,35 @@ MmRunMatchFunction(const MmRuleContext *context, const char *queue, const char *
 	values[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(TicketsJson(tickets, players, created,
 																		  ntickets)));
 	values[2] = TimestampTzGetDatum(now);
+
+	/*
+	 * User code runs with its author's rights, never the ticker's: as the
+	 * role that named it, in a security-restricted operation (no SET ROLE,
+	 * no temporary objects) with a search_path of its own, as PostgreSQL
+	 * runs index expressions and REFRESH MATERIALIZED VIEW as the owner.  An
+	 * error aborts the (sub)transaction, which restores both.
+	 */
+	if (role == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("match_function of queue \"%s\" has no role to run as", queue),
+				 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin.")));
+	role_id = get_role_oid(role, true);
+	if (!OidIsValid(role_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("match_function of queue \"%s\" runs as role \"%s\", which no longer exists",
+						queue, role),
+				 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin.")));
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(role_id, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	rc = SPI_execute_with_args(sql, 3, argtypes, values, NULL, false, MM_MAX_PROPOSALS + 1);
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 	MemoryContextSwitchTo(caller);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "running match_function %s failed: %s", function, SPI_result_code_string(rc));

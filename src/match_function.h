@@ -22,7 +22,18 @@
 extern Oid	MmLookupMatchFunction(const char *name, MmJsonPath *path);
 
 /*
- * Calls the queue's match function with its searching tickets (their
+ * The role a queue's match function runs as, for the row being written to
+ * mm.queues (the queues_validate trigger): NULL without a match function; the
+ * role kept when the function stays the same; a role named in the row that
+ * the writer has the privileges of (a restore); else the writer, who must be
+ * able to execute the function.
+ */
+extern char *MmMatchFunctionRoleForWrite(const char *function, const char *old_function,
+										 const char *given_role, const char *old_role);
+
+/*
+ * Calls the queue's match function, as role (the one that named it, in a
+ * restricted security context with a safe search_path), with its searching tickets (their
  * players' jsonb and creation times alongside), checks every proposal and
  * resolves overlaps by score.  Returns the matches to write, in the shape of
  * the search's result (SPI must be connected); *properties receives each
@@ -30,7 +41,7 @@ extern Oid	MmLookupMatchFunction(const char *name, MmJsonPath *path);
  * mm.match_function_stats().
  */
 extern MmSearchResult *MmRunMatchFunction(const MmRuleContext *context, const char *queue,
-										  const char *function, bool rules_apply,
+										  const char *function, const char *role, bool rules_apply,
 										  const MmTicket *tickets, Jsonb *const *players,
 										  const TimestampTz *created, int ntickets,
 										  TimestampTz now, char ***properties);

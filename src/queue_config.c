@@ -1645,10 +1645,37 @@ mm_rule_threshold(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));
 }
 
+/* The config's "match_function" of a row of mm.queues, or NULL. */
+static char *
+RowMatchFunction(HeapTuple tuple, TupleDesc tupdesc)
+{
+	bool		isnull;
+	Datum		config = heap_getattr(tuple, SPI_fnumber(tupdesc, "config"), tupdesc, &isnull);
+	JsonbValue	v;
+
+	if (isnull ||
+		getKeyJsonValueFromContainer(&DatumGetJsonbP(config)->root, "match_function",
+									 strlen("match_function"), &v) == NULL ||
+		v.type != jbvString)
+		return NULL;
+	return pnstrdup(v.val.string.val, v.val.string.len);
+}
+
+/* A text column of a row of mm.queues, or NULL. */
+static char *
+RowText(HeapTuple tuple, TupleDesc tupdesc, int col)
+{
+	bool		isnull;
+	Datum		value = heap_getattr(tuple, col, tupdesc, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(value);
+}
+
 /*
  * BEFORE INSERT OR UPDATE row trigger on mm.queues: validates the name and
- * the config of every write, also direct INSERT/UPDATE, and keeps
- * updated_at current on UPDATE.
+ * the config of every write, also direct INSERT/UPDATE, keeps updated_at
+ * current on UPDATE, and sets the role the match function runs as
+ * (MmMatchFunctionRoleForWrite).
  */
 Datum
 mm_queues_validate(PG_FUNCTION_ARGS)
@@ -1692,6 +1719,28 @@ mm_queues_validate(PG_FUNCTION_ARGS)
 	(void) MmParseQueueConfig(DatumGetJsonbP(value));
 	MemoryContextSwitchTo(old_context);
 	MemoryContextDelete(parse_context);
+
+	/* 0.4 on: the role the match function runs as */
+	{
+		int			col = SPI_fnumber(tupdesc, "match_function_role");
+
+		if (col > 0)
+		{
+			bool		update = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event);
+			HeapTuple	old_tuple = trigdata->tg_trigtuple;
+			char	   *role;
+			bool		role_null;
+			Datum		role_value;
+
+			role = MmMatchFunctionRoleForWrite(RowMatchFunction(tuple, tupdesc),
+											   update ? RowMatchFunction(old_tuple, tupdesc) : NULL,
+											   RowText(tuple, tupdesc, col),
+											   update ? RowText(old_tuple, tupdesc, col) : NULL);
+			role_null = role == NULL;
+			role_value = role_null ? (Datum) 0 : CStringGetTextDatum(role);
+			tuple = heap_modify_tuple_by_cols(tuple, tupdesc, 1, &col, &role_value, &role_null);
+		}
+	}
 
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 	{

@@ -126,7 +126,8 @@ typedef enum MmSchemaVersion
 	MM_SCHEMA_NONE,
 	MM_SCHEMA_01,
 	MM_SCHEMA_02,
-	MM_SCHEMA_03
+	MM_SCHEMA_03,
+	MM_SCHEMA_04
 } MmSchemaVersion;
 
 static MmSchemaVersion PlansForSchema = MM_SCHEMA_NONE;
@@ -198,7 +199,8 @@ FreePlans(void)
 
 /*
  * The version of schema mm's layout: 0.1 has no mm.tickets_active partition,
- * 0.3 has the index of proposed matches' deadlines.
+ * 0.3 has the index of proposed matches' deadlines, 0.4 the role that named
+ * a queue's match function.
  */
 static MmSchemaVersion
 InstalledSchema(void)
@@ -209,7 +211,9 @@ InstalledSchema(void)
 		return MM_SCHEMA_01;
 	if (!OidIsValid(get_relname_relid("matches_proposed_deadline", namespace)))
 		return MM_SCHEMA_02;
-	return MM_SCHEMA_03;
+	if (get_attnum(get_relname_relid("queues", namespace), "match_function_role") == InvalidAttrNumber)
+		return MM_SCHEMA_03;
+	return MM_SCHEMA_04;
 }
 
 /*
@@ -249,7 +253,11 @@ PreparePlans(void)
 	 * SHARE).
 	 */
 	KeepPlan(&PlanQueueConfig,
-			 "SELECT config FROM mm.queues WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE",
+			 schema >= MM_SCHEMA_04 ?
+			 "SELECT config, match_function_role FROM mm.queues"
+			 " WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE" :
+			 "SELECT config, NULL::pg_catalog.text FROM mm.queues"
+			 " WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE",
 			 1, text1);
 	KeepPlan(&PlanQueueNames, "SELECT name FROM mm.queues ORDER BY name", 0, NULL);
 	if (schema01)
@@ -1616,6 +1624,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 	int			ntickets;
 	MmSearchResult *result;
 	const char *match_function;
+	char	   *match_function_role;
 	LoadedRaw	raw = {NULL, NULL};
 	char	  **properties = NULL;
 	instr_time	start;
@@ -1655,6 +1664,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 	}
 	config_jsonb = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0],
 													SPI_tuptable->tupdesc, 1, &isnull));
+	match_function_role = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	SPI_freetuptable(SPI_tuptable);
 	config = MmParseQueueConfig(config_jsonb);
 
@@ -1672,7 +1682,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (match_function)
-		result = MmRunMatchFunction(&context, queue, match_function,
+		result = MmRunMatchFunction(&context, queue, match_function, match_function_role,
 									!ConfigIsFalse(config_jsonb, "rules_apply_to_proposals"),
 									tickets, raw.players, raw.created, ntickets, now, &properties);
 	else
