@@ -116,5 +116,33 @@ command_ok([ $node->installed_command('pg_restore'), '-d', $node->connstr('resto
 is($node->safe_psql('restored', "SELECT match_function_role FROM mm.queues WHERE name = 'duel'"),
 	'game_admin', 'the restored queue runs its function as the admin, not the restoring superuser');
 
+# --- a 0.3 database: its match function waits for the update, then runs as
+# the function's owner
+$node->safe_psql('postgres', 'CREATE DATABASE old');
+$node->safe_psql('old', "CREATE EXTENSION matchmaking VERSION '0.3'");
+$node->safe_psql('old', 'CREATE SCHEMA game AUTHORIZATION game_admin');
+$node->safe_psql('old', q{
+	CREATE FUNCTION game.pairs(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+	LANGUAGE sql AS $$
+	  SELECT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'),
+								'properties', jsonb_build_object('by', current_user))
+	   WHERE jsonb_array_length(tickets) >= 2 $$;
+}, extra_params => $as_admin);
+$node->safe_psql('old', q{
+	SELECT mm.create_queue('duel', '{"match_size": {"min": 2, "max": 2}, "match_function": "game.pairs"}');
+	SELECT mm.create_ticket('duel', '[{"id": "o1"}]', '2026-01-01 00:00:00+00');
+	SELECT mm.create_ticket('duel', '[{"id": "o2"}]', '2026-01-01 00:00:01+00');
+});
+my ($rc, $out, $err) = $node->psql('old', "SELECT mm.tick('duel', '2026-01-01 00:00:05+00')");
+like($err, qr/has a match_function, which this library runs only on schema 0\.4/,
+	'a 0.3 database does not run its match function before the update');
+$node->safe_psql('old', 'ALTER EXTENSION matchmaking UPDATE');
+is($node->safe_psql('old', "SELECT match_function_role FROM mm.queues WHERE name = 'duel'"),
+	'game_admin', "after the update it runs as the function's owner");
+is($node->safe_psql('old', q{
+	SELECT mm.tick('duel', '2026-01-01 00:00:06+00');
+	SELECT properties ->> 'by' FROM mm.matches WHERE queue = 'duel'}),
+	"1\ngame_admin", 'and the superuser\'s tick runs it as that owner');
+
 $node->stop;
 done_testing();
