@@ -87,10 +87,11 @@ SELECT l.label, t.status, jsonb_array_length(t.players) AS player_count, t.creat
   FROM label l JOIN mm.tickets t ON t.id = l.id ORDER BY t.created_at, l.label;
 
 -- Results, all reported within the hour (E's match formed before it, at 10:00).
+-- C's prediction is a coin flip (0.5: equal ratings), so it names no favourite.
 --  match  winner                         favourite  p     duration  reported
 --  A      blue                           blue       0.76  20 min    11:35
 --  B      red                            blue       0.76  30 min    11:55
---  C      ranks red 2, blue 1 -> blue    red        0.50  10 min    11:59
+--  C      ranks red 2, blue 1 -> blue    (red)      0.50  10 min    11:59
 --  D      red                            red        0.64  20 min    11:30
 --  E      ranks 1 and 1 (draw)           red        0.55  60 min    11:50
 -- The queue is copied from the match, whatever the insert says.
@@ -106,10 +107,10 @@ SELECT l.id, 'not_this_queue', r.winner, r.ranks::jsonb, r.favourite, r.p, r.dur
 	   AS r (label, winner, ranks, favourite, p, duration, reported)
   JOIN match_label l ON l.label = r.label;
 SELECT l.label, r.queue FROM mm.match_results r JOIN match_label l ON l.id = r.match_id ORDER BY l.label;
--- Leavers: A starts 11:10:10 and lasts 20 min, so its first 20% ends 11:14:10:
--- leaving at 11:12 is early.  B: 11:21 + 6 min = 11:27, leaving at 11:27 is
--- not (strictly before).  D: 11:05 + 4 min, leaving at 11:20 is not.
--- E: 10:00 + 12 min, leaving at 10:05 is early.
+-- Leavers (every one a leave): A starts 11:10:10 and lasts 20 min, so its
+-- first 20% ends 11:14:10: leaving at 11:12 is an early quit.  B: 11:21 +
+-- 6 min = 11:27, leaving at 11:27 is not (strictly before).  D: 11:05 +
+-- 4 min, leaving at 11:20 is not.  E: 10:00 + 12 min, leaving at 10:05 is.
 UPDATE mm.match_players mp SET left_at = ('2041-06-15 ' || v.at || '+00')::timestamptz
   FROM (VALUES ('t1', '11:12:00'), ('t3', '11:27:00'), ('t12', '11:20:00'), ('t15', '10:05:00')) v (label, at)
   JOIN label l ON l.label = v.label
@@ -142,17 +143,16 @@ SELECT mm.result_winner('blue', NULL) AS named, mm.result_winner(NULL, '{"a": 1,
 -- (searching 180 s), t14 (cancelled after 180 s) = 5 of 9 = 0.555556; t8
 -- (cancelled after 30 s) and t10 (searching 60 s) have none yet.
 -- Timeouts in the hour: t7; cancellations: t8, t14 (t13 was at 10:10).
+-- Every figure is rounded to 3 decimals: the fill rate 5 / 9 shows as 0.556.
 SELECT searching_tickets, searching_players, oldest_wait_s, tickets_matched,
-	   round(time_to_match_avg_s::numeric, 6) AS avg, round(time_to_match_p50_s::numeric, 6) AS p50,
-	   round(time_to_match_p95_s::numeric, 6) AS p95, round(time_to_match_p99_s::numeric, 6) AS p99,
-	   round(fill_rate::numeric, 6) AS fill_rate, fill_rate_tickets, timeouts, cancellations
+	   time_to_match_avg_s AS avg, time_to_match_p50_s AS p50, time_to_match_p95_s AS p95,
+	   time_to_match_p99_s AS p99, fill_rate, fill_rate_tickets, timeouts, cancellations
   FROM mm.ticket_metrics('metrics_q', '1 hour', '2041-06-15 12:00:00+00');
 -- Over the last 30 minutes (11:30, 12:00]: matched t5 180, t6 60: average
 -- 120, p50 120, p95 60 + 0.95 * 120 = 174, p99 60 + 0.99 * 120 = 178.8;
 -- verdicts t5 t6 t7 t9 t14, in time t6: 1 of 5 = 0.2.
-SELECT tickets_matched, round(time_to_match_avg_s::numeric, 6) AS avg,
-	   round(time_to_match_p50_s::numeric, 6) AS p50, round(time_to_match_p95_s::numeric, 6) AS p95,
-	   round(time_to_match_p99_s::numeric, 6) AS p99, round(fill_rate::numeric, 6) AS fill_rate,
+SELECT tickets_matched, time_to_match_avg_s AS avg, time_to_match_p50_s AS p50,
+	   time_to_match_p95_s AS p95, time_to_match_p99_s AS p99, fill_rate,
 	   fill_rate_tickets, timeouts, cancellations
   FROM mm.ticket_metrics('metrics_q', '30 minutes', '2041-06-15 12:00:00+00');
 -- At 11:58:30 only t9 is searching (t10 comes at 11:59), for 90 s.
@@ -160,8 +160,7 @@ SELECT searching_tickets, searching_players, oldest_wait_s
   FROM mm.ticket_metrics('metrics_q', '1 hour', '2041-06-15 11:58:30+00');
 -- The per queue form; the empty queue has zeros and no times.
 SELECT queue, searching_tickets, searching_players, oldest_wait_s, tickets_matched,
-	   round(time_to_match_p95_s::numeric, 6) AS p95, round(fill_rate::numeric, 6) AS fill_rate,
-	   timeouts, cancellations
+	   time_to_match_p95_s AS p95, fill_rate, timeouts, cancellations
   FROM mm.queue_stats('1 hour', '2041-06-15 12:00:00+00') WHERE queue LIKE 'metrics%' ORDER BY queue;
 -- the view: the same columns over the last hour of the real clock
 SELECT queue, tickets_matched FROM mm.queue_stats WHERE queue LIKE 'metrics%' ORDER BY queue;
@@ -185,23 +184,37 @@ SELECT count(*), count(skill_spread), count(team_skill_gap)
 -- (200 + 200 + 0 + 100) / 4 = 125; latency (20 + 30 + 40 + 70) / 4 = 40,
 -- worst (30 + 40 + 50 + 80) / 4 = 50.
 -- Results reported in the hour: A B C D E = 5.  With a known winner and a
--- favourite: A (won), B (lost), C (lost), D (won): 2 / 4 = 0.5 against
--- (0.76 + 0.76 + 0.5 + 0.64) / 4 = 0.665 predicted: 16.5 points apart.
--- Early quits: t1's player (A) and t15's (E), 2 of the 10 players = 0.2.
-SELECT matches, players_per_match, round(quality_avg::numeric, 6) AS quality,
-	   skill_spread_avg, team_skill_gap_avg, latency_avg_ms, worst_latency_avg_ms, results,
-	   favourite_win_rate, round(favourite_predicted_rate::numeric, 6) AS predicted,
-	   round(win_rate_balance_points::numeric, 6) AS balance_points, early_quits, early_quit_rate
+-- favourite: A (won), B (lost), D (won): 2 / 3 = 0.667 against
+-- (0.76 + 0.76 + 0.64) / 3 = 0.72 predicted: 5.333 points apart.  C's
+-- prediction was a coin flip (0.5), one coin_flip_results: counted as a
+-- favourite that lost, it made the gap 16.5 points.
+-- Leaves: t1's, t3's, t12's and t15's players, 4 of the 10 players = 0.4;
+-- early quits: t1's (A) and t15's (E), 2 of the 10 = 0.2.
+-- No proposal or requeue in this queue (see metrics_life below).
+SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg,
+	   latency_avg_ms, worst_latency_avg_ms, results, favourite_win_rate,
+	   favourite_predicted_rate AS predicted, win_rate_balance_points AS balance_points,
+	   coin_flip_results AS coin_flips, leaves, leave_rate, early_quits, early_quit_rate,
+	   proposals_rejected, proposals_expired, matches_requeued
   FROM mm.match_metrics('metrics_q', '1 hour', '2041-06-15 12:00:00+00');
-SELECT queue, matches, results, early_quits
+SELECT queue, matches, results, coin_flip_results, leaves, early_quits
   FROM mm.match_stats('1 hour', '2041-06-15 12:00:00+00') WHERE queue LIKE 'metrics%' ORDER BY queue;
+-- A new rating pool: everyone at the same rating, every prediction a coin
+-- flip.  No favourite, so no win-rate figures (counted as favourites, the
+-- sides mm.report_result names first in a tie, they measured only how often
+-- that side won: 0 to 50 points "missed" on a fair pool).
+BEGIN;
+UPDATE mm.match_results SET favourite_win_probability = 0.5 WHERE queue = 'metrics_q';
+SELECT results, favourite_win_rate, favourite_predicted_rate, win_rate_balance_points, coin_flip_results
+  FROM mm.match_metrics('metrics_q', '1 hour', '2041-06-15 12:00:00+00');
+ROLLBACK;
 SELECT queue, matches FROM mm.match_stats WHERE queue LIKE 'metrics%' ORDER BY queue;
 
 -- Per minute.  11:18 to 11:21: t4 arrives at 11:19 and t3 at 11:20, both
 -- matched at 11:21 (60 and 120 s: average 90, p95 60 + 0.95 * 60 = 117) in
 -- match B (quality 0.8); searching at the end of each minute: 0, 1, 2, 0.
 SELECT minute, tickets_created, tickets_matched, time_to_match_avg_s,
-	   round(time_to_match_p95_s::numeric, 6) AS p95, matches, quality_avg, timeouts,
+	   time_to_match_p95_s AS p95, matches, quality_avg, timeouts,
 	   cancellations, searching_at_end
   FROM mm.queue_stats_by_minute('metrics_q', '2041-06-15 11:18:30+00', '2041-06-15 11:22:00+00');
 -- 11:40 to 11:42: t7 arrives at 11:40 and times out at 11:42.
@@ -211,7 +224,7 @@ SELECT minute, tickets_created, timeouts, cancellations, searching_at_end
 -- p95 60 + 0.95 * 120 = 174) in C (quality 1), t14 cancelled at 11:48; t8
 -- arrives and is cancelled within 11:50, so never searching at a minute's end.
 SELECT minute, tickets_created, tickets_matched, time_to_match_avg_s,
-	   round(time_to_match_p95_s::numeric, 6) AS p95, matches, quality_avg, timeouts,
+	   time_to_match_p95_s AS p95, matches, quality_avg, timeouts,
 	   cancellations, searching_at_end
   FROM mm.queue_stats_by_minute('metrics_q', '2041-06-15 11:48:00+00', '2041-06-15 11:52:00+00');
 -- 11:56 to 11:59: t9 at 11:57, t10 at 11:59, both still searching.
@@ -262,7 +275,7 @@ SELECT metric, value, target, meets_target
 SELECT metric, target, meets_target
   FROM mm.health_report('metrics_q', '1 hour', '2041-06-15 12:00:00+00', min_quality => 0.9,
 						max_time_to_match_p95_s => 1800, min_matched_within_2_min_pct => NULL,
-						max_latency_avg_ms => 40, max_early_quit_pct => 20, max_win_rate_gap_points => 16.5)
+						max_latency_avg_ms => 40, max_early_quit_pct => 20, max_win_rate_gap_points => 5.333)
  WHERE target IS NOT NULL OR metric = 'matched within 2 minutes (%)';
 -- an empty queue: no figures, so no verdicts
 SELECT * FROM mm.health_report('metrics_hidden', '1 hour', '2041-06-15 12:00:00+00');
@@ -391,9 +404,51 @@ SELECT mm.drop_queue('metrics_past', force => true);
 -- one stored duration near the end of the range makes no metric fail
 BEGIN;
 UPDATE mm.match_results SET duration = '1500000 years' WHERE queue = 'metrics_q';
-SELECT results, early_quits, round(early_quit_rate::numeric, 4) AS early_quit_rate
+SELECT results, early_quits, early_quit_rate
   FROM mm.match_metrics('metrics_q', '1 hour', '2041-06-15 12:00:00+00');
 ROLLBACK;
+
+-- Proposals rejected and expired, matches requeued: the real lifecycle, on
+-- 2041-06-16.  A proposal of la1 and la2 is rejected by la1 at 11:00:20;
+-- la2 and lb1 are proposed at 11:01:10 and nobody answers by the deadline
+-- (11:01:40): the tick at 11:02 cancels it.  In metrics_requeue, a ready
+-- match is requeued at 11:30 (the director's reason: "server crashed").
+SELECT mm.create_queue('metrics_life', '{"match_size": {"min": 2, "max": 2}, "acceptance_timeout_seconds": 30}');
+SELECT mm.create_queue('metrics_requeue', '{"match_size": {"min": 2, "max": 2}}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('metrics_life', '[{"id": "la1"}]', '2041-06-16 11:00:00+00'),
+  ('metrics_life', '[{"id": "la2"}]', '2041-06-16 11:00:01+00'),
+  ('metrics_requeue', '[{"id": "lr1"}]', '2041-06-16 11:00:00+00'),
+  ('metrics_requeue', '[{"id": "lr2"}]', '2041-06-16 11:00:00+00');
+SELECT mm.tick('metrics_life', '2041-06-16 11:00:10+00');
+SELECT mm.accept_match(mp.match_id, 'la1', false, '2041-06-16 11:00:20+00')
+  FROM mm.match_players mp WHERE mp.queue = 'metrics_life' AND mp.player_id = 'la1';
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('metrics_life', '[{"id": "lb1"}]', '2041-06-16 11:01:00+00');
+SELECT mm.tick('metrics_life', '2041-06-16 11:01:10+00');
+SELECT mm.tick('metrics_life', '2041-06-16 11:02:00+00');
+SELECT mm.tick('metrics_requeue', '2041-06-16 11:00:10+00');
+SELECT cardinality(mm.requeue_match(m.id, 'server crashed', '2041-06-16 11:30:00+00')) AS requeued_tickets
+  FROM mm.matches m WHERE m.queue = 'metrics_requeue';
+SELECT queue, status, cancel_reason, updated_at FROM mm.matches
+ WHERE queue IN ('metrics_life', 'metrics_requeue') ORDER BY id;
+SELECT queue, matches, proposals_rejected, proposals_expired, matches_requeued
+  FROM mm.match_stats('1 hour', '2041-06-16 12:00:00+00') WHERE queue IN ('metrics_life', 'metrics_requeue')
+ ORDER BY queue;
+-- by when they were cancelled: the window (11:01, 11:31] holds the expiry
+-- and the requeue, not the rejection at 11:00:20
+SELECT proposals_rejected, proposals_expired, matches_requeued
+  FROM mm.match_metrics(NULL, '30 minutes', '2041-06-16 11:31:00+00');
+-- a live match the tick cancels as expired, or a proposal a cancelled
+-- ticket ended, is no requeue
+BEGIN;
+UPDATE mm.matches SET cancel_reason = 'expired' WHERE queue = 'metrics_requeue';
+UPDATE mm.matches SET cancel_reason = 'ticket_cancelled' WHERE queue = 'metrics_life' AND cancel_reason = 'rejected';
+SELECT proposals_rejected, proposals_expired, matches_requeued
+  FROM mm.match_metrics(NULL, '1 hour', '2041-06-16 12:00:00+00');
+ROLLBACK;
+SELECT mm.drop_queue('metrics_life', force => true);
+SELECT mm.drop_queue('metrics_requeue', force => true);
 
 SELECT mm.drop_queue('metrics_q', force => true);
 SELECT mm.drop_queue('metrics_hidden');

@@ -7,7 +7,10 @@
  * when it next widens; how many tickets pass the rule against this one
  * (a pair's step is that of its older ticket, as in the search); the rules
  * that block its nearest candidates (ranked as the search ranks them); and
- * the wait the queue's last hour suggests.  Read-only, no locks.
+ * an estimated wait with what it rests on: the queue's last hour when
+ * searching tickets fit it now, the time until its rules have widened
+ * enough for them, or none (null, with the reason) when nothing searching
+ * can fit it (docs/metrics.md, "Estimated wait").  Read-only, no locks.
  */
 #include "postgres.h"
 
@@ -95,17 +98,20 @@ NextChange(const MmRuleConfig *rule, double age)
 	return hi;
 }
 
-/* Whether a candidate passes a ticket rule against the ticket, alone. */
+/*
+ * Whether a candidate passes a ticket rule against the ticket, alone, `later`
+ * seconds from now (both a little older).
+ */
 static bool
-PairPasses(const MmRuleContext *context, int r, const MmRuleHandler *handler, MmRuleState *state,
-		   const MmTicket *self, const MmTicket *cand)
+PairPassesAt(const MmRuleContext *context, int r, const MmRuleHandler *handler, MmRuleState *state,
+			 const MmTicket *self, const MmTicket *cand, double later)
 {
 	const MmRuleConfig *rule = &context->config->rules[r];
 	bool		on;
 	int			step;
 	double		threshold;
 
-	RuleAt(rule, Max(self->age_seconds, cand->age_seconds), &on, &step, &threshold);
+	RuleAt(rule, Max(self->age_seconds, cand->age_seconds) + later, &on, &step, &threshold);
 	if (!on)
 		return true;
 	if (self->values[r].kind == MM_VALUE_MISSING || cand->values[r].kind == MM_VALUE_MISSING)
@@ -115,12 +121,158 @@ PairPasses(const MmRuleContext *context, int r, const MmRuleHandler *handler, Mm
 	return handler->can_add(context, state, &cand->values[r], threshold);
 }
 
+/* Whether a candidate passes a ticket rule against the ticket, alone, now. */
+static bool
+PairPasses(const MmRuleContext *context, int r, const MmRuleHandler *handler, MmRuleState *state,
+		   const MmTicket *self, const MmTicket *cand)
+{
+	return PairPassesAt(context, r, handler, state, self, cand, 0);
+}
+
 /* A rule that can be judged on a pair of tickets. */
 static bool
 PairRule(const MmRuleConfig *rule, const MmRuleHandler *handler)
 {
 	return handler->scope == MM_SCOPE_TICKETS && rule->type != MM_RULE_COMPOUND &&
 		handler->can_add != NULL && handler->add != NULL;
+}
+
+/*
+ * A rule that decides, on a pair, whether the two can ever play together: a
+ * pair rule that is not part of a compound (a compound may accept a pair one
+ * of its rules refuses).
+ */
+static bool
+FitRule(const MmRuleConfig *rule, const MmRuleHandler *handler)
+{
+	return PairRule(rule, handler) && !rule->in_compound;
+}
+
+/*
+ * Whether the searching tickets could make up a match with the ticket `later`
+ * seconds from now, as far as the pair rules tell: the ticket's players and
+ * those of every candidate that passes each of them against it reach the
+ * match's minimum then.  Team rules, compounds and the candidates' fit with
+ * each other are left to the search, so this can only be too hopeful.  As
+ * the rules only widen with age, once true it stays true.
+ */
+static bool
+FitsAt(const MmRuleContext *context, const MmRuleHandler **handlers, MmRuleState *states,
+	   const MmTicket *tickets, int ntickets, int self, double later)
+{
+	const MmQueueConfig *config = context->config;
+	int			need = MmMatchMinAt(config, tickets[self].age_seconds + later);
+	int			players = tickets[self].nplayers;
+
+	for (int i = 0; i < ntickets && players < need; i++)
+	{
+		bool		fits = true;
+
+		if (i == self)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		for (int r = 0; r < config->nrules && fits; r++)
+			if (FitRule(&config->rules[r], handlers[r]))
+				fits = PairPassesAt(context, r, handlers[r], &states[r], &tickets[self], &tickets[i],
+									later);
+		if (fits)
+			players += tickets[i].nplayers;
+	}
+	return players >= need;
+}
+
+/*
+ * The estimated wait (the members "estimated_wait_seconds", "estimate_basis"
+ * and "estimate_reason"): with the tickets searching now the ticket fits a
+ * match now (the queue's recent median wait minus its age, at least 0), or
+ * once its rules have widened (the time until then), or not at all (null,
+ * with the reason: a value it lacks, or no fitting ticket).
+ */
+static void
+AppendEstimate(StringInfo out, const MmRuleContext *context, const MmRuleHandler **handlers,
+			   MmRuleState *states, const MmTicket *tickets, int ntickets, int self,
+			   double median, TimestampTz now)
+{
+	const MmQueueConfig *config = context->config;
+	const MmTicket *t = &tickets[self];
+	int64		lo,
+				hi;
+
+	/* a value the ticket lacks for a rule that stays on: nobody passes it */
+	for (int r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+		bool		on;
+		int			step;
+		double		threshold;
+
+		if (!FitRule(rule, handlers[r]) || t->values[r].kind != MM_VALUE_MISSING)
+			continue;
+		RuleAt(rule, t->age_seconds + MM_EXPLAIN_HORIZON_SECONDS, &on, &step, &threshold);
+		if (!on)
+			continue;
+		appendStringInfoString(out, ", \"estimated_wait_seconds\": null, \"estimate_basis\": \"unknown\""
+							   ", \"estimate_reason\": ");
+		{
+			StringInfoData reason;
+
+			initStringInfo(&reason);
+			appendStringInfo(&reason, "the ticket has no value for rule \"%s\", which stays on: "
+							 "it cannot match until its players' values change", rule->name);
+			escape_json(out, reason.data);
+		}
+		return;
+	}
+
+	if (FitsAt(context, handlers, states, tickets, ntickets, self, 0))
+	{
+		if (median >= 0)
+		{
+			appendStringInfo(out, ", \"estimated_wait_seconds\": %.3f, \"estimate_basis\": \"recent_matches\""
+							 ", \"estimate_reason\": ", Max(0.0, median - t->age_seconds));
+			escape_json(out, "searching tickets fit it now: the queue's median wait of the last hour "
+						"minus the ticket's age");
+		}
+		else
+		{
+			appendStringInfoString(out, ", \"estimated_wait_seconds\": null, \"estimate_basis\": \"unknown\""
+								   ", \"estimate_reason\": ");
+			escape_json(out, "searching tickets fit it now, but no ticket of the queue was matched in "
+						"the hour before now to estimate from");
+		}
+		return;
+	}
+	if (!FitsAt(context, handlers, states, tickets, ntickets, self, MM_EXPLAIN_HORIZON_SECONDS))
+	{
+		appendStringInfoString(out, ", \"estimated_wait_seconds\": null, \"estimate_basis\": \"unknown\""
+							   ", \"estimate_reason\": ");
+		escape_json(out, "no searching ticket fits it, now or once its rules have widened (within a "
+					"week): it waits for new players");
+		return;
+	}
+	/* the first whole millisecond at which it fits: it does not at lo, does at hi */
+	lo = 0;
+	hi = (int64) (MM_EXPLAIN_HORIZON_SECONDS * 1000);
+	while (hi - lo > 1)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+
+		if (FitsAt(context, handlers, states, tickets, ntickets, self, mid / 1000.0))
+			hi = mid;
+		else
+			lo = mid;
+	}
+	appendStringInfo(out, ", \"estimated_wait_seconds\": %.3f, \"estimate_basis\": \"rules_widen\""
+					 ", \"estimate_reason\": ", hi / 1000.0);
+	{
+		StringInfoData reason;
+
+		initStringInfo(&reason);
+		appendStringInfo(&reason, "no searching ticket fits it now; its rules have widened enough for "
+						 "the tickets searching now at %s",
+						 timestamptz_to_str(now + hi * 1000));
+		escape_json(out, reason.data);
+	}
 }
 
 PG_FUNCTION_INFO_V1(mm_explain_ticket);
@@ -401,10 +553,10 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 	}
 	appendStringInfoString(&out, "], \"recent_median_wait_seconds\": ");
 	if (median >= 0)
-		appendStringInfo(&out, "%.3f, \"estimated_wait_seconds\": %.3f", median,
-						 Max(0.0, median - tickets[self].age_seconds));
+		appendStringInfo(&out, "%.3f", median);
 	else
-		appendStringInfoString(&out, "null, \"estimated_wait_seconds\": null");
+		appendStringInfoString(&out, "null");
+	AppendEstimate(&out, &context, handlers, states, tickets, ntickets, self, median, now);
 	appendStringInfoChar(&out, '}');
 
 	if ((rc = SPI_finish()) != SPI_OK_FINISH)

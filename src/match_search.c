@@ -151,6 +151,17 @@ typedef struct SearchState
 	MmSearchResult *result;
 	int64	   *rule_passed;	/* = result's: per rule, candidate checks passed */
 	int64	   *rule_failed;	/* ... and failed (mm.rule_stats) */
+	/*
+	 * The counts take one pass per anchor and age: the first greedy pass over
+	 * its candidates (Gather) and the team check of what it gathered.  Later
+	 * passes (other team sizes, the exhaustive search) try the same
+	 * candidates again and are not counted, nor is the anchor's pass of its
+	 * own check (it is no candidate; its failure, a missing value, is).
+	 */
+	bool		counting;
+	bool		checking_anchor;
+	int			alive;			/* tickets in the pool */
+	int			window_excluded;	/* alive tickets outside the anchor's window */
 	int			matches_allocated;
 } SearchState;
 
@@ -226,6 +237,7 @@ static void
 RemoveTicket(SearchState *s, int i)
 {
 	s->dead[i] = true;
+	s->alive--;
 	s->next_age[i] = i + 1;
 	if (s->main_rule >= 0)
 	{
@@ -407,6 +419,7 @@ SearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int 
 		s->balance_rule = nrules;
 
 	s->dead = palloc0(sizeof(bool) * ntickets);
+	s->alive = ntickets;
 	s->next_age = palloc(sizeof(int) * (ntickets + 1));
 	for (i = 0; i <= ntickets; i++)
 		s->next_age[i] = i;
@@ -557,6 +570,7 @@ CandidatesStart(SearchState *s)
 	s->walk_cursor = s->anchor + 1;
 	s->walk_budget = -1;		/* unlimited */
 	s->windowed = false;
+	s->window_excluded = 0;
 	if (s->main_rule < 0 || !s->rule_on[s->main_rule])
 		return;
 	v = &s->tickets[s->anchor].values[s->main_rule];
@@ -582,6 +596,8 @@ CandidatesStart(SearchState *s)
 		int			hi = LowerBound(s, s->window_hi, true);
 		long		alive = FenwickPrefix(s->fenwick, hi) - FenwickPrefix(s->fenwick, lo) + s->alive_any;
 
+		/* the pool's other tickets: outside the window, or without a value */
+		s->window_excluded = s->alive - (int) alive;
 		if (alive <= 32)
 			CollectWindow(s, s->walk_cursor);
 		else
@@ -907,10 +923,11 @@ TicketFits(SearchState *s, MmRuleState *states, const MmTicket *t)
 			 !s->fit_can_add[k] (s->context, &states[r], &t->values[r],
 								 s->rule_threshold[r])))
 		{
-			s->rule_failed[r]++;
+			if (s->counting)
+				s->rule_failed[r]++;
 			return false;
 		}
-		if (s->fit_can_add[k] != NULL)
+		if (s->fit_can_add[k] != NULL && s->counting && !s->checking_anchor)
 			s->rule_passed[r]++;
 	}
 	for (int k = 0; k < s->ncompound; k++)
@@ -920,10 +937,12 @@ TicketFits(SearchState *s, MmRuleState *states, const MmTicket *t)
 		if (!MmCompoundCanAdd(s->context, &s->config->rules[r], states,
 							  t->values, s->rule_on, s->rule_threshold))
 		{
-			s->rule_failed[r]++;
+			if (s->counting)
+				s->rule_failed[r]++;
 			return false;
 		}
-		s->rule_passed[r]++;
+		if (s->counting && !s->checking_anchor)
+			s->rule_passed[r]++;
 	}
 	return true;
 }
@@ -1047,9 +1066,15 @@ Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 	}
 	s->nchosen = 0;
 	s->chosen_players = 0;
-	if (s->tickets[s->anchor].nplayers > target ||
-		!TicketFits(s, s->states, &s->tickets[s->anchor]))
+	if (s->tickets[s->anchor].nplayers > target)
 		return 0;
+	s->checking_anchor = true;
+	if (!TicketFits(s, s->states, &s->tickets[s->anchor]))
+	{
+		s->checking_anchor = false;
+		return 0;
+	}
+	s->checking_anchor = false;
 	if (sizes != NULL && s->tickets[s->anchor].nplayers > 1 &&
 		!PartiesFit(s, sizes, s->tickets[s->anchor].nplayers))
 		return 0;
@@ -1060,7 +1085,15 @@ Gather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 		int			np;
 
 		if (i < 0)
+		{
+			/*
+			 * Every candidate was considered: the tickets outside the main
+			 * rule's window were rejected by that rule without a check.
+			 */
+			if (s->counting && s->window_excluded > 0)
+				s->rule_failed[s->main_rule] += s->window_excluded;
 			break;
+		}
 		/* one anchor may scan a large pool, for each target size */
 		if ((k & 4095) == 4095)
 			CHECK_FOR_INTERRUPTS();
@@ -1250,10 +1283,12 @@ CheckTeamRules(SearchState *s, double *closeness_sum, double *weight_sum)
 			continue;
 		if (!s->handlers[r]->check_teams(rule, r, &view, s->rule_threshold[r], &c))
 		{
-			s->rule_failed[r]++;
+			if (s->counting)
+				s->rule_failed[r]++;
 			return false;
 		}
-		s->rule_passed[r]++;
+		if (s->counting)
+			s->rule_passed[r]++;
 		*closeness_sum += rule->weight * c;
 		*weight_sum += rule->weight;
 	}
@@ -1685,6 +1720,8 @@ SearchAtAge(SearchState *s, double age)
 	}
 	CandidatesStart(s);
 	RankCandidates(s);
+	/* mm.rule_stats: the first pass over the candidates counts */
+	s->counting = true;
 
 	if (config->nteams == 0)
 	{
@@ -1692,9 +1729,12 @@ SearchAtAge(SearchState *s, double age)
 		bool		packing_skipped;
 		double		closeness_sum,
 					weight_sum;
+		bool		formed;
 
-		if (Gather(s, config->match_max, NULL, &packing_skipped) >= s->match_min &&
-			FinalHolds(s, s->states))
+		formed = Gather(s, config->match_max, NULL, &packing_skipped) >= s->match_min &&
+			FinalHolds(s, s->states);
+		s->counting = false;
+		if (formed)
 		{
 			EmitMatch(s, 0, 0);
 			return true;
@@ -1722,6 +1762,7 @@ SearchAtAge(SearchState *s, double age)
 		got = Gather(s, total, s->team_size, &packing_skipped);
 		if (got < total)
 		{
+			s->counting = false;
 			/*
 			 * A smaller target gathers the same tickets, up to got players,
 			 * unless other team sizes would have let a party in.
@@ -1732,10 +1773,15 @@ SearchAtAge(SearchState *s, double age)
 		}
 		if (!FinalHolds(s, s->states) ||
 			!TryTeams(s, s->team_size, &closeness_sum, &weight_sum))
+		{
+			s->counting = false;
 			continue;
+		}
+		s->counting = false;
 		EmitMatch(s, closeness_sum, weight_sum);
 		return true;
 	}
+	s->counting = false;
 
 	/* the greedy formed nothing: search exhaustively, largest match first */
 	for (total = config->match_max; total >= s->match_min; total--)

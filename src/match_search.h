@@ -43,7 +43,10 @@ typedef struct MmSearchResult
 	 * Per rule of the queue (nrules entries): how many times a candidate
 	 * ticket (ticket rules) or a candidate match's teams (team rules) passed
 	 * and failed the rule's check; a candidate is checked rule by rule and
-	 * stops at the first rule it fails.  For mm.rule_stats.
+	 * stops at the first rule it fails.  Each anchor's first pass over its
+	 * candidates counts (docs/metrics.md, "Rule statistics"); the tickets the
+	 * main difference rule's window leaves out count as its failures.  For
+	 * mm.rule_stats.
 	 */
 	int			nrules;
 	int64	   *rule_passed;
