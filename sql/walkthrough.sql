@@ -51,6 +51,10 @@ SELECT queue, searching_players, oldest_wait_s, tickets_matched,
 
 SELECT metric, value, target, meets_target
   FROM mm.health_report('ranked', '1 hour', '2026-11-22 12:01:00+00');
+
+SELECT mm.complete_match(1, '2026-11-22 12:30:00+00');
+SELECT mm.cancel_ticket(4);
+SELECT id, status FROM mm.tickets ORDER BY id;
 -- end of the README's blocks
 \c :regress_database
 DROP DATABASE mm_walkthrough;

@@ -4,7 +4,9 @@
 # Classic, Survival, Practice and the multi-mode "All" (each ticket lists the
 # modes it will play; a compound rule; see FlexMatchAllConfig in mm_sim.c).
 # Like FlexMatch's, the replay asks the players to accept each match (10 s;
-# each accepts with probability 0.9), and the games end with a reported result.
+# each player accepts with probability 0.9, where FlexMatch's figures fit 0.9
+# per match: the output says so under its table), and the games end with a
+# reported result.
 #   bash test/sim/flexmatch.sh                 # seed 1
 #   bash test/sim/flexmatch.sh --seed 7        # any mm_sim options
 #   bash test/sim/flexmatch.sh --acceptance-timeout 0   # without the acceptance step
@@ -44,4 +46,4 @@ if [ "${MM_SIM_CHECK:-0}" = 1 ]; then
 		exit 1
 	fi
 fi
-mm_log "chart: $MM_WORKDIR/flexmatch-chart.html"
+mm_log "chart (ours, with FlexMatch's published average times dashed): $MM_WORKDIR/flexmatch-chart.html"

@@ -14,6 +14,9 @@
 
 #define lengthof(array) (sizeof(array) / sizeof((array)[0]))
 
+/* Second 0 of a run in simulated time (mm_sim.c's SIM_DEFAULT_EPOCH); a real-time run starts at the wall clock. */
+#define SIMULATED_EPOCH 1767225600.0
+
 /* Reads one queue's figures for the tickets this run created. */
 void
 SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *f)
@@ -61,6 +64,13 @@ SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFigures *f)
 	PQclear(res);
 	free(ids);
 }
+
+/*
+ * The acceptance step of the run, as SimPrintFigures was told it, for the
+ * chart written after it (< 0: not known).
+ */
+static double report_accept_rate = -1;
+static double report_acceptance_timeout = -1;
 
 /* A time column: seconds with one decimal, or "-" when there is none. */
 static void
@@ -133,13 +143,32 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 {
 	int			i;
 	bool		any_proposals = false;
+	long		proposals_total = 0,
+				proposals_failed = 0;
+	int			largest = 0;
 
+	report_accept_rate = accept_rate;
+	report_acceptance_timeout = acceptance_timeout;
 	printf("\n%s\n", command_line);
+	if (flexmatch)
+	{
+		char		ours[128];
+
+		/* what differs, over the columns it applies to */
+		if (acceptance_timeout > 0)
+			snprintf(ours, sizeof(ours),
+					 "ours: acceptance per PLAYER (each accepts with probability %.2f within %.0f s)",
+					 accept_rate, acceptance_timeout);
+		else
+			snprintf(ours, sizeof(ours), "ours: no acceptance step");
+		printf("%-110s | %s\n", ours,
+			   "FlexMatch, published: acceptance 0.9 within 10 s (its figures fit 0.9 per MATCH)");
+	}
 	printf("%-22s %7s %9s %9s %9s %9s %9s %7s %7s %13s", "queue", "tickets", "completed",
 		   "timed out", "cancelled", "avg wait", "p95 wait", "matches", "quality",
 		   "not accepted");
 	if (flexmatch)
-		printf(" | %-26s", "FlexMatch: completed/failed, avg wait");
+		printf(" | %s", "completed/failed, avg wait");
 	printf("\n");
 	for (i = 0; i < nqueues; i++)
 	{
@@ -165,6 +194,10 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 		else
 			snprintf(proposals, sizeof(proposals), "-");
 		printf(" %13s", proposals);
+		proposals_total += f.proposals;
+		proposals_failed += f.proposals_failed;
+		if (q->max_team > largest)
+			largest = q->max_team;
 		if (flexmatch)
 		{
 			printf(" | ");
@@ -185,10 +218,25 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 	if (any_proposals)
 		printf("not accepted: proposed matches that a player rejected or let time out (of all proposed);"
 			   " players accept with probability %.2f\n", accept_rate);
-	if (flexmatch)
-		printf("FlexMatch: Amazon GameLift FlexMatch's published simulation (acceptance rate 0.9, 10 s);"
-			   " ours %s; FlexMatch's failed = our timed out + cancelled. It did not publish p95 or quality.\n",
-			   acceptance_timeout > 0 ? "with the same acceptance step" : "WITHOUT an acceptance step");
+	if (!flexmatch)
+		return;
+	printf("FlexMatch: Amazon GameLift FlexMatch's published simulation, the same rules and traffic;"
+		   " its failed = our timed out + cancelled; it published no p95 and no quality.\n");
+	if (acceptance_timeout > 0)
+	{
+		printf("Not like for like: ours asks every PLAYER (probability %.2f each), so a match of n players"
+			   " is accepted by all of them %.2f^n of the time (%.0f%% for 10 players, %.0f%% for %d);"
+			   " %ld of our %ld proposals (%.0f%%) were accepted.\n",
+			   accept_rate, accept_rate, 100 * pow(accept_rate, 10), 100 * pow(accept_rate, 2 * largest),
+			   2 * largest, proposals_total - proposals_failed, proposals_total,
+			   proposals_total > 0 ? 100.0 * (proposals_total - proposals_failed) / proposals_total : 0);
+		printf("FlexMatch's 829 completed / 11 failed fit about 0.9 per MATCH, so fewer of our tickets complete"
+			   " by construction. Closer to it: --accept-rate 0.99 (about 0.9 per 10-player match), or"
+			   " --acceptance-timeout 0 (docs/demo-and-simulator.md).\n");
+	}
+	else
+		printf("Not like for like: FlexMatch's run had an acceptance step (0.9, 10 s), this one has none;"
+			   " whether FlexMatch's times include the answers is not published.\n");
 }
 
 /* ------------------------------------------------------------------ chart */
@@ -246,9 +294,13 @@ WriteSvg(FILE *out, const char *title, const char *unit, Series *series, int nse
 	if (!quality)
 	{
 		for (s = 0; s < nseries; s++)
+		{
 			for (i = 0; i < series[s].n; i++)
 				if (series[s].wait[i] > ymax)
 					ymax = series[s].wait[i];
+			if (queues[s].published_avg_seconds > ymax)
+				ymax = queues[s].published_avg_seconds;
+		}
 		if (ymax <= 0)
 			ymax = 1;
 		step = NiceStep(ymax, 5);
@@ -310,6 +362,18 @@ WriteSvg(FILE *out, const char *title, const char *unit, Series *series, int nse
 					CHART_TOP + ph - (y - ymin) / (ymax - ymin) * ph);
 		}
 		fprintf(out, "\"/>\n");
+		/* FlexMatch's published average time to match: a dashed line of the queue's colour */
+		if (!quality && queues[s].published_avg_seconds >= 0)
+		{
+			double		y = CHART_TOP + ph - (queues[s].published_avg_seconds - ymin) / (ymax - ymin) * ph;
+
+			fprintf(out, "<line x1=\"%d\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\""
+					" stroke-width=\"1.4\" stroke-dasharray=\"6 4\"/>"
+					"<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"%s\">FlexMatch %.1f s</text>\n",
+					CHART_LEFT, CHART_LEFT + pw, y, y, color,
+					CHART_LEFT + pw - 4 - (double) (s % 4) * 110, y - 3, color,
+					queues[s].published_avg_seconds);
+		}
 		/* the legend sits in the top margin, above the plot */
 		fprintf(out, "<rect x=\"%.0f\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
 				"<text x=\"%.0f\" y=\"%d\">%s</text>\n",
@@ -317,6 +381,17 @@ WriteSvg(FILE *out, const char *title, const char *unit, Series *series, int nse
 				CHART_LEFT + 14 + (double) (s % 4) * 170, 13 + (s / 4) * 13,
 				queues[s].name);
 	}
+	/* the dashed lines' legend entry, after the queues' */
+	for (i = 0; i < nseries && !quality; i++)
+		if (queues[i].published_avg_seconds >= 0)
+		{
+			fprintf(out, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%d\" y2=\"%d\" stroke=\"#555\" stroke-width=\"1.4\""
+					" stroke-dasharray=\"6 4\"/><text x=\"%.0f\" y=\"%d\">FlexMatch's published average</text>\n",
+					CHART_LEFT + (double) (nseries % 4) * 170, CHART_LEFT + (double) (nseries % 4) * 170 + 18,
+					9 + (nseries / 4) * 13, 9 + (nseries / 4) * 13,
+					CHART_LEFT + 22 + (double) (nseries % 4) * 170, 13 + (nseries / 4) * 13);
+			break;
+		}
 	fprintf(out, "</svg>\n");
 }
 
@@ -331,6 +406,8 @@ SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
 {
 	Series	   *series = calloc(nqueues, sizeof(Series));
 	FILE	   *out;
+	bool		published = false;
+	const char *title;
 	double		span = run_seconds;
 	double		bucket;
 	int			q,
@@ -409,34 +486,79 @@ SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
 		free(ids);
 	}
 
+	for (q = 0; q < nqueues; q++)
+		if (queues[q].published_avg_seconds >= 0 || queues[q].published_completed >= 0)
+			published = true;
+	/* what the page shows, in its title: the replay, or a run of its own */
+	if (published)
+		title = "FlexMatch's benchmark replayed in simulated time, against FlexMatch's published times";
+	else if (epoch == SIMULATED_EPOCH)
+		title = "Matchmaking simulation in simulated time";
+	else
+		title = "Live matchmaking in real time (pg_cron ticks every queue once a second)";
+
 	out = fopen(path, "w");
 	if (out == NULL)
 		SimFatal("cannot write %s", path);
-	fprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>matchmaking simulation</title>\n"
+	fprintf(out, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n"
 			"<style>body{font-family:sans-serif;margin:2em;color:#222}"
 			"table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
 			"td:first-child,th:first-child{text-align:left}</style></head><body>\n"
-			"<h1>matchmaking simulation</h1>\n"
-			"<p>Each point: the tickets matched in a %.0f-second window, plotted at the middle of the window.</p>\n",
-			bucket);
+			"<h1>%s</h1>\n<p>Queues:",
+			title, title);
+	for (q = 0; q < nqueues; q++)
+		fprintf(out, "%s %s", q > 0 ? "," : "", queues[q].name);
+	fprintf(out, ". Each point: the tickets matched in a %.0f-second window, plotted at the middle of the window%s.</p>\n",
+			bucket, published ? "; a dashed line: FlexMatch's published average time to match of the queue's rule set" : "");
+	if (published)
+	{
+		if (report_acceptance_timeout > 0)
+			fprintf(out, "<p><b>Not like for like:</b> here every player accepts a proposed match with probability %.2f"
+					" (within %.0f s), so a match of n players is accepted by all of them %.2f<sup>n</sup> of the time"
+					" (%.0f%% for 10 players); FlexMatch's published figures (acceptance 0.9, 10 s) fit about 0.9 per match."
+					" Our times include the answers and the proposals that failed before; fewer of our tickets complete."
+					" See docs/demo-and-simulator.md.</p>\n",
+					report_accept_rate, report_acceptance_timeout, report_accept_rate,
+					100 * pow(report_accept_rate, 10));
+		else if (report_acceptance_timeout == 0)
+			fprintf(out, "<p><b>Not like for like:</b> this run has no acceptance step; FlexMatch's published run had one"
+					" (0.9, 10 s), and whether its times include the answers is not published.</p>\n");
+	}
 	/* the axis ends with the last window */
 	span = ceil(span / bucket) * bucket;
-	WriteSvg(out, "Time to match", "average seconds in the queue", series, nqueues, queues, false,
-			 span / 60.0);
-	WriteSvg(out, "Match quality", "average quality (0..1)", series, nqueues, queues, true,
-			 span / 60.0);
+	WriteSvg(out, published ? "Time to match: ours (lines) and FlexMatch's published average (dashed)" : "Time to match",
+			 "average seconds in the queue", series, nqueues, queues, false, span / 60.0);
+	WriteSvg(out, published ? "Match quality (ours; FlexMatch published none)" : "Match quality",
+			 "average quality (0..1)", series, nqueues, queues, true, span / 60.0);
 	fprintf(out, "<h2>Per queue</h2>\n<table><tr><th>queue</th><th>tickets</th><th>completed</th>"
 			"<th>failed</th><th>cancelled or searching</th><th>avg wait (s)</th><th>p95 wait (s)</th>"
-			"<th>matches</th><th>quality</th></tr>\n");
+			"<th>matches</th><th>quality</th><th>proposals not accepted</th>%s</tr>\n",
+			published ? "<th>FlexMatch published: completed / failed</th><th>FlexMatch published: avg wait (s)</th>" : "");
 	for (q = 0; q < nqueues; q++)
 	{
 		SimQueueFigures f;
 
 		SimQueueFiguresLoad(conn, &queues[q], &f);
 		fprintf(out, "<tr><td>%s</td><td>%d</td><td>%ld</td><td>%ld</td><td>%ld</td>"
-				"<td>%.1f</td><td>%.1f</td><td>%ld</td><td>%.3f</td></tr>\n",
+				"<td>%.1f</td><td>%.1f</td><td>%ld</td><td>%.3f</td>",
 				queues[q].name, queues[q].nticket_ids, f.completed, f.failed,
 				f.cancelled + f.searching, f.avg_wait, f.p95_wait, f.matches, f.avg_quality);
+		if (f.proposals > 0)
+			fprintf(out, "<td>%ld of %ld</td>", f.proposals_failed, f.proposals);
+		else
+			fprintf(out, "<td>-</td>");
+		if (published)
+		{
+			if (queues[q].published_completed >= 0)
+				fprintf(out, "<td>%.0f / %.0f</td>", queues[q].published_completed, queues[q].published_failed);
+			else
+				fprintf(out, "<td>-</td>");
+			if (queues[q].published_avg_seconds >= 0)
+				fprintf(out, "<td>%.1f</td>", queues[q].published_avg_seconds);
+			else
+				fprintf(out, "<td>-</td>");
+		}
+		fprintf(out, "</tr>\n");
 	}
 	fprintf(out, "</table>\n</body></html>\n");
 	fclose(out);

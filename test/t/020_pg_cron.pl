@@ -5,7 +5,8 @@
 # whose tick is blocked across a minute boundary carries on through the next
 # minute (that minute's pg_cron run found it running); re-scheduling
 # replaces the job and stops the loop; unscheduling stops a running loop and
-# the ticking; dropping a queue removes its job; the retention job archives
+# the ticking; dropping a queue removes its job; a job handed to a login role
+# that can only tick (mm_ticker) forms matches; the retention job archives
 # old finished tickets.  The tick loop starts at once
 # (a background worker until the next minute boundary, then pg_cron's job:
 # test/t/090_first_tick.pl); the retention job runs at the next minute
@@ -217,6 +218,21 @@ is( $node->safe_psql(
 		'postgres', "SELECT count(*) FROM mm.tickets WHERE queue = 'duel' AND status = 'searching'"),
 	'2', 'after unscheduling, new tickets stay searching');
 
+# --- a job handed to a login role that can only tick (docs/scheduling.md):
+# a whole-minute schedule (no loop of ours ticks meanwhile), run by pg_cron at
+# the next minute boundary, which the retention job below waits for
+$node->safe_psql('postgres', 'CREATE ROLE game_ticker LOGIN IN ROLE mm_ticker');
+$node->safe_psql('postgres', "SELECT mm.create_queue('ticked', '$duel')");
+my $ticked_job = $node->safe_psql('postgres', "SELECT mm.schedule('ticked', '1 minute')");
+$node->safe_psql('postgres', "SELECT cron.alter_job($ticked_job, username => 'game_ticker')");
+is($node->safe_psql('postgres', "SELECT username FROM cron.job WHERE jobid = $ticked_job"),
+	'game_ticker', 'a superuser hands the job to a login role in mm_ticker');
+$node->safe_psql(
+	'postgres', q{
+	SELECT mm.create_ticket('ticked', '[{"id": "tk_1"}]');
+	SELECT mm.create_ticket('ticked', '[{"id": "tk_2"}]');
+});
+
 # --- dropping a queue removes its job
 $node->safe_psql('postgres', "SELECT mm.schedule('duel', '1 second')");
 $node->safe_psql('postgres', "SELECT mm.drop_queue('duel', force => true)");
@@ -235,6 +251,10 @@ is( $node->safe_psql(
 		"SELECT string_agg(status, ',') FROM mm.tickets_archive WHERE queue = 'spare'"),
 	'cancelled,cancelled',
 	'and archived');
+ok( defined wait_for(
+		"SELECT count(*) FROM mm.tickets WHERE queue = 'ticked' AND status = 'matched'", '2', 70),
+	'a job run by a login role in mm_ticker, and nothing else, forms matches');
+$node->safe_psql('postgres', "SELECT mm.drop_queue('ticked')");
 is($node->safe_psql('postgres', "SELECT mm.unschedule_retention()"),
 	't', 'mm.unschedule_retention');
 is($node->safe_psql('postgres', "SELECT count(*) FROM cron.job"), '0', 'no jobs left');
