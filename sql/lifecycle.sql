@@ -122,6 +122,40 @@ SELECT ticket_id = :ta AS is_a, ticket_status, match_id - :m0 AS match, match_st
   FROM mm.get_assignment(:ta);
 SELECT ticket_status, match_id, match_status FROM mm.get_assignment(:tb);
 SELECT count(*) FROM mm.get_assignment(-1);
+-- the frontend's form takes the ticket's token (derived from its id and the
+-- event key: 32 hex digits, one per ticket): the same row with the right
+-- one, 42501 for any other, whether or not the ticket exists
+SELECT mm.ticket_token(:ta) ~ '^[0-9a-f]{32}$' AS hex32, mm.ticket_token(:ta) = mm.ticket_token(:ta) AS stable,
+       mm.ticket_token(:ta) <> mm.ticket_token(:tb) AS per_ticket;
+SELECT ticket_id = :ta AS is_a, ticket_status, match_id - :m0 AS match, match_status, team, connection, properties
+  FROM mm.get_assignment(:ta, mm.ticket_token(:ta));
+SELECT ticket_status, match_id - :m0 AS match FROM mm.get_assignment(ticket_id => :tb, token => mm.ticket_token(:tb));
+SELECT count(*) FROM mm.get_assignment(-1, mm.ticket_token(-1));
+SELECT count(*) FROM mm.get_assignment(-1, mm.ticket_token(:ta));
+SELECT count(*) FROM mm.get_assignment(:ta, NULL);
+SELECT count(*) FROM mm.get_assignment(NULL, mm.ticket_token(:ta));
+\set VERBOSITY sqlstate
+SELECT count(*) FROM mm.get_assignment(-1, mm.ticket_token(:ta));
+SELECT count(*) FROM mm.get_assignment(:ta, mm.ticket_token(:tb));
+SELECT count(*) FROM mm.get_assignment(:ta, upper(mm.ticket_token(:ta)));
+SELECT count(*) FROM mm.get_assignment(:ta, mm.ticket_token(:ta) || '0');
+SELECT count(*) FROM mm.get_assignment(:ta, left(mm.ticket_token(:ta), 31));
+SELECT count(*) FROM mm.get_assignment(:ta, '');
+SELECT count(*) FROM mm.get_assignment(:ta, NULL);
+SELECT count(*) FROM mm.get_assignment(NULL, mm.ticket_token(:ta));
+\set VERBOSITY default
+SELECT mm.ticket_token_matches(:ta, mm.ticket_token(:ta)) AS matches,
+       mm.ticket_token_matches(:ta, overlay(mm.ticket_token(:ta) PLACING 'g' FROM 32)) AS last_digit_wrong;
+-- a new event key gives every ticket a new token: the old one is refused
+BEGIN;
+SELECT mm.ticket_token(:ta) AS old_token \gset
+UPDATE mm.event_key SET key = decode(repeat('ab', 32), 'hex');
+SELECT mm.ticket_token(:ta) <> :'old_token' AS new_token;
+\set VERBOSITY sqlstate
+SELECT count(*) FROM mm.get_assignment(:ta, :'old_token');
+\set VERBOSITY default
+ROLLBACK;
+SELECT count(*) AS old_token_again FROM mm.get_assignment(:ta, :'old_token');
 SELECT * FROM pg_temp.events(:m0);
 
 -- ---------------------------------------------------------------- requeue
@@ -133,6 +167,8 @@ SELECT pg_temp.held('lc_acc');
 SELECT * FROM pg_temp.events(:m0);
 SELECT mm.requeue_match(:m0 + 2, 'again', '2026-01-01 00:00:21+00');
 SELECT mm.requeue_match(:m0 + 2, '', '2026-01-01 00:00:21+00');
+-- a reason the extension cancels with is not a requeue's (metrics count requeues apart)
+SELECT mm.requeue_match(:m0 + 2, 'expired', '2026-01-01 00:00:21+00');
 
 -- ---------------------------------------------------------------- timeout
 -- proposed again; c accepts, a stays silent: at the deadline the tick
@@ -443,7 +479,33 @@ SELECT tickets_loaded, matches FROM mm.last_tick_stats() WHERE queue = 'lc_deadl
 ROLLBACK;
 SELECT count(*) AS searching FROM mm.tickets WHERE queue = 'lc_deadline' AND status = 'searching';
 
+-- ---------------------------------------------------------------- tokens
+-- mm.create_ticket_with_token: mm.create_ticket (same checks and errors),
+-- returning the ticket's token with its id, for one queue or several
+SELECT mm.create_queue('lc_token', '{"match_size": {"min": 2, "max": 2}}');
+SELECT ticket_id AS tk1, token AS tk1_token
+  FROM mm.create_ticket_with_token('lc_token', '[{"id": "tok1"}]', '2026-01-01 07:00:00+00') \gset
+SELECT ticket_id AS tk2, token AS tk2_token
+  FROM mm.create_ticket_with_token(ARRAY['lc_token', 'lc_plain'], '[{"id": "tok2"}]', '2026-01-01 07:00:01+00') \gset
+SELECT :'tk1_token' = mm.ticket_token(:tk1) AS token1, :'tk2_token' = mm.ticket_token(:tk2) AS token2,
+       t.queue, t.queues, t.status
+  FROM mm.tickets t WHERE t.id = :tk2;
+SELECT ticket_id = :tk1 AS is_tok1, ticket_status, match_id FROM mm.get_assignment(:tk1, :'tk1_token');
+SELECT mm.tick('lc_token', '2026-01-01 07:00:05+00');
+SELECT ticket_status, match_status, team FROM mm.get_assignment(:tk2, :'tk2_token');
+-- a requeued ticket keeps its id, and so its token
+SELECT mm.requeue_match(m.id, 'no server', '2026-01-01 07:00:10+00') = ARRAY[:tk1, :tk2]::bigint[] AS requeued
+  FROM mm.matches m WHERE m.queue = 'lc_token';
+SELECT ticket_status, match_id FROM mm.get_assignment(:tk1, :'tk1_token');
+\set VERBOSITY terse
+SELECT * FROM mm.create_ticket_with_token('lc_token', '[{"id": "tok1"}]', '2026-01-01 07:00:11+00');
+\set VERBOSITY default
+SELECT * FROM mm.create_ticket_with_token(ARRAY[NULL]::text[], '[{"id": "tok3"}]', '2026-01-01 07:00:11+00');
+SELECT * FROM mm.create_ticket_with_token('lc_token', '[{"id": "tok3"}]', NULL);
+SELECT * FROM pg_temp.events(:m0);
+
 SELECT dblink_disconnect('lc_listener');
+SELECT mm.drop_queue('lc_token', force => true);
 SELECT mm.drop_queue('lc_acc', force => true);
 SELECT mm.drop_queue('lc_plain', force => true);
 SELECT mm.drop_queue('lc_auto', force => true);

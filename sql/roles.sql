@@ -1,6 +1,6 @@
--- Least privilege: the group roles mm_frontend, mm_director, mm_analyst and
--- mm_admin, each tried at what it may and may not do.  A login role of each
--- is made here and dropped at the end.
+-- Least privilege: the group roles mm_frontend, mm_director, mm_analyst,
+-- mm_ticker and mm_admin, each tried at what it may and may not do.  A login
+-- role of each is made here and dropped at the end.
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never
 SELECT rolname, rolcanlogin, rolsuper, rolinherit
@@ -81,7 +81,19 @@ SELECT id AS mid FROM mm.matches WHERE queue = 'rl_q' \gset
 SELECT id AS ta FROM mm.tickets WHERE players @> '[{"id": "rl_a"}]' \gset
 SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.accept_match(%s, 'rl_a', true, '2026-03-01 00:00:06+00')$q$, :mid));
 SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.accept_match(%s, 'rl_bulk', true, '2026-03-01 00:00:06+00')$q$, :mid));
-SELECT pg_temp.as_role('rl_front', format('SELECT * FROM mm.get_assignment(%s)', :ta)) AS front_polls;
+-- a frontend reads an assignment with the ticket's token only: the id-only
+-- form (any ticket's join secrets) and the tokens themselves are not its
+SELECT pg_temp.as_role('rl_front', format('SELECT * FROM mm.get_assignment(%s, %L)', :ta, mm.ticket_token(:ta)))
+  AS front_polls;
+SELECT split_part(pg_temp.as_role('rl_front', format('SELECT * FROM mm.get_assignment(%s, %L)', :ta, mm.ticket_token(:ta + 1))), ' ', 1)
+  AS front_polls_wrong_token;
+SELECT pg_temp.as_role('rl_front', format('SELECT * FROM mm.get_assignment(%s)', :ta));
+SELECT pg_temp.as_role('rl_front', format('SELECT mm.ticket_token(%s)', :ta));
+SELECT pg_temp.as_role('rl_front', format('SELECT mm.ticket_token_matches(%s, %L)', :ta, mm.ticket_token(:ta)));
+SELECT pg_temp.as_role('rl_front', $q$SELECT token ~ '^[0-9a-f]{32}$' FROM mm.create_ticket_with_token('rl_q', '[{"id": "rl_tok"}]', '2026-03-01 00:00:07+00')$q$)
+  AS front_creates_with_token;
+SELECT pg_temp.as_role('rl_front', $q$SELECT token ~ '^[0-9a-f]{32}$' FROM mm.create_ticket_with_token(ARRAY['rl_q'], '[{"id": "rl_tok2"}]', '2026-03-01 00:00:07+00')$q$)
+  AS front_creates_with_token_queues;
 SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.assign(%s, 'udp://x')$q$, :mid));
 SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.complete_match(%s)$q$, :mid));
 SELECT pg_temp.as_role('rl_front', format($q$SELECT mm.requeue_match(%s, 'x')$q$, :mid));
@@ -94,6 +106,7 @@ SELECT pg_temp.as_role('rl_director', format($q$SELECT mm.assign(%s, 'udp://10.1
 SELECT pg_temp.as_role('rl_director', $q$SELECT count(*) FROM mm.matches JOIN mm.match_players ON match_id = id$q$)
   AS director_reads_matches;
 SELECT pg_temp.as_role('rl_director', format('SELECT * FROM mm.get_assignment(%s)', :ta)) AS director_polls;
+SELECT pg_temp.as_role('rl_director', format('SELECT mm.ticket_token(%s)', :ta)) AS director_reads_tokens;
 SELECT pg_temp.as_role('rl_director', format($q$SELECT mm.complete_match(%s, '2026-03-01 00:20:00+00')$q$, :mid));
 SELECT status FROM mm.matches WHERE id = :mid;
 SELECT pg_temp.as_role('rl_director', $q$SELECT mm.create_ticket('rl_q', '[{"id": "rl_c"}]')$q$);
@@ -103,6 +116,41 @@ SELECT pg_temp.as_role('rl_front', $q$SELECT * FROM mm.players$q$);
 SELECT pg_temp.as_role('rl_director', $q$SELECT * FROM mm.ratings$q$);
 SELECT pg_temp.as_role('rl_director', $q$SELECT mm.alter_queue('rl_q', '{"match_size": {"min": 2, "max": 2}}')$q$);
 SELECT pg_temp.as_role('rl_director', $q$DELETE FROM mm.matches$q$);
+
+-- the ticker ticks, and does nothing else: no ticket, no table, no queue
+CREATE ROLE rl_ticker LOGIN IN ROLE mm_ticker;
+SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.create_queue('rl_tq', '{"match_size": {"min": 2, "max": 2}}')$q$);
+SELECT FROM mm.create_ticket('rl_tq', '[{"id": "rl_t1"}]', '2026-03-01 00:00:01+00');
+SELECT FROM mm.create_ticket('rl_tq', '[{"id": "rl_t2"}]', '2026-03-01 00:00:02+00');
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT mm.tick('rl_tq', '2026-03-01 00:00:05+00')$q$) AS ticker_ticks;
+SELECT count(*) AS rl_tq_matches FROM mm.matches WHERE queue = 'rl_tq';
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT sum(matches) FROM mm.last_tick_stats()$q$) AS ticker_reads_its_stats;
+-- every queue at once (dated before any ticket of the other tests, so it
+-- changes nothing of theirs)
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT mm.tick(NULL, '1990-01-01 00:00:00+00')$q$) AS ticker_ticks_all;
+SELECT pg_temp.as_role('rl_director', $q$SELECT mm.tick('rl_tq', '1990-01-01 00:00:00+00')$q$) AS director_ticks;
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT mm.create_ticket('rl_tq', '[{"id": "rl_t3"}]')$q$);
+SELECT pg_temp.as_role('rl_ticker', $q$INSERT INTO mm.tickets (queue, players) VALUES ('rl_tq', '[{"id": "rl_t3"}]')$q$);
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT count(*) FROM mm.tickets$q$);
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT count(*) FROM mm.matches$q$);
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT count(*) FROM mm.queues$q$);
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT mm.alter_queue('rl_tq', '{"match_size": {"min": 3, "max": 3}}')$q$);
+SELECT pg_temp.as_role('rl_ticker', $q$UPDATE mm.queues SET config = config$q$);
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT mm.schedule('rl_tq')$q$);
+SELECT pg_temp.as_role('rl_ticker', format($q$SELECT mm.complete_match(%s)$q$, :mid));
+SELECT pg_temp.as_role('rl_ticker', $q$SELECT mm.notify_match_event('match_ready', 1, '{}')$q$);
+-- and runs the per-minute loop pg_cron runs: here a loop whose interval
+-- (1000 years) ends it after one tick, at the real time
+SELECT FROM mm.create_ticket('rl_tq', '[{"id": "rl_t3"}]', '2000-01-01 00:00:01+00');
+SELECT FROM mm.create_ticket('rl_tq', '[{"id": "rl_t4"}]', '2000-01-01 00:00:02+00');
+INSERT INTO mm.schedule_jobs (job_name, kind, queue, every, mode, cron_schedule)
+VALUES ('mm_tick:rl_tq', 'tick', 'rl_tq', '1000 years', 'loop', '* * * * *');
+SET ROLE rl_ticker;
+CALL mm.tick_loop('rl_tq');
+RESET ROLE;
+SELECT count(*) AS rl_tq_matches FROM mm.matches WHERE queue = 'rl_tq';
+DELETE FROM mm.schedule_jobs WHERE job_name = 'mm_tick:rl_tq';
+SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_tq', true)$q$) AS admin_drops_rl_tq;
 
 -- the analyst reads, never writes
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.tickets JOIN mm.matches m ON m.id = match_id$q$)
@@ -120,8 +168,8 @@ SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.drop_queue('rl_q', true)$q$);
 
 -- the event key is nobody's but the owner's
 SELECT r AS role, has_table_privilege(r, 'mm.event_key', 'SELECT') AS reads_event_key
-  FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_admin']) r;
+  FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_admin', 'mm_ticker']) r;
 
 SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_q', true)$q$) AS admin_drops;
 DELETE FROM mm.players WHERE id = 'rl_a';
-DROP ROLE rl_front, rl_director, rl_analyst, rl_admin;
+DROP ROLE rl_front, rl_director, rl_analyst, rl_admin, rl_ticker;

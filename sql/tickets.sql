@@ -132,6 +132,22 @@ SELECT mm.create_ticket('tk-teams', '[{"id": "tk-x1", "name": "bob"}]', '2026-01
 SELECT mm.create_ticket('tk-nope', '[{"id": "tk-x1"}]', '2026-01-01 10:00');
 SELECT mm.create_ticket('tk-teams', '[{"id": "tk-x1"}]', NULL);
 SELECT mm.create_ticket('tk-teams', NULL, '2026-01-01 10:00');
+-- a NULL argument is refused by the function: 22004 naming it, and for the
+-- queues the subscript of the NULL, first or later (INSERT and COPY meet the
+-- table's NOT NULL constraints: 23502, case 2 above)
+\set VERBOSITY sqlstate
+SELECT mm.create_ticket(NULL::text, '[{"id": "tk-x1"}]', '2026-01-01 10:00');
+SELECT mm.create_ticket(ARRAY[NULL]::text[], '[{"id": "tk-x1"}]', '2026-01-01 10:00');
+SELECT mm.create_ticket(ARRAY['tk-teams', NULL], '[{"id": "tk-x1"}]', '2026-01-01 10:00');
+\set VERBOSITY default
+SELECT mm.create_ticket(NULL::text, '[{"id": "tk-x1"}]', '2026-01-01 10:00');
+SELECT mm.create_ticket(ARRAY[NULL]::text[], '[{"id": "tk-x1"}]', '2026-01-01 10:00');
+SELECT mm.create_ticket(ARRAY['tk-teams', 'tk-ffa', NULL], '[{"id": "tk-x1"}]', '2026-01-01 10:00');
+SELECT mm.create_ticket('[0:1]={NULL,tk-teams}'::text[], '[{"id": "tk-x1"}]', '2026-01-01 10:00');
+SELECT mm.create_ticket(ARRAY[['tk-teams']], '[{"id": "tk-x1"}]', '2026-01-01 10:00');
+SELECT mm.create_ticket(ARRAY['tk-teams'], NULL, '2026-01-01 10:00');
+SELECT mm.create_ticket(ARRAY['tk-teams'], '[{"id": "tk-x1"}]', NULL);
+SELECT count(*) AS stray_tickets FROM mm.tickets WHERE players @> '[{"id": "tk-x1"}]';
 
 --
 -- One active ticket per player.

@@ -122,17 +122,16 @@ LoadKey(void)
 	return key_present;
 }
 
-/* HMAC-SHA256 of data under the key, as 64 lower-case hex digits plus NUL. */
+/* HMAC-SHA256 of data under the key (loaded). */
 static void
-ComputeSignature(const char *data, int length, char *hex)
+ComputeDigest(const char *data, int length, uint8 *digest)
 {
-	uint8		digest[PG_SHA256_DIGEST_LENGTH];
 	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
 
 	if (ctx == NULL ||
 		pg_hmac_init(ctx, key_bytes, key_length) < 0 ||
 		pg_hmac_update(ctx, (const uint8 *) data, length) < 0 ||
-		pg_hmac_final(ctx, digest, sizeof(digest)) < 0)
+		pg_hmac_final(ctx, digest, PG_SHA256_DIGEST_LENGTH) < 0)
 	{
 		const char *why = ctx ? pg_hmac_error(ctx) : "out of memory";
 
@@ -140,11 +139,35 @@ ComputeSignature(const char *data, int length, char *hex)
 			pg_hmac_free(ctx);
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not compute the signature of an mm_events payload: %s", why)));
+				 errmsg("could not compute an HMAC-SHA256 under the event key: %s", why)));
 	}
 	pg_hmac_free(ctx);
+}
+
+/* HMAC-SHA256 of data under the key, as 64 lower-case hex digits plus NUL. */
+static void
+ComputeSignature(const char *data, int length, char *hex)
+{
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+
+	ComputeDigest(data, length, digest);
 	hex_encode((const char *) digest, sizeof(digest), hex);
 	hex[SIG_HEX_LEN] = '\0';
+}
+
+/*
+ * HMAC-SHA256 of data under the event key, for the other secrets derived
+ * from it (the tickets' tokens, tickets.c): their data starts with a label
+ * of their own, so that none is the signature of an event (a payload starts
+ * with '{').  False when there is no usable key.
+ */
+bool
+MmEventKeyHmac(const char *data, int length, uint8 *digest)
+{
+	if (!LoadKey())
+		return false;
+	ComputeDigest(data, length, digest);
+	return true;
 }
 
 /*

@@ -158,6 +158,14 @@ MmNotifyMatchFound(const char *event, const char *queue, int64 match_id, const c
 void
 MmNotifyTickets(const char *event, const char *queue, int ntickets, const int64 *ticket_ids)
 {
+	MmNotifyTicketsWithReason(event, queue, NULL, ntickets, ticket_ids);
+}
+
+/* The same with a "reason" member before the tickets (NULL: none). */
+void
+MmNotifyTicketsWithReason(const char *event, const char *queue, const char *reason,
+						  int ntickets, const int64 *ticket_ids)
+{
 	StringInfoData buf;
 	int			i = 0;
 
@@ -168,6 +176,11 @@ MmNotifyTickets(const char *event, const char *queue, int ntickets, const int64 
 
 		resetStringInfo(&buf);
 		AppendHead(&buf, event, queue);
+		if (reason != NULL)
+		{
+			appendStringInfoString(&buf, ", \"reason\": ");
+			escape_json(&buf, reason);
+		}
 		appendStringInfoString(&buf, ", \"tickets\": [");
 		/* 24 bytes: the longest id, its separator and the closing "]}" */
 		for (; i < ntickets && (i == first || buf.len + 24 <= MM_EVENT_BODY_MAX); i++)

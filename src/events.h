@@ -62,9 +62,22 @@ extern void MmNotifyTickets(const char *event, const char *queue,
 							int ntickets, const int64 *ticket_ids);
 
 /*
+ * The same with "reason" after "queue" (the tick's ticket_cancelled for a
+ * missed heartbeat: "heartbeat_missed").
+ */
+extern void MmNotifyTicketsWithReason(const char *event, const char *queue, const char *reason,
+									  int ntickets, const int64 *ticket_ids);
+
+/*
  * Signs a payload (event_signing.c): appends "sig", the HMAC-SHA256 of the
  * payload under the database's event key.  Every payload goes through it.
  */
 extern void MmSignPayload(StringInfo payload);
+
+/*
+ * HMAC-SHA256 (PG_SHA256_DIGEST_LENGTH bytes into digest) of data under the
+ * event key, for secrets derived from it; false when there is no key.
+ */
+extern bool MmEventKeyHmac(const char *data, int length, uint8 *digest);
 
 #endif							/* MM_EVENTS_H */

@@ -1030,7 +1030,7 @@ MmParseQueueConfig(Jsonb *jb)
 		{"match_size"}, {"teams"}, {"ticket_timeout_seconds"},
 		{"acceptance_timeout_seconds"}, {"rating"}, {"statistics"}, {"rules"},
 		{"min_tickets"}, {"auto_backfill"}, {"match_function"}, {"rules_apply_to_proposals"},
-		{"algorithm"}
+		{"algorithm"}, {"live_match_timeout_seconds"}, {"heartbeat_timeout_seconds"}
 	};
 	MmJsonPath	pathbuf;
 	MmJsonPath *path = &pathbuf;
@@ -1120,6 +1120,13 @@ MmParseQueueConfig(Jsonb *jb)
 	if ((v = MmJsonGet(f, lengthof(f), "acceptance_timeout_seconds")))
 		WITH_KEY(path, "acceptance_timeout_seconds",
 				 config->acceptance_timeout_seconds = MmJsonNumber(path, v, 0, true, MM_JSON_MAX_NUMBER));
+	/* the tick's limits on a live match's life and on a ticket's silence */
+	if ((v = MmJsonGet(f, lengthof(f), "live_match_timeout_seconds")))
+		WITH_KEY(path, "live_match_timeout_seconds",
+				 config->live_match_timeout_seconds = MmJsonNumber(path, v, 0, true, MM_MAX_LIFETIME_SECONDS));
+	if ((v = MmJsonGet(f, lengthof(f), "heartbeat_timeout_seconds")))
+		WITH_KEY(path, "heartbeat_timeout_seconds",
+				 config->heartbeat_timeout_seconds = MmJsonNumber(path, v, 0, true, MM_MAX_LIFETIME_SECONDS));
 
 	if ((v = MmJsonGet(f, lengthof(f), "rating")))
 	{
@@ -1455,6 +1462,11 @@ QueueConfigToJsonb(const MmQueueConfig *config, Jsonb *source)
 					config->ticket_timeout_seconds > 0 ? config->ticket_timeout_seconds : NAN);
 	AppendKeyNumber(&buf, "acceptance_timeout_seconds",
 					config->acceptance_timeout_seconds > 0 ? config->acceptance_timeout_seconds : NAN);
+	/* keys added in 0.4: shown when given */
+	if (config->live_match_timeout_seconds > 0)
+		AppendKeyNumber(&buf, "live_match_timeout_seconds", config->live_match_timeout_seconds);
+	if (config->heartbeat_timeout_seconds > 0)
+		AppendKeyNumber(&buf, "heartbeat_timeout_seconds", config->heartbeat_timeout_seconds);
 	appendStringInfoString(&buf, ", \"rating\": ");
 	if (config->rating_system)
 	{

@@ -21,6 +21,8 @@
 #define MM_MAX_ATTRIBUTE_DEPTH 8	/* keys in a rule's dotted attribute path */
 #define MM_MAX_ATTRIBUTE_LENGTH 256
 #define MM_MAX_CONFIG_BYTES 65536	/* the jsonb's size */
+/* live_match_timeout_seconds and heartbeat_timeout_seconds: at most a year */
+#define MM_MAX_LIFETIME_SECONDS 31536000
 
 typedef enum MmRuleType
 {
@@ -218,6 +220,10 @@ typedef struct MmQueueConfig
 	MmTeamConfig *teams;
 	double		ticket_timeout_seconds; /* <= 0: tickets never time out */
 	double		acceptance_timeout_seconds; /* later; parsed and kept; <= 0: none */
+	double		live_match_timeout_seconds; /* a ready or assigned match expires this
+											 * long after it became ready; <= 0: never */
+	double		heartbeat_timeout_seconds;	/* a searching ticket without a beat for
+											 * this long is cancelled; <= 0: never */
 	char	   *rating_system;	/* "elo", "glicko2", "openskill"; NULL: no rating */
 	char	   *rating_pool;	/* NULL when not given */
 	bool		show_player_count;

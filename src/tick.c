@@ -3,7 +3,8 @@
  *	  mm.tick(): forms matches in one queue or all, in the caller's transaction.
  *
  * Per queue: a transaction-level advisory lock (a concurrent tick of the
- * same queue returns 0 at once), time out expired tickets, load the searching
+ * same queue returns 0 at once), time out expired tickets (0.4: and, as the
+ * queue's config asks, cancel silent ones and expire live matches), load the searching
  * tickets oldest first FOR UPDATE SKIP LOCKED (a ticket being cancelled is
  * neither matched nor waited for), extract their rule values, search
  * (match_search.c, pure C), write matches, match players and ticket states in
@@ -105,6 +106,9 @@ static SPIPlanPtr PlanLoadWithOthers = NULL;
 static SPIPlanPtr PlanUnlistTickets = NULL;
 static SPIPlanPtr PlanEndTicketsFromArrays = NULL;
 static SPIPlanPtr PlanRuleStats = NULL;
+static SPIPlanPtr PlanExpireLiveMatches = NULL;
+static SPIPlanPtr PlanNotifyExpired = NULL;
+static SPIPlanPtr PlanCancelSilentTickets = NULL;
 
 /*
  * Whether the queue being ticked loaded a ticket that searches in several
@@ -186,7 +190,8 @@ FreePlans(void)
 		&PlanReleasePlayers, &PlanDeleteActive, &PlanProposeTickets, &PlanExpireProposals,
 		&PlanLoadBackfills, &PlanLoadMembers, &PlanUpdateBackfill, &PlanNotifyMatch, &PlanCancelBackfill,
 		&PlanHasOtherTickets, &PlanLoadWithOthers, &PlanUnlistTickets, &PlanRuleStats,
-		&PlanEndTicketsFromArrays};
+		&PlanEndTicketsFromArrays, &PlanExpireLiveMatches, &PlanNotifyExpired,
+		&PlanCancelSilentTickets};
 	int			i;
 
 	for (i = 0; i < lengthof(plans); i++)
@@ -316,12 +321,24 @@ PreparePlans(void)
 			 "SELECT pg_catalog.nextval(CAST('mm.matches_id_seq' AS pg_catalog.regclass))"
 			 " FROM pg_catalog.generate_series(1, $1)",
 			 1, int4_1);
-	/* $7 and $8: the status (ready, or proposed) and the acceptance deadline */
+	/*
+	 * $7 and $8: the status (ready, or proposed) and the acceptance deadline;
+	 * 0.4: a ready match is ready from now on (ready_at, which its
+	 * live_match_timeout_seconds counts from)
+	 */
 	KeepPlan(&PlanInsertMatches,
 			 schema01 ?
 			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps)"
 			 " SELECT u.id, $1, 'ready', $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb)"
 			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(id, region, quality, steps)" :
+			 schema >= MM_SCHEMA_04 ?
+			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps,"
+			 " acceptance_deadline, properties, ready_at)"
+			 " SELECT u.id, $1, $7, $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb), $8,"
+			 " CAST(COALESCE(u.props, '{}') AS pg_catalog.jsonb),"
+			 " CASE WHEN $7 OPERATOR(pg_catalog.=) 'ready' THEN $2 END"
+			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5),"
+			 " pg_catalog.unnest($9)) AS u(id, region, quality, steps, props)" :
 			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps,"
 			 " acceptance_deadline, properties)"
 			 " SELECT u.id, $1, $7, $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb), $8,"
@@ -509,6 +526,101 @@ PreparePlans(void)
 				 " FROM cancelled c",
 				 3, cancel_args);
 	}
+	if (schema < MM_SCHEMA_04)
+		return;
+
+	/*
+	 * 0.4, live_match_timeout_seconds: the queue's ready or assigned matches
+	 * that became ready before $2 (now minus the limit), oldest first, read
+	 * through the partial index of live matches.  A match a lifecycle step
+	 * holds (assign, complete, leave, requeue, a result) is skipped, left
+	 * for the next tick; a match such a step changed since this statement's
+	 * snapshot is checked again once locked (a completed match no longer
+	 * qualifies).  Each is cancelled as expired, its open backfill request
+	 * cancelled and its players released (a player who left holds no claim
+	 * of it any more); its tickets stay matched, the record of the match.
+	 */
+	{
+		Oid			expire_args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+		Oid			int8_array1[] = {INT8ARRAYOID};
+
+		KeepPlan(&PlanExpireLiveMatches,
+				 "WITH due AS MATERIALIZED ("
+				 " SELECT id FROM mm.matches"
+				 " WHERE queue OPERATOR(pg_catalog.=) $1"
+				 " AND status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
+				 " AND ready_at OPERATOR(pg_catalog.<) $2"
+				 " ORDER BY ready_at, id FOR UPDATE SKIP LOCKED"
+				 "), expired AS ("
+				 " UPDATE mm.matches m SET status = 'cancelled', cancel_reason = 'expired', updated_at = $3"
+				 " WHERE m.id IN (SELECT id FROM due) RETURNING m.id"
+				 "), closed AS ("
+				 " UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = $3"
+				 " WHERE b.match_id IN (SELECT id FROM due) AND b.status OPERATOR(pg_catalog.=) 'open'"
+				 "), released AS ("
+				 " DELETE FROM mm.active_players a USING mm.match_players mp"
+				 " WHERE mp.match_id IN (SELECT id FROM due)"
+				 " AND a.player_id OPERATOR(pg_catalog.=) mp.player_id"
+				 " AND a.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id"
+				 ")"
+				 " SELECT pg_catalog.array_agg(id ORDER BY id) FROM expired",
+				 3, expire_args);
+		/* match_cancelled for each, signed like every lifecycle event */
+		KeepPlan(&PlanNotifyExpired,
+				 "SELECT mm.notify_match_event('match_cancelled', u.id,"
+				 " CAST('{\"reason\": \"expired\", \"requeued_tickets\": [], \"cancelled_tickets\": []}'"
+				 " AS pg_catalog.jsonb))"
+				 " FROM pg_catalog.unnest($1) AS u(id) ORDER BY u.id",
+				 1, int8_array1);
+	}
+
+	/*
+	 * 0.4, heartbeat_timeout_seconds: the searching tickets this queue would
+	 * read (its own, and those of other queues listed for it in
+	 * mm.ticket_queues) whose last sign of life is before $2 (now minus the
+	 * limit): their creation, their return to searching (updated_at) or
+	 * their last mm.heartbeat.  Read through the queue's (queue, created_at)
+	 * index up to $2: a ticket created since cannot be silent for long
+	 * enough.  A ticket being beaten, cancelled or ticked is skipped; one
+	 * beaten since this statement's snapshot is checked again once locked.
+	 * They end as cancelled with cancel_reason heartbeat_missed (keeping
+	 * their last beat), their players released and their other queues
+	 * unlisted, as mm.end_tickets does; per queue of the tickets, their ids.
+	 */
+	{
+		Oid			silent_args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+
+		KeepPlan(&PlanCancelSilentTickets,
+				 "WITH moved AS ("
+				 " DELETE FROM mm.tickets_active t WHERE t.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+				 " SELECT a.id FROM mm.tickets_active a"
+				 " WHERE (a.queue OPERATOR(pg_catalog.=) $1 OR a.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+				 " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
+				 " AND o.created_at OPERATOR(pg_catalog.<) $2)))"
+				 " AND a.status OPERATOR(pg_catalog.=) 'searching'"
+				 " AND a.created_at OPERATOR(pg_catalog.<) $2"
+				 " AND GREATEST(a.created_at, a.updated_at, a.heartbeat_at) OPERATOR(pg_catalog.<) $2"
+				 " ORDER BY a.created_at, a.id FOR UPDATE SKIP LOCKED))"
+				 " RETURNING t.id, t.queue, t.players, t.created_at, t.queues, t.heartbeat_at"
+				 "), released AS ("
+				 " DELETE FROM mm.active_players p"
+				 " USING moved m, pg_catalog.jsonb_array_elements(m.players) e"
+				 " WHERE p.player_id OPERATOR(pg_catalog.=) (e.value OPERATOR(pg_catalog.->>) 'id')"
+				 " AND p.ticket_id OPERATOR(pg_catalog.=) m.id"
+				 "), unlisted AS ("
+				 " DELETE FROM mm.ticket_queues q USING moved m"
+				 " WHERE q.ticket_id OPERATOR(pg_catalog.=) m.id AND m.queues IS NOT NULL"
+				 "), ended AS ("
+				 " INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues,"
+				 " heartbeat_at, cancel_reason)"
+				 " SELECT m.id, m.queue, m.players, 'cancelled', m.created_at, $3, m.queues,"
+				 " m.heartbeat_at, 'heartbeat_missed' FROM moved m"
+				 " RETURNING id, queue"
+				 ")"
+				 " SELECT queue, pg_catalog.array_agg(id ORDER BY id) FROM ended"
+				 " GROUP BY queue ORDER BY queue COLLATE pg_catalog.\"C\"",
+				 3, silent_args);
+	}
 }
 
 /* Milliseconds since a start time. */
@@ -643,6 +755,118 @@ TimeOutTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
 	return n;
 }
 
+/*
+ * now minus a queue's limit in seconds (live_match_timeout_seconds,
+ * heartbeat_timeout_seconds: at most a year).  A now less than the limit
+ * after the earliest timestamp has none: an error, as for the acceptance
+ * deadline past the latest one.
+ */
+static TimestampTz
+CutoffBefore(TimestampTz now, double seconds, const char *key)
+{
+	TimestampTz cutoff;
+
+	if (pg_sub_s64_overflow(now, (int64) (seconds * USECS_PER_SEC), &cutoff) ||
+		!IS_VALID_TIMESTAMP(cutoff))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("now - %s is out of range for a timestamp", key)));
+	return cutoff;
+}
+
+/*
+ * Cancels the queue's live matches (ready or assigned) that became ready
+ * more than live_match_timeout_seconds ago: status cancelled, cancel_reason
+ * expired, the open backfill request cancelled, the players released, and
+ * match_cancelled announced with reason expired.  One statement per tick of
+ * a queue with the key (a second one announces, when any expired); nothing
+ * without it.  Before backfill is served, so an expired match gets nobody.
+ * 0.4 only.
+ */
+static void
+ExpireLiveMatches(const char *queue, const MmQueueConfig *config, TimestampTz now)
+{
+	Datum		values[3];
+	Datum		expired;
+	bool		isnull;
+	int			rc;
+
+	if (PlanExpireLiveMatches == NULL || config->live_match_timeout_seconds <= 0)
+		return;
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(CutoffBefore(now, config->live_match_timeout_seconds,
+												 "live_match_timeout_seconds"));
+	values[2] = TimestampTzGetDatum(now);
+	rc = SPI_execute_plan(PlanExpireLiveMatches, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "expiring live matches failed: %s", SPI_result_code_string(rc));
+	/* one row: the array of the expired matches' ids (NULL when none) */
+	expired = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		expired = PointerGetDatum(DatumGetArrayTypePCopy(expired));
+	SPI_freetuptable(SPI_tuptable);
+	if (isnull)
+		return;
+	values[0] = expired;
+	rc = SPI_execute_plan(PlanNotifyExpired, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "announcing expired matches failed: %s", SPI_result_code_string(rc));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Cancels the searching tickets this queue reads (its own and those of other
+ * queues that search in it too) that gave no sign of life for
+ * heartbeat_timeout_seconds (created, back to searching, or mm.heartbeat):
+ * status cancelled, cancel_reason heartbeat_missed, players released, and
+ * ticket_cancelled announced with reason heartbeat_missed under each
+ * ticket's own queue.  One statement per tick of a queue with the key;
+ * nothing without it.  Before the load, so the tick never matches them.
+ * 0.4 only.
+ */
+static void
+CancelSilentTickets(const char *queue, const MmQueueConfig *config, TimestampTz now)
+{
+	Datum		values[3];
+	uint64		nqueues,
+				q;
+	char	  **queues;
+	ArrayType **ids;
+	int			rc;
+
+	if (PlanCancelSilentTickets == NULL || config->heartbeat_timeout_seconds <= 0)
+		return;
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(CutoffBefore(now, config->heartbeat_timeout_seconds,
+												 "heartbeat_timeout_seconds"));
+	values[2] = TimestampTzGetDatum(now);
+	rc = SPI_execute_plan(PlanCancelSilentTickets, values, NULL, false, 0);
+	BackToQueueContext();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "cancelling tickets without heartbeat failed: %s", SPI_result_code_string(rc));
+	/* one row per queue of the cancelled tickets: its name and their ids */
+	nqueues = SPI_processed;
+	queues = palloc(sizeof(char *) * Max(nqueues, 1));
+	ids = palloc(sizeof(ArrayType *) * Max(nqueues, 1));
+	for (q = 0; q < nqueues; q++)
+	{
+		bool		isnull;
+
+		queues[q] = SPI_getvalue(SPI_tuptable->vals[q], SPI_tuptable->tupdesc, 1);
+		ids[q] = DatumGetArrayTypePCopy(SPI_getbinval(SPI_tuptable->vals[q],
+													  SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	for (q = 0; q < nqueues; q++)
+	{
+		int			n = ArrayGetNItems(ARR_NDIM(ids[q]), ARR_DIMS(ids[q]));
+
+		MmNotifyTicketsWithReason("ticket_cancelled", queues[q], "heartbeat_missed", n,
+								  (const int64 *) ARR_DATA_PTR(ids[q]));
+	}
+}
 
 /*
  * Loads the searching tickets oldest first, locking them (SKIP LOCKED).
@@ -1671,8 +1895,17 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 	if (expire_proposals)
 		ExpireProposals(queue, now);
 	stats->tickets_timed_out = TimeOutTickets(queue, config, now);
+	CancelSilentTickets(queue, config, now);
+	ExpireLiveMatches(queue, config, now);
 	MmRuleContextInit(&context, config);
 	match_function = PlansForSchema01 ? NULL : ConfigString(config_jsonb, "match_function");
+	/* before 0.4 no role was kept to run it as: never the ticker's */
+	if (match_function && PlansForSchema < MM_SCHEMA_04)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("queue \"%s\" has a match_function, which this library runs only on schema 0.4",
+						queue),
+				 errhint("Run ALTER EXTENSION matchmaking UPDATE.")));
 	tickets = LoadTickets(&context, queue, now, &ntickets, PlansForSchema01 ? NULL : &ctids,
 						  match_function ? &raw : NULL);
 	if (!PlansForSchema01)

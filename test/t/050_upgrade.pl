@@ -2,8 +2,10 @@
 # 0.1's API: every ticket keeps its id, queue, status, created_at, match and
 # players (searching tickets keep searching with their age), matches, match
 # players and results are kept, the one-active-ticket-per-player rule holds
-# for the carried-over tickets, a tick after the upgrade matches them, and
-# new tickets get new ids.  Then the upgraded schema is compared with a fresh
+# for the carried-over tickets and the players of the carried-over live
+# matches are held, a tick after the upgrade matches them, and new tickets
+# get new ids.  The requeue of a match formed before the upgrade (issue 17)
+# leaves no player in two matches.  Then the upgraded schema is compared with a fresh
 # CREATE EXTENSION of 0.4 (pg_dump of both, and the column order of every
 # table), and so are the tables registered for pg_dump.
 use strict;
@@ -100,8 +102,8 @@ is( $node->safe_psql(
 	SELECT string_agg(ap.player_id || '>' || (t.players -> 0 ->> 'id') || '@' || ap.queue, ' '
 					  ORDER BY ap.player_id)
 	  FROM mm.active_players ap JOIN mm.tickets t ON t.id = ap.ticket_id}),
-	'c>c@duel q1>q1@ffa q2>q1@ffa z>z@ffa',
-	'mm.active_players holds the players of the searching tickets');
+	'a>a@duel b>b@duel c>c@duel p1>p1@ffa p2>p1@ffa q1>q1@ffa q2>q1@ffa x>x@ffa z>z@ffa',
+	'mm.active_players holds the players of the searching tickets and of the live (ready) matches');
 
 # --- one active ticket per player, for the tickets carried over
 my $try_fn = q{
@@ -123,9 +125,19 @@ is( $node->safe_psql(
 	"23505\n23505",
 	'players of searching tickets (solo and party) are refused a second ticket');
 
+# 0.1 released a match's players when it formed, and had no way to end a
+# match: after the upgrade its matches are live (ready) and hold their
+# players like any live match, until the director ends them
+is( $node->safe_psql(
+		'up', $try_fn . q{
+	SELECT pg_temp.try($$SELECT mm.create_ticket('duel', '[{"id": "a", "attributes": {"skill": 1010}}]',
+					   '2026-01-01 00:01:55+00')$$);}),
+	'23505', 'a player of a live 0.1 match is refused a ticket');
+$node->safe_psql('up',
+	q{SELECT mm.complete_match(match_id, '2026-01-01 00:01:58+00') FROM mm.tickets WHERE players -> 0 ->> 'id' = 'a'});
 my $a_again = $node->safe_psql('up',
 	q{SELECT mm.create_ticket('duel', '[{"id": "a", "attributes": {"skill": 1010}}]', '2026-01-01 00:02:00+00')});
-ok($a_again > $old_max_id, "a player of a matched ticket queues again, ticket id $a_again > $old_max_id");
+ok($a_again > $old_max_id, "once the match is completed, its player queues again, ticket id $a_again > $old_max_id");
 
 # --- a tick after the upgrade matches the carried-over tickets
 my $ticked = $node->safe_psql(
@@ -160,8 +172,8 @@ is( $node->safe_psql(
 		'up', q{
 	SELECT string_agg(a.player_id || '@' || t.match_id, ' ' ORDER BY a.player_id)
 	  FROM mm.active_players a JOIN mm.tickets t ON t.id = a.ticket_id}),
-	'a@4 c@3 e@3 f@4 q1@5 q2@5 w@5 z@5',
-	'the players of the new (live) matches stay held until their match ends');
+	'a@4 c@3 e@3 f@4 p1@2 p2@2 q1@5 q2@5 w@5 x@2 z@5',
+	'the players of the live matches (new, and the 0.1 one not ended) stay held until their match ends');
 
 # --- the upgraded schema is the one CREATE EXTENSION makes
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
@@ -246,6 +258,72 @@ is($up_config, $node->safe_psql('fresh', $config),
 	'the same tables are registered for pg_dump (extconfig)');
 note $up_config;
 
+# --- issue 17: a match formed by 0.1, requeued after the upgrade, must not
+# put a player in two matches.  Exactly as reported: ana and ben match on
+# 0.1, the upgrade, a ticket for ana, requeue_match(1, 'x'), a tick.
+$node->safe_psql('postgres', 'CREATE DATABASE rq');
+$node->safe_psql(
+	'rq', q{
+	CREATE EXTENSION matchmaking VERSION '0.1';
+	SELECT mm.create_queue('duel', '{"match_size": {"min": 2, "max": 2}}');
+	SELECT mm.create_ticket('duel', '[{"id": "ana"}]', '2026-01-01 00:00:00+00');
+	SELECT mm.create_ticket('duel', '[{"id": "ben"}]', '2026-01-01 00:00:01+00');
+	SELECT mm.tick('duel', '2026-01-01 00:00:10+00');
+	ALTER EXTENSION matchmaking UPDATE;
+});
+# who is in which live match, and which active ticket holds whom
+my $live_sql = q{
+	SELECT coalesce(string_agg(mp.player_id || '@' || mp.match_id, ' ' ORDER BY mp.player_id, mp.match_id), '')
+	  FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
+	 WHERE m.status IN ('proposed', 'ready', 'assigned') AND mp.left_at IS NULL};
+my $held_sql = q{
+	SELECT coalesce(string_agg(a.player_id || '>' || a.ticket_id || ':' || t.status, ' ' ORDER BY a.player_id), '')
+	  FROM mm.active_players a JOIN mm.tickets t ON t.id = a.ticket_id};
+is($node->safe_psql('rq', $held_sql), 'ana>1:matched ben>2:matched',
+	'issue 17: the upgrade holds the players of the 0.1 match');
+($rc, $out, $err) = $node->psql('rq',
+	q{SELECT mm.create_ticket('duel', '[{"id": "ana"}]', '2026-01-01 00:01:00+00')});
+like($err, qr/player "ana" is in match 1, which is ready/,
+	'issue 17: create_ticket for ana is refused while her match is live');
+is($node->safe_psql('rq', q{SELECT mm.requeue_match(1, 'x', '2026-01-01 00:01:01+00')}),
+	'{1,2}', 'issue 17: requeue_match(1) puts both tickets back');
+is($node->safe_psql('rq', $held_sql), 'ana>1:searching ben>2:searching',
+	'issue 17: the requeued tickets hold their players');
+($rc, $out, $err) = $node->psql('rq', q{SELECT mm.tick('duel', '2026-01-01 00:01:05+00')});
+is("$rc $out", '0 1', 'issue 17: the tick forms one match') or diag $err;
+is($node->safe_psql('rq', $live_sql), 'ana@2 ben@2', 'issue 17: ana is in one match');
+
+# The variant: ana searched again on 0.1 after her match formed (0.1 let
+# her), in a queue of 2 or 3, where the requeued ticket and her new one would
+# make one match with ana twice (match_players_pkey, on every tick).  Her
+# active ticket keeps her; the match's ticket stays ended on the requeue.
+$node->safe_psql('postgres', 'CREATE DATABASE rq2');
+$node->safe_psql(
+	'rq2', q{
+	CREATE EXTENSION matchmaking VERSION '0.1';
+	SELECT mm.create_queue('ffa', '{"match_size": {"min": 2, "max": 3}}');
+	SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:00:00+00');
+	SELECT mm.create_ticket('ffa', '[{"id": "ben"}]', '2026-01-01 00:00:01+00');
+	SELECT mm.tick('ffa', '2026-01-01 00:00:10+00');
+	SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:00:20+00');
+	ALTER EXTENSION matchmaking UPDATE;
+});
+is($node->safe_psql('rq2', $held_sql), 'ana>3:searching ben>2:matched',
+	'variant: ana\'s active ticket keeps her; ben is held by the 0.1 match');
+is($node->safe_psql('rq2', q{SELECT mm.requeue_match(1, 'x', '2026-01-01 00:01:01+00')}),
+	'{2}', 'variant: the requeue puts back ben\'s ticket only');
+is($node->safe_psql('rq2', q{SELECT string_agg(id || ':' || status, ' ' ORDER BY id) FROM mm.tickets}),
+	'1:matched 2:searching 3:searching', 'variant: ana\'s ticket of the requeued match stays ended');
+for my $second (5, 6)
+{
+	($rc, $out, $err) = $node->psql('rq2', "SELECT mm.tick('ffa', '2026-01-01 00:01:0$second+00')");
+	is($rc, 0, "variant: tick at 00:01:0$second succeeds") or diag $err;
+}
+is($node->safe_psql('rq2', $live_sql), 'ana@2 ben@2',
+	'variant: one match, of ana (with her active ticket) and ben');
+is($node->safe_psql('rq2', q{SELECT ticket_id FROM mm.match_players WHERE match_id = 2 AND player_id = 'ana'}),
+	'3', 'variant: ana plays with the ticket that held her');
+
 # --- 0.2 -> 0.4: a database filled through 0.2's API
 $node->safe_psql('postgres', 'CREATE DATABASE up2');
 $node->safe_psql('up2', "CREATE EXTENSION matchmaking VERSION '0.2'");
@@ -258,15 +336,25 @@ is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.4' from 0.2 succeeds") or d
 is($node->safe_psql('up2', $tickets_02), $before_02, '0.2 tickets unchanged by the upgrade');
 is(schema_dump('up2') eq $fresh_schema ? 'same' : 'different', 'same',
 	'pg_dump of the schema upgraded from 0.2 = a fresh 0.4');
-# 0.2 released matched players when their match formed: they may search
-# again; the searching ones are still held
+# 0.2 released matched players when their match formed, and had no way to
+# end a match: its matches are live (ready) after the upgrade, and a requeue
+# would put their tickets back to searching, so the upgrade holds their
+# players like those of a 0.3 match; they search again once it ends
+is($node->safe_psql('up2', $held_sql),
+	'a>1:matched b>2:matched c>3:searching p1>5:matched p2>5:matched q1>9:searching q2>9:searching '
+	  . 'x>6:matched z>8:searching',
+	'the players of the live 0.2 matches and of the searching tickets are held');
 is( $node->safe_psql(
 		'up2', $try_fn . q{
 	SELECT pg_temp.try($$SELECT mm.create_ticket('duel', '[{"id": "a", "attributes": {"skill": 1000}}]',
 					   '2026-01-01 00:03:00+00')$$);
 	SELECT pg_temp.try($$SELECT mm.create_ticket('duel', '[{"id": "c", "attributes": {"skill": 3000}}]',
-					   '2026-01-01 00:03:00+00')$$);}),
-	"ok\n23505", 'a player of a 0.2 match may search; a searching player is held');
+					   '2026-01-01 00:03:00+00')$$);
+	SELECT mm.complete_match(id, '2026-01-01 00:03:01+00') FROM mm.matches WHERE queue = 'duel';
+	SELECT pg_temp.try($$SELECT mm.create_ticket('duel', '[{"id": "a", "attributes": {"skill": 1000}}]',
+					   '2026-01-01 00:03:02+00')$$);}),
+	"23505\n23505\n\nok",
+	'a player of a live 0.2 match is held until it is completed, then may search; a searching player is held');
 # and the lifecycle works on a 0.2 match
 $node->safe_psql('up2', q{SELECT mm.complete_match(id, '2026-01-01 00:30:00+00') FROM mm.matches WHERE queue = 'ffa'});
 is($node->safe_psql('up2', q{SELECT status FROM mm.matches WHERE queue = 'ffa'}), 'completed',
@@ -282,6 +370,36 @@ is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.4' from 0.3 succeeds") or d
 is($node->safe_psql('up3', $tickets_02), $before_03, '0.3 tickets unchanged by the upgrade');
 is(schema_dump('up3') eq $fresh_schema ? 'same' : 'different', 'same',
 	'pg_dump of the schema upgraded from 0.3 = a fresh 0.4');
+
+# A 0.3 database where a 0.2 match was already requeued (issue 17): ana has
+# two searching tickets, the requeued one unclaimed.  The upgrade claims or
+# cancels every unclaimed active ticket: the one that holds her stays, the
+# other is cancelled (with a NOTICE), and the tick forms one match.
+$node->safe_psql('postgres', 'CREATE DATABASE up3b');
+$node->safe_psql(
+	'up3b', q{
+	CREATE EXTENSION matchmaking VERSION '0.2';
+	SELECT mm.create_queue('ffa', '{"match_size": {"min": 2, "max": 3}}');
+	SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:00:00+00');
+	SELECT mm.create_ticket('ffa', '[{"id": "ben"}]', '2026-01-01 00:00:01+00');
+	SELECT mm.tick('ffa', '2026-01-01 00:00:10+00');
+	ALTER EXTENSION matchmaking UPDATE TO '0.3';
+	SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:01:00+00');
+	SELECT mm.requeue_match(1, 'x', '2026-01-01 00:01:01+00');
+});
+is($node->safe_psql('up3b', q{SELECT string_agg(id || ':' || status, ' ' ORDER BY id) FROM mm.tickets}),
+	'1:searching 2:searching 3:searching', '0.3: the requeue left ana with two searching tickets');
+($rc, $out, $err) = $node->psql('up3b', "ALTER EXTENSION matchmaking UPDATE TO '0.4'");
+is($rc, 0, 'the upgrade of that 0.3 database succeeds') or diag $err;
+like($err, qr/cancelled 1 ticket\(s\) of players that another ticket or live match holds: 1/,
+	'the upgrade says which ticket it cancelled');
+is($node->safe_psql('up3b', q{SELECT string_agg(id || ':' || status, ' ' ORDER BY id) FROM mm.tickets}),
+	'1:cancelled 2:searching 3:searching', 'the unclaimed duplicate is cancelled');
+is($node->safe_psql('up3b', $held_sql), 'ana>3:searching ben>2:searching',
+	'every searching ticket holds its players');
+($rc, $out, $err) = $node->psql('up3b', q{SELECT mm.tick('ffa', '2026-01-01 00:01:05+00')});
+is("$rc $out", '0 1', 'the tick forms one match') or diag $err;
+is($node->safe_psql('up3b', $live_sql), 'ana@2 ben@2', 'ana is in one match');
 
 $node->stop;
 done_testing();

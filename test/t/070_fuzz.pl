@@ -12,7 +12,7 @@
 #     huge attribute values, nested objects, wrong types, many regions;
 #   - mm.tick (interleaved on the fuzzed queues and on five fixed valid
 #     queues, so that matches really form) with odd `now` values, ticket
-#     cancellation with odd ids, status UPDATEs by hand;
+#     cancellation and heartbeats with odd ids, status UPDATEs by hand;
 #   - the match lifecycle on the matches the ticks formed (one queue asks
 #     for acceptance): accept_match (all players, or one accepting or
 #     rejecting), assign, report_result, complete_match, leave_match,
@@ -182,6 +182,7 @@ my @junk_keys = (
 	qw(name type min max attribute weight expansion every_seconds delta limit steps
 	  default when_missing seconds_until_optional merge max_ms max_difference source
 	  teams rules match_size ticket_timeout_seconds acceptance_timeout_seconds rating
+	  live_match_timeout_seconds heartbeat_timeout_seconds
 	  statistics system pool show_player_count show_time_to_match id attributes
 	  latencies skill mode stats eu us),
 	'', 'x' x 300, "\xc3\xa9t\xc3\xa9", 'a.b', 'NAME', ' name');
@@ -237,6 +238,8 @@ my %edge = (
 	seconds_until_optional => [ 0, raw('1e12'), raw('1e-9') ],
 	ticket_timeout_seconds => [ raw('1e-9'), raw('1e12'), 1 ],
 	acceptance_timeout_seconds => [ raw('1e-9'), raw('1e12') ],
+	live_match_timeout_seconds => [ raw('1e-9'), 1, 31536000, 31536001, 0 ],
+	heartbeat_timeout_seconds => [ raw('1e-9'), 1, 31536000, 31536001, 0 ],
 	steps => [ [ raw('1e12') ], [0], [undef], [ 0 .. 63 ], [ (200) x 64 ], [ (1) x 65 ],
 		[ 5, 0, undef ], [ raw('1e-9'), raw('1e12'), undef ] ],
 	default => [ 0, raw('1e12'), raw('-1e12'), 'x', '' ],
@@ -351,6 +354,7 @@ my @bases = (
 		match_size => { min => 4, max => 6 },
 		teams => [ { name => 'a', min => 1, max => 3 }, { name => 'b', min => 1, max => 3 } ],
 		acceptance_timeout_seconds => 30,
+		live_match_timeout_seconds => 120,
 		rules => [
 			{   name => 'avg', type => 'team_difference', attribute => 'skill', max => 200,
 				default => 1000, weight => 0.5 },
@@ -363,6 +367,7 @@ my @bases = (
 			{ name => 'x', min => 1, max => 2 }, { name => 'y', min => 1, max => 2 },
 			{ name => 'z', min => 1, max => 2 } ],
 		ticket_timeout_seconds => 300,
+		heartbeat_timeout_seconds => 90,
 		rating => { system => 'elo', pool => 'main' },
 		statistics => { show_player_count => raw('true'), show_time_to_match => raw('true') },
 		rules => [
@@ -666,7 +671,9 @@ sub gen_cancel
 	  : pick('0', '-1', 'NULL', '9223372036854775807', '-9223372036854775808',
 		"'9223372036854775808'", "'abc'", '1.5', "''", '2147483648');
 	my $k = R(100);
-	return [ 'cancel', "SELECT mm.cancel_ticket($id)" ] if $k < 65;
+	return [ 'cancel', "SELECT mm.cancel_ticket($id)" ] if $k < 50;
+	return [ 'cancel', "SELECT mm.heartbeat($id" . (chance(0.8) ? ', ' . lifecycle_now() : '') . ')' ]
+	  if $k < 65;
 	# by hand, as docs/queues-and-tickets.md allows; without the status filter the UPDATE
 	# also reaches matched tickets, which is refused (see @known_defects)
 	return [ 'cancel', "UPDATE mm.tickets SET status = 'cancelled', updated_at = " . ts($clock)
@@ -1142,11 +1149,12 @@ my @invariants = (
 				AND (t.match_id IS NULL OR NOT EXISTS (SELECT 1 FROM mm.matches m WHERE m.id = t.match_id)))
 			OR (t.status IN ('searching', 'cancelled', 'timed_out') AND t.match_id IS NOT NULL)} ],
 	[ 'a proposed ticket is in a proposed match, a matched one in a match that was accepted'
-		  . ' (or requeued after a player of the ticket left it)', q{
+		  . ' (or expired, or requeued after a player of the ticket left it)', q{
 		SELECT t.id || ' ' || t.status || ' match ' || m.id || ' ' || m.status FROM mm.tickets t
 		  JOIN mm.matches m ON m.id = t.match_id
 		 WHERE (t.status = 'proposed' AND m.status <> 'proposed')
 			OR (t.status = 'matched' AND m.status NOT IN ('ready', 'assigned', 'completed')
+				AND NOT (m.status = 'cancelled' AND m.cancel_reason = 'expired')
 				AND NOT (m.status = 'cancelled'
 						 AND EXISTS (SELECT 1 FROM mm.match_players mp
 									  WHERE mp.match_id = m.id AND mp.ticket_id = t.id
