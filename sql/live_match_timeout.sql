@@ -157,6 +157,8 @@ SELECT mm.tick(NULL, '2026-01-01 00:01:31+00') >= 0 AS ticked;
 SELECT * FROM pg_temp.matches('lt_duel', :m0);
 SELECT pg_temp.held(ARRAY['a', 'b', 'c', 'd']) AS held;
 SELECT * FROM pg_temp.events(:m0);
+-- the match metrics count both (servers that never ended their matches)
+SELECT matches_expired, matches_requeued FROM mm.match_metrics('lt_duel', '1 hour', '2026-01-01 00:02:00+00');
 -- a tick with nothing to expire announces nothing
 SELECT mm.tick('lt_duel', '2026-01-01 00:10:00+00');
 SELECT count(*) AS events FROM pg_temp.events(:m0);

@@ -432,19 +432,19 @@ SELECT cardinality(mm.requeue_match(m.id, 'server crashed', '2041-06-16 11:30:00
   FROM mm.matches m WHERE m.queue = 'metrics_requeue';
 SELECT queue, status, cancel_reason, updated_at FROM mm.matches
  WHERE queue IN ('metrics_life', 'metrics_requeue') ORDER BY id;
-SELECT queue, matches, proposals_rejected, proposals_expired, matches_requeued
+SELECT queue, matches, proposals_rejected, proposals_expired, matches_requeued, matches_expired
   FROM mm.match_stats('1 hour', '2041-06-16 12:00:00+00') WHERE queue IN ('metrics_life', 'metrics_requeue')
  ORDER BY queue;
 -- by when they were cancelled: the window (11:01, 11:31] holds the expiry
 -- and the requeue, not the rejection at 11:00:20
-SELECT proposals_rejected, proposals_expired, matches_requeued
+SELECT proposals_rejected, proposals_expired, matches_requeued, matches_expired
   FROM mm.match_metrics(NULL, '30 minutes', '2041-06-16 11:31:00+00');
--- a live match the tick cancels as expired, or a proposal a cancelled
--- ticket ended, is no requeue
+-- a live match the tick cancels as expired (matches_expired), or a proposal
+-- a cancelled ticket ended, is no requeue
 BEGIN;
 UPDATE mm.matches SET cancel_reason = 'expired' WHERE queue = 'metrics_requeue';
 UPDATE mm.matches SET cancel_reason = 'ticket_cancelled' WHERE queue = 'metrics_life' AND cancel_reason = 'rejected';
-SELECT proposals_rejected, proposals_expired, matches_requeued
+SELECT proposals_rejected, proposals_expired, matches_requeued, matches_expired
   FROM mm.match_metrics(NULL, '1 hour', '2041-06-16 12:00:00+00');
 ROLLBACK;
 SELECT mm.drop_queue('metrics_life', force => true);

@@ -191,8 +191,9 @@ DROP FUNCTION mm.match_metrics(text, interval, timestamptz);
 --    time) and, of the matches with a duration, those who left in the first
 --    20% (early quits; start: the match's created_at);
 --  - the proposals rejected (a player said no) and expired (the acceptance
---    deadline passed) and the matches requeued (mm.requeue_match), by when
---    they were cancelled.
+--    deadline passed), the matches requeued (mm.requeue_match) and the live
+--    matches expired (live_match_timeout_seconds), by when they were
+--    cancelled.
 -- (mm.match_figures: unrounded, for mm.match_metrics to round and
 -- mm.health_report to judge.)
 CREATE FUNCTION mm.match_figures(queue text, time_window interval, now timestamptz)
@@ -201,7 +202,8 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   results bigint, favourite_win_rate float8, favourite_predicted_rate float8,
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
-			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint)
+			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
+			   matches_expired bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -209,7 +211,7 @@ AS $$
 	SELECT d.matches, d.players, d.quality, d.spread, d.gap, d.latency, d.worst,
 		   o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
 		   e.early, e.early_rate, o.coin_flips, e.leaves, e.leave_rate,
-		   c.rejected, c.expired, c.requeued
+		   c.rejected, c.expired, c.requeued, c.live_expired
 	  FROM mm.metrics_scope(match_figures.queue, time_window, now) AS scope(queues)
 	 CROSS JOIN LATERAL (
 		-- the matches' own figures unrounded (match_details rounds them)
@@ -257,7 +259,8 @@ AS $$
 			   count(*) FILTER (WHERE m.cancel_reason = 'acceptance_timeout') AS expired,
 			   count(*) FILTER (WHERE m.cancel_reason NOT IN ('rejected', 'acceptance_timeout',
 															  'ticket_cancelled', 'queue_dropped',
-															  'expired')) AS requeued
+															  'expired')) AS requeued,
+			   count(*) FILTER (WHERE m.cancel_reason = 'expired') AS live_expired
 		  FROM mm.matches m
 		 WHERE m.queue = ANY (scope.queues) AND m.status = 'cancelled'
 		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
@@ -272,7 +275,8 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   results bigint, favourite_win_rate float8, favourite_predicted_rate float8,
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
-			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint)
+			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
+			   matches_expired bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -283,11 +287,11 @@ AS $$
 		   f.results, mm.metrics_round(f.favourite_win_rate), mm.metrics_round(f.favourite_predicted_rate),
 		   mm.metrics_round(f.win_rate_balance_points), f.early_quits, mm.metrics_round(f.early_quit_rate),
 		   f.coin_flip_results, f.leaves, mm.metrics_round(f.leave_rate),
-		   f.proposals_rejected, f.proposals_expired, f.matches_requeued
+		   f.proposals_rejected, f.proposals_expired, f.matches_requeued, f.matches_expired
 	  FROM mm.match_figures(match_metrics.queue, time_window, now) f
 $$;
 COMMENT ON FUNCTION mm.match_metrics(text, interval, timestamptz) IS
-'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued';
+'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
 
 -- Per queue match figures over a time_window (the view mm.match_stats is the last hour).
 CREATE FUNCTION mm.match_stats(time_window interval, now timestamptz DEFAULT now())
@@ -296,7 +300,8 @@ RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg
 			   worst_latency_avg_ms float8, results bigint, favourite_win_rate float8,
 			   favourite_predicted_rate float8, win_rate_balance_points float8, early_quits bigint,
 			   early_quit_rate float8, coin_flip_results bigint, leaves bigint, leave_rate float8,
-			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint)
+			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
+			   matches_expired bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -308,7 +313,7 @@ AS $$
 	 ORDER BY q.name
 $$;
 COMMENT ON FUNCTION mm.match_stats(interval, timestamptz) IS
-'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued';
+'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
 
 CREATE VIEW mm.match_stats AS
 	SELECT * FROM mm.match_stats('1 hour'::interval, pg_catalog.now());
