@@ -67,6 +67,43 @@ SELECT * FROM mm.purge_finished('1 day', 100, false, '2040-01-01 00:03:00+00');
 SELECT mm.schedule('trojan-q');   -- no pg_cron here: its own error, not a trap
 SELECT mm.rule_threshold((SELECT config FROM mm.queues WHERE name OPERATOR(pg_catalog.=) 'trojan-q'), 'skill', 25);
 SELECT mm.drop_queue('trojan-q', force => true);
+-- 0.4's entry points: heartbeats, tokens, live match expiry, a requeue, and
+-- a match function (run as its author with its own search_path)
+SELECT mm.create_queue('trojan-life', '{"match_size": {"min": 2, "max": 2}, "heartbeat_timeout_seconds": 30,
+  "live_match_timeout_seconds": 60}');
+SELECT ticket_id IS NOT NULL AS created, pg_catalog.length(token) AS token_length
+  FROM mm.create_ticket_with_token('trojan-life', '[{"id": "tl1"}]', '2040-01-01 00:00:00+00');
+SELECT mm.create_ticket_with_token(ARRAY['trojan-life'], '[{"id": "tl2"}]', '2040-01-01 00:00:01+00') IS NOT NULL AS created;
+SELECT mm.create_ticket('trojan-life', '[{"id": "tl3"}]', '2040-01-01 00:00:02+00') IS NOT NULL AS created;
+SELECT mm.heartbeat(t.id, '2040-01-01 00:00:20+00') AS beaten FROM mm.tickets t
+ WHERE t.queue OPERATOR(pg_catalog.=) 'trojan-life' AND t.players OPERATOR(pg_catalog.@>) '[{"id": "tl1"}]';
+SELECT mm.heartbeat(t.id, '2040-01-01 00:00:20+00') AS beaten FROM mm.tickets t
+ WHERE t.queue OPERATOR(pg_catalog.=) 'trojan-life' AND t.players OPERATOR(pg_catalog.@>) '[{"id": "tl2"}]';
+-- tl3 is silent: cancelled; tl1 and tl2 match
+SELECT mm.tick('trojan-life', '2040-01-01 00:00:40+00') AS matches;
+SELECT t.players OPERATOR(pg_catalog.->) 0 OPERATOR(pg_catalog.->>) 'id' AS player, t.status, t.cancel_reason
+  FROM mm.tickets t WHERE t.queue OPERATOR(pg_catalog.=) 'trojan-life' ORDER BY t.id;
+SELECT a.ticket_status, a.match_status FROM mm.tickets t
+ CROSS JOIN LATERAL mm.get_assignment(t.id, mm.ticket_token(t.id)) a
+ WHERE t.queue OPERATOR(pg_catalog.=) 'trojan-life' AND t.players OPERATOR(pg_catalog.@>) '[{"id": "tl1"}]';
+-- the match outlives its 60 s: expired
+SELECT mm.tick('trojan-life', '2040-01-01 00:02:00+00') AS matches;
+SELECT status, cancel_reason FROM mm.matches WHERE queue OPERATOR(pg_catalog.=) 'trojan-life';
+-- a requeue of a live match
+SELECT mm.create_ticket('trojan-life', '[{"id": "tl4"}]', '2040-01-01 00:03:00+00') IS NOT NULL AS created,
+       mm.create_ticket('trojan-life', '[{"id": "tl5"}]', '2040-01-01 00:03:00+00') IS NOT NULL AS created;
+SELECT mm.tick('trojan-life', '2040-01-01 00:03:01+00') AS matches;
+SELECT pg_catalog.cardinality(mm.requeue_match(m.id, 'server crashed', '2040-01-01 00:03:02+00')) AS requeued
+  FROM mm.matches m WHERE m.queue OPERATOR(pg_catalog.=) 'trojan-life' AND m.status OPERATOR(pg_catalog.=) 'ready';
+CREATE SCHEMA trojan_mf;
+CREATE FUNCTION trojan_mf.pairs(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE sql AS $$
+  SELECT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'))
+   WHERE jsonb_array_length(tickets) >= 2 AND jsonb_typeof(tickets) = 'array' $$;
+SELECT mm.alter_queue('trojan-life', '{"match_size": {"min": 2, "max": 2}, "match_function": "trojan_mf.pairs"}');
+SELECT mm.tick('trojan-life', '2040-01-01 00:03:03+00') AS matches_by_function;
+SELECT mm.drop_queue('trojan-life', force => true);
+DROP SCHEMA trojan_mf CASCADE;
 -- ratings and balancing are C; they never look anything up by name
 SELECT pg_catalog.round(mm.elo_update(1500, 1200, 1)::numeric, 2) AS elo,
        mm.balance_teams(ARRAY[1, 2, 3, 4]::float8[]) AS teams;
