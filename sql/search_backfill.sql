@@ -2,15 +2,15 @@
 -- calls to fill the open slots of a running match: whole parties on a team
 -- with room, every rule over the whole match at the step of its oldest
 -- ticket, older candidates first, the most players when the slots cannot all
--- be filled.  Driven through a test tool of the shared library that no
--- extension script declares (src/search_property.c), created in pg_temp.
+-- be filled.  Driven through a test tool of the test module matchmaking_test
+-- (test/modules/matchmaking_test, never shipped), created in pg_temp.
 -- Tickets are given as [{"players": [...], "age_seconds": n}, ...], members
 -- with their "team" index, candidates oldest first; the result names the
 -- chosen candidates by index.
 SET timezone = 'UTC';
 
 CREATE FUNCTION pg_temp.backfill(config jsonb, members jsonb, open_slots int[], candidates jsonb)
-RETURNS jsonb AS '$libdir/matchmaking', 'mm_search_backfill' LANGUAGE C STRICT;
+RETURNS jsonb AS '$libdir/matchmaking_test', 'mm_search_backfill' LANGUAGE C STRICT;
 
 -- a 2v2 with a difference rule (max 100) and team averages within 100;
 -- red has lost a player: one slot open on red

@@ -14,14 +14,14 @@
 --      exists => at least one match forms; every formed match is valid;
 --   3. the same comparison end to end: random pools inserted into a queue,
 --      the brute force on the same tickets, then mm.tick.
--- The two C functions are test tools of the shared library that no extension
--- script declares (src/search_property.c); they are created in pg_temp here.
+-- The two C functions are test tools of the test module matchmaking_test
+-- (test/modules/matchmaking_test, never shipped); created in pg_temp here.
 SET timezone = 'UTC';
 
 CREATE FUNCTION pg_temp.search_property(seed int, cases int, max_tickets int) RETURNS jsonb
-	AS '$libdir/matchmaking', 'mm_search_property' LANGUAGE C STRICT;
+	AS '$libdir/matchmaking_test', 'mm_search_property' LANGUAGE C STRICT;
 CREATE FUNCTION pg_temp.valid_match_exists(config jsonb, tickets jsonb) RETURNS boolean
-	AS '$libdir/matchmaking', 'mm_search_valid_match_exists' LANGUAGE C STRICT;
+	AS '$libdir/matchmaking_test', 'mm_search_valid_match_exists' LANGUAGE C STRICT;
 
 CREATE FUNCTION pg_temp.matches(q text)
 RETURNS TABLE (n bigint, quality numeric, players text)

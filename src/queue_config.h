@@ -2,16 +2,19 @@
  * queue_config.h
  *	  A queue's configuration (mm.queues.config), parsed and validated.
  *
- * queue_config.c turns the jsonb into this struct, refusing anything invalid
- * with the JSON path of the first problem (e.g. "rules[2].max").  The tick and
- * the ticket validation read only this struct, never the jsonb, so a rule
- * type's options are parsed in exactly one place.
+ * The parser (queue_config*.c) turns the jsonb into this struct, refusing
+ * anything invalid with the JSON path of the first problem (e.g.
+ * "rules[2].max").  The tick and the ticket validation read only this
+ * struct, never the jsonb, so a rule type's options are parsed in exactly one
+ * place.  The rule thresholds at an age are rule_expansion.c's.
  */
 #ifndef MM_QUEUE_CONFIG_H
 #define MM_QUEUE_CONFIG_H
 
 #include "postgres.h"
 #include "utils/jsonb.h"
+
+#include "json_walk.h"
 
 #define MM_MAX_MATCH_SIZE 200
 #define MM_MAX_TEAMS 100
@@ -247,15 +250,34 @@ typedef struct MmQueueConfig
 } MmQueueConfig;
 
 /*
- * Parses and validates a queue config.  Allocates in CurrentMemoryContext.
- * On any problem raises ERROR 22023 (invalid_parameter_value) with the
- * message "invalid queue config at <path>: <problem>", e.g.
- * "invalid queue config at rules[2].max: must be a number >= 0".
+ * Checks the function a config's "match_function" names (already of the
+ * shape schema.function); raises an error at path when it does not fit.
+ */
+typedef void (*MmMatchFunctionCheck) (const char *name, MmJsonPath *path);
+
+/*
+ * Parses and validates a queue config (queue_config.c).  Allocates in
+ * CurrentMemoryContext.  On any problem raises ERROR 22023
+ * (invalid_parameter_value) with the message "invalid queue config at
+ * <path>: <problem>", e.g. "invalid queue config at rules[2].max: must be a
+ * number >= 0".  The parser reads no catalog: check, when not NULL, judges
+ * the function "match_function" names, at its place in the walk.
  *
  * match_min/match_max are the effective bounds: with teams, match_size is
  * narrowed to what the teams can hold (and taken from the teams when absent).
  */
+extern MmQueueConfig *MmParseQueueConfigWith(Jsonb *config, MmMatchFunctionCheck check);
+
+/*
+ * The same with the match function checked against the catalog
+ * (MmLookupMatchFunction: it exists, takes (text, jsonb, timestamptz),
+ * returns SETOF jsonb, is in no temporary schema), as every write to
+ * mm.queues is checked (queue_config_sql.c).
+ */
 extern MmQueueConfig *MmParseQueueConfig(Jsonb *config);
+
+/* The rule named name in a parsed config, or NULL (queue_config_json.c). */
+extern const MmRuleConfig *MmQueueConfigFindRule(const MmQueueConfig *config, const char *name);
 
 
 
@@ -277,9 +299,9 @@ extern int	MmTeamMinAt(const MmTeamConfig *team, double age_seconds);
 extern int	MmMatchMinAt(const MmQueueConfig *config, double age_seconds);
 
 /*
- * Whether a rule has a threshold of its own to show in rule_steps (false for
- * string_equality, team_ticket_size_similarity, compound, blocklist and the
- * comparisons all_equal / all_different).
+ * Whether a rule has a threshold of its own to show in rule_steps (false
+ * for string_equality, team_ticket_size_similarity, compound, blocklist and
+ * the comparisons all_equal / all_different).
  */
 extern bool MmRuleHasThreshold(const MmRuleConfig *rule);
 

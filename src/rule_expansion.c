@@ -106,3 +106,23 @@ MmMatchMinAt(const MmQueueConfig *config, double age_seconds)
 		return config->match_min;
 	return Max(Max(sum, config->match_size_min), 2);
 }
+
+/* Whether a rule has a threshold of its own; see queue_config.h. */
+bool
+MmRuleHasThreshold(const MmRuleConfig *rule)
+{
+	switch (rule->type)
+	{
+		case MM_RULE_STRING_EQUALITY:
+		case MM_RULE_TEAM_TICKET_SIZE_SIMILARITY:
+		case MM_RULE_COMPOUND:
+		case MM_RULE_BLOCKLIST:
+			return false;
+		case MM_RULE_COMPARISON:
+			/* a string reference is matched, not a threshold */
+			return rule->compare_op != MM_CMP_ALL_EQUAL &&
+				rule->compare_op != MM_CMP_ALL_DIFFERENT && rule->reference_string == NULL;
+		default:
+			return true;
+	}
+}

@@ -2,9 +2,9 @@
  * rules.h
  *	  The one rule mechanism of the tick: a handler per rule type (pure C, no SPI).
  *
- * A queue's rules (MmRuleConfig, parsed by queue_config.c) are evaluated here
- * and nowhere else.  Each rule type has one handler in rules.c that knows how
- * to
+ * A queue's rules (MmRuleConfig, parsed by queue_config*.c) are evaluated
+ * here and nowhere else.  Each rule type has one handler, in its file
+ * rule_<type>.c and listed in the table of rules.c, that knows how to
  *	 - extract a ticket's value from its players (once, when the tick loads it),
  *	 - say whether a ticket may join a candidate match at a threshold
  *	   (ticket rules, checked incrementally as tickets join), or whether formed
@@ -12,8 +12,8 @@
  *	 - rate how close the match is, in [0,1], for the match quality.
  * A new rule type (set_intersection, match_total, comparison, blocklist,
  * compound) or value source (player, rating) is a new handler or a new case
- * in LookupPlayerValue (rules.c); the search (match_search.c) and the tick (tick.c)
- * do not change.
+ * in MmLookupPlayerValue (rules.c); the search (match_search*.c) and the tick
+ * (tick.c) do not change.
  */
 #ifndef MM_RULES_H
 #define MM_RULES_H
@@ -176,7 +176,7 @@ typedef enum MmRuleScope
 	MM_SCOPE_TEAMS				/* checked once the teams are formed */
 } MmRuleScope;
 
-/* What a rule type does.  One entry per type in rules.c. */
+/* What a rule type does.  One per type (rule_<type>.c), listed in rules.c. */
 typedef struct MmRuleHandler
 {
 	MmRuleType	type;
@@ -231,6 +231,14 @@ extern void MmRuleContextInit(MmRuleContext *context, const MmQueueConfig *confi
  */
 extern void MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
 								  const MmPlayerInput *players, int nplayers);
+
+/*
+ * A party's value for a difference rule: the average, min or max (merge) of
+ * its players' values, NaN (a player who matches anything) skipped.  At least
+ * one value must be a number (rule_difference.c; the sanitizer's data
+ * generator calls it too).
+ */
+extern double MmMergePartyValues(MmMerge merge, const double *values, int nvalues);
 
 /*
  * Latency rules: the region index with the lowest worst latency in a state,

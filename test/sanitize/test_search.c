@@ -1,6 +1,6 @@
 /*
- * test_search: MmSearchMatches (src/match_search.c) with the rule handlers
- * of src/rules.c on generated queues.
+ * test_search: MmSearchMatches (src/match_search*.c) with the rule handlers
+ * of src/rules.c and src/rule_*.c on generated queues.
  *
  *   ./test_search [tickets] [seed]
  *
@@ -148,7 +148,7 @@ ExpectedThreshold(const MmRuleConfig *r, double age, double *threshold, int *ste
 	return on;
 }
 
-/* 1 - used/allowed in [0, 1] (rules.c's ClosenessOf). */
+/* 1 - used/allowed in [0, 1] (rules.c's MmClosenessOf). */
 static double
 Closeness(double used, double allowed)
 {
@@ -344,14 +344,12 @@ Skill(const Scenario *sc, double base)
 	return v;
 }
 
-/* A numeric rule's value, as ExtractPlayerNumbers and DifferenceExtract make it. */
+/* A numeric rule's value, as MmExtractPlayerNumbers and DifferenceExtract make it. */
 static void
 MakeNumbers(const Scenario *sc, const MmRuleConfig *rule, int nplayers, MmRuleValue *v)
 {
 	double		base = sc->frac ? 1000 + Normal(0, sc->skill_sd) : Normal(1000, sc->skill_sd);
-	int			present = 0,
-				n = 0;
-	double		merged = 0;
+	int			present = 0;
 
 	v->kind = MM_VALUE_PRESENT;
 	v->player_values = malloc(sizeof(double) * nplayers);
@@ -376,25 +374,9 @@ MakeNumbers(const Scenario *sc, const MmRuleConfig *rule, int nplayers, MmRuleVa
 		v->kind = MM_VALUE_ANY;
 		return;
 	}
-	for (int p = 0; p < nplayers; p++)
-	{
-		double		x = v->player_values[p];
-
-		if (isnan(x))
-			continue;
-		if (n == 0)
-			merged = x;
-		else if (rule->merge == MM_MERGE_MIN)
-			merged = Min(merged, x);
-		else if (rule->merge == MM_MERGE_MAX)
-			merged = Max(merged, x);
-		else
-			merged += x;
-		n++;
-	}
-	if (rule->merge == MM_MERGE_AVERAGE)
-		merged /= n;
-	v->number = rule->type == MM_RULE_DIFFERENCE ? merged : 0;
+	/* the party's value as the rule's own code merges it */
+	v->number = rule->type == MM_RULE_DIFFERENCE ?
+		MmMergePartyValues(rule->merge, v->player_values, nplayers) : 0;
 }
 
 /* A latency value, as LatencyExtract makes it (regions sorted by index). */
@@ -918,9 +900,10 @@ RunScenario(const Scenario *sc, int n)
  *
  * The search's window [v - t, v + t] is computed in floating point, while
  * the rule compares the rounded difference (max - min <= t): without the
- * window's slack (src/match_search.c, CandidatesStart), skills 3.1 and 0.6
- * with max 2.5 matched only when the 0.6 ticket was older, and -0.34 and 0.16
- * with max 0.5 never did, though |0.16 - -0.34| is 0.5 in double. */
+ * window's slack (src/match_search_pool.c, MmSearchCandidatesStart), skills
+ * 3.1 and 0.6 with max 2.5 matched only when the 0.6 ticket was older, and
+ * -0.34 and 0.16 with max 0.5 never did, though |0.16 - -0.34| is 0.5 in
+ * double. */
 static long boundary_pairs = 0;
 static long boundary_at_edge = 0;
 

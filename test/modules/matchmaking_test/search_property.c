@@ -2,10 +2,16 @@
  * search_property.c
  *	  Test support: the search against a brute force over small pools.
  *
- * Two C functions that no extension script declares (they are test tools,
- * not API): the regression test sql/search_completeness.sql creates them in
- * pg_temp with
- *		CREATE FUNCTION pg_temp.f(...) ... AS '$libdir/matchmaking', '<symbol>'
+ * Part of the test module matchmaking_test (test/modules/matchmaking_test),
+ * built with the extension's pure search, rule and config parser files and
+ * installed only by the test suite (test/modules/install.sh), never shipped
+ * in matchmaking.so.  Its C functions are test tools, not API: no extension
+ * script declares them; the regression tests sql/search_completeness.sql and
+ * sql/search_backfill.sql create them in pg_temp with
+ *		CREATE FUNCTION pg_temp.f(...) ... AS '$libdir/matchmaking_test', '<symbol>'
+ *
+ * Configs are parsed by the extension's parser without the catalog check of
+ * a "match_function" (only its shape): the search never calls one.
  *
  * mm_search_valid_match_exists(config jsonb, tickets jsonb) RETURNS boolean
  *	 Whether the tickets ([{"players": [...], "age_seconds": 12}, ...], oldest
@@ -52,6 +58,8 @@
 #include "match_search.h"
 #include "queue_config.h"
 #include "rules.h"
+
+PG_MODULE_MAGIC;
 
 PG_FUNCTION_INFO_V1(mm_search_valid_match_exists);
 PG_FUNCTION_INFO_V1(mm_search_property);
@@ -308,13 +316,13 @@ ParseConfigText(const char *text)
 {
 	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
 
-	return MmParseQueueConfig(jb);
+	return MmParseQueueConfigWith(jb, NULL);
 }
 
 Datum
 mm_search_valid_match_exists(PG_FUNCTION_ARGS)
 {
-	MmQueueConfig *config = MmParseQueueConfig(PG_GETARG_JSONB_P(0));
+	MmQueueConfig *config = MmParseQueueConfigWith(PG_GETARG_JSONB_P(0), NULL);
 	Pool	   *pool = palloc0(sizeof(Pool));
 
 	LoadPool(pool, config, PG_GETARG_JSONB_P(1));
@@ -730,7 +738,7 @@ mm_search_property(PG_FUNCTION_ARGS)
 Datum
 mm_search_backfill(PG_FUNCTION_ARGS)
 {
-	MmQueueConfig *config = MmParseQueueConfig(PG_GETARG_JSONB_P(0));
+	MmQueueConfig *config = MmParseQueueConfigWith(PG_GETARG_JSONB_P(0), NULL);
 	Jsonb	   *members_jb = PG_GETARG_JSONB_P(1);
 	ArrayType  *slots_array = PG_GETARG_ARRAYTYPE_P(2);
 	Pool	   *members = palloc0(sizeof(Pool));
