@@ -5,15 +5,17 @@
 EXTENSION = matchmaking
 MODULE_big = matchmaking
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-# Released install scripts are frozen (0.1, 0.2 and 0.3 are kept so a test
-# can install them and upgrade).  The newest version's scripts are built: its
-# upgrade from the files of upgrade/<from>--<to>/ in name order, one file per
-# concern, and its fresh install as the previous install script followed by
-# that upgrade, so a fresh install and an upgraded database run the same
-# statements.
+# Released scripts are frozen (0.1, 0.2 and 0.3 are kept so a test can
+# install them and upgrade).  The version in development (MM_VERSION) has two
+# built scripts: its fresh install from the SQL source tree, src/sql/*.sql in
+# name order (one current definition of every object), and its upgrade from
+# MM_PREVIOUS from the hand-reviewed files of upgrade/<previous>--<version>/
+# in name order.  test/t/050_upgrade.pl proves that both give the same schema.
+MM_VERSION = 0.4
+MM_PREVIOUS = 0.3
 DATA = matchmaking--0.1.sql matchmaking--0.1--0.2.sql matchmaking--0.2.sql \
 	matchmaking--0.2--0.3.sql matchmaking--0.3.sql
-DATA_built = matchmaking--0.3--0.4.sql matchmaking--0.4.sql
+DATA_built = matchmaking--$(MM_PREVIOUS)--$(MM_VERSION).sql matchmaking--$(MM_VERSION).sql
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress: setup first (creates the extension), then every area in order.
@@ -33,11 +35,14 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-matchmaking--0.3--0.4.sql: $(sort $(wildcard $(srcdir)/upgrade/0.3--0.4/*.sql))
+matchmaking--$(MM_PREVIOUS)--$(MM_VERSION).sql: $(sort $(wildcard $(srcdir)/upgrade/$(MM_PREVIOUS)--$(MM_VERSION)/*.sql))
 	cat $^ > $@
 
-matchmaking--0.4.sql: matchmaking--0.3.sql matchmaking--0.3--0.4.sql
-	cat $^ > $@
+# The psql guard first, then every file of src/sql, each after a blank line.
+matchmaking--$(MM_VERSION).sql: $(sort $(wildcard $(srcdir)/src/sql/*.sql))
+	{ printf '%s\n' '\echo Use "CREATE EXTENSION matchmaking" to load this file. \quit' \
+		'-- Built by make from src/sql/*.sql in name order: edit those files, not this one.'; \
+	  for f in $^; do printf '\n'; cat "$$f"; done; } > $@
 
 # Lets the test scripts read the lists above.
 print-%:

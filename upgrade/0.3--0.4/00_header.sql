@@ -3,8 +3,8 @@
 -- heartbeats for tickets, a ticker role, per-ticket assignment tokens).
 --
 -- This upgrade is built from the files of upgrade/0.3--0.4, one per concern,
--- in name order; the fresh 0.4 install script is matchmaking--0.3.sql
--- followed by this upgrade (see the Makefile), so a fresh install and an
--- upgraded database run the same statements.
+-- in name order; the fresh 0.4 install script is built from the SQL source
+-- tree src/sql/ (see the Makefile), and test/t/050_upgrade.pl proves that
+-- both give the same schema.
 
 \echo Use "ALTER EXTENSION matchmaking UPDATE TO '0.4'" to load this file. \quit

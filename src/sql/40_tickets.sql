@@ -1,0 +1,888 @@
+-- Tickets (src/tickets.c; docs/queues-and-tickets.md, docs/data-model.md):
+-- mm.tickets, partitioned into the active and ended tickets; one active
+-- ticket per player (mm.active_players, kept by the ticket triggers and
+-- mm.claim_players); the other queues a ticket searches in
+-- (mm.ticket_queues); the functions a frontend calls (create, cancel,
+-- heartbeat, tokens).  A player in a live match is held too: the lifecycle
+-- (60_lifecycle.sql) releases them when the match ends.
+
+-- Tickets, partitioned by status: the active partition holds only what the
+-- tick reads (searching and proposed tickets), so its cost never grows with
+-- history; a ticket moves to the ended partition once, when it ends (the
+-- move is a delete plus an insert, the same writes as a ticket history row).
+CREATE SEQUENCE mm.tickets_id_seq;
+GRANT USAGE ON SEQUENCE mm.tickets_id_seq TO mm_admin;
+SELECT pg_catalog.pg_extension_config_dump('mm.tickets_id_seq', '');
+
+CREATE TABLE mm.tickets (
+	id bigint NOT NULL DEFAULT pg_catalog.nextval('mm.tickets_id_seq'::pg_catalog.regclass),
+	queue text NOT NULL,
+	players jsonb NOT NULL,
+	status text NOT NULL DEFAULT 'searching'
+		CONSTRAINT tickets_status CHECK (status OPERATOR(pg_catalog.=) ANY (
+			ARRAY['searching', 'proposed', 'matched', 'cancelled', 'timed_out'])),
+	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	-- when the status last changed; NULL while the ticket has only searched
+	updated_at timestamptz,
+	matched_at timestamptz,
+	match_id bigint,
+	-- the team of the match the ticket plays on (NULL in a free-for-all)
+	team text,
+	-- the other queues the ticket also searches in, each with that queue's
+	-- config (mm.ticket_queues lists it there)
+	queues text[],
+	-- the last mm.heartbeat; updated in place on the active partition, in no
+	-- index, so a beat is a HOT update when the row's page has room
+	heartbeat_at timestamptz,
+	-- why the tick cancelled the ticket (heartbeat_missed); NULL for the
+	-- other ends (mm.cancel_ticket, a rejected proposal, mm.drop_queue, an
+	-- UPDATE)
+	cancel_reason text,
+	CONSTRAINT tickets_match_consistent CHECK (
+		status OPERATOR(pg_catalog.<>) ALL (ARRAY['proposed', 'matched']) OR match_id IS NOT NULL)
+) PARTITION BY LIST (status);
+COMMENT ON TABLE mm.tickets IS 'Every ticket (one player or a party), partitioned into tickets_active and tickets_ended';
+COMMENT ON COLUMN mm.tickets.queues IS
+	'The other queues the ticket also searches in (NULL: only its queue); once matched, its queue is the one that matched it';
+COMMENT ON COLUMN mm.tickets.heartbeat_at IS
+	'The ticket''s last mm.heartbeat (NULL: none yet; its creation counts as the first); kept on a ticket cancelled for a missed heartbeat';
+COMMENT ON COLUMN mm.tickets.cancel_reason IS
+	'Why the tick cancelled the ticket: heartbeat_missed; NULL otherwise';
+GRANT SELECT ON TABLE mm.tickets TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.tickets TO mm_admin;
+ALTER SEQUENCE mm.tickets_id_seq OWNED BY mm.tickets.id;
+
+-- The active partition keeps a fifth of each new page free for the
+-- heartbeats: a bulk load fills its pages, and a beat is a HOT update (no
+-- index entry, no new page) only when the row's page has room (50,000
+-- tickets beaten twice: every update HOT, the partition no larger; without
+-- it, none).
+CREATE TABLE mm.tickets_active PARTITION OF mm.tickets (PRIMARY KEY (id))
+	FOR VALUES IN ('searching', 'proposed')
+	WITH (fillfactor = 80);
+COMMENT ON TABLE mm.tickets_active IS 'Searching and proposed tickets: the tick''s working set';
+GRANT SELECT ON TABLE mm.tickets_active TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.tickets_active TO mm_admin;
+-- the tick's read: one queue's tickets, oldest first
+CREATE INDEX tickets_active_queue_created ON mm.tickets_active (queue, created_at, id);
+SELECT pg_catalog.pg_extension_config_dump('mm.tickets_active', '');
+
+CREATE TABLE mm.tickets_ended PARTITION OF mm.tickets (PRIMARY KEY (id))
+	FOR VALUES IN ('matched', 'cancelled', 'timed_out');
+COMMENT ON TABLE mm.tickets_ended IS 'Matched, cancelled and timed-out tickets: written once, when the ticket ends';
+GRANT SELECT ON TABLE mm.tickets_ended TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.tickets_ended TO mm_admin;
+-- metrics and retention read ended tickets by time windows (created,
+-- ended, matched); rows arrive in time order, so a block range index serves
+-- them at almost no cost to the tick
+CREATE INDEX tickets_ended_times ON mm.tickets_ended USING brin (created_at, updated_at, matched_at);
+SELECT pg_catalog.pg_extension_config_dump('mm.tickets_ended', '');
+
+-- One active ticket per player: a player's row lives from the ticket's
+-- creation until it leaves the active partition.  The primary key is the
+-- guarantee under concurrency.
+CREATE TABLE mm.active_players (
+	player_id text PRIMARY KEY,
+	ticket_id bigint NOT NULL,
+	queue text NOT NULL
+);
+COMMENT ON TABLE mm.active_players IS 'The player of every searching or proposed ticket, one row each: one active ticket per player';
+GRANT SELECT ON TABLE mm.active_players TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.active_players TO mm_admin;
+SELECT pg_catalog.pg_extension_config_dump('mm.active_players', '');
+
+-- The players of every ticket, one row each, read from the tickets' players
+-- (for queries; one active ticket per player is kept by mm.active_players).
+CREATE VIEW mm.ticket_players AS
+SELECT t.id AS ticket_id,
+	   p.value OPERATOR(pg_catalog.->>) 'id' AS player_id,
+	   t.queue,
+	   coalesce(p.value OPERATOR(pg_catalog.->) 'attributes', '{}') AS attributes,
+	   coalesce(p.value OPERATOR(pg_catalog.->) 'latencies', '{}') AS latencies,
+	   t.status OPERATOR(pg_catalog.=) ANY (ARRAY['searching', 'proposed']) AS active
+  FROM mm.tickets t CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(t.players) p;
+COMMENT ON VIEW mm.ticket_players IS 'The players of every ticket with their attributes and latencies, one row each';
+GRANT SELECT ON TABLE mm.ticket_players TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.ticket_players TO mm_admin;
+
+-- One ticket in several queues: a ticket searches in its queue and in the
+-- other queues of its `queues` array, each with that queue's config.  It
+-- keeps one row in mm.tickets_active, which the tick of whichever queue takes
+-- it first locks (FOR UPDATE SKIP LOCKED) and moves, so two queues never
+-- both match it.  mm.ticket_queues lists the tickets each other queue's tick
+-- also reads.
+CREATE TABLE mm.ticket_queues (
+	queue text NOT NULL,
+	ticket_id bigint NOT NULL,
+	-- the ticket's creation time: a queue's tick reads its extra tickets
+	-- oldest first, like its own
+	created_at timestamptz NOT NULL,
+	PRIMARY KEY (queue, created_at, ticket_id)
+);
+COMMENT ON TABLE mm.ticket_queues IS
+	'The active tickets that also search in a queue other than their own, one row per (queue, ticket)';
+GRANT SELECT ON TABLE mm.ticket_queues TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.ticket_queues TO mm_admin;
+CREATE INDEX ticket_queues_ticket ON mm.ticket_queues (ticket_id);
+SELECT pg_catalog.pg_extension_config_dump('mm.ticket_queues', '');
+
+CREATE FUNCTION mm.validate_ticket(queue text, players jsonb, created_at timestamptz)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'mm_validate_ticket'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION mm.validate_ticket(text, jsonb, timestamptz) IS
+	'Checks a new ticket''s players against its queue''s config (errors name the JSON path); returns the player count';
+REVOKE ALL ON FUNCTION mm.validate_ticket(text, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.validate_ticket(text, jsonb, timestamptz) TO mm_admin;
+
+-- Takes one active ticket per player for the given (ticket, queue, players)
+-- rows: one set-based insert into mm.active_players; a player who already
+-- holds an active ticket (also one committed concurrently, or one earlier in
+-- the same statement) or is in a live match is refused with 23505, naming
+-- the ticket or match that holds the player.  A claim that holds nothing any
+-- more (mm.claim_is_live) is dropped on the way.
+CREATE FUNCTION mm.claim_players(ticket_ids bigint[], queues text[], players jsonb[])
+	RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	-- the row estimate of jsonb_array_elements (100 per ticket) would
+	-- otherwise make a bulk load pay for JIT compilation
+	SET jit = off
+	AS $$
+DECLARE
+	dup_player text;
+	holder_ticket bigint;
+	holder_status text;
+	live record;
+BEGIN
+	-- a plain insert in player order (no deadlock with a concurrent claim of
+	-- the same players): the primary key refuses a taken player (waiting for
+	-- a concurrent claim to commit or roll back), and the rare refusal is
+	-- explained afterwards
+	FOR attempt IN 1 .. 2 LOOP
+		BEGIN
+			INSERT INTO mm.active_players (player_id, ticket_id, queue)
+			SELECT p.value ->> 'id', u.ticket_id, u.queue
+			  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.queues),
+							  unnest(claim_players.players)) AS u(ticket_id, queue, players),
+				   jsonb_array_elements(u.players) p
+			 ORDER BY 1;
+			RETURN;
+		EXCEPTION WHEN unique_violation THEN
+			NULL;
+		END;
+		-- A claim whose ticket is neither active nor in a live match (its
+		-- partition written directly, a match ended without releasing it)
+		-- is stale: drop it and try once more.  Only in READ COMMITTED,
+		-- where a fresh snapshot sees the holder's commit that the refusal
+		-- waited for.
+		EXIT WHEN attempt = 2 OR current_setting('transaction_isolation') <> 'read committed';
+		DELETE FROM mm.active_players a
+		 USING unnest(claim_players.players) AS u(players), jsonb_array_elements(u.players) p
+		 WHERE a.player_id = p.value ->> 'id'
+		   AND NOT mm.claim_is_live(a.player_id, a.ticket_id);
+		EXIT WHEN NOT FOUND;
+	END LOOP;
+
+	-- the first player, in ticket order, that is taken or repeated
+	WITH new_players AS (
+		SELECT u.ticket_id, p.value ->> 'id' AS player_id, u.ticket_ord, p.ord
+		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.players))
+			   WITH ORDINALITY AS u(ticket_id, players, ticket_ord),
+			   jsonb_array_elements(u.players) WITH ORDINALITY p(value, ord)
+	)
+	SELECT h.player_id, h.holder INTO dup_player, holder_ticket
+	  FROM (SELECT np.player_id, np.ticket_ord, np.ord,
+				   coalesce((SELECT ap.ticket_id FROM mm.active_players ap
+							  WHERE ap.player_id = np.player_id),
+							(SELECT e.ticket_id FROM new_players e
+							  WHERE e.player_id = np.player_id
+								AND (e.ticket_ord, e.ord) < (np.ticket_ord, np.ord)
+							  ORDER BY e.ticket_ord, e.ord LIMIT 1)) AS holder
+			  FROM new_players np) h
+	 WHERE h.holder IS NOT NULL
+	 ORDER BY h.ticket_ord, h.ord
+	 LIMIT 1;
+	SELECT * INTO live FROM mm.player_live_match(dup_player);
+	IF live.match_id IS NOT NULL THEN
+		RAISE EXCEPTION 'player "%" is in match %, which is %', dup_player, live.match_id, live.status
+			USING ERRCODE = 'unique_violation',
+				  DETAIL = format('Ticket %s brought the player into the match.', holder_ticket),
+				  HINT = 'A player in a live match cannot search until the match is completed or cancelled, or the player leaves it (mm.leave_match).';
+	END IF;
+	SELECT t.status INTO holder_status FROM mm.tickets_active t WHERE t.id = holder_ticket;
+	IF holder_status IS NULL THEN
+		RAISE EXCEPTION 'player "%" already has an active ticket', coalesce(dup_player, '?')
+			USING ERRCODE = 'unique_violation';
+	END IF;
+	RAISE EXCEPTION 'player "%" already has an active ticket', dup_player
+		USING ERRCODE = 'unique_violation',
+			  DETAIL = format('Ticket %s holds the player and is %s.', holder_ticket, holder_status),
+			  HINT = 'A player can be in one searching or proposed ticket at a time; cancel that ticket first.';
+END
+$$;
+COMMENT ON FUNCTION mm.claim_players(bigint[], text[], jsonb[]) IS
+	'Internal: records the players of new active tickets in mm.active_players; one active ticket per player';
+REVOKE ALL ON FUNCTION mm.claim_players(bigint[], text[], jsonb[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.claim_players(bigint[], text[], jsonb[]) TO mm_admin;
+
+-- Once per statement (one INSERT, a multi-row INSERT or a COPY into
+-- mm.tickets): validates every new ticket and claims its players.  pg_dump's
+-- restore writes the partitions directly, which fires neither: the dump
+-- carries mm.active_players itself.
+CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
+	LANGUAGE plpgsql
+	-- the inserting role needs no privilege on mm.queues (a row lock) or
+	-- mm.active_players: this trigger only checks and claims what it inserted
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	SET jit = off
+	AS $$
+DECLARE
+	bad record;
+BEGIN
+	-- ids come from mm.tickets_id_seq: an explicit one must be one it has
+	-- handed out (an id ahead of it would collide with a later default) and
+	-- not an ended ticket's (the partitions' primary keys are separate)
+	SELECT n.id, n.status, n.match_id IS NOT NULL AS has_match,
+		   n.status = 'searching' AND n.match_id IS NULL AND n.matched_at IS NULL
+		   AND n.updated_at IS NULL AND n.team IS NULL AS fresh,
+		   n.id > (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
+					 FROM mm.tickets_id_seq) AS ahead INTO bad
+	  FROM new_tickets n
+	 WHERE n.status <> 'searching' OR n.match_id IS NOT NULL OR n.matched_at IS NOT NULL
+		OR n.updated_at IS NOT NULL OR n.team IS NOT NULL
+		OR n.id > (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
+					 FROM mm.tickets_id_seq)
+		OR (n.id <= (SELECT max(e.id) FROM mm.tickets_ended e)
+			AND EXISTS (SELECT FROM mm.tickets_ended e WHERE e.id = n.id))
+	 LIMIT 1;
+	IF FOUND AND bad.fresh AND bad.ahead THEN
+		RAISE EXCEPTION 'ticket id % was not drawn from mm.tickets_id_seq', bad.id
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Leave id to its default.';
+	ELSIF FOUND AND bad.fresh THEN
+		RAISE EXCEPTION 'ticket id % is already used', bad.id
+			USING ERRCODE = 'unique_violation',
+				  HINT = 'Leave id to its default (mm.tickets_id_seq).';
+	ELSIF FOUND THEN
+		RAISE EXCEPTION 'a new ticket must start searching, without a match'
+			USING ERRCODE = 'check_violation',
+				  DETAIL = format('Ticket %s was inserted with status %s%s.', bad.id, bad.status,
+								  CASE WHEN bad.has_match THEN ' and a match' ELSE '' END),
+				  HINT = 'Insert only queue, players and optionally created_at; the tick sets the rest.';
+	END IF;
+	-- KEY SHARE on the queues: mm.drop_queue (FOR UPDATE) waits for this
+	-- insert, or this insert for the drop, whose queue is then gone
+	PERFORM FROM mm.queues q WHERE q.name IN (SELECT n.queue FROM new_tickets n) FOR KEY SHARE OF q;
+	-- in the order the rows came: the first invalid one is reported
+	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n;
+	-- one active ticket per player: a plain insert, in player order, so that
+	-- two statements claiming the same players in different orders queue up
+	-- on the first one they share instead of deadlocking; the rare refusal
+	-- is explained by claim_players, which tries again and names the holder
+	BEGIN
+		INSERT INTO mm.active_players (player_id, ticket_id, queue)
+		SELECT p.value ->> 'id', n.id, n.queue
+		  FROM new_tickets n, jsonb_array_elements(n.players) p
+		 ORDER BY 1;
+	EXCEPTION WHEN unique_violation THEN
+		PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
+								 array_agg(n.players ORDER BY n.id))
+		  FROM new_tickets n;
+	END;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_insert() IS
+	'Trigger: validates the inserted tickets and claims their players (one active ticket per player)';
+REVOKE ALL ON FUNCTION mm.tickets_after_insert() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tickets_after_insert() TO mm_admin;
+CREATE TRIGGER tickets_after_insert AFTER INSERT ON mm.tickets
+	REFERENCING NEW TABLE AS new_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_insert();
+
+-- Keeps mm.active_players in step with a status written by UPDATE (the tick
+-- and the ticket functions move tickets themselves and keep it in step):
+-- a ticket leaving searching/proposed releases its players, one entering
+-- them claims its players again.  A proposed ticket moved out of its match
+-- by hand (cancelled, timed out, searching again) rejects the match, as
+-- mm.cancel_ticket does, and keeps no match.
+CREATE FUNCTION mm.tickets_after_update() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	SET jit = off
+	AS $$
+DECLARE
+	final record;
+	left_match record;
+	m mm.matches;
+BEGIN
+	-- a matched ticket's status is final: it sits in its match's players
+	SELECT o.id, n.status INTO final
+	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+	 WHERE o.status = 'matched' AND n.status <> 'matched'
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'ticket % is matched: its status cannot become %', final.id, final.status
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'A matched ticket ends with its match.';
+	END IF;
+	DELETE FROM mm.active_players ap
+	 USING old_tickets o JOIN new_tickets n ON n.id = o.id, jsonb_array_elements(o.players) p
+	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id
+	   AND o.status IN ('searching', 'proposed') AND n.status NOT IN ('searching', 'proposed');
+	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
+							 array_agg(n.players ORDER BY n.id))
+	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+	 WHERE o.status NOT IN ('searching', 'proposed') AND n.status IN ('searching', 'proposed')
+	HAVING count(*) > 0;
+	FOR left_match IN
+		SELECT o.match_id, array_agg(o.id) AS ticket_ids
+		  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+		 WHERE o.status = 'proposed' AND n.status IN ('searching', 'cancelled', 'timed_out')
+		   AND o.match_id IS NOT NULL
+		 GROUP BY o.match_id ORDER BY o.match_id
+	LOOP
+		UPDATE mm.tickets_active t SET match_id = NULL, team = NULL WHERE t.id = ANY (left_match.ticket_ids);
+		UPDATE mm.tickets_ended t SET match_id = NULL, team = NULL WHERE t.id = ANY (left_match.ticket_ids);
+		SELECT * INTO m FROM mm.matches x WHERE x.id = left_match.match_id FOR UPDATE;
+		IF m.status = 'proposed' THEN
+			PERFORM mm.cancel_proposed_match(m.id, 'ticket_cancelled', '{}', greatest(now(), m.created_at));
+		END IF;
+	END LOOP;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_update() IS
+	'Trigger: releases or claims players when an UPDATE moves tickets out of or into searching/proposed';
+REVOKE ALL ON FUNCTION mm.tickets_after_update() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tickets_after_update() TO mm_admin;
+CREATE TRIGGER tickets_after_update AFTER UPDATE ON mm.tickets
+	REFERENCING OLD TABLE AS old_tickets NEW TABLE AS new_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_update();
+
+-- Deleting tickets releases their players and unlists them from the other
+-- queues.
+CREATE FUNCTION mm.tickets_after_delete() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	SET jit = off
+	AS $$
+BEGIN
+	DELETE FROM mm.active_players ap USING old_tickets o, jsonb_array_elements(o.players) p
+	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id;
+	DELETE FROM mm.ticket_queues q USING old_tickets o
+	 WHERE q.ticket_id = o.id AND o.queues IS NOT NULL;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_delete() IS
+	'Trigger: releases the players of deleted tickets';
+REVOKE ALL ON FUNCTION mm.tickets_after_delete() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tickets_after_delete() TO mm_admin;
+CREATE TRIGGER tickets_after_delete AFTER DELETE ON mm.tickets
+	REFERENCING OLD TABLE AS old_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_delete();
+
+-- TRUNCATE of the tickets (or of their active partition) releases every
+-- player and empties the other queues' lists.
+CREATE FUNCTION mm.tickets_after_truncate() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	DELETE FROM mm.active_players;
+	DELETE FROM mm.ticket_queues;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_truncate() IS
+	'Trigger: releases every player when the active tickets are truncated';
+REVOKE ALL ON FUNCTION mm.tickets_after_truncate() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tickets_after_truncate() TO mm_admin;
+CREATE TRIGGER tickets_after_truncate AFTER TRUNCATE ON mm.tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_truncate();
+CREATE TRIGGER tickets_active_after_truncate AFTER TRUNCATE ON mm.tickets_active
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_truncate();
+
+-- A ticket's id, queue and players are fixed once it exists.
+CREATE FUNCTION mm.tickets_refuse_change() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	RAISE EXCEPTION 'the queue and players of ticket % cannot be changed', OLD.id
+		USING ERRCODE = 'feature_not_supported',
+			  HINT = 'Cancel the ticket and create a new one.';
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_refuse_change() IS
+	'Trigger: refuses changes to a ticket''s id, queue or players';
+REVOKE ALL ON FUNCTION mm.tickets_refuse_change() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tickets_refuse_change() TO mm_admin;
+CREATE TRIGGER tickets_refuse_change BEFORE UPDATE OF id, queue, players ON mm.tickets
+	FOR EACH ROW
+	WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.queue IS DISTINCT FROM NEW.queue
+		  OR OLD.players IS DISTINCT FROM NEW.players)
+	EXECUTE FUNCTION mm.tickets_refuse_change();
+
+-- Ends active tickets (cancelled or timed out): each moves from
+-- tickets_active to tickets_ended, a delete and an insert, its players are
+-- released and it leaves the other queues.  A delete, not an UPDATE of the
+-- status: a session waiting on the row then sees it gone (and looks again)
+-- instead of failing on a row moved to another partition.  Returns the ids
+-- of the tickets it ended.
+CREATE FUNCTION mm.end_tickets(ticket_ids bigint[], new_status text, ended_at timestamptz)
+	RETURNS SETOF bigint
+	LANGUAGE sql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	WITH moved AS (
+		DELETE FROM mm.tickets_active t WHERE t.id = ANY (end_tickets.ticket_ids)
+		RETURNING t.id, t.queue, t.players, t.created_at, t.queues
+	), released AS (
+		DELETE FROM mm.active_players a
+		 USING moved m, jsonb_array_elements(m.players) p
+		 WHERE a.player_id = p.value ->> 'id' AND a.ticket_id = m.id
+	), unlisted AS (
+		DELETE FROM mm.ticket_queues q USING moved m
+		 WHERE q.ticket_id = m.id AND m.queues IS NOT NULL
+	)
+	INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues)
+	SELECT m.id, m.queue, m.players, end_tickets.new_status, m.created_at, end_tickets.ended_at, m.queues
+	  FROM moved m
+	RETURNING id
+$$;
+COMMENT ON FUNCTION mm.end_tickets(bigint[], text, timestamptz) IS
+	'Internal: moves active tickets to tickets_ended as cancelled or timed_out and releases their players';
+REVOKE ALL ON FUNCTION mm.end_tickets(bigint[], text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.end_tickets(bigint[], text, timestamptz) TO mm_admin;
+
+-- mm_frontend creates and cancels tickets through functions only: they run
+-- as the extension's owner, so the role needs no privilege on the tables
+-- (the validation and claim triggers run as the owner too).  Both forms of
+-- mm.create_ticket check their arguments first: a NULL is 22004 naming the
+-- argument (and its subscript).  INSERT and COPY keep the table's
+-- constraints.
+CREATE FUNCTION mm.create_ticket(queue text, players jsonb,
+								 now timestamptz DEFAULT pg_catalog.now()) RETURNS bigint
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ticket_id bigint;
+BEGIN
+	IF create_ticket.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF create_ticket.players IS NULL THEN
+		RAISE EXCEPTION 'players must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF create_ticket.now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- the trigger validates and claims the players, as for a plain INSERT
+	INSERT INTO mm.tickets (queue, players, created_at)
+	VALUES (create_ticket.queue, create_ticket.players, create_ticket.now)
+	RETURNING id INTO ticket_id;
+	RETURN ticket_id;
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) IS
+	'Puts a ticket (one player or a party) into a queue; returns its id. Same as INSERT INTO mm.tickets';
+REVOKE ALL ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) TO mm_frontend, mm_admin;
+
+-- A proposed ticket that is cancelled rejects its match, as its player's
+-- "no" would: the match is cancelled and its other tickets search again.
+-- The match is locked before the ticket, in the order of mm.accept_match.
+CREATE FUNCTION mm.cancel_ticket(ticket_id bigint) RETURNS boolean
+	LANGUAGE plpgsql STRICT
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ticket_status text;
+	ticket_queue text;
+	ticket_match bigint;
+	m mm.matches;
+BEGIN
+	SELECT t.match_id INTO ticket_match
+	  FROM mm.tickets_active t WHERE t.id = cancel_ticket.ticket_id AND t.status = 'proposed';
+	IF ticket_match IS NOT NULL THEN
+		SELECT * INTO m FROM mm.matches x WHERE x.id = ticket_match FOR UPDATE;
+	END IF;
+	-- waits for a tick that holds the ticket; if the tick ended it, the
+	-- active row is gone and the ended one tells the outcome
+	SELECT t.status, t.queue, t.match_id INTO ticket_status, ticket_queue, ticket_match
+	  FROM mm.tickets_active t WHERE t.id = cancel_ticket.ticket_id
+	   FOR UPDATE;
+	IF NOT FOUND THEN
+		PERFORM FROM mm.tickets_ended t WHERE t.id = cancel_ticket.ticket_id;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'ticket % does not exist', cancel_ticket.ticket_id
+				USING ERRCODE = 'undefined_object';
+		END IF;
+		RETURN false;
+	END IF;
+
+	IF ticket_status = 'proposed' THEN
+		IF m.id IS DISTINCT FROM ticket_match THEN
+			-- proposed since the first look (a tick in between): lock its match
+			-- now; nothing else can change the ticket while it is locked
+			SELECT * INTO m FROM mm.matches x WHERE x.id = ticket_match FOR UPDATE;
+		END IF;
+		PERFORM mm.cancel_proposed_match(m.id, 'ticket_cancelled', ARRAY[cancel_ticket.ticket_id],
+										 greatest(now(), m.created_at));
+	ELSE
+		PERFORM mm.end_tickets(ARRAY[cancel_ticket.ticket_id], 'cancelled', now());
+	END IF;
+	-- signed, delivered at commit only
+	PERFORM mm.notify_ticket_event('ticket_cancelled', ticket_queue, ARRAY[cancel_ticket.ticket_id]);
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_ticket(bigint) IS
+	'Cancels a searching or proposed ticket (true; a proposed one rejects its match), or returns false when it was no longer active; NOTIFYs mm_events';
+REVOKE ALL ON FUNCTION mm.cancel_ticket(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.cancel_ticket(bigint) TO mm_frontend, mm_admin;
+
+-- A claim is stale when its ticket is neither active nor in a live match
+-- that the player has not left.
+CREATE FUNCTION mm.claim_is_live(player_id text, ticket_id bigint)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT EXISTS (SELECT FROM mm.tickets_active t WHERE t.id = claim_is_live.ticket_id)
+		OR EXISTS (SELECT FROM mm.tickets_ended t
+					 JOIN mm.matches m ON m.id = t.match_id
+					 JOIN mm.match_players mp ON mp.match_id = m.id
+						  AND mp.player_id = claim_is_live.player_id
+					WHERE t.id = claim_is_live.ticket_id
+					  AND m.status IN ('proposed', 'ready', 'assigned')
+					  AND mp.left_at IS NULL)
+$$;
+COMMENT ON FUNCTION mm.claim_is_live(text, bigint) IS
+'Internal: whether a player''s claim still holds (its ticket is active, or in a live match the player has not left)';
+REVOKE ALL ON FUNCTION mm.claim_is_live(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.claim_is_live(text, bigint) TO mm_admin;
+
+-- The live match a player is in, if any (for the refusal of a new ticket).
+CREATE FUNCTION mm.player_live_match(player_id text, OUT match_id bigint, OUT status text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT m.id, m.status
+	  FROM mm.active_players a
+	  JOIN mm.tickets_ended t ON t.id = a.ticket_id
+	  JOIN mm.matches m ON m.id = t.match_id
+	  JOIN mm.match_players mp ON mp.match_id = m.id AND mp.player_id = a.player_id
+	 WHERE a.player_id = player_live_match.player_id
+	   AND m.status IN ('proposed', 'ready', 'assigned')
+	   AND mp.left_at IS NULL
+$$;
+COMMENT ON FUNCTION mm.player_live_match(text) IS
+'Internal: the live match (proposed, ready or assigned, not left) that holds a player, if any';
+REVOKE ALL ON FUNCTION mm.player_live_match(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.player_live_match(text) TO mm_admin;
+
+-- Once per INSERT/COPY statement, after tickets_after_insert (triggers fire
+-- in name order): checks the tickets' other queues, validates the players
+-- against each of those queues' configs and lists the tickets there.
+CREATE FUNCTION mm.tickets_after_insert_queues() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	SET jit = off
+	AS $$
+DECLARE
+	bad record;
+BEGIN
+	IF NOT EXISTS (SELECT FROM new_tickets n WHERE n.queues IS NOT NULL) THEN
+		RETURN NULL;
+	END IF;
+	SELECT n.id, u.queue, u.ord, cardinality(n.queues) AS n_queues,
+		   CASE WHEN cardinality(n.queues) = 0 THEN 'must not be empty (leave queues NULL)'
+				WHEN cardinality(n.queues) > 16 THEN 'has more than 16 queues'
+				WHEN array_ndims(n.queues) > 1 THEN 'must be a one-dimensional array'
+				WHEN u.queue IS NULL THEN 'must not be null'
+				WHEN u.queue = n.queue THEN 'repeats the ticket''s queue'
+				WHEN u.ord > (SELECT min(v.ord) FROM unnest(n.queues) WITH ORDINALITY v(queue, ord)
+							   WHERE v.queue = u.queue) THEN 'is listed twice'
+				WHEN NOT EXISTS (SELECT FROM mm.queues q WHERE q.name = u.queue) THEN 'does not exist'
+		   END AS problem
+	  INTO bad
+	  FROM new_tickets n
+	  LEFT JOIN LATERAL unnest(n.queues) WITH ORDINALITY AS u(queue, ord) ON true
+	 WHERE n.queues IS NOT NULL
+	   AND (cardinality(n.queues) = 0 OR cardinality(n.queues) > 16 OR array_ndims(n.queues) > 1
+			OR u.queue IS NULL OR u.queue = n.queue
+			OR u.ord > (SELECT min(v.ord) FROM unnest(n.queues) WITH ORDINALITY v(queue, ord)
+						 WHERE v.queue = u.queue)
+			OR NOT EXISTS (SELECT FROM mm.queues q WHERE q.name = u.queue))
+	 ORDER BY n.id, u.ord
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'invalid ticket at queues%: %',
+			  CASE WHEN bad.ord IS NULL OR bad.problem LIKE 'has more%' OR bad.problem LIKE 'must be a one%'
+						OR bad.n_queues = 0
+				   THEN '' ELSE '[' || bad.ord || ']' END,
+			  CASE WHEN bad.problem = 'does not exist' THEN format('queue "%s" does not exist', bad.queue)
+				   WHEN bad.queue IS NULL OR bad.problem LIKE 'has more%' OR bad.problem LIKE 'must be a one%'
+					 OR bad.n_queues = 0 THEN bad.problem
+				   ELSE format('"%s" %s', bad.queue, bad.problem) END
+			USING ERRCODE = CASE WHEN bad.problem = 'does not exist' THEN 'undefined_object'
+								 ELSE 'invalid_parameter_value' END,
+				  DETAIL = format('Ticket %s.', bad.id);
+	END IF;
+	-- the same lock as on the ticket's own queue: a drop waits for this insert
+	PERFORM FROM mm.queues q
+	 WHERE q.name IN (SELECT u.queue FROM new_tickets n, unnest(n.queues) u(queue))
+	   FOR KEY SHARE OF q;
+	-- each queue's config validates the players (party sizes, attributes)
+	PERFORM mm.validate_ticket(u.queue, n.players, n.created_at)
+	   FROM new_tickets n, unnest(n.queues) WITH ORDINALITY u(queue, ord)
+	  ORDER BY n.id, u.ord;
+	INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
+	SELECT u.queue, n.id, n.created_at FROM new_tickets n, unnest(n.queues) u(queue);
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.tickets_after_insert_queues() IS
+	'Trigger: checks the other queues of inserted tickets, validates the players there and lists the tickets in mm.ticket_queues';
+REVOKE ALL ON FUNCTION mm.tickets_after_insert_queues() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tickets_after_insert_queues() TO mm_admin;
+CREATE TRIGGER tickets_after_insert_queues AFTER INSERT ON mm.tickets
+	REFERENCING NEW TABLE AS new_tickets
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.tickets_after_insert_queues();
+
+-- A deleted queue leaves the tickets that also searched in it.
+CREATE FUNCTION mm.queues_after_delete_unlist() RETURNS trigger
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	DELETE FROM mm.ticket_queues q USING old_queues o WHERE q.queue = o.name;
+	-- the deleted queues' own tickets are gone (queues_after_delete ran first)
+	DELETE FROM mm.ticket_queues q
+	 WHERE NOT EXISTS (SELECT FROM mm.tickets_active t WHERE t.id = q.ticket_id);
+	UPDATE mm.tickets_active t
+	   SET queues = nullif(ARRAY(SELECT u.queue FROM unnest(t.queues) WITH ORDINALITY u(queue, ord)
+								  WHERE u.queue NOT IN (SELECT o.name FROM old_queues o)
+								  ORDER BY u.ord), '{}')
+	 WHERE t.queues && ARRAY(SELECT o.name FROM old_queues o);
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.queues_after_delete_unlist() IS
+	'Trigger: removes deleted queues from the other queues of active tickets';
+REVOKE ALL ON FUNCTION mm.queues_after_delete_unlist() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.queues_after_delete_unlist() TO mm_admin;
+CREATE TRIGGER queues_after_delete_unlist AFTER DELETE ON mm.queues
+	REFERENCING OLD TABLE AS old_queues
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.queues_after_delete_unlist();
+
+-- A ticket in several queues at once: the first queue is its own, the others
+-- go into its `queues` column; the first queue that matches it wins.
+CREATE FUNCTION mm.create_ticket(queues text[], players jsonb,
+								 now timestamptz DEFAULT pg_catalog.now()) RETURNS bigint
+	LANGUAGE plpgsql
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ticket_id bigint;
+	null_at integer;
+BEGIN
+	IF create_ticket.now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF create_ticket.queues IS NULL OR cardinality(create_ticket.queues) = 0 THEN
+		RAISE EXCEPTION 'queues must name at least one queue' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF array_ndims(create_ticket.queues) > 1 THEN
+		RAISE EXCEPTION 'queues must be a one-dimensional array' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- the subscript in the argument, whatever its lower bound
+	SELECT min(u.ord) + array_lower(create_ticket.queues, 1) - 1 INTO null_at
+	  FROM unnest(create_ticket.queues) WITH ORDINALITY u(queue, ord)
+	 WHERE u.queue IS NULL;
+	IF null_at IS NOT NULL THEN
+		RAISE EXCEPTION 'queues[%] must not be null', null_at USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF create_ticket.players IS NULL THEN
+		RAISE EXCEPTION 'players must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- the first queue is the ticket's own; the triggers check the others
+	INSERT INTO mm.tickets (queue, queues, players, created_at)
+	VALUES (create_ticket.queues[array_lower(create_ticket.queues, 1)],
+			nullif(create_ticket.queues[array_lower(create_ticket.queues, 1) + 1:], '{}'),
+			create_ticket.players, create_ticket.now)
+	RETURNING id INTO ticket_id;
+	RETURN ticket_id;
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket(text[], jsonb, timestamptz) IS
+	'Puts a ticket into several queues at once: the first queue that matches it wins; returns its id';
+REVOKE ALL ON FUNCTION mm.create_ticket(text[], jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_ticket(text[], jsonb, timestamptz) TO mm_frontend, mm_admin;
+
+-- Ticket tokens, the secret that reads an assignment
+-- (docs/lifecycle.md#assignment, docs/security.md).  Ticket ids are
+-- sequential, so an id alone does not let a frontend read an assignment:
+-- each ticket has a token, returned when it is created
+-- (mm.create_ticket_with_token) and required by the frontend's form of
+-- mm.get_assignment (60_lifecycle.sql); the id-only form is mm_director's
+-- (and mm_admin's).
+--
+-- The token is derived, not stored (src/tickets.c): an HMAC of the ticket id
+-- under the extension's secret key, mm.event_key.  A stored random token
+-- would be a column to write on every INSERT and COPY, to carry each time
+-- the tick or a requeue moves a ticket between partitions, and to hide from
+-- the roles that read the tickets (mm_analyst); a derived one costs nothing
+-- until it is asked for, follows the ticket's id through a requeue, exists
+-- for the tickets created by INSERT/COPY and by earlier versions, and only a
+-- role that can read the key (the owner) could compute one.  A new key
+-- (docs/events.md) or a restore into a new database (pg_dump leaves the key
+-- out) gives every ticket a new token.
+
+-- The token of a ticket id: for mm_director, which hands out the tokens of
+-- tickets loaded by INSERT or COPY, and for the creation functions below.
+CREATE FUNCTION mm.ticket_token(ticket_id bigint)
+RETURNS text
+LANGUAGE C STABLE STRICT
+AS 'MODULE_PATHNAME', 'mm_ticket_token';
+COMMENT ON FUNCTION mm.ticket_token(bigint) IS
+'The token of a ticket (32 hex digits), which mm.get_assignment(ticket_id, token) requires; derived from the id and the event key';
+REVOKE ALL ON FUNCTION mm.ticket_token(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.ticket_token(bigint) TO mm_director;
+
+CREATE FUNCTION mm.ticket_token_matches(ticket_id bigint, token text)
+RETURNS boolean
+LANGUAGE C STABLE STRICT
+AS 'MODULE_PATHNAME', 'mm_ticket_token_matches';
+COMMENT ON FUNCTION mm.ticket_token_matches(bigint, text) IS
+'Internal: whether a token is the ticket''s, compared in constant time';
+REVOKE ALL ON FUNCTION mm.ticket_token_matches(bigint, text) FROM PUBLIC;
+
+-- Creating a ticket and getting its token: the same as mm.create_ticket
+-- (same checks, errors and triggers), which keeps returning the id alone.
+CREATE FUNCTION mm.create_ticket_with_token(queue text, players jsonb,
+											now timestamptz DEFAULT pg_catalog.now(),
+											OUT ticket_id bigint, OUT token text)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	create_ticket_with_token.ticket_id := mm.create_ticket(create_ticket_with_token.queue,
+		create_ticket_with_token.players, create_ticket_with_token.now);
+	create_ticket_with_token.token := mm.ticket_token(create_ticket_with_token.ticket_id);
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket_with_token(text, jsonb, timestamptz) IS
+'mm.create_ticket, returning the ticket''s id and its token (the secret that reads its assignment)';
+REVOKE ALL ON FUNCTION mm.create_ticket_with_token(text, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_ticket_with_token(text, jsonb, timestamptz) TO mm_frontend;
+
+CREATE FUNCTION mm.create_ticket_with_token(queues text[], players jsonb,
+											now timestamptz DEFAULT pg_catalog.now(),
+											OUT ticket_id bigint, OUT token text)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	create_ticket_with_token.ticket_id := mm.create_ticket(create_ticket_with_token.queues,
+		create_ticket_with_token.players, create_ticket_with_token.now);
+	create_ticket_with_token.token := mm.ticket_token(create_ticket_with_token.ticket_id);
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket_with_token(text[], jsonb, timestamptz) IS
+'mm.create_ticket for several queues, returning the ticket''s id and its token (the secret that reads its assignment)';
+REVOKE ALL ON FUNCTION mm.create_ticket_with_token(text[], jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_ticket_with_token(text[], jsonb, timestamptz) TO mm_frontend;
+
+-- Refuses a token that is not the ticket's: 42501, whether or not the
+-- ticket exists (the answer does not tell which ids exist).
+CREATE FUNCTION mm.check_ticket_token(ticket_id bigint, token text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF check_ticket_token.ticket_id IS NULL THEN
+		RAISE EXCEPTION 'ticket_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF check_ticket_token.token IS NULL THEN
+		RAISE EXCEPTION 'token must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT mm.ticket_token_matches(check_ticket_token.ticket_id, check_ticket_token.token) THEN
+		RAISE EXCEPTION 'token is not the token of ticket %', check_ticket_token.ticket_id
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'Pass the token that mm.create_ticket_with_token returned with the ticket.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.check_ticket_token(bigint, text) IS
+'Internal: refuses (42501) a token that is not the ticket''s, and a NULL id or token (22004)';
+REVOKE ALL ON FUNCTION mm.check_ticket_token(bigint, text) FROM PUBLIC;
+
+-- A client's sign of life for its ticket: one update of the active ticket by
+-- its primary key, no event.  True while the ticket is searching or proposed
+-- (a proposed ticket's beat is kept for when it searches again); false once
+-- it ended (matched, cancelled, timed out): the client stops beating and
+-- reads the outcome.  A beat waits for a tick that holds the ticket, and
+-- then sees its outcome.  Beats never move heartbeat_at back.
+CREATE FUNCTION mm.heartbeat(ticket_id bigint, now timestamptz DEFAULT pg_catalog.now())
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ticket_status text;
+BEGIN
+	IF heartbeat.ticket_id IS NULL THEN
+		RAISE EXCEPTION 'ticket_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF heartbeat.now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(heartbeat.now) THEN
+		RAISE EXCEPTION 'now must be a finite time, not %', heartbeat.now
+			USING ERRCODE = 'datetime_field_overflow';
+	END IF;
+	-- twice at most: a ticket requeued (moved back to the active partition)
+	-- between the update and the look at its status is beaten there
+	FOR attempt IN 1 .. 2 LOOP
+		UPDATE mm.tickets_active t SET heartbeat_at = GREATEST(t.heartbeat_at, heartbeat.now)
+		 WHERE t.id = heartbeat.ticket_id;
+		IF FOUND THEN
+			RETURN true;
+		END IF;
+		SELECT t.status INTO ticket_status FROM mm.tickets t WHERE t.id = heartbeat.ticket_id;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'ticket % does not exist', heartbeat.ticket_id
+				USING ERRCODE = 'undefined_object';
+		END IF;
+		IF ticket_status NOT IN ('searching', 'proposed') THEN
+			RETURN false;
+		END IF;
+	END LOOP;
+	-- active at the last look after moving in and out of the active
+	-- partition twice: the next beat lands
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.heartbeat(bigint, timestamptz) IS
+'Keeps a searching or proposed ticket alive in a queue with heartbeat_timeout_seconds (true); false once the ticket ended';
+REVOKE ALL ON FUNCTION mm.heartbeat(bigint, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.heartbeat(bigint, timestamptz) TO mm_frontend;

@@ -1,0 +1,673 @@
+-- The match lifecycle (docs/lifecycle.md): acceptance, assignment, requeue,
+-- completion, leavers, backfill requests.
+--
+-- proposed --accept all--> ready --assign--> assigned --complete/result--> completed
+--    |                       |                   |
+--    +--reject/timeout--+    +------requeue / cancel------+--> cancelled
+--
+-- A match is live while proposed, ready or assigned.  Its players stay
+-- claimed in mm.active_players (by the ticket that brought them) until it
+-- ends or they leave it, so a player in a live match cannot search again.
+-- A live match expires after the queue's live_match_timeout_seconds,
+-- counted from mm.matches.ready_at (the tick cancels it as expired).
+-- mm.report_result, which also ends a match, is in 70_ratings.sql.
+
+-- Releases the claims a match's tickets hold (the match ended).
+CREATE FUNCTION mm.release_match_players(match_id bigint)
+RETURNS void
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+	DELETE FROM mm.active_players a
+	 USING mm.match_players mp
+	 WHERE mp.match_id = release_match_players.match_id
+	   AND a.player_id = mp.player_id AND a.ticket_id = mp.ticket_id
+$$;
+COMMENT ON FUNCTION mm.release_match_players(bigint) IS
+'Internal: releases the players of an ended match so they may search again';
+REVOKE ALL ON FUNCTION mm.release_match_players(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.release_match_players(bigint) TO mm_admin;
+
+-- Locks a match for a lifecycle step and returns it; errors for a missing
+-- match, one not in an allowed status, or a step dated before the match
+-- was formed (now, when given).
+CREATE FUNCTION mm.lock_match(match_id bigint, allowed text[], action text,
+							  now timestamptz DEFAULT NULL)
+RETURNS mm.matches
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+BEGIN
+	IF lock_match.match_id IS NULL THEN
+		RAISE EXCEPTION 'match_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	SELECT * INTO m FROM mm.matches WHERE id = lock_match.match_id FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'match % does not exist', lock_match.match_id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF NOT m.status = ANY (allowed) THEN
+		RAISE EXCEPTION 'cannot % match %: it is %', action, m.id, m.status
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = format('Only a match that is %s can be %s.',
+								array_to_string(allowed, ' or '),
+								CASE action WHEN 'leave' THEN 'left'
+											WHEN 'complete' THEN 'completed'
+											WHEN 'requeue' THEN 'requeued'
+											ELSE action || 'ed' END);
+	END IF;
+	IF lock_match.now < m.created_at THEN
+		RAISE EXCEPTION 'now (%) is before match % was formed (%)', lock_match.now, m.id, m.created_at
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	RETURN m;
+END
+$$;
+COMMENT ON FUNCTION mm.lock_match(bigint, text[], text, timestamptz) IS
+'Internal: locks a match row for a lifecycle step, refusing a missing match, one in another status, or a now before it was formed';
+REVOKE ALL ON FUNCTION mm.lock_match(bigint, text[], text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.lock_match(bigint, text[], text, timestamptz) TO mm_admin;
+
+CREATE FUNCTION mm.check_now(now timestamptz)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF check_now.now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(check_now.now) THEN
+		RAISE EXCEPTION 'now must be a finite time, not %', check_now.now
+			USING ERRCODE = 'datetime_field_overflow';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.check_now(timestamptz) IS 'Internal: refuses a NULL or infinite now';
+REVOKE ALL ON FUNCTION mm.check_now(timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.check_now(timestamptz) TO mm_admin;
+
+-- Cancels a proposed match: the tickets in cancel_tickets end as cancelled
+-- (their players released); every other ticket of the match searches again
+-- with its original creation time.
+CREATE FUNCTION mm.cancel_proposed_match(match_id bigint, reason text, cancel_tickets bigint[],
+										 now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	requeued bigint[];
+	cancelled bigint[];
+BEGIN
+	UPDATE mm.matches SET status = 'cancelled', cancel_reason = cancel_proposed_match.reason,
+		   updated_at = cancel_proposed_match.now
+	 WHERE id = cancel_proposed_match.match_id;
+	SELECT coalesce(array_agg(e ORDER BY e), '{}') INTO cancelled
+	  FROM mm.end_tickets(ARRAY(SELECT t.id FROM mm.tickets_active t
+								 WHERE t.match_id = cancel_proposed_match.match_id
+								   AND t.id = ANY (cancel_tickets)),
+						  'cancelled', cancel_proposed_match.now) e;
+	WITH back AS (
+		UPDATE mm.tickets_active t
+		   SET status = 'searching', match_id = NULL, team = NULL, updated_at = cancel_proposed_match.now
+		 WHERE t.match_id = cancel_proposed_match.match_id AND t.status = 'proposed'
+		RETURNING t.id)
+	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM back;
+	PERFORM mm.notify_match_event('match_cancelled', cancel_proposed_match.match_id,
+		jsonb_build_object('reason', cancel_proposed_match.reason,
+						   'requeued_tickets', to_jsonb(requeued),
+						   'cancelled_tickets', to_jsonb(cancelled)));
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) IS
+'Internal: cancels a proposed match; the given tickets end as cancelled, the others search again with their age';
+REVOKE ALL ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) TO mm_admin;
+
+CREATE FUNCTION mm.accept_match(match_id bigint, player_id text, accept boolean,
+								now timestamptz DEFAULT pg_catalog.now())
+RETURNS text
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+	answer boolean;
+	player_ticket bigint;
+	moved bigint[];
+BEGIN
+	PERFORM mm.check_now(accept_match.now);
+	IF accept_match.player_id IS NULL OR accept_match.accept IS NULL THEN
+		RAISE EXCEPTION '% must not be null', CASE WHEN accept_match.player_id IS NULL
+												  THEN 'player_id' ELSE 'accept' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	m := mm.lock_match(accept_match.match_id, ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'],
+					   'answer', accept_match.now);
+	SELECT mp.accepted, mp.ticket_id INTO answer, player_ticket
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = m.id AND mp.player_id = accept_match.player_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'player "%" is not in match %', accept_match.player_id, m.id
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF m.status <> 'proposed' THEN
+		-- the same answer again is harmless: it returns the outcome
+		IF answer IS NOT DISTINCT FROM accept_match.accept THEN
+			RETURN m.status;
+		END IF;
+		RAISE EXCEPTION 'match % is %, no longer waiting for answers', m.id, m.status
+			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
+	IF accept_match.now > m.acceptance_deadline THEN
+		RAISE EXCEPTION 'the answer came after match %''s acceptance deadline', m.id
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('The deadline was %s; the answer came at %s.',
+								  m.acceptance_deadline, accept_match.now);
+	END IF;
+	IF answer IS NOT NULL THEN
+		IF answer = accept_match.accept THEN
+			RETURN m.status;
+		END IF;
+		RAISE EXCEPTION 'player "%" already answered match % (%)', accept_match.player_id, m.id,
+			  CASE WHEN answer THEN 'accepted' ELSE 'rejected' END
+			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
+
+	UPDATE mm.match_players mp SET accepted = accept_match.accept
+	 WHERE mp.match_id = m.id AND mp.player_id = accept_match.player_id;
+
+	IF NOT accept_match.accept THEN
+		-- the rejecting player's ticket (the whole party) is cancelled
+		PERFORM mm.cancel_proposed_match(m.id, 'rejected', ARRAY[player_ticket], accept_match.now);
+		RETURN 'cancelled';
+	END IF;
+
+	IF EXISTS (SELECT FROM mm.match_players mp
+				WHERE mp.match_id = m.id AND mp.accepted IS NOT TRUE) THEN
+		RETURN 'proposed';
+	END IF;
+
+	-- everyone accepted: the tickets end as matched (under the match's
+	-- queue, for a ticket of several queues), the players stay claimed by
+	-- the live match
+	UPDATE mm.matches SET status = 'ready', updated_at = accept_match.now WHERE id = m.id;
+	WITH gone AS (
+		DELETE FROM mm.tickets_active t WHERE t.match_id = m.id
+		RETURNING t.*
+	), unlisted AS (
+		DELETE FROM mm.ticket_queues q USING gone g WHERE q.ticket_id = g.id AND g.queues IS NOT NULL
+	)
+	INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at,
+								  match_id, team, queues)
+	SELECT g.id, m.queue, g.players, 'matched', g.created_at, accept_match.now, accept_match.now,
+		   g.match_id, g.team,
+		   CASE WHEN g.queue = m.queue THEN g.queues
+				ELSE array_append(array_remove(g.queues, m.queue), g.queue) END
+	  FROM gone g;
+	PERFORM mm.notify_match_event('match_ready', m.id, '{}');
+	RETURN 'ready';
+END
+$$;
+COMMENT ON FUNCTION mm.accept_match(bigint, text, boolean, timestamptz) IS
+'A player''s answer to a proposed match; returns the match status: proposed (waiting), ready (all accepted) or cancelled (rejected)';
+REVOKE ALL ON FUNCTION mm.accept_match(bigint, text, boolean, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.accept_match(bigint, text, boolean, timestamptz) TO mm_frontend, mm_director, mm_admin;
+
+-- Called by the tick before it searches: for its queue, or for every queue
+-- (queue NULL) once at the start of mm.tick(NULL), so a tick of many queues
+-- does not probe mm.matches once per queue while it fills it.
+CREATE FUNCTION mm.expire_proposed_matches(queue text, now timestamptz)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	expired integer := 0;
+	m record;
+	due bigint[];
+BEGIN
+	-- a match being answered right now is left for the next tick
+	IF expire_proposed_matches.queue IS NULL THEN
+		due := ARRAY(SELECT x.id FROM mm.matches x
+					  WHERE x.status = 'proposed' AND x.acceptance_deadline < expire_proposed_matches.now
+					  ORDER BY x.acceptance_deadline, x.id
+					  FOR UPDATE SKIP LOCKED);
+	ELSE
+		due := ARRAY(SELECT x.id FROM mm.matches x
+					  WHERE x.queue = expire_proposed_matches.queue AND x.status = 'proposed'
+						AND x.acceptance_deadline < expire_proposed_matches.now
+					  ORDER BY x.acceptance_deadline, x.id
+					  FOR UPDATE SKIP LOCKED);
+	END IF;
+	FOR m IN SELECT u.id FROM unnest(due) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord LOOP
+		-- the tickets with a player who did not answer are cancelled
+		PERFORM mm.cancel_proposed_match(m.id, 'acceptance_timeout',
+			ARRAY(SELECT DISTINCT mp.ticket_id FROM mm.match_players mp
+				   WHERE mp.match_id = m.id AND mp.accepted IS NOT TRUE),
+			expire_proposed_matches.now);
+		expired := expired + 1;
+	END LOOP;
+	RETURN expired;
+END
+$$;
+COMMENT ON FUNCTION mm.expire_proposed_matches(text, timestamptz) IS
+'Internal (the tick): cancels proposed matches of a queue (every queue for NULL) past their acceptance deadline; tickets that accepted search again';
+REVOKE ALL ON FUNCTION mm.expire_proposed_matches(text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.expire_proposed_matches(text, timestamptz) TO mm_admin;
+
+CREATE FUNCTION mm.assign(match_id bigint, connection text, properties jsonb DEFAULT '{}')
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+BEGIN
+	IF assign.connection IS NULL OR assign.connection = '' THEN
+		RAISE EXCEPTION 'connection must not be empty' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF length(assign.connection) > 1024 THEN
+		RAISE EXCEPTION 'connection is longer than 1024 characters' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF assign.properties IS NULL OR jsonb_typeof(assign.properties) <> 'object' THEN
+		RAISE EXCEPTION 'properties must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF octet_length(assign.properties::text) > 4096 THEN
+		RAISE EXCEPTION 'properties are larger than 4096 bytes'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'They travel in the match_assigned event; keep large data in your own tables.';
+	END IF;
+	m := mm.lock_match(assign.match_id, ARRAY['ready'], 'assign');
+	UPDATE mm.matches SET status = 'assigned', connection = assign.connection,
+		   properties = assign.properties, updated_at = pg_catalog.now()
+	 WHERE id = m.id;
+	PERFORM mm.notify_match_event('match_assigned', m.id,
+		jsonb_build_object('connection', assign.connection, 'properties', assign.properties));
+END
+$$;
+COMMENT ON FUNCTION mm.assign(bigint, text, jsonb) IS
+'Hands a ready match its game server: status assigned, event match_assigned with the connection';
+REVOKE ALL ON FUNCTION mm.assign(bigint, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.assign(bigint, text, jsonb) TO mm_director, mm_admin;
+
+CREATE FUNCTION mm.get_assignment(ticket_id bigint)
+RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
+			   team text, connection text, properties jsonb)
+LANGUAGE sql STABLE STRICT
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT t.id, t.status, m.id, m.status, t.team, m.connection, m.properties
+	  FROM mm.tickets t
+	  LEFT JOIN mm.matches m ON m.id = t.match_id
+	 WHERE t.id = get_assignment.ticket_id
+$$;
+COMMENT ON FUNCTION mm.get_assignment(bigint) IS
+'For the director: any ticket''s status, its match and the match''s status, team, connection and properties (a frontend passes the ticket''s token)';
+-- The id-only form reads any ticket: the director's (and the admin's).
+REVOKE ALL ON FUNCTION mm.get_assignment(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.get_assignment(bigint) TO mm_director, mm_admin;
+
+-- Requeue holds the players it puts back to searching.  A ticket goes back
+-- only when every one of its players is held by it: normally they already
+-- are (the claim of the live match), an unclaimed one (in a match formed by
+-- 0.1 or 0.2 that the upgrade could not claim for them) is claimed now.  A
+-- ticket with a player who left, or whom another active ticket or live match
+-- holds meanwhile, stays ended, and its other players are released.  The
+-- claims are taken in player order under the primary key, like
+-- mm.claim_players, so a concurrent mm.create_ticket for the same player
+-- either waits and is refused, or wins and the requeue leaves that ticket
+-- ended.
+CREATE FUNCTION mm.requeue_match(match_id bigint, reason text,
+								 now timestamptz DEFAULT pg_catalog.now())
+RETURNS bigint[]
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+	candidates bigint[];
+	requeued bigint[];
+BEGIN
+	PERFORM mm.check_now(requeue_match.now);
+	IF requeue_match.reason IS NULL OR requeue_match.reason = '' OR length(requeue_match.reason) > 256 THEN
+		RAISE EXCEPTION 'reason must be 1 to 256 characters' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- the reasons the extension itself cancels with: a requeue is counted
+	-- apart from them (mm.match_stats' matches_requeued)
+	IF requeue_match.reason IN ('rejected', 'acceptance_timeout', 'ticket_cancelled', 'queue_dropped', 'expired') THEN
+		RAISE EXCEPTION 'reason "%" is one the extension cancels matches with', requeue_match.reason
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Name why the director requeues the match, e.g. server_crashed.';
+	END IF;
+	m := mm.lock_match(requeue_match.match_id, ARRAY['proposed', 'ready', 'assigned'], 'requeue',
+					   requeue_match.now);
+	IF m.status = 'proposed' THEN
+		-- nobody is cancelled: every ticket searches again (a proposed
+		-- ticket is active and holds its players)
+		PERFORM mm.cancel_proposed_match(m.id, requeue_match.reason, '{}', requeue_match.now);
+		SELECT coalesce(array_agg(DISTINCT mp.ticket_id ORDER BY mp.ticket_id), '{}') INTO requeued
+		  FROM mm.match_players mp WHERE mp.match_id = m.id;
+		RETURN requeued;
+	END IF;
+
+	UPDATE mm.matches SET status = 'cancelled', cancel_reason = requeue_match.reason,
+		   updated_at = requeue_match.now
+	 WHERE id = m.id;
+	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = requeue_match.now
+	 WHERE b.match_id = m.id AND b.status = 'open';
+
+	-- the tickets that may search again: matched here, no player left
+	SELECT coalesce(array_agg(t.id ORDER BY t.id), '{}') INTO candidates
+	  FROM mm.tickets_ended t
+	 WHERE t.match_id = m.id AND t.status = 'matched'
+	   AND NOT EXISTS (SELECT FROM mm.match_players mp
+						WHERE mp.match_id = m.id AND mp.ticket_id = t.id
+						  AND mp.left_at IS NOT NULL);
+	-- their players: a claim by another ticket that holds nothing any more
+	-- goes (the match is cancelled now, so a claim by this match's own
+	-- tickets is kept by the ticket test), then the unclaimed are claimed
+	DELETE FROM mm.active_players a
+	 USING mm.match_players mp
+	 WHERE mp.match_id = m.id AND mp.ticket_id = ANY (candidates)
+	   AND a.player_id = mp.player_id AND a.ticket_id <> mp.ticket_id
+	   AND NOT mm.claim_is_live(a.player_id, a.ticket_id);
+	INSERT INTO mm.active_players (player_id, ticket_id, queue)
+	SELECT mp.player_id, mp.ticket_id, mp.queue
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = m.id AND mp.ticket_id = ANY (candidates)
+	 ORDER BY mp.player_id
+	ON CONFLICT (player_id) DO NOTHING;
+	-- a ticket goes back only when it holds all of its players
+	SELECT coalesce(array_agg(c.id ORDER BY c.id), '{}') INTO candidates
+	  FROM unnest(candidates) c(id)
+	 WHERE NOT EXISTS (SELECT FROM mm.match_players mp
+						WHERE mp.match_id = m.id AND mp.ticket_id = c.id
+						  AND NOT EXISTS (SELECT FROM mm.active_players a
+										   WHERE a.player_id = mp.player_id AND a.ticket_id = c.id));
+
+	-- they go back to searching with their id and creation time (their
+	-- priority)
+	WITH back AS (
+		DELETE FROM mm.tickets_ended t
+		 WHERE t.id = ANY (candidates)
+		RETURNING t.*
+	), ins AS (
+		INSERT INTO mm.tickets_active (id, queue, players, status, created_at, updated_at, queues)
+		SELECT b.id, b.queue, b.players, 'searching', b.created_at, requeue_match.now, b.queues FROM back b
+		RETURNING id, created_at, queues
+	), listed AS (
+		-- a ticket of several queues searches in all of them again
+		INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
+		SELECT u.queue, i.id, i.created_at FROM ins i, unnest(i.queues) u(queue)
+		 WHERE EXISTS (SELECT FROM mm.queues q WHERE q.name = u.queue)
+	)
+	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM ins;
+	-- their players stay claimed, by the same tickets, now searching; the
+	-- players of tickets that stay ended are released
+	DELETE FROM mm.active_players a
+	 USING mm.match_players mp
+	 WHERE mp.match_id = m.id AND a.player_id = mp.player_id AND a.ticket_id = mp.ticket_id
+	   AND NOT mp.ticket_id = ANY (requeued);
+	PERFORM mm.notify_match_event('match_cancelled', m.id,
+		jsonb_build_object('reason', requeue_match.reason, 'requeued_tickets', to_jsonb(requeued),
+						   'cancelled_tickets', '[]'::jsonb));
+	RETURN requeued;
+END
+$$;
+COMMENT ON FUNCTION mm.requeue_match(bigint, text, timestamptz) IS
+'Cancels a live match whose allocation failed; its tickets search again with their original age and hold their players (a ticket with a player who left, or who holds another ticket, stays ended); returns their ids';
+REVOKE ALL ON FUNCTION mm.requeue_match(bigint, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.requeue_match(bigint, text, timestamptz) TO mm_director, mm_admin;
+
+CREATE FUNCTION mm.complete_match(match_id bigint, now timestamptz DEFAULT pg_catalog.now())
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+BEGIN
+	PERFORM mm.check_now(complete_match.now);
+	m := mm.lock_match(complete_match.match_id, ARRAY['ready', 'assigned'], 'complete', complete_match.now);
+	UPDATE mm.matches SET status = 'completed', updated_at = complete_match.now WHERE id = m.id;
+	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = complete_match.now
+	 WHERE b.match_id = m.id AND b.status = 'open';
+	PERFORM mm.release_match_players(m.id);
+	PERFORM mm.notify_match_event('match_completed', m.id, '{}');
+END
+$$;
+COMMENT ON FUNCTION mm.complete_match(bigint, timestamptz) IS
+'Ends a played match (ready or assigned): status completed, its players may search again';
+REVOKE ALL ON FUNCTION mm.complete_match(bigint, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.complete_match(bigint, timestamptz) TO mm_director, mm_admin;
+
+CREATE FUNCTION mm.leave_match(match_id bigint, player_id text,
+							   now timestamptz DEFAULT pg_catalog.now())
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+	left_already timestamptz;
+	player_ticket bigint;
+	player_team text;
+	request_id bigint;
+	slots jsonb;
+BEGIN
+	PERFORM mm.check_now(leave_match.now);
+	IF leave_match.player_id IS NULL THEN
+		RAISE EXCEPTION 'player_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	m := mm.lock_match(leave_match.match_id, ARRAY['ready', 'assigned'], 'leave', leave_match.now);
+	SELECT mp.left_at, mp.ticket_id, mp.team INTO left_already, player_ticket, player_team
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'player "%" is not in match %', leave_match.player_id, m.id
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF left_already IS NOT NULL THEN
+		RETURN;
+	END IF;
+	UPDATE mm.match_players mp SET left_at = leave_match.now
+	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
+	DELETE FROM mm.active_players a
+	 WHERE a.player_id = leave_match.player_id AND a.ticket_id = player_ticket;
+	PERFORM mm.notify_match_event('player_left', m.id,
+		jsonb_build_object('player_id', leave_match.player_id));
+	IF (SELECT coalesce(q.config -> 'auto_backfill' = 'true', false) FROM mm.queues q WHERE q.name = m.queue) THEN
+		-- an open request gains the leaver's slot (its team's, or a
+		-- free-for-all's "players"); without one, a request is opened
+		UPDATE mm.backfill_requests b
+		   SET open_slots = jsonb_set(b.open_slots, ARRAY[coalesce(player_team, 'players')],
+									  to_jsonb(coalesce((b.open_slots ->> coalesce(player_team, 'players'))::integer, 0) + 1)),
+			   updated_at = leave_match.now
+		 WHERE b.match_id = m.id AND b.status = 'open'
+		RETURNING b.id, b.open_slots INTO request_id, slots;
+		IF request_id IS NOT NULL THEN
+			PERFORM mm.notify_match_event('backfill_requested', m.id,
+				jsonb_build_object('request_id', request_id, 'open_slots', slots));
+		ELSE
+			BEGIN
+				PERFORM mm.request_backfill(m.id, NULL, leave_match.now);
+			EXCEPTION WHEN invalid_parameter_value THEN
+				-- "no open slot to fill": the queue's config shrank since the
+				-- match formed and leaves no room; the player leaves all the same
+				NULL;
+			END;
+		END IF;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.leave_match(bigint, text, timestamptz) IS
+'Records a player who left a running match (early quit) and releases them; requests backfill when the queue says auto_backfill';
+REVOKE ALL ON FUNCTION mm.leave_match(bigint, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.leave_match(bigint, text, timestamptz) TO mm_director, mm_admin;
+
+-- Backfill: open slots of a running match, served by the tick before it
+-- forms new matches (src/tick.c).  The request carries the match's current
+-- players: those of mm.match_players who have not left.
+CREATE FUNCTION mm.request_backfill(match_id bigint, open_slots jsonb DEFAULT NULL,
+									now timestamptz DEFAULT pg_catalog.now())
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	m mm.matches;
+	config jsonb;
+	slots jsonb := '{}';
+	team jsonb;
+	team_name text;
+	team_max integer;
+	present integer;
+	match_max integer;
+	match_present integer;
+	wanted jsonb;
+	total integer := 0;
+	request_id bigint;
+BEGIN
+	PERFORM mm.check_now(request_backfill.now);
+	m := mm.lock_match(request_backfill.match_id, ARRAY['ready', 'assigned'], 'backfill', request_backfill.now);
+	IF EXISTS (SELECT FROM mm.backfill_requests b WHERE b.match_id = m.id AND b.status = 'open') THEN
+		RAISE EXCEPTION 'match % already has an open backfill request', m.id
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Cancel it first with mm.cancel_backfill.';
+	END IF;
+	SELECT q.config INTO config FROM mm.queues q WHERE q.name = m.queue;
+	IF request_backfill.open_slots IS NOT NULL AND jsonb_typeof(request_backfill.open_slots) <> 'object' THEN
+		RAISE EXCEPTION 'open_slots must be a JSON object of slots per team'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+
+	IF config ? 'teams' THEN
+		-- the match never grows past match_size.max: the default fills the
+		-- teams in order up to it, and more slots than it leaves are refused
+		match_max := (mm.validate_queue_config(config) #>> '{match_size,max}')::integer;
+		SELECT count(*) INTO match_present FROM mm.match_players mp
+		 WHERE mp.match_id = m.id AND mp.left_at IS NULL;
+		FOR team IN SELECT value FROM jsonb_array_elements(config -> 'teams') LOOP
+			team_name := team ->> 'name';
+			team_max := (team ->> 'max')::integer;
+			SELECT count(*) INTO present FROM mm.match_players mp
+			 WHERE mp.match_id = m.id AND mp.team = team_name AND mp.left_at IS NULL;
+			wanted := coalesce(request_backfill.open_slots -> team_name,
+							   CASE WHEN request_backfill.open_slots IS NULL
+									THEN to_jsonb(greatest(least(team_max - present, match_max - match_present - total), 0))
+									ELSE '0' END);
+			IF jsonb_typeof(wanted) <> 'number' OR wanted::numeric <> trunc(wanted::numeric)
+			   OR wanted::numeric < 0 OR wanted::numeric > greatest(team_max - present, 0) THEN
+				RAISE EXCEPTION 'open_slots.% must be a whole number from 0 to %', team_name,
+					greatest(team_max - present, 0)
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = format('Team %s has %s of at most %s players.', team_name, present, team_max);
+			END IF;
+			slots := slots || jsonb_build_object(team_name, wanted::integer);
+			total := total + wanted::integer;
+		END LOOP;
+		IF total > match_max - match_present THEN
+			RAISE EXCEPTION 'open_slots ask for % players, more than the % the match has room for', total,
+				greatest(match_max - match_present, 0)
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = format('The match has %s of at most %s players (match_size.max).', match_present, match_max);
+		END IF;
+		SELECT k INTO team_name FROM jsonb_object_keys(coalesce(request_backfill.open_slots, '{}')) k
+		 WHERE NOT slots ? k LIMIT 1;
+		IF team_name IS NOT NULL THEN
+			RAISE EXCEPTION 'open_slots.% is not a team of queue "%"', team_name, m.queue
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+	ELSE
+		-- a free-for-all: {"players": n}
+		team_max := coalesce((config #>> '{match_size,max}')::integer, (config ->> 'match_size')::integer);
+		SELECT count(*) INTO present FROM mm.match_players mp
+		 WHERE mp.match_id = m.id AND mp.left_at IS NULL;
+		wanted := coalesce(request_backfill.open_slots -> 'players', to_jsonb(greatest(team_max - present, 0)));
+		IF jsonb_typeof(wanted) <> 'number' OR wanted::numeric <> trunc(wanted::numeric)
+		   OR wanted::numeric < 0 OR wanted::numeric > greatest(team_max - present, 0) THEN
+			RAISE EXCEPTION 'open_slots.players must be a whole number from 0 to %', greatest(team_max - present, 0)
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		SELECT k INTO team_name FROM jsonb_object_keys(coalesce(request_backfill.open_slots, '{}')) k
+		 WHERE k <> 'players' LIMIT 1;
+		IF team_name IS NOT NULL THEN
+			RAISE EXCEPTION 'open_slots.% is not allowed in a free-for-all (use "players")', team_name
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		slots := jsonb_build_object('players', wanted::integer);
+		total := wanted::integer;
+	END IF;
+	IF total = 0 THEN
+		RAISE EXCEPTION 'match % has no open slot to fill', m.id
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	INSERT INTO mm.backfill_requests (match_id, queue, open_slots, created_at)
+	VALUES (m.id, m.queue, slots, request_backfill.now)
+	RETURNING id INTO request_id;
+	PERFORM mm.notify_match_event('backfill_requested', m.id,
+		jsonb_build_object('request_id', request_id, 'open_slots', slots));
+	RETURN request_id;
+END
+$$;
+COMMENT ON FUNCTION mm.request_backfill(bigint, jsonb, timestamptz) IS
+'Asks the tick to fill open slots of a running match (default: each team up to its max); returns the request id';
+REVOKE ALL ON FUNCTION mm.request_backfill(bigint, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.request_backfill(bigint, jsonb, timestamptz) TO mm_director, mm_admin;
+
+CREATE FUNCTION mm.cancel_backfill(match_id bigint, now timestamptz DEFAULT pg_catalog.now())
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	request_id bigint;
+BEGIN
+	PERFORM mm.check_now(cancel_backfill.now);
+	PERFORM mm.lock_match(cancel_backfill.match_id,
+						  ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'], 'backfill');
+	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = cancel_backfill.now
+	 WHERE b.match_id = cancel_backfill.match_id AND b.status = 'open'
+	RETURNING b.id INTO request_id;
+	IF request_id IS NULL THEN
+		RETURN false;
+	END IF;
+	PERFORM mm.notify_match_event('backfill_cancelled', cancel_backfill.match_id,
+		jsonb_build_object('request_id', request_id));
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_backfill(bigint, timestamptz) IS
+'Cancels a match''s open backfill request (true), or returns false when it had none';
+REVOKE ALL ON FUNCTION mm.cancel_backfill(bigint, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.cancel_backfill(bigint, timestamptz) TO mm_director, mm_admin;
+
+-- The frontend's form: the token first, then the same row as the id-only
+-- form (no row for a ticket that does not exist, or no longer does).
+CREATE FUNCTION mm.get_assignment(ticket_id bigint, token text)
+RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
+			   team text, connection text, properties jsonb)
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT mm.check_ticket_token(get_assignment.ticket_id, get_assignment.token);
+	SELECT a.ticket_id, a.ticket_status, a.match_id, a.match_status, a.team, a.connection, a.properties
+	  FROM mm.get_assignment(get_assignment.ticket_id) a
+$$;
+COMMENT ON FUNCTION mm.get_assignment(bigint, text) IS
+'For a polling client holding its ticket''s token: the ticket''s status, its match and the match''s status, team, connection and properties; 42501 for a wrong token';
+REVOKE ALL ON FUNCTION mm.get_assignment(bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.get_assignment(bigint, text) TO mm_frontend, mm_director;

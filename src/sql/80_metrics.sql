@@ -1,0 +1,736 @@
+-- Metrics (docs/metrics.md): views and functions for analysts.  The one
+-- headline match quality is mm.matches.quality, the tick's; beside it the
+-- plain figures skill_spread, team_skill_gap and worst_latency_ms.
+--
+-- - The metrics that are one query are LANGUAGE sql; their argument checks
+--   live in mm.metrics_scope, mm.metrics_minutes and mm.metrics_check_target.
+-- - The *_figures functions compute unrounded; the public functions round
+--   every non-integer figure to 3 decimals (mm.metrics_round), so
+--   1.533333333333303 shows as 1.533; mm.health_report judges unrounded.
+-- - The win-rate balance leaves out coin flips: a result whose predicted
+--   favourite had a 0.5 chance (equal ratings, as in a new pool) predicted
+--   no favourite, so it cannot be "missed"; coin_flip_results counts them.
+-- - Leaves and early quits are two figures: `leaves` counts every player
+--   who left a reported match (mm.leave_match, at any time), `early_quits`
+--   the documented subset who left in its first 20%.
+-- - The match figures count the proposals rejected and expired, the
+--   matches requeued and the live matches expired in the window.
+-- - The metrics are not SECURITY DEFINER: they read as the caller, so the
+--   role needs SELECT on the tables they read (mm_analyst, mm_admin).  The
+--   argument-check helpers run as part of the metrics, so the same roles may
+--   call them.
+-- mm.rule_stats and mm.explain_ticket are in 50_tick.sql.
+
+-- The metrics' rounding: 3 decimals, NULL stays NULL (NaN and the
+-- infinities too).  No SET clause, so that it is inlined.
+CREATE FUNCTION mm.metrics_round(value float8)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+	SELECT CAST(pg_catalog.round(CAST(value AS pg_catalog.numeric), 3) AS pg_catalog.float8)
+$$;
+COMMENT ON FUNCTION mm.metrics_round(float8) IS
+'Internal: a metric''s figure rounded to 3 decimals';
+REVOKE ALL ON FUNCTION mm.metrics_round(float8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_round(float8) TO mm_analyst;
+
+-- The argument checks of every metrics function over a time window, in one
+-- place: a positive time_window ending at a finite `now` whose start is a
+-- timestamp, a skill_attribute that is not NULL, and the queue, which must
+-- exist (NULL: every queue, unless queue_required).  Returns the queues
+-- covered, sorted: an array, so the queries use the (queue, ...) indexes.
+CREATE FUNCTION mm.metrics_scope(queue text, time_window interval, now timestamptz,
+								 queue_required boolean DEFAULT false,
+								 skill_attribute text DEFAULT 'skill')
+RETURNS text[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+	IF queue IS NULL AND queue_required THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF time_window IS NULL THEN
+		RAISE EXCEPTION 'time_window must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF time_window <= '0'::interval THEN
+		RAISE EXCEPTION 'time_window must be positive: %', time_window USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF now IS NULL THEN
+		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(now) THEN
+		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- the window's start must be a timestamp
+	BEGIN
+		PERFORM now - time_window;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'now minus the time window reaches before the earliest timestamp'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'now - time_window is out of range.';
+	END;
+	IF skill_attribute IS NULL THEN
+		RAISE EXCEPTION 'skill_attribute must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF queue IS NULL THEN
+		RETURN ARRAY(SELECT q.name FROM mm.queues q ORDER BY q.name);
+	END IF;
+	IF NOT EXISTS (SELECT FROM mm.queues q WHERE q.name = queue) THEN
+		RAISE EXCEPTION 'queue "%" does not exist', queue USING ERRCODE = 'undefined_object';
+	END IF;
+	RETURN ARRAY[queue];
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_scope(text, interval, timestamptz, boolean, text) IS
+'Checks the arguments of a metrics function (window, now, queue, skill attribute) and returns the queues it covers: the given one, or all for NULL';
+REVOKE ALL ON FUNCTION mm.metrics_scope(text, interval, timestamptz, boolean, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_scope(text, interval, timestamptz, boolean, text) TO mm_analyst, mm_admin;
+
+-- The argument checks of mm.queue_stats_by_minute: a queue, a finite
+-- from_time before a finite to_time, at most 7 days apart; the queue is
+-- checked by mm.metrics_scope like every other metric's.  Returns the
+-- first minute and the end of the last minute that starts before to_time.
+CREATE FUNCTION mm.metrics_minutes(queue text, from_time timestamptz, to_time timestamptz,
+								   OUT first_minute timestamptz, OUT last_end timestamptz)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+BEGIN
+	IF queue IS NULL OR from_time IS NULL OR to_time IS NULL THEN
+		RAISE EXCEPTION '% must not be null',
+			CASE WHEN queue IS NULL THEN 'queue' WHEN from_time IS NULL THEN 'from_time' ELSE 'to_time' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT isfinite(from_time) OR NOT isfinite(to_time) THEN
+		RAISE EXCEPTION 'from_time and to_time must be finite' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF to_time <= from_time THEN
+		RAISE EXCEPTION 'to_time must be after from_time' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	-- in seconds: to_time - from_time as an interval overflows for far-apart times
+	IF extract(epoch FROM to_time) - extract(epoch FROM from_time) > 7 * 86400 THEN
+		RAISE EXCEPTION 'from_time and to_time must be at most 7 days apart'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Use mm.queue_stats(time_window, now) for longer spans.';
+	END IF;
+	-- the queue: the same checks as every metrics function (a window ending at to_time)
+	PERFORM mm.metrics_scope(queue, to_time - from_time, to_time, true);
+	first_minute := date_trunc('minute', from_time);
+	BEGIN
+		last_end := date_trunc('minute', to_time - '1 microsecond'::interval) + '1 minute'::interval;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'to_time is in the last minute of the timestamp range'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'The end of its minute is out of range.';
+	END;
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_minutes(text, timestamptz, timestamptz) IS
+'Checks the arguments of mm.queue_stats_by_minute and returns its first minute and the end of its last';
+REVOKE ALL ON FUNCTION mm.metrics_minutes(text, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_minutes(text, timestamptz, timestamptz) TO mm_analyst, mm_admin;
+
+-- A target of mm.health_report: NULL (no target) or a finite number from 0
+-- up to upper (no upper bound for NULL); returns it.
+CREATE FUNCTION mm.metrics_check_target(name text, target float8, upper float8 DEFAULT NULL)
+RETURNS float8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF target IS NOT NULL
+	   AND NOT (target >= 0 AND target < 'Infinity'::float8 AND (upper IS NULL OR target <= upper)) THEN
+		RAISE EXCEPTION '% must be %', name,
+			CASE WHEN upper IS NULL THEN 'a finite number of at least 0'
+				 ELSE pg_catalog.format('between 0 and %s', upper) END
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = pg_catalog.format('Got %s.', target),
+				  HINT = 'NULL leaves the figure without a target.';
+	END IF;
+	RETURN target;
+END;
+$$;
+COMMENT ON FUNCTION mm.metrics_check_target(text, float8, float8) IS
+'Checks a target of mm.health_report: NULL, or finite from 0 up to upper (NULL: no upper bound)';
+REVOKE ALL ON FUNCTION mm.metrics_check_target(text, float8, float8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_check_target(text, float8, float8) TO mm_analyst, mm_admin;
+
+-- The tickets of some queues that were searching at a time: created by then
+-- and still searching (or proposed: an accepted ticket is matched when the
+-- last answer comes), or ended (matched, cancelled, timed out) after it, so
+-- that a past now sees the queue as it was.  Each part is read through an
+-- index (the ended ones through the BRIN of their times).
+CREATE FUNCTION mm.tickets_searching_at(queues text[], at timestamptz)
+RETURNS TABLE (players jsonb, created_at timestamptz)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT t.players, t.created_at FROM mm.tickets t
+	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status IN ('searching', 'proposed')
+	   AND t.created_at <= tickets_searching_at.at
+	UNION ALL
+	SELECT t.players, t.created_at FROM mm.tickets t
+	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.matched_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at
+	UNION ALL
+	SELECT t.players, t.created_at FROM mm.tickets t
+	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status IN ('cancelled', 'timed_out')
+	   AND t.updated_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at
+$$;
+COMMENT ON FUNCTION mm.tickets_searching_at(text[], timestamptz) IS
+'Internal: the tickets of the queues that were searching at a time (created by then, not ended by then)';
+REVOKE ALL ON FUNCTION mm.tickets_searching_at(text[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tickets_searching_at(text[], timestamptz) TO mm_analyst, mm_admin;
+
+-- Ticket figures of one queue (or all queues pooled, for NULL) over the
+-- time_window (now - time_window, now]: who is searching at `now`, time to
+-- match of the tickets matched in the window, the share of the window's
+-- tickets matched within 120 s, timeouts and cancellations in the window.
+-- Unrounded: mm.ticket_metrics rounds them, mm.health_report judges them.
+CREATE FUNCTION mm.ticket_figures(queue text, time_window interval, now timestamptz)
+RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
+			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
+			   time_to_match_p95_s float8, time_to_match_p99_s float8,
+			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT s.n, s.players, s.oldest, w.n, w.average, w.p50, w.p95, w.p99, f.rate, f.n, e.timeouts,
+		   e.cancellations
+	  FROM mm.metrics_scope(ticket_figures.queue, time_window, now) AS scope(queues)
+	 CROSS JOIN LATERAL (
+		SELECT count(*) AS n, coalesce(sum(jsonb_array_length(a.players)), 0) AS players,
+			   (extract(epoch FROM now) - extract(epoch FROM min(a.created_at)))::float8 AS oldest
+		  FROM mm.tickets_searching_at(scope.queues, now) a) s
+	 CROSS JOIN LATERAL (
+		SELECT count(*) AS n, avg(x.seconds) AS average,
+			   percentile_cont(0.5) WITHIN GROUP (ORDER BY x.seconds) AS p50,
+			   percentile_cont(0.95) WITHIN GROUP (ORDER BY x.seconds) AS p95,
+			   percentile_cont(0.99) WITHIN GROUP (ORDER BY x.seconds) AS p99
+		  FROM (SELECT (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8 AS seconds
+				  FROM mm.tickets t
+				 WHERE t.queue = ANY (scope.queues)
+				   AND t.matched_at > now - time_window AND t.matched_at <= now) x) w
+	 CROSS JOIN LATERAL (
+		-- The window's tickets whose 120 s verdict was in at now: matched in
+		-- time, or timed out, or older than 120 s; a cancellation within 120 s
+		-- was the player's choice and is left out, and so is a ticket still
+		-- younger.  What happened after now does not count.
+		SELECT count(*) FILTER (WHERE v.in_time)::float8 / nullif(count(*), 0) AS rate, count(*) AS n
+		  FROM (SELECT coalesce(t.matched_at <= now AND t.matched_at - t.created_at <= '120 s'::interval,
+								false) AS in_time,
+					   coalesce(CASE t.status WHEN 'matched' THEN t.matched_at
+											  WHEN 'cancelled' THEN t.updated_at
+											  WHEN 'timed_out' THEN t.updated_at END <= now,
+								false) AS ended,
+					   t.status, t.created_at, t.updated_at
+				  FROM mm.tickets t
+				 WHERE t.queue = ANY (scope.queues)
+				   AND t.created_at > now - time_window AND t.created_at <= now) v
+		 WHERE v.in_time
+			OR (v.ended AND v.status IN ('matched', 'timed_out'))
+			OR (v.ended AND v.status = 'cancelled' AND v.updated_at - v.created_at >= '120 s'::interval)
+			OR (NOT v.ended AND now - v.created_at >= '120 s'::interval)) f
+	 CROSS JOIN LATERAL (
+		SELECT count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
+			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
+		  FROM mm.tickets t
+		 WHERE t.queue = ANY (scope.queues) AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at > now - time_window AND t.updated_at <= now) e
+$$;
+COMMENT ON FUNCTION mm.ticket_figures(text, interval, timestamptz) IS
+'Internal: the figures of mm.ticket_metrics unrounded';
+REVOKE ALL ON FUNCTION mm.ticket_figures(text, interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.ticket_figures(text, interval, timestamptz) TO mm_analyst;
+
+-- Ticket figures of one queue (or all pooled, for NULL), rounded
+-- (mm.ticket_figures).
+CREATE FUNCTION mm.ticket_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								  now timestamptz DEFAULT now())
+RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
+			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
+			   time_to_match_p95_s float8, time_to_match_p99_s float8,
+			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT f.searching_tickets, f.searching_players, mm.metrics_round(f.oldest_wait_s), f.tickets_matched,
+		   mm.metrics_round(f.time_to_match_avg_s), mm.metrics_round(f.time_to_match_p50_s),
+		   mm.metrics_round(f.time_to_match_p95_s), mm.metrics_round(f.time_to_match_p99_s),
+		   mm.metrics_round(f.fill_rate), f.fill_rate_tickets, f.timeouts, f.cancellations
+	  FROM mm.ticket_figures(ticket_metrics.queue, time_window, now) f
+$$;
+COMMENT ON FUNCTION mm.ticket_metrics(text, interval, timestamptz) IS
+'Ticket figures of a queue (all queues pooled for NULL) over (now - time_window, now]: searching, time to match, fill rate, timeouts';
+REVOKE ALL ON FUNCTION mm.ticket_metrics(text, interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.ticket_metrics(text, interval, timestamptz) TO mm_analyst, mm_admin;
+
+-- Per queue ticket figures over a time_window (the view mm.queue_stats is the last hour).
+CREATE FUNCTION mm.queue_stats(time_window interval, now timestamptz DEFAULT now())
+RETURNS TABLE (queue text, searching_tickets bigint, searching_players bigint, oldest_wait_s float8,
+			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
+			   time_to_match_p95_s float8, time_to_match_p99_s float8,
+			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT q.name, m.*
+	  FROM mm.metrics_scope(NULL, time_window, now) AS scope(queues)
+	 CROSS JOIN LATERAL unnest(scope.queues) AS q(name)
+	 CROSS JOIN LATERAL mm.ticket_metrics(q.name, time_window, now) AS m
+	 ORDER BY q.name
+$$;
+COMMENT ON FUNCTION mm.queue_stats(interval, timestamptz) IS
+'Per queue: searching tickets and players, oldest wait, time to match avg/p50/p95/p99, fill rate within 120 s, timeouts, cancellations';
+REVOKE ALL ON FUNCTION mm.queue_stats(interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.queue_stats(interval, timestamptz) TO mm_analyst, mm_admin;
+
+CREATE VIEW mm.queue_stats AS
+	SELECT * FROM mm.queue_stats('1 hour'::interval, pg_catalog.now());
+COMMENT ON VIEW mm.queue_stats IS 'mm.queue_stats(time_window) over the last hour';
+GRANT SELECT ON TABLE mm.queue_stats TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.queue_stats TO mm_admin;
+
+-- The players of a match: team, skill attribute and latency to the region.
+-- A jsonb number can be too small for a float8 (1e-400): it reads as 0, and
+-- one beyond the tick's range of ±1e12 (stored before a validation) as
+-- missing, so one stored value cannot make a metric fail.  No SET clause, so
+-- that it is inlined into its caller's query: hence the schema-qualified
+-- operators.
+CREATE FUNCTION mm.match_player_values(match_id bigint, region text, skill_attribute text,
+									   OUT team text, OUT skill float8, OUT latency float8)
+RETURNS SETOF record
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+	SELECT mp.team,
+		   CASE WHEN pg_catalog.jsonb_typeof(tp.attributes OPERATOR(pg_catalog.->) skill_attribute)
+					 OPERATOR(pg_catalog.=) 'number'
+				 AND pg_catalog.abs(CAST(tp.attributes OPERATOR(pg_catalog.->>) skill_attribute AS pg_catalog.numeric))
+					 OPERATOR(pg_catalog.<=) 1e12
+				THEN CAST(pg_catalog.round(CAST(tp.attributes OPERATOR(pg_catalog.->>) skill_attribute
+												AS pg_catalog.numeric), 12) AS pg_catalog.float8) END,
+		   CASE WHEN pg_catalog.jsonb_typeof(tp.latencies OPERATOR(pg_catalog.->) region)
+					 OPERATOR(pg_catalog.=) 'number'
+				 AND pg_catalog.abs(CAST(tp.latencies OPERATOR(pg_catalog.->>) region AS pg_catalog.numeric))
+					 OPERATOR(pg_catalog.<=) 1e12
+				THEN CAST(pg_catalog.round(CAST(tp.latencies OPERATOR(pg_catalog.->>) region
+												AS pg_catalog.numeric), 12) AS pg_catalog.float8) END
+	  FROM mm.match_players mp
+	  LEFT JOIN mm.ticket_players tp ON tp.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id
+									AND tp.player_id OPERATOR(pg_catalog.=) mp.player_id
+	 WHERE mp.match_id OPERATOR(pg_catalog.=) match_player_values.match_id
+$$;
+COMMENT ON FUNCTION mm.match_player_values(bigint, text, text) IS
+'The players of a match: team, skill attribute and latency to the region (used by mm.match_details)';
+REVOKE ALL ON FUNCTION mm.match_player_values(bigint, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.match_player_values(bigint, text, text) TO mm_analyst, mm_admin;
+
+-- The per match figures unrounded, of the matches of some queues (checked
+-- by the caller) formed in the window: the tick's quality (the headline),
+-- the skill spread (highest minus lowest player skill), the team skill gap
+-- (highest minus lowest team average skill), and the players' latency to
+-- the match's region, average and worst.  Skill is a numeric ticket
+-- attribute (skill_attribute).  mm.match_details rounds them,
+-- mm.match_figures averages them.
+CREATE FUNCTION mm.match_details_figures(queues text[], time_window interval, now timestamptz,
+										 skill_attribute text)
+RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
+			   teams integer, quality float8, skill_spread float8, team_skill_gap float8,
+			   latency_avg_ms float8, worst_latency_ms float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	-- Per match lookups (LATERAL, by the match_players and tickets primary
+	-- keys), so the cost follows the window's matches, not the tables.
+	SELECT m.id, m.queue, m.created_at, m.region, pl.players, pl.teams, m.quality,
+		   pl.skill_spread, pl.team_skill_gap, pl.latency_avg_ms, pl.worst_latency_ms
+	  FROM mm.matches m
+	 CROSS JOIN LATERAL (
+		-- one row per team (and one for players without a team)
+		SELECT coalesce(sum(t.players), 0)::integer AS players,
+			   count(*) FILTER (WHERE t.team IS NOT NULL)::integer AS teams,
+			   max(t.skill_max) - min(t.skill_min) AS skill_spread,
+			   CASE WHEN count(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) >= 2
+					THEN max(t.skill_avg) FILTER (WHERE t.team IS NOT NULL)
+						 - min(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) END AS team_skill_gap,
+			   sum(t.latency_sum) / nullif(sum(t.latency_count), 0) AS latency_avg_ms,
+			   max(t.latency_max) AS worst_latency_ms
+		  FROM (SELECT x.team, count(*) AS players, avg(x.skill) AS skill_avg,
+					   min(x.skill) AS skill_min, max(x.skill) AS skill_max,
+					   sum(x.latency) AS latency_sum, count(x.latency) AS latency_count,
+					   max(x.latency) AS latency_max
+				  FROM mm.match_player_values(m.id, m.region, skill_attribute) x
+				 GROUP BY x.team) t) pl
+	 WHERE m.queue = ANY (match_details_figures.queues)
+	   AND m.created_at > now - time_window AND m.created_at <= now
+	 ORDER BY m.created_at, m.id
+$$;
+COMMENT ON FUNCTION mm.match_details_figures(text[], interval, timestamptz, text) IS
+'Internal: the rows of mm.match_details unrounded, for queues already checked';
+REVOKE ALL ON FUNCTION mm.match_details_figures(text[], interval, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.match_details_figures(text[], interval, timestamptz, text) TO mm_analyst;
+
+-- Per match figures, rounded.  The figures are read LATERAL to the checked
+-- scope, so the checks run first and always.
+CREATE FUNCTION mm.match_details(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now(), skill_attribute text DEFAULT 'skill')
+RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
+			   teams integer, quality float8, skill_spread float8, team_skill_gap float8,
+			   latency_avg_ms float8, worst_latency_ms float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT d.match_id, d.queue_name, d.created_at, d.region, d.players, d.teams, mm.metrics_round(d.quality),
+		   mm.metrics_round(d.skill_spread), mm.metrics_round(d.team_skill_gap),
+		   mm.metrics_round(d.latency_avg_ms), mm.metrics_round(d.worst_latency_ms)
+	  FROM mm.metrics_scope(match_details.queue, time_window, now, false, skill_attribute) AS scope(queues)
+	 CROSS JOIN LATERAL mm.match_details_figures(scope.queues, time_window, now, skill_attribute) d
+	 ORDER BY d.created_at, d.match_id
+$$;
+COMMENT ON FUNCTION mm.match_details(text, interval, timestamptz, text) IS
+'Per match formed in the window: players, teams, match quality, skill spread, team skill gap, average and worst latency';
+REVOKE ALL ON FUNCTION mm.match_details(text, interval, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.match_details(text, interval, timestamptz, text) TO mm_analyst, mm_admin;
+
+-- Match and outcome figures of one queue (or all pooled, for NULL), over
+-- (now - time_window, now]:
+--  - the averages of mm.match_details over the matches formed;
+--  - from the results reported: how often the predicted favourite won
+--    against its average predicted chance, over the results with a winner
+--    and a favourite; a prediction of 0.5 (a coin flip, equal ratings) names
+--    no favourite and is left out, counted in coin_flip_results;
+--  - of the players of the reported matches, those who left (leaves: any
+--    time) and, of the matches with a duration, those who left in the first
+--    20% (early quits; start: the match's created_at);
+--  - the proposals rejected (a player said no) and expired (the acceptance
+--    deadline passed), the matches requeued (mm.requeue_match) and the live
+--    matches expired (live_match_timeout_seconds), by when they were
+--    cancelled.
+-- (mm.match_figures: unrounded, for mm.match_metrics to round and
+-- mm.health_report to judge.)
+CREATE FUNCTION mm.match_figures(queue text, time_window interval, now timestamptz)
+RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, skill_spread_avg float8,
+			   team_skill_gap_avg float8, latency_avg_ms float8, worst_latency_avg_ms float8,
+			   results bigint, favourite_win_rate float8, favourite_predicted_rate float8,
+			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
+			   coin_flip_results bigint, leaves bigint, leave_rate float8,
+			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
+			   matches_expired bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT d.matches, d.players, d.quality, d.spread, d.gap, d.latency, d.worst,
+		   o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
+		   e.early, e.early_rate, o.coin_flips, e.leaves, e.leave_rate,
+		   c.rejected, c.expired, c.requeued, c.live_expired
+	  FROM mm.metrics_scope(match_figures.queue, time_window, now) AS scope(queues)
+	 CROSS JOIN LATERAL (
+		-- the matches' own figures unrounded (match_details rounds them)
+		SELECT count(*) AS matches, avg(x.players::float8) AS players, avg(x.quality) AS quality,
+			   avg(x.skill_spread) AS spread, avg(x.team_skill_gap) AS gap,
+			   avg(x.latency_avg_ms) AS latency, avg(x.worst_latency_ms) AS worst
+		  FROM mm.match_details_figures(scope.queues, time_window, now, 'skill') x) d
+	 CROSS JOIN LATERAL (
+		SELECT count(*) AS results,
+			   avg((w.winner = w.predicted_favourite)::integer::float8)
+				   FILTER (WHERE w.predicted AND NOT w.coin_flip) AS won,
+			   avg(w.favourite_win_probability) FILTER (WHERE w.predicted AND NOT w.coin_flip) AS predicted,
+			   count(*) FILTER (WHERE w.predicted AND w.coin_flip) AS coin_flips
+		  FROM (SELECT v.winner, v.predicted_favourite, v.favourite_win_probability,
+					   v.predicted_favourite IS NOT NULL AND v.winner IS NOT NULL AS predicted,
+					   coalesce(abs(v.favourite_win_probability - 0.5) <= 1e-9, false) AS coin_flip
+				  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
+							   r.favourite_win_probability
+						  FROM mm.match_results r
+						 WHERE r.queue = ANY (scope.queues)
+						   AND r.reported_at > now - time_window AND r.reported_at <= now
+						OFFSET 0) v) w) o	-- OFFSET 0: the winner is worked out once per result
+	 CROSS JOIN LATERAL (
+		-- per result lookups by primary key (an aggregate LATERAL is not flattened)
+		SELECT coalesce(sum(q.early) FILTER (WHERE r.duration IS NOT NULL), 0)::bigint AS early,
+			   (sum(q.early) FILTER (WHERE r.duration IS NOT NULL))::float8
+				   / nullif(sum(q.players) FILTER (WHERE r.duration IS NOT NULL), 0) AS early_rate,
+			   coalesce(sum(q.gone), 0)::bigint AS leaves,
+			   sum(q.gone)::float8 / nullif(sum(q.players), 0) AS leave_rate
+		  FROM mm.match_results r
+		 CROSS JOIN LATERAL (
+			SELECT count(*) AS players,
+				   count(mp.left_at) AS gone,
+				   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
+									   < 0.2 * extract(epoch FROM r.duration)) AS early
+			  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
+			 WHERE m.id = r.match_id) q
+		 WHERE r.queue = ANY (scope.queues)
+		   AND r.reported_at > now - time_window AND r.reported_at <= now) e
+	 CROSS JOIN LATERAL (
+		-- cancel_reason: rejected and acceptance_timeout for a proposal, the
+		-- director's own reason for a requeue; the tick's and the queue's own
+		-- (ticket_cancelled, queue_dropped, expired) are neither
+		SELECT count(*) FILTER (WHERE m.cancel_reason = 'rejected') AS rejected,
+			   count(*) FILTER (WHERE m.cancel_reason = 'acceptance_timeout') AS expired,
+			   count(*) FILTER (WHERE m.cancel_reason NOT IN ('rejected', 'acceptance_timeout',
+															  'ticket_cancelled', 'queue_dropped',
+															  'expired')) AS requeued,
+			   count(*) FILTER (WHERE m.cancel_reason = 'expired') AS live_expired
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (scope.queues) AND m.status = 'cancelled'
+		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
+$$;
+COMMENT ON FUNCTION mm.match_figures(text, interval, timestamptz) IS
+'Internal: the figures of mm.match_metrics unrounded';
+REVOKE ALL ON FUNCTION mm.match_figures(text, interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.match_figures(text, interval, timestamptz) TO mm_analyst;
+
+CREATE FUNCTION mm.match_metrics(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now())
+RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, skill_spread_avg float8,
+			   team_skill_gap_avg float8, latency_avg_ms float8, worst_latency_avg_ms float8,
+			   results bigint, favourite_win_rate float8, favourite_predicted_rate float8,
+			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
+			   coin_flip_results bigint, leaves bigint, leave_rate float8,
+			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
+			   matches_expired bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT f.matches, mm.metrics_round(f.players_per_match), mm.metrics_round(f.quality_avg),
+		   mm.metrics_round(f.skill_spread_avg), mm.metrics_round(f.team_skill_gap_avg),
+		   mm.metrics_round(f.latency_avg_ms), mm.metrics_round(f.worst_latency_avg_ms),
+		   f.results, mm.metrics_round(f.favourite_win_rate), mm.metrics_round(f.favourite_predicted_rate),
+		   mm.metrics_round(f.win_rate_balance_points), f.early_quits, mm.metrics_round(f.early_quit_rate),
+		   f.coin_flip_results, f.leaves, mm.metrics_round(f.leave_rate),
+		   f.proposals_rejected, f.proposals_expired, f.matches_requeued, f.matches_expired
+	  FROM mm.match_figures(match_metrics.queue, time_window, now) f
+$$;
+COMMENT ON FUNCTION mm.match_metrics(text, interval, timestamptz) IS
+'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
+REVOKE ALL ON FUNCTION mm.match_metrics(text, interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.match_metrics(text, interval, timestamptz) TO mm_analyst;
+
+-- Per queue match figures over a time_window (the view mm.match_stats is the last hour).
+CREATE FUNCTION mm.match_stats(time_window interval, now timestamptz DEFAULT now())
+RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg float8,
+			   skill_spread_avg float8, team_skill_gap_avg float8, latency_avg_ms float8,
+			   worst_latency_avg_ms float8, results bigint, favourite_win_rate float8,
+			   favourite_predicted_rate float8, win_rate_balance_points float8, early_quits bigint,
+			   early_quit_rate float8, coin_flip_results bigint, leaves bigint, leave_rate float8,
+			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
+			   matches_expired bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT q.name, m.*
+	  FROM mm.metrics_scope(NULL, time_window, now) AS scope(queues)
+	 CROSS JOIN LATERAL unnest(scope.queues) AS q(name)
+	 CROSS JOIN LATERAL mm.match_metrics(q.name, time_window, now) AS m
+	 ORDER BY q.name
+$$;
+COMMENT ON FUNCTION mm.match_stats(interval, timestamptz) IS
+'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
+REVOKE ALL ON FUNCTION mm.match_stats(interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.match_stats(interval, timestamptz) TO mm_analyst;
+
+CREATE VIEW mm.match_stats AS
+	SELECT * FROM mm.match_stats('1 hour'::interval, pg_catalog.now());
+COMMENT ON VIEW mm.match_stats IS 'mm.match_stats(time_window) over the last hour';
+GRANT SELECT ON TABLE mm.match_stats TO mm_analyst;
+
+-- One row per minute [minute, minute + 1 min) from from_time's minute up to
+-- to_time, for dashboards: tickets created and matched, time to match of the
+-- tickets matched in that minute, matches formed and their quality, timeouts,
+-- cancellations, and the tickets still searching at the end of the minute;
+-- rounded like every figure.
+CREATE FUNCTION mm.queue_stats_by_minute(queue text, from_time timestamptz, to_time timestamptz)
+RETURNS TABLE (minute timestamptz, tickets_created bigint, tickets_matched bigint,
+			   time_to_match_avg_s float8, time_to_match_p95_s float8, matches bigint,
+			   quality_avg float8, timeouts bigint, cancellations bigint, searching_at_end bigint)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	WITH r AS MATERIALIZED (
+		SELECT * FROM mm.metrics_minutes(queue_stats_by_minute.queue, from_time, to_time)
+	), minutes AS (
+		SELECT g AS minute
+		  FROM r CROSS JOIN LATERAL generate_series(r.first_minute, r.last_end - '1 minute'::interval,
+													'1 minute'::interval) g
+	), created AS (
+		SELECT date_trunc('minute', t.created_at) AS minute, count(*) AS n
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue
+		   AND t.created_at >= r.first_minute AND t.created_at < r.last_end
+		 GROUP BY 1
+	), matched AS (
+		SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
+			   avg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_avg,
+			   percentile_cont(0.95) WITHIN GROUP (ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_p95
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue
+		   AND t.matched_at >= r.first_minute AND t.matched_at < r.last_end
+		 GROUP BY 1
+	), formed AS (
+		SELECT date_trunc('minute', m.created_at) AS minute, count(*) AS n, avg(m.quality) AS quality
+		  FROM r, mm.matches m
+		 WHERE m.queue = queue_stats_by_minute.queue
+		   AND m.created_at >= r.first_minute AND m.created_at < r.last_end
+		 GROUP BY 1
+	), ended AS (
+		SELECT date_trunc('minute', t.updated_at) AS minute,
+			   count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
+			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at >= r.first_minute AND t.updated_at < r.last_end
+		 GROUP BY 1
+	), alive AS (
+		-- tickets searching at the end of some minute of the range: created
+		-- before its end, ended (matched, cancelled, timed out) after the first
+		-- minute's end or not at all; each read through an index
+		SELECT t.created_at, NULL::timestamptz AS ended_at
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
+		   AND t.created_at < r.last_end
+		UNION ALL
+		SELECT t.created_at, t.matched_at
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
+		   AND t.matched_at >= r.first_minute + '1 minute'::interval AND t.created_at < r.last_end
+		UNION ALL
+		SELECT t.created_at, t.updated_at
+		  FROM r, mm.tickets t
+		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at >= r.first_minute + '1 minute'::interval AND t.created_at < r.last_end
+	), depth_change AS (
+		-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
+		SELECT d.minute, sum(d.change) AS change
+		  FROM (SELECT greatest(r.first_minute, date_trunc('minute', a.created_at)) AS minute, 1 AS change
+				  FROM r, alive a
+				UNION ALL
+				SELECT date_trunc('minute', a.ended_at), -1
+				  FROM r, alive a WHERE a.ended_at < r.last_end) d
+		 GROUP BY d.minute
+	)
+	SELECT mi.minute, coalesce(c.n, 0), coalesce(ma.n, 0), mm.metrics_round(ma.wait_avg),
+		   mm.metrics_round(ma.wait_p95), coalesce(f.n, 0), mm.metrics_round(f.quality),
+		   coalesce(e.timeouts, 0), coalesce(e.cancellations, 0),
+		   (sum(coalesce(dc.change, 0)) OVER (ORDER BY mi.minute))::bigint
+	  FROM minutes mi
+	  LEFT JOIN created c ON c.minute = mi.minute
+	  LEFT JOIN matched ma ON ma.minute = mi.minute
+	  LEFT JOIN formed f ON f.minute = mi.minute
+	  LEFT JOIN ended e ON e.minute = mi.minute
+	  LEFT JOIN depth_change dc ON dc.minute = mi.minute
+	 ORDER BY mi.minute
+$$;
+COMMENT ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestamptz) IS
+'Per minute of a queue, for dashboards: tickets created and matched, time to match, matches, match quality, timeouts, cancellations, queue depth';
+REVOKE ALL ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestamptz) TO mm_analyst, mm_admin;
+
+-- What players may see about a queue: the searching players (when the
+-- queue's statistics.show_player_count is true) and an estimated wait for a
+-- new ticket (when statistics.show_time_to_match is true): the median time to
+-- match of the tickets matched in the last 15 minutes, in whole seconds.
+CREATE FUNCTION mm.queue_statistics(queue text, now timestamptz DEFAULT now())
+RETURNS TABLE (players_searching bigint, estimated_wait_s float8)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT CASE WHEN f.show_player_count THEN
+				(SELECT coalesce(sum(jsonb_array_length(a.players)), 0)
+				   FROM mm.tickets_searching_at(ARRAY[queue_statistics.queue], now) a) END,
+		   CASE WHEN f.show_time_to_match THEN
+				(SELECT round(percentile_cont(0.5) WITHIN GROUP (
+							  ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8))
+				   FROM mm.tickets t
+				  WHERE t.queue = queue_statistics.queue
+					AND t.matched_at > now - '15 minutes'::interval AND t.matched_at <= now) END
+	  FROM mm.metrics_scope(queue_statistics.queue, '15 minutes', now, true) AS scope(queues)
+	 CROSS JOIN LATERAL (
+		SELECT coalesce((q.config #>> '{statistics,show_player_count}')::boolean, false) AS show_player_count,
+			   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false) AS show_time_to_match
+		  FROM mm.queues q
+		 WHERE q.name = ANY (scope.queues)
+		OFFSET 0) f
+$$;
+COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
+'What players may see about a queue: searching players and estimated wait, as the queue''s statistics flags allow';
+REVOKE ALL ON FUNCTION mm.queue_statistics(text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.queue_statistics(text, timestamptz) TO mm_analyst, mm_admin;
+
+-- The analysts' report: one row per figure with what it measures, its value
+-- (rounded to 3 decimals), the target and whether it is met.  The targets
+-- are arguments (NULL: no target); meets_target is NULL when the figure has
+-- no data or no target.  Targets are inclusive: "at least" (>=) for the
+-- match quality and the share matched within 2 minutes, "at most" (<=) for
+-- the others.  It judges the figures unrounded (mm.ticket_figures,
+-- mm.match_figures), rounded to 3 decimals as shown (the percentages from
+-- the unrounded shares).
+CREATE FUNCTION mm.health_report(queue text DEFAULT NULL, time_window interval DEFAULT '1 hour',
+								 now timestamptz DEFAULT now(),
+								 min_quality float8 DEFAULT 0.5,
+								 max_time_to_match_p95_s float8 DEFAULT 60,
+								 min_matched_within_2_min_pct float8 DEFAULT 95,
+								 max_latency_avg_ms float8 DEFAULT 60,
+								 max_early_quit_pct float8 DEFAULT 5,
+								 max_win_rate_gap_points float8 DEFAULT 5)
+RETURNS TABLE (metric text, measures text, value numeric, target text, meets_target boolean)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+	SELECT r.metric, r.measures, round(r.value::numeric, 3),
+		   r.op || ' ' || r.bound::text,
+		   -- judged on the value shown: 0.4996 shows as 0.500 and meets ">= 0.5"
+		   CASE r.op WHEN '>=' THEN round(r.value::numeric, 3) >= r.bound
+					 WHEN '<=' THEN round(r.value::numeric, 3) <= r.bound END
+	  FROM mm.ticket_figures(health_report.queue, time_window, now) t
+	 CROSS JOIN mm.match_figures(health_report.queue, time_window, now) m
+	 CROSS JOIN LATERAL (VALUES
+		(1, 'match quality', 'the tick''s match quality (0..1), average over the matches formed',
+		 m.quality_avg, '>=', mm.metrics_check_target('min_quality', min_quality, 1)),
+		(2, 'time to match p95 (s)', '95th percentile of created-to-matched time of the tickets matched',
+		 t.time_to_match_p95_s, '<=',
+		 mm.metrics_check_target('max_time_to_match_p95_s', max_time_to_match_p95_s)),
+		(3, 'matched within 2 minutes (%)', 'share of the tickets created that were matched within 120 s',
+		 100 * t.fill_rate, '>=',
+		 mm.metrics_check_target('min_matched_within_2_min_pct', min_matched_within_2_min_pct, 100)),
+		(4, 'average latency (ms)', 'players'' latency to their match''s region, average over the matches',
+		 m.latency_avg_ms, '<=', mm.metrics_check_target('max_latency_avg_ms', max_latency_avg_ms)),
+		(5, 'early quits (%)', 'share of the players of reported matches who left in the first 20% of the match',
+		 100 * m.early_quit_rate, '<=', mm.metrics_check_target('max_early_quit_pct', max_early_quit_pct, 100)),
+		(6, 'win-rate balance (points)', 'gap between how often the predicted favourite won and its predicted chance (coin flips left out)',
+		 m.win_rate_balance_points, '<=',
+		 mm.metrics_check_target('max_win_rate_gap_points', max_win_rate_gap_points, 100)),
+		(7, 'skill spread', 'highest minus lowest player skill in a match, average over the matches',
+		 m.skill_spread_avg, NULL, NULL),
+		(8, 'team skill gap', 'highest minus lowest team average skill in a match, average over the matches',
+		 m.team_skill_gap_avg, NULL, NULL),
+		(9, 'worst latency (ms)', 'highest player latency to the match''s region, average over the matches',
+		 m.worst_latency_avg_ms, NULL, NULL),
+		(10, 'matches formed', 'matches formed in the window', m.matches::float8, NULL, NULL),
+		(11, 'tickets matched', 'tickets matched in the window', t.tickets_matched::float8, NULL, NULL),
+		(12, 'time to match average (s)', 'average created-to-matched time of the tickets matched',
+		 t.time_to_match_avg_s, NULL, NULL),
+		(13, 'players searching', 'players in searching tickets at now', t.searching_players::float8, NULL, NULL),
+		(14, 'timeouts', 'tickets timed out in the window', t.timeouts::float8, NULL, NULL),
+		(15, 'cancellations', 'tickets cancelled in the window', t.cancellations::float8, NULL, NULL),
+		(16, 'results reported', 'match results reported in the window', m.results::float8, NULL, NULL))
+		AS r (n, metric, measures, value, op, bound)
+	 ORDER BY r.n
+$$;
+COMMENT ON FUNCTION mm.health_report(text, interval, timestamptz, float8, float8, float8, float8, float8, float8) IS
+'The analysts'' report: each matchmaking health figure, what it measures, its target (arguments with defaults) and whether it is met';
+REVOKE ALL ON FUNCTION mm.health_report(text, interval, timestamptz, float8, float8, float8, float8, float8, float8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.health_report(text, interval, timestamptz, float8, float8, float8, float8, float8, float8) TO mm_analyst, mm_admin;

@@ -1,0 +1,344 @@
+#!/usr/bin/perl
+# Checks the SQL source tree, src/sql/*.sql, from which `make` builds the
+# fresh install script of the version in development (in name order):
+#  - every function, procedure and aggregate is created once: no signature
+#    twice, no CREATE OR REPLACE (of anything: the script creates everything
+#    it defines exactly once), and so are tables, views, types, sequences,
+#    indexes and triggers;
+#  - an object's COMMENT, GRANT, REVOKE, indexes and pg_extension_config_dump
+#    are in the file that creates it, after it, and name an object the tree
+#    creates; a trigger comes after its table and its function;
+#  - no statement changes an object after its definition (ALTER FUNCTION,
+#    ALTER TABLE, ALTER VIEW; ALTER SEQUENCE ... OWNED BY excepted), none drops
+#    one, none migrates data (UPDATE, DELETE; INSERT only into mm.event_key);
+#  - every file opens with a comment saying what it holds.
+# Prints each problem with its file and line; exits 1 when there is one.
+#   perl test/scripts/check_sql_tree.pl [directory]     (default src/sql)
+use strict;
+use warnings;
+
+my $dir = $ARGV[0] // 'src/sql';
+my @files = sort glob("$dir/*.sql");
+my @problems;
+die "no SQL files in $dir\n" unless @files;
+
+# Type names as PostgreSQL resolves them, so that int and integer, float8 and
+# double precision name the same signature.
+my %alias = (
+	'int' => 'integer', 'int4' => 'integer', 'integer' => 'integer',
+	'int8' => 'bigint', 'bigint' => 'bigint', 'int2' => 'smallint', 'smallint' => 'smallint',
+	'float8' => 'float8', 'double precision' => 'float8', 'float4' => 'real', 'real' => 'real',
+	'bool' => 'boolean', 'boolean' => 'boolean',
+	'timestamptz' => 'timestamptz', 'timestamp with time zone' => 'timestamptz',
+	'varchar' => 'varchar', 'character varying' => 'varchar');
+
+sub norm_type
+{
+	my ($t) = @_;
+	$t = lc $t;
+	$t =~ s/\s+/ /g;
+	$t =~ s/^\s+|\s+$//g;
+	my $array = '';
+	$array .= '[]' while $t =~ s/\s*\[\]$//;
+	return ($alias{$t} // $t) . $array;
+}
+
+# Splits at top-level commas (outside parentheses, brackets and quotes).
+sub split_top
+{
+	my ($s) = @_;
+	my @parts;
+	my ($cur, $depth, $quote) = ('', 0, '');
+	for my $c (split //, $s)
+	{
+		if ($quote) { $quote = '' if $c eq $quote; }
+		elsif ($c eq "'" || $c eq '"') { $quote = $c; }
+		elsif ($c eq '(' || $c eq '[') { $depth++; }
+		elsif ($c eq ')' || $c eq ']') { $depth--; }
+		elsif ($c eq ',' && $depth == 0) { push @parts, $cur; $cur = ''; next; }
+		$cur .= $c;
+	}
+	push @parts, $cur if $cur =~ /\S/;
+	return @parts;
+}
+
+# The input argument types of an argument list: names, modes and defaults
+# dropped, OUT arguments left out (they are not part of the signature).
+sub arg_types
+{
+	my ($list) = @_;
+	my @types;
+	for my $a (split_top($list))
+	{
+		$a =~ s/--[^\n]*//g;
+		$a =~ s/\s+(DEFAULT\s|=).*//is;
+		$a =~ s/^\s+|\s+$//g;
+		next if $a eq '';
+		my $mode = 'in';
+		$mode = lc $1 if $a =~ s/^(IN|OUT|INOUT|VARIADIC)\s+//i;
+		next if $mode eq 'out';
+		my $type = $a;
+		# "name type": the first word is a name unless the whole is a type
+		if ($a =~ /^("[^"]+"|\w+)\s+(.+)$/s)
+		{
+			my ($first, $rest) = ($1, $2);
+			my $whole = norm_type($a);
+			$type = $rest unless $whole =~ /^(float8|timestamptz|varchar)(\[\])*$/
+			  && lc($a) =~ /^(double precision|timestamp with time zone|character varying)/;
+		}
+		push @types, norm_type($type);
+	}
+	return join(', ', @types);
+}
+
+# "mm.name(args)" at the start of $s: returns the signature and the rest.
+sub routine_ref
+{
+	my ($s) = @_;
+	$s =~ /^\s*((?:\w+\.)?\w+)\s*\(/ or return;
+	my $name = lc $1;
+	my $start = $+[0];
+	my ($depth, $i, $quote) = (1, $start, '');
+	while ($i < length $s && $depth > 0)
+	{
+		my $c = substr($s, $i, 1);
+		if ($quote) { $quote = '' if $c eq $quote; }
+		elsif ($c eq "'" || $c eq '"') { $quote = $c; }
+		elsif ($c eq '(') { $depth++; }
+		elsif ($c eq ')') { $depth--; }
+		$i++;
+	}
+	return ("$name(" . arg_types(substr($s, $start, $i - 1 - $start)) . ')', substr($s, $i));
+}
+
+# Statements of a script with the line each starts on: comments, quoted
+# strings and dollar quotes are skipped while looking for the ending ';'.
+sub statements
+{
+	my ($text) = @_;
+	my @out;
+	my ($i, $n, $line, $start, $start_line) = (0, length $text, 1, undef, 0);
+	while ($i < $n)
+	{
+		my $c = substr($text, $i, 1);
+		if (substr($text, $i, 2) eq '--')
+		{
+			my $j = index($text, "\n", $i);
+			$j = $n if $j < 0;
+			$i = $j;
+			next;
+		}
+		if (substr($text, $i, 2) eq '/*')
+		{
+			my $j = index($text, '*/', $i + 2);
+			$j = $n - 2 if $j < 0;
+			$line += () = substr($text, $i, $j + 2 - $i) =~ /\n/g;
+			$i = $j + 2;
+			next;
+		}
+		if ($c eq "\n") { $line++; $i++; next; }
+		if ($c =~ /\s/) { $i++; next; }
+		if (!defined $start)
+		{
+			if ($c eq '\\')
+			{
+				# a psql meta-command line
+				my $j = index($text, "\n", $i);
+				$j = $n if $j < 0;
+				push @out, [ $line, substr($text, $i, $j - $i) ];
+				$i = $j;
+				next;
+			}
+			($start, $start_line) = ($i, $line);
+		}
+		if ($c eq "'" || $c eq '"')
+		{
+			my $j = $i + 1;
+			while ($j < $n)
+			{
+				my $d = substr($text, $j, 1);
+				if ($d eq $c)
+				{
+					if (substr($text, $j + 1, 1) eq $c) { $j += 2; next; }
+					last;
+				}
+				$j++;
+			}
+			$line += () = substr($text, $i, $j + 1 - $i) =~ /\n/g;
+			$i = $j + 1;
+			next;
+		}
+		if ($c eq '$' && substr($text, $i) =~ /^(\$(?:[A-Za-z_]\w*)?\$)/
+			&& ($i == 0 || substr($text, $i - 1, 1) !~ /\w/))
+		{
+			my $tag = $1;
+			my $j = index($text, $tag, $i + length $tag);
+			$j = $n - length $tag if $j < 0;
+			$line += () = substr($text, $i, $j + length($tag) - $i) =~ /\n/g;
+			$i = $j + length $tag;
+			next;
+		}
+		if ($c eq ';')
+		{
+			push @out, [ $start_line, substr($text, $start, $i + 1 - $start) ];
+			undef $start;
+		}
+		$i++;
+	}
+	push @out, [ $start_line, substr($text, $start) ] if defined $start;
+	return @out;
+}
+
+my (%created, @uses);    # object key -> "file:line"; later references to check
+for my $file (@files)
+{
+	open my $fh, '<', $file or die "$file: $!\n";
+	my $text = do { local $/; <$fh> };
+	close $fh;
+	(my $short = $file) =~ s{.*/}{};
+	push @problems, "$short:1: the file does not open with a comment saying what it holds"
+	  unless $text =~ /\A--[^\n]*\S/;
+	for my $st (statements($text))
+	{
+		my ($line, $s) = @$st;
+		my $where = "$short:$line";
+		(my $flat = $s) =~ s/\s+/ /g;
+		my $create = sub {
+			my ($key) = @_;
+			if (my $first = $created{$key})
+			{
+				push @problems, "$where: $key is created again (first at $first)";
+			}
+			else
+			{
+				$created{$key} = $where;
+			}
+		};
+		if ($flat =~ /^CREATE OR REPLACE /i)
+		{
+			push @problems, "$where: CREATE OR REPLACE: the tree defines each object once, with CREATE";
+		}
+		if ($flat =~ /^CREATE (?:OR REPLACE )?(FUNCTION|PROCEDURE|AGGREGATE) (.*)/is)
+		{
+			my ($sig) = routine_ref($2);
+			$create->("routine $sig") if $sig;
+			push @problems, "$where: cannot read the signature" unless $sig;
+		}
+		elsif ($flat =~ /^CREATE (?:OR REPLACE )?(?:TEMP(?:ORARY)? )?(TABLE|VIEW|MATERIALIZED VIEW|TYPE|SEQUENCE) (?:IF NOT EXISTS )?([\w.]+)/i)
+		{
+			my ($kind, $name) = (lc $1, lc $2);
+			$kind = 'relation' if $kind =~ /table|view|sequence/;
+			$create->("$kind $name");
+		}
+		elsif ($flat =~ /^CREATE (?:UNIQUE )?INDEX (?:CONCURRENTLY )?(?:IF NOT EXISTS )?(\w+) ON ([\w.]+)/i)
+		{
+			$create->('index ' . lc $1);
+			push @uses, [ $where, 'relation ' . lc $2, 'CREATE INDEX' ];
+		}
+		elsif ($flat =~ /^CREATE (?:CONSTRAINT )?TRIGGER (\w+) .*? ON ([\w.]+)/i)
+		{
+			$create->('trigger ' . lc($1) . ' on ' . lc($2));
+			push @uses, [ $where, 'relation ' . lc $2, 'CREATE TRIGGER' ];
+			if ($flat =~ /EXECUTE (?:FUNCTION|PROCEDURE) ([\w.]+\s*\()/i)
+			{
+				my ($sig) = routine_ref(substr($flat, $-[1]));
+				push @uses, [ $where, "routine $sig", 'CREATE TRIGGER' ];
+			}
+		}
+		elsif ($flat =~ /^(?:COMMENT ON (FUNCTION|PROCEDURE|AGGREGATE|ROUTINE)|(?:GRANT|REVOKE) [\w ,]+? ON (FUNCTION|PROCEDURE|ROUTINE)) (.*)/is
+			&& $flat !~ /\bALL (FUNCTIONS|PROCEDURES|ROUTINES) IN SCHEMA\b/i)
+		{
+			my $rest = $3;
+			my $what = $flat =~ /^(\w+)/ ? uc $1 : '';
+			while (1)
+			{
+				my ($sig, $after) = routine_ref($rest);
+				last unless $sig;
+				push @uses, [ $where, "routine $sig", $what ];
+				last unless $after =~ /^\s*,\s*(.*)/s && $what ne 'COMMENT';
+				$rest = $1;
+			}
+		}
+		elsif ($flat =~ /^COMMENT ON (TABLE|VIEW|SEQUENCE|MATERIALIZED VIEW) ([\w.]+)/i)
+		{
+			push @uses, [ $where, 'relation ' . lc $2, 'COMMENT' ];
+		}
+		elsif ($flat =~ /^COMMENT ON COLUMN ([\w]+\.[\w]+)\.\w+/i)
+		{
+			push @uses, [ $where, 'relation ' . lc $1, 'COMMENT' ];
+		}
+		elsif ($flat =~ /^COMMENT ON TYPE ([\w.]+)/i)
+		{
+			push @uses, [ $where, 'type ' . lc $1, 'COMMENT' ];
+		}
+		elsif ($flat =~ /^(GRANT|REVOKE) .*? ON (?:TABLE |SEQUENCE )?((?:mm\.\w+)(?:\s*,\s*mm\.\w+)*) (?:TO|FROM) /i)
+		{
+			my $what = uc $1;
+			push @uses, [ $where, 'relation ' . lc $_, $what ] for split /\s*,\s*/, $2;
+		}
+		elsif ($flat =~ /^(GRANT|REVOKE) .* IN SCHEMA /i)
+		{
+			push @problems, "$where: a grant on ALL ... IN SCHEMA: grant each object in its own definition";
+		}
+		elsif ($flat =~ /^SELECT pg_catalog\.pg_extension_config_dump\('([\w.]+)'/i)
+		{
+			push @uses, [ $where, 'relation ' . lc $1, 'pg_extension_config_dump' ];
+		}
+		elsif ($flat =~ /^ALTER SEQUENCE ([\w.]+) OWNED BY ([\w.]+)\.\w+;$/i)
+		{
+			push @uses, [ $where, 'relation ' . lc $1, 'ALTER SEQUENCE' ], [ $where, 'relation ' . lc $2, 'ALTER SEQUENCE' ];
+		}
+		elsif ($flat =~ /^(ALTER (?:FUNCTION|PROCEDURE|ROUTINE|AGGREGATE|TABLE|VIEW|TYPE|SEQUENCE|INDEX)|DROP|UPDATE|DELETE|TRUNCATE)\b/i)
+		{
+			push @problems, "$where: " . uc($1)
+			  . ': the tree writes each object as it is now, in its definition (changes and data migrations go to upgrade/)';
+		}
+		elsif ($flat =~ /^INSERT INTO ([\w.]+)/i && lc $1 ne 'mm.event_key')
+		{
+			push @problems, "$where: INSERT INTO $1: the install script holds no data but the event key";
+		}
+	}
+}
+
+# Implicit sequences of identity columns are created with their table.
+for my $use (@uses)
+{
+	my ($where, $key, $what) = @$use;
+	my $def = $created{$key};
+	if (!$def && $key =~ /^relation (.*)_id_seq$/ && $created{"relation $1"})
+	{
+		$def = $created{"relation $1"};
+	}
+	if (!$def)
+	{
+		push @problems, "$where: $what names $key, which the tree does not create";
+		next;
+	}
+	my ($def_file, $def_line) = split /:/, $def;
+	my ($use_file, $use_line) = split /:/, $where;
+	if ($what eq 'CREATE TRIGGER')
+	{
+		# a trigger stands with its table or with its function, after both
+		push @problems, "$where: $what uses $key before its definition ($def)"
+		  if $def_file gt $use_file || ($def_file eq $use_file && $use_line < $def_line);
+	}
+	elsif ($def_file ne $use_file)
+	{
+		push @problems, "$where: $what of $key belongs in $def_file, beside its definition";
+	}
+	elsif ($use_line < $def_line)
+	{
+		push @problems, "$where: $what of $key comes before its definition ($def)";
+	}
+}
+
+my $routines = grep { /^routine / } keys %created;
+if (@problems)
+{
+	print "check_sql_tree: $_\n" for @problems;
+	print "check_sql_tree: " . scalar(@problems) . " problem(s) in $dir\n";
+	exit 1;
+}
+printf "check_sql_tree: %d files, %d objects (%d routines), each defined once ... ok\n",
+  scalar(@files), scalar(keys %created), $routines;
+exit 0;
