@@ -8,70 +8,9 @@
 -- the key.
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never
--- dblink listens; made here only when no file before did, and dropped at
--- the end then, so the files after this one find what they would without it
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'dblink') AS made_dblink \gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS dblink;
-RESET client_min_messages;
-SELECT dblink_connect('hb_listener',
-	format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
-		   split_part(current_setting('unix_socket_directories'), ',', 1)));
-SELECT dblink_exec('hb_listener', 'LISTEN mm_events');
--- match ids continue from the last one drawn (other files drop their matches)
-SELECT coalesce(pg_sequence_last_value('mm.matches_id_seq'), 0) AS m0 \gset
--- the id sequences as they are: restored at the end, so that the files after
--- this one see the ids they would see without it
-SELECT t.last_value AS seq_tickets, t.is_called AS seq_tickets_called,
-	   m.last_value AS seq_matches, m.is_called AS seq_matches_called,
-	   b.last_value AS seq_backfill, b.is_called AS seq_backfill_called
-  FROM mm.tickets_id_seq t, mm.matches_id_seq m, mm.backfill_requests_id_seq b \gset
-
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
--- The events of this file's queues sent since the last call (waits until
--- none arrive for 0.3 s),
--- without signature, ticket ids as their first players, match ids relative
--- to m0; each one's signature checked.
-CREATE FUNCTION pg_temp.events(m0 bigint) RETURNS TABLE (event jsonb, signed boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-	quiet integer := 0;
-	k text;
-BEGIN
-	WHILE quiet < 3 LOOP
-		PERFORM pg_sleep(0.1);
-		quiet := quiet + 1;
-		FOR r IN SELECT * FROM dblink_get_notify('hb_listener') LOOP
-			quiet := 0;
-			event := r.extra::jsonb - 'sig' - 'request_id';
-			-- an all-queues tick ticks the queues of other files too
-			CONTINUE WHEN event ->> 'queue' NOT LIKE 'hb\_%' AND event ->> 'queue' <> 'hb';
-			IF event ? 'match_id' THEN
-				event := event || jsonb_build_object('match_id', (event ->> 'match_id')::bigint - m0);
-			END IF;
-			FOREACH k IN ARRAY ARRAY['tickets', 'requeued_tickets', 'cancelled_tickets'] LOOP
-				IF event ? k THEN
-					event := jsonb_set(event, ARRAY[k],
-						(SELECT coalesce(jsonb_agg(t.players -> 0 ->> 'id' ORDER BY u.ord), '[]')
-						   FROM jsonb_array_elements_text(event -> k) WITH ORDINALITY AS u(id, ord)
-						   JOIN mm.tickets t ON t.id = u.id::bigint));
-				END IF;
-			END LOOP;
-			signed := mm.verify_event(r.extra);
-			RETURN NEXT;
-		END LOOP;
-	END LOOP;
-END
-$$;
+\set listener hb_listener
+\set queue_prefix hb
+\i sql/include/event_listener.sql
 -- the tickets of the given players: status, why cancelled, when it last
 -- changed, the last beat
 CREATE FUNCTION pg_temp.tickets(ids text[])
@@ -231,14 +170,8 @@ SELECT players -> 0 ->> 'id' AS player, status, cancel_reason, heartbeat_at
   FROM mm.tickets_archive WHERE queue = 'hb' ORDER BY id;
 ROLLBACK;
 
-SELECT dblink_disconnect('hb_listener');
 SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['hb', 'hb_open', 'hb_acc', 'hb_a', 'hb_b', 'hb_c']) q;
--- every row of this file is gone with its queues: the ids go back
-SELECT setval('mm.tickets_id_seq', :seq_tickets, :'seq_tickets_called') AS t,
-	   setval('mm.matches_id_seq', :seq_matches, :'seq_matches_called') AS m,
-	   setval('mm.backfill_requests_id_seq', :seq_backfill, :'seq_backfill_called') AS b \gset
+-- every row of this file is gone with its queues
 SELECT (SELECT count(*) FROM mm.tickets WHERE queue LIKE 'hb%') AS tickets_left,
 	   (SELECT count(*) FROM mm.matches WHERE queue LIKE 'hb%') AS matches_left;
-\if :made_dblink
-DROP EXTENSION dblink;
-\endif
+\i sql/include/event_listener_end.sql

@@ -8,70 +8,9 @@
 -- searches again).  Match ids are relative to the first match of this file.
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never
--- dblink listens; made here only when no file before did, and dropped at
--- the end then, so the files after this one find what they would without it
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'dblink') AS made_dblink \gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS dblink;
-RESET client_min_messages;
-SELECT dblink_connect('lt_listener',
-	format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
-		   split_part(current_setting('unix_socket_directories'), ',', 1)));
-SELECT dblink_exec('lt_listener', 'LISTEN mm_events');
--- match ids continue from the last one drawn (other files drop their matches)
-SELECT coalesce(pg_sequence_last_value('mm.matches_id_seq'), 0) AS m0 \gset
--- the id sequences as they are: restored at the end, so that the files after
--- this one see the ids they would see without it
-SELECT t.last_value AS seq_tickets, t.is_called AS seq_tickets_called,
-	   m.last_value AS seq_matches, m.is_called AS seq_matches_called,
-	   b.last_value AS seq_backfill, b.is_called AS seq_backfill_called
-  FROM mm.tickets_id_seq t, mm.matches_id_seq m, mm.backfill_requests_id_seq b \gset
-
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
--- The events of this file's queues sent since the last call (waits until
--- none arrive for 0.3 s),
--- without signature, match ids relative to m0, ticket ids as their first
--- players; each one's signature checked.
-CREATE FUNCTION pg_temp.events(m0 bigint) RETURNS TABLE (event jsonb, signed boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-	quiet integer := 0;
-	k text;
-BEGIN
-	WHILE quiet < 3 LOOP
-		PERFORM pg_sleep(0.1);
-		quiet := quiet + 1;
-		FOR r IN SELECT * FROM dblink_get_notify('lt_listener') LOOP
-			quiet := 0;
-			event := r.extra::jsonb - 'sig' - 'request_id';
-			-- an all-queues tick ticks the queues of other files too
-			CONTINUE WHEN event ->> 'queue' NOT LIKE 'lt\_%' AND event ->> 'queue' <> 'lt';
-			IF event ? 'match_id' THEN
-				event := event || jsonb_build_object('match_id', (event ->> 'match_id')::bigint - m0);
-			END IF;
-			FOREACH k IN ARRAY ARRAY['tickets', 'requeued_tickets', 'cancelled_tickets'] LOOP
-				IF event ? k THEN
-					event := jsonb_set(event, ARRAY[k],
-						(SELECT coalesce(jsonb_agg(t.players -> 0 ->> 'id' ORDER BY u.ord), '[]')
-						   FROM jsonb_array_elements_text(event -> k) WITH ORDINALITY AS u(id, ord)
-						   JOIN mm.tickets t ON t.id = u.id::bigint));
-				END IF;
-			END LOOP;
-			signed := mm.verify_event(r.extra);
-			RETURN NEXT;
-		END LOOP;
-	END LOOP;
-END
-$$;
+\set listener lt_listener
+\set queue_prefix lt
+\i sql/include/event_listener.sql
 CREATE FUNCTION pg_temp.matches(q text, m0 bigint)
 RETURNS TABLE (match integer, status text, cancel_reason text, ready_at timestamptz,
 			   ended_at timestamptz, players text)
@@ -266,17 +205,11 @@ SELECT id FROM mm.matches
  ORDER BY ready_at, id;
 RESET enable_seqscan;
 
-SELECT dblink_disconnect('lt_listener');
 SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['lt_duel', 'lt_other', 'lt_acc', 'lt_open']) q;
--- every row of this file is gone with its queues: the ids go back
-SELECT setval('mm.tickets_id_seq', :seq_tickets, :'seq_tickets_called') AS t,
-	   setval('mm.matches_id_seq', :seq_matches, :'seq_matches_called') AS m,
-	   setval('mm.backfill_requests_id_seq', :seq_backfill, :'seq_backfill_called') AS b \gset
+-- every row of this file is gone with its queues
 SELECT (SELECT count(*) FROM mm.tickets WHERE queue LIKE 'lt%') AS tickets_left,
 	   (SELECT count(*) FROM mm.matches WHERE queue LIKE 'lt%') AS matches_left;
-\if :made_dblink
-DROP EXTENSION dblink;
-\endif
+\i sql/include/event_listener_end.sql
 
 -- --------------------------------------------------- the upgrade from 0.3
 -- In a database of its own (dropped at the end): the live matches of 0.3
