@@ -230,8 +230,25 @@ SELECT count(mm.create_ticket(q, jsonb_build_array(jsonb_build_object('id', p)),
   FROM unnest(ARRAY['up_plain', 'up_plain', 'up_plain', 'up_plain', 'up_acc', 'up_acc', 'up_acc', 'up_acc'],
 			  ARRAY['u1', 'u2', 'u3', 'u4', 'v1', 'v2', 'v3', 'v4']) WITH ORDINALITY u(q, p, n);
 -- matches 1 and 2 (up_plain) ready at 00:00:10, 3 and 4 (up_acc) proposed;
--- 1 completed, 3 accepted at 00:00:20, 4 at 00:00:30 and assigned
-SELECT mm.tick('up_plain', '2020-01-01 00:00:10+00'), mm.tick('up_acc', '2020-01-01 00:00:10+00');
+-- 1 completed, 3 accepted at 00:00:20, 4 at 00:00:30 and assigned.  The
+-- library ticks only its own schema (0.4), so 0.3's tick at 00:00:10 is
+-- written as it wrote it: the matches, their players, the tickets of
+-- up_plain ended matched (their players still claimed) and those of up_acc
+-- proposed until the deadline.
+INSERT INTO mm.matches (queue, status, created_at, updated_at, quality, rule_steps, acceptance_deadline)
+SELECT u.q, CASE WHEN u.q = 'up_acc' THEN 'proposed' ELSE 'ready' END,
+	   '2020-01-01 00:00:10+00', '2020-01-01 00:00:10+00', 1, '{}',
+	   CASE WHEN u.q = 'up_acc' THEN timestamptz '2020-01-01 00:01:50+00' END
+  FROM unnest(ARRAY['up_plain', 'up_plain', 'up_acc', 'up_acc']) WITH ORDINALITY u(q, n) ORDER BY u.n;
+INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id)
+SELECT (t.id + 1) / 2, t.queue, t.players -> 0 ->> 'id', t.id FROM mm.tickets t ORDER BY t.id;
+INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at, match_id)
+SELECT t.id, t.queue, t.players, 'matched', t.created_at, '2020-01-01 00:00:10+00', '2020-01-01 00:00:10+00',
+	   (t.id + 1) / 2
+  FROM mm.tickets_active t WHERE t.queue = 'up_plain' ORDER BY t.id;
+DELETE FROM mm.tickets_active WHERE queue = 'up_plain';
+UPDATE mm.tickets_active SET status = 'proposed', updated_at = '2020-01-01 00:00:10+00', match_id = (id + 1) / 2
+ WHERE queue = 'up_acc';
 SELECT mm.complete_match(1, '2020-01-01 00:00:30+00');
 SELECT mm.accept_match(m, p, true, '2020-01-01 00:00:20+00'::timestamptz + (m - 3) * interval '10 seconds')
   FROM (VALUES (3, 'v1'), (3, 'v2'), (4, 'v3'), (4, 'v4')) AS a(m, p);

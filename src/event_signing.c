@@ -37,7 +37,8 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "events.h"
+#include "event_signing.h"
+#include "schema_version.h"
 
 PG_FUNCTION_INFO_V1(mm_verify_event);
 
@@ -62,8 +63,8 @@ static int	key_length = 0;
 
 /*
  * Reads the key from mm.event_key, without a privilege check (see the file
- * comment).  Returns false when the table does not exist (a database still
- * at version 0.1: its events go out unsigned) or holds no usable key.
+ * comment).  Returns false when the table does not exist (a database at a
+ * version the library does not serve) or holds no usable key.
  */
 static bool
 LoadKey(void)
@@ -172,9 +173,9 @@ MmEventKeyHmac(const char *data, int length, uint8 *digest)
 
 /*
  * Appends the "sig" member to a payload that ends with its closing brace.
- * Leaves the payload unsigned only in a database still at version 0.1 (no
- * mm.event_key): a listener must never get an unsigned event it would
- * reject, so an emptied key table fails the event's transaction.
+ * Every event is signed: a listener must never get an unsigned event it
+ * would reject, so an emptied key table fails the event's transaction, and
+ * so does a database at a version the library does not serve.
  */
 void
 MmSignPayload(StringInfo payload)
@@ -184,12 +185,17 @@ MmSignPayload(StringInfo payload)
 	Assert(payload->len > 0 && payload->data[payload->len - 1] == '}');
 	if (!LoadKey())
 	{
-		if (key_table_present)
+		if (!key_table_present)
+		{
+			MmRequireServedSchema("signing an event");
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("mm.event_key holds no signing key: the event cannot be signed"),
-					 errhint("Insert a key of 16 to 256 random bytes into mm.event_key (docs/events.md).")));
-		return;
+					 errmsg("mm.event_key does not exist: the event cannot be signed")));
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("mm.event_key holds no signing key: the event cannot be signed"),
+				 errhint("Insert a key of 16 to 256 random bytes into mm.event_key (docs/events.md).")));
 	}
 	ComputeSignature(payload->data, payload->len, hex);
 	payload->len--;				/* the closing brace */

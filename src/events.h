@@ -4,7 +4,7 @@
  *
  * Every state change the extension announces goes through here, so the
  * payloads keep one shape: a JSON object with "event" and "queue", then the
- * event's fields, and last the signature "sig" (event_signing.c).  Payloads
+ * event's fields, and last the signature "sig" (event_signing.h).  Payloads
  * are built to stay under PostgreSQL's 8000-byte NOTIFY limit: a match_found
  * that would be larger goes out compact (ids only, "truncated": true); a
  * ticket list that would be larger is split into several notifications of
@@ -17,11 +17,11 @@
 
 #include "lib/stringinfo.h"
 
+#include "event_signing.h"
+
 #define MM_EVENTS_CHANNEL "mm_events"
 /* Async_Notify refuses payloads of 8000 bytes or more. */
 #define MM_EVENT_PAYLOAD_MAX 7999
-/* What the signature adds: , "sig": "<64 hex digits>" */
-#define MM_EVENT_SIGNATURE_BYTES 75
 /* The most a payload may hold before it is signed. */
 #define MM_EVENT_BODY_MAX (MM_EVENT_PAYLOAD_MAX - MM_EVENT_SIGNATURE_BYTES)
 
@@ -67,17 +67,5 @@ extern void MmNotifyTickets(const char *event, const char *queue,
  */
 extern void MmNotifyTicketsWithReason(const char *event, const char *queue, const char *reason,
 									  int ntickets, const int64 *ticket_ids);
-
-/*
- * Signs a payload (event_signing.c): appends "sig", the HMAC-SHA256 of the
- * payload under the database's event key.  Every payload goes through it.
- */
-extern void MmSignPayload(StringInfo payload);
-
-/*
- * HMAC-SHA256 (PG_SHA256_DIGEST_LENGTH bytes into digest) of data under the
- * event key, for secrets derived from it; false when there is no key.
- */
-extern bool MmEventKeyHmac(const char *data, int length, uint8 *digest);
 
 #endif							/* MM_EVENTS_H */

@@ -30,6 +30,7 @@
 #include "player_sources.h"
 #include "queue_config.h"
 #include "rules.h"
+#include "schema_version.h"
 #include "ticket_parse.h"
 
 /* How far ahead a rule's next widening is looked for. */
@@ -321,6 +322,8 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("now must be a finite timestamp")));
+	/* its statements are the served schema's */
+	MmRequireServedSchema("mm.explain_ticket");
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));

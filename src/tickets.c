@@ -34,9 +34,10 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "events.h"
+#include "event_signing.h"
 #include "json_walk.h"
 #include "queue_config.h"
+#include "schema_version.h"
 
 PG_FUNCTION_INFO_V1(mm_tickets_validate);
 PG_FUNCTION_INFO_V1(mm_validate_ticket);
@@ -424,80 +425,15 @@ CheckCreatedAt(TimestampTz created_at)
 }
 
 /*
- * BEFORE INSERT row trigger on 0.1's mm.tickets (0.2 validates in
- * mm_validate_ticket, called by a statement trigger): validates the players against the
- * queue's config and sets status 'searching', player_count, updated_at =
- * created_at and no match.
+ * The BEFORE INSERT row trigger of 0.1's mm.tickets, retired with 0.1: the
+ * symbol stays, so that the 0.1 install script still loads for an upgrade,
+ * and raises the version error (0.2 on validate in mm_validate_ticket,
+ * called by a statement trigger).
  */
 Datum
 mm_tickets_validate(PG_FUNCTION_ARGS)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	TupleDesc	tupdesc;
-	HeapTuple	tuple;
-	Datum		value;
-	Datum		created_at;
-	bool		isnull;
-	char	   *queue;
-	MmQueueConfig *config;
-	int			count;
-	int			cols[6];
-	Datum		values[6];
-	bool		nulls[6];
-
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("mm_tickets_validate must be a BEFORE INSERT row trigger")));
-
-	tupdesc = RelationGetDescr(trigdata->tg_relation);
-	tuple = trigdata->tg_trigtuple;
-
-	value = heap_getattr(tuple, SPI_fnumber(tupdesc, "queue"), tupdesc, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("ticket queue must not be null")));
-	queue = TextDatumGetCString(value);
-
-	value = heap_getattr(tuple, SPI_fnumber(tupdesc, "players"), tupdesc, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("ticket players must not be null")));
-
-	created_at = heap_getattr(tuple, SPI_fnumber(tupdesc, "created_at"), tupdesc, &isnull);
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("ticket created_at must not be null")));
-	CheckCreatedAt(DatumGetTimestampTz(created_at));
-
-	config = GetQueueConfig(queue);
-	count = ValidatePlayers(DatumGetJsonbP(value), config, queue);
-
-	cols[0] = SPI_fnumber(tupdesc, "status");
-	values[0] = CStringGetTextDatum("searching");
-	nulls[0] = false;
-	cols[1] = SPI_fnumber(tupdesc, "player_count");
-	values[1] = Int32GetDatum(count);
-	nulls[1] = false;
-	cols[2] = SPI_fnumber(tupdesc, "match_id");
-	values[2] = (Datum) 0;
-	nulls[2] = true;
-	cols[3] = SPI_fnumber(tupdesc, "matched_at");
-	values[3] = (Datum) 0;
-	nulls[3] = true;
-	/* updated_at starts as created_at, so an explicit "now" is kept */
-	cols[4] = SPI_fnumber(tupdesc, "updated_at");
-	values[4] = created_at;
-	nulls[4] = false;
-
-	tuple = heap_modify_tuple_by_cols(tuple, tupdesc, 5, cols, values, nulls);
-	return PointerGetDatum(tuple);
+	MmRetiredEntryPoint("mm.tickets_validate");
 }
 
 /*

@@ -1,5 +1,5 @@
-# ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3 -> 0.4) on a database filled through
-# 0.1's API: every ticket keeps its id, queue, status, created_at, match and
+# ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3 -> 0.4) on a database filled as
+# 0.1 filled it: every ticket keeps its id, queue, status, created_at, match and
 # players (searching tickets keep searching with their age), matches, match
 # players and results are kept, the one-active-ticket-per-player rule holds
 # for the carried-over tickets and the players of the carried-over live
@@ -8,6 +8,11 @@
 # leaves no player in two matches.  Then the upgraded schema is compared with a fresh
 # CREATE EXTENSION of 0.4 (pg_dump of both, and the column order of every
 # table), and so are the tables registered for pg_dump.
+#
+# The library serves only the current schema (it refuses to tick an older
+# one), so the older databases are filled through their API where it is SQL
+# and with what their tick (and 0.1's ticket trigger) wrote where it was C:
+# mm_scenario_sql, mm_old_ticket_sql and mm_old_tick_sql of MmTest.pm.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -29,9 +34,9 @@ $node->safe_psql('up', "CREATE EXTENSION matchmaking VERSION '0.1'");
 is($node->safe_psql('up', "SELECT extversion FROM pg_extension WHERE extname = 'matchmaking'"),
 	'0.1', 'version 0.1 installed');
 
-# --- fill it through 0.1's API, every call at an explicit time
+# --- fill it as 0.1 did, every call at an explicit time
 $node->safe_psql(
-	'up', mm_scenario_sql() . q{
+	'up', mm_scenario_sql('0.1') . q{
 	INSERT INTO mm.match_results (match_id, winner_team, duration)
 	SELECT match_id, 'red', '25 minutes' FROM mm.tickets WHERE players -> 0 ->> 'id' = 'a';
 });
@@ -62,9 +67,28 @@ is($node->safe_psql('up', 'SELECT count(*) FROM mm.matches'),       '2', 'two ma
 is($node->safe_psql('up', 'SELECT count(*) FROM mm.match_results'), '1', 'one result');
 my $old_max_id = $node->safe_psql('up', 'SELECT max(id) FROM mm.tickets');
 
+# The library serves schema 0.4 only: before the update, what runs the
+# schema's SQL in C is refused with SQLSTATE 55000, naming both versions,
+# with the update as the hint (and changes nothing); pure functions work.
+my ($rc, $out, $err) = $node->psql('up',
+	"\\set VERBOSITY verbose\nSELECT mm.tick('ffa', '2026-01-01 00:01:50+00')");
+like($err,
+	qr/ERROR:  55000: mm\.tick needs extension "matchmaking" version 0\.4, but this database has version 0\.1.*HINT:  Run ALTER EXTENSION matchmaking UPDATE\./s,
+	'0.1: mm.tick is refused until the update, naming both versions');
+($rc, $out, $err) = $node->psql('up',
+	q{SELECT mm.create_ticket('ffa', '[{"id": "n"}]', '2026-01-01 00:01:50+00')});
+like($err, qr/ERROR:  mm\.tickets_validate needs extension "matchmaking" version 0\.4, but this database has version 0\.1/,
+	"0.1: its ticket trigger (C of 0.1's only) is refused");
+($rc, $out, $err) = $node->psql('up',
+	q{SELECT mm.notify_ticket_event('ticket_cancelled', 'duel', ARRAY[4]::bigint[])});
+like($err, qr/ERROR:  signing an event needs extension "matchmaking" version 0\.4, but this database has version 0\.1/,
+	'0.1: the library sends no unsigned event (0.1 had no event key)');
+is($node->safe_psql('up', 'SELECT mm.elo_expected(1500, 1500)'), '0.5', '0.1: a pure function works');
+is($node->safe_psql('up', $record{tickets}), $before{tickets}, '0.1: the refused calls changed nothing');
+
 # --- the upgrade
 # one command runs the chain of upgrade scripts: 0.1 -> 0.2 -> 0.3 -> 0.4
-my ($rc, $out, $err) = $node->psql('up', "ALTER EXTENSION matchmaking UPDATE");
+($rc, $out, $err) = $node->psql('up', "ALTER EXTENSION matchmaking UPDATE");
 is($rc, 0, "ALTER EXTENSION matchmaking UPDATE (0.1 -> 0.2 -> 0.3 -> 0.4) succeeds")
   or diag "the upgrade failed:\n$err";
 if ($rc != 0)
@@ -263,14 +287,14 @@ note $up_config;
 # 0.1, the upgrade, a ticket for ana, requeue_match(1, 'x'), a tick.
 $node->safe_psql('postgres', 'CREATE DATABASE rq');
 $node->safe_psql(
-	'rq', q{
-	CREATE EXTENSION matchmaking VERSION '0.1';
-	SELECT mm.create_queue('duel', '{"match_size": {"min": 2, "max": 2}}');
-	SELECT mm.create_ticket('duel', '[{"id": "ana"}]', '2026-01-01 00:00:00+00');
-	SELECT mm.create_ticket('duel', '[{"id": "ben"}]', '2026-01-01 00:00:01+00');
-	SELECT mm.tick('duel', '2026-01-01 00:00:10+00');
-	ALTER EXTENSION matchmaking UPDATE;
-});
+	'rq', join("\n",
+		q{CREATE EXTENSION matchmaking VERSION '0.1';},
+		q{SELECT mm.create_queue('duel', '{"match_size": {"min": 2, "max": 2}}');},
+		mm_old_ticket_sql('0.1', 'duel', '[{"id": "ana"}]', '2026-01-01 00:00:00+00'),
+		mm_old_ticket_sql('0.1', 'duel', '[{"id": "ben"}]', '2026-01-01 00:00:01+00'),
+		mm_old_tick_sql('0.1', 'duel', '2026-01-01 00:00:10+00',
+			matches => [ { quality => 1, rule_steps => '{}', tickets => [ [1], [2] ] } ]),
+		q{ALTER EXTENSION matchmaking UPDATE;}));
 # who is in which live match, and which active ticket holds whom
 my $live_sql = q{
 	SELECT coalesce(string_agg(mp.player_id || '@' || mp.match_id, ' ' ORDER BY mp.player_id, mp.match_id), '')
@@ -299,15 +323,15 @@ is($node->safe_psql('rq', $live_sql), 'ana@2 ben@2', 'issue 17: ana is in one ma
 # active ticket keeps her; the match's ticket stays ended on the requeue.
 $node->safe_psql('postgres', 'CREATE DATABASE rq2');
 $node->safe_psql(
-	'rq2', q{
-	CREATE EXTENSION matchmaking VERSION '0.1';
-	SELECT mm.create_queue('ffa', '{"match_size": {"min": 2, "max": 3}}');
-	SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:00:00+00');
-	SELECT mm.create_ticket('ffa', '[{"id": "ben"}]', '2026-01-01 00:00:01+00');
-	SELECT mm.tick('ffa', '2026-01-01 00:00:10+00');
-	SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:00:20+00');
-	ALTER EXTENSION matchmaking UPDATE;
-});
+	'rq2', join("\n",
+		q{CREATE EXTENSION matchmaking VERSION '0.1';},
+		q{SELECT mm.create_queue('ffa', '{"match_size": {"min": 2, "max": 3}}');},
+		mm_old_ticket_sql('0.1', 'ffa', '[{"id": "ana"}]', '2026-01-01 00:00:00+00'),
+		mm_old_ticket_sql('0.1', 'ffa', '[{"id": "ben"}]', '2026-01-01 00:00:01+00'),
+		mm_old_tick_sql('0.1', 'ffa', '2026-01-01 00:00:10+00',
+			matches => [ { quality => 1, rule_steps => '{}', tickets => [ [1], [2] ] } ]),
+		mm_old_ticket_sql('0.1', 'ffa', '[{"id": "ana"}]', '2026-01-01 00:00:20+00'),
+		q{ALTER EXTENSION matchmaking UPDATE;}));
 is($node->safe_psql('rq2', $held_sql), 'ana>3:searching ben>2:matched',
 	'variant: ana\'s active ticket keeps her; ben is held by the 0.1 match');
 is($node->safe_psql('rq2', q{SELECT mm.requeue_match(1, 'x', '2026-01-01 00:01:01+00')}),
@@ -324,10 +348,10 @@ is($node->safe_psql('rq2', $live_sql), 'ana@2 ben@2',
 is($node->safe_psql('rq2', q{SELECT ticket_id FROM mm.match_players WHERE match_id = 2 AND player_id = 'ana'}),
 	'3', 'variant: ana plays with the ticket that held her');
 
-# --- 0.2 -> 0.4: a database filled through 0.2's API
+# --- 0.2 -> 0.4: a database filled as 0.2 did
 $node->safe_psql('postgres', 'CREATE DATABASE up2');
 $node->safe_psql('up2', "CREATE EXTENSION matchmaking VERSION '0.2'");
-$node->safe_psql('up2', mm_scenario_sql());
+$node->safe_psql('up2', mm_scenario_sql('0.2'));
 my $tickets_02 = q{SELECT string_agg(id || ':' || status || ':' || created_at || ':' || coalesce(match_id, 0), ' '
                                      ORDER BY id) FROM mm.tickets};
 my $before_02 = $node->safe_psql('up2', $tickets_02);
@@ -360,11 +384,14 @@ $node->safe_psql('up2', q{SELECT mm.complete_match(id, '2026-01-01 00:30:00+00')
 is($node->safe_psql('up2', q{SELECT status FROM mm.matches WHERE queue = 'ffa'}), 'completed',
 	'a 0.2 match can be completed');
 
-# --- 0.3 -> 0.4: a database filled through 0.3's API
+# --- 0.3 -> 0.4: a database filled as 0.3 did
 $node->safe_psql('postgres', 'CREATE DATABASE up3');
 $node->safe_psql('up3', "CREATE EXTENSION matchmaking VERSION '0.3'");
-$node->safe_psql('up3', mm_scenario_sql());
+$node->safe_psql('up3', mm_scenario_sql('0.3'));
 my $before_03 = $node->safe_psql('up3', $tickets_02);
+($rc, $out, $err) = $node->psql('up3', q{SELECT mm.explain_ticket(3, '2026-01-01 00:02:00+00')});
+like($err, qr/ERROR:  mm\.explain_ticket needs extension "matchmaking" version 0\.4, but this database has version 0\.3.*HINT:  Run ALTER EXTENSION matchmaking UPDATE\./s,
+	'0.3: mm.explain_ticket is refused until the update');
 ($rc, $out, $err) = $node->psql('up3', "ALTER EXTENSION matchmaking UPDATE TO '0.4'");
 is($rc, 0, "ALTER EXTENSION matchmaking UPDATE TO '0.4' from 0.3 succeeds") or diag $err;
 is($node->safe_psql('up3', $tickets_02), $before_03, '0.3 tickets unchanged by the upgrade');
@@ -377,16 +404,16 @@ is(schema_dump('up3') eq $fresh_schema ? 'same' : 'different', 'same',
 # other is cancelled (with a NOTICE), and the tick forms one match.
 $node->safe_psql('postgres', 'CREATE DATABASE up3b');
 $node->safe_psql(
-	'up3b', q{
-	CREATE EXTENSION matchmaking VERSION '0.2';
-	SELECT mm.create_queue('ffa', '{"match_size": {"min": 2, "max": 3}}');
-	SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:00:00+00');
-	SELECT mm.create_ticket('ffa', '[{"id": "ben"}]', '2026-01-01 00:00:01+00');
-	SELECT mm.tick('ffa', '2026-01-01 00:00:10+00');
-	ALTER EXTENSION matchmaking UPDATE TO '0.3';
+	'up3b', join("\n",
+		q{CREATE EXTENSION matchmaking VERSION '0.2';},
+		q{SELECT mm.create_queue('ffa', '{"match_size": {"min": 2, "max": 3}}');},
+		q{SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:00:00+00');},
+		q{SELECT mm.create_ticket('ffa', '[{"id": "ben"}]', '2026-01-01 00:00:01+00');},
+		mm_old_tick_sql('0.2', 'ffa', '2026-01-01 00:00:10+00',
+			matches => [ { quality => 1, rule_steps => '{}', tickets => [ [1], [2] ] } ]),
+		q{ALTER EXTENSION matchmaking UPDATE TO '0.3';
 	SELECT mm.create_ticket('ffa', '[{"id": "ana"}]', '2026-01-01 00:01:00+00');
-	SELECT mm.requeue_match(1, 'x', '2026-01-01 00:01:01+00');
-});
+	SELECT mm.requeue_match(1, 'x', '2026-01-01 00:01:01+00');}));
 is($node->safe_psql('up3b', q{SELECT string_agg(id || ':' || status, ' ' ORDER BY id) FROM mm.tickets}),
 	'1:searching 2:searching 3:searching', '0.3: the requeue left ana with two searching tickets');
 ($rc, $out, $err) = $node->psql('up3b', "ALTER EXTENSION matchmaking UPDATE TO '0.4'");

@@ -116,8 +116,8 @@ command_ok([ $node->installed_command('pg_restore'), '-d', $node->connstr('resto
 is($node->safe_psql('restored', "SELECT match_function_role FROM mm.queues WHERE name = 'duel'"),
 	'game_admin', 'the restored queue runs its function as the admin, not the restoring superuser');
 
-# --- a 0.3 database: its match function waits for the update, then runs as
-# the function's owner
+# --- a 0.3 database: the library does not tick it (nor its match function)
+# before the update; after it, the function runs as its owner
 $node->safe_psql('postgres', 'CREATE DATABASE old');
 $node->safe_psql('old', "CREATE EXTENSION matchmaking VERSION '0.3'");
 $node->safe_psql('old', 'CREATE SCHEMA game AUTHORIZATION game_admin');
@@ -134,8 +134,8 @@ $node->safe_psql('old', q{
 	SELECT mm.create_ticket('duel', '[{"id": "o2"}]', '2026-01-01 00:00:01+00');
 });
 my ($rc, $out, $err) = $node->psql('old', "SELECT mm.tick('duel', '2026-01-01 00:00:05+00')");
-like($err, qr/has a match_function, which this library runs only on schema 0\.4/,
-	'a 0.3 database does not run its match function before the update');
+like($err, qr/mm\.tick needs extension "matchmaking" version 0\.4, but this database has version 0\.3.*HINT:  Run ALTER EXTENSION matchmaking UPDATE\./s,
+	'a 0.3 database is not ticked (nor its match function run) before the update');
 $node->safe_psql('old', 'ALTER EXTENSION matchmaking UPDATE');
 is($node->safe_psql('old', "SELECT match_function_role FROM mm.queues WHERE name = 'duel'"),
 	'game_admin', "after the update it runs as the function's owner");

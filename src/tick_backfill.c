@@ -1,0 +1,351 @@
+/*
+ * tick_backfill.c
+ *	  Serving the open backfill requests of a queue's live matches, before
+ *	  the search forms new matches.
+ *
+ * Per request, oldest first: the match's players still in it (with the
+ * team each plays on), the searching tickets that may join (not the new
+ * tickets of players who left the match), and MmSearchBackfill
+ * (match_search.c) picks tickets that satisfy the queue's rules together
+ * with the players in the match.  The chosen tickets join the match and
+ * end matched; their players are held by the live match.  A request the
+ * queue's current teams cannot serve is cancelled.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+
+#include "events.h"
+#include "player_sources.h"
+#include "sql_arrays.h"
+#include "ticket_parse.h"
+#include "tick_internal.h"
+
+/*
+ * Writes one backfill: the chosen candidate tickets join the match (its
+ * match_players rows, the tickets moved to tickets_ended as matched with
+ * the match's id and their team; their players stay held by the live
+ * match), the request's open slots shrink (filled when none is left), and
+ * backfill_filled is announced.  slots is updated in place.
+ */
+static void
+WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
+			  const MmTicket *candidates, const int *candidate_index,
+			  const MmBackfillResult *res)
+{
+	const MmQueueConfig *config = q->config;
+	int			nteams = config->nteams > 0 ? config->nteams : 1;
+	int64	   *mp_match = palloc(sizeof(int64) * res->nplayers);
+	int64	   *mp_ticket = palloc(sizeof(int64) * res->nplayers);
+	const char **mp_player = palloc(sizeof(char *) * res->nplayers);
+	const char **mp_team = palloc(sizeof(char *) * res->nplayers);
+	int		   *t_index = palloc(sizeof(int) * res->ntickets);
+	int64	   *t_match = palloc(sizeof(int64) * res->ntickets);
+	int64	   *t_ids = palloc(sizeof(int64) * res->ntickets);
+	const char **t_team = palloc(sizeof(char *) * res->ntickets);
+	StringInfoData slots_json;
+	StringInfoData details;
+	Datum		values[5];
+	int			np = 0,
+				k,
+				p,
+				t,
+				rc;
+
+	for (k = 0; k < res->ntickets; k++)
+	{
+		const MmTicket *tk = &candidates[res->tickets[k]];
+		int			team = res->ticket_team[k];
+		const char *team_name = team >= 0 && config->nteams > 0 ? config->teams[team].name : NULL;
+
+		t_index[k] = candidate_index[res->tickets[k]];
+		t_match[k] = match_id;
+		t_ids[k] = tk->id;
+		t_team[k] = team_name;
+		slots[Max(team, 0)] = Max(0, slots[Max(team, 0)] - tk->nplayers);
+		for (p = 0; p < tk->nplayers; p++)
+		{
+			mp_match[np] = match_id;
+			mp_ticket[np] = tk->id;
+			mp_player[np] = tk->player_ids[p];
+			mp_team[np++] = team_name;
+		}
+	}
+	values[0] = CStringGetTextDatum(q->queue);
+	values[1] = PointerGetDatum(MmBuildInt8Array(mp_match, np));
+	values[2] = PointerGetDatum(MmBuildTextArray(mp_player, np));
+	values[3] = PointerGetDatum(MmBuildInt8Array(mp_ticket, np));
+	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, np));
+	MmTickRunWrite(q, MmTickPlan.insert_players, values, SPI_OK_INSERT, np,
+				   "inserting backfilled match players");
+	MmTickMoveMatchedTickets(q, res->ntickets, t_index, t_ids, t_match, t_team);
+
+	/* what is still open, as the request stores it */
+	initStringInfo(&slots_json);
+	appendStringInfoChar(&slots_json, '{');
+	for (t = 0; t < nteams; t++)
+	{
+		if (t > 0)
+			appendStringInfoString(&slots_json, ", ");
+		escape_json(&slots_json, config->nteams > 0 ? config->teams[t].name : "players");
+		/* filled: the match has no room left, whatever the request asked */
+		appendStringInfo(&slots_json, ": %d", res->filled ? 0 : slots[t]);
+	}
+	appendStringInfoChar(&slots_json, '}');
+	values[0] = Int64GetDatum(request_id);
+	values[1] = CStringGetTextDatum(slots_json.data);
+	values[2] = BoolGetDatum(res->filled);
+	values[3] = TimestampTzGetDatum(q->now);
+	MmTickRunWrite(q, MmTickPlan.update_backfill, values, SPI_OK_UPDATE, 1, "updating a backfill request");
+
+	/* backfill_filled: the request, what is left open, the new tickets and players */
+	initStringInfo(&details);
+	appendStringInfo(&details, "{\"request_id\": " INT64_FORMAT ", \"filled\": %s, \"open_slots\": %s, \"tickets\": [",
+					 request_id, res->filled ? "true" : "false", slots_json.data);
+	for (k = 0; k < res->ntickets; k++)
+		appendStringInfo(&details, "%s" INT64_FORMAT, k > 0 ? ", " : "", t_ids[k]);
+	appendStringInfoString(&details, "], \"players\": [");
+	for (p = 0; p < np && details.len < MM_EVENT_BODY_MAX / 2; p++)
+	{
+		appendStringInfoString(&details, p > 0 ? ", {\"id\": " : "{\"id\": ");
+		escape_json(&details, mp_player[p]);
+		appendStringInfoString(&details, ", \"team\": ");
+		if (mp_team[p] != NULL)
+			escape_json(&details, mp_team[p]);
+		else
+			appendStringInfoString(&details, "null");
+		appendStringInfoChar(&details, '}');
+	}
+	/* too many to list: the client reads them from mm.match_players */
+	appendStringInfo(&details, "]%s}", p < np ? ", \"truncated\": true" : "");
+	values[0] = Int64GetDatum(match_id);
+	values[1] = CStringGetTextDatum(details.data);
+	rc = SPI_execute_plan(MmTickPlan.notify_match, values, NULL, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "announcing a backfill failed: %s", SPI_result_code_string(rc));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Cancels a backfill request that the queue's current config cannot serve
+ * (a player of the match is on a team the queue no longer has), with a
+ * backfill_cancelled event, instead of failing every tick of the queue.
+ */
+static void
+CancelBackfill(MmTickQueue *q, int64 request_id, int64 match_id)
+{
+	Datum		values[3];
+	int			rc;
+
+	values[0] = Int64GetDatum(request_id);
+	values[1] = Int64GetDatum(match_id);
+	values[2] = TimestampTzGetDatum(q->now);
+	rc = SPI_execute_plan(MmTickPlan.cancel_backfill, values, NULL, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "cancelling backfill request " INT64_FORMAT " failed: %s", request_id,
+			 SPI_result_code_string(rc));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Serves the queue's open backfill requests, oldest first, from the loaded
+ * searching tickets, before the search forms new matches
+ * (MmSearchBackfill: the chosen tickets satisfy the queue's rules together
+ * with the players still in the match).  A fill that would move a match to
+ * another region is not made.  The tickets placed are removed from tickets[]
+ * and ctids[] (their order kept, and so are the raw players and creation
+ * times kept for a match function), and q->ntickets shrinks.
+ */
+void
+MmTickServeBackfills(MmTickQueue *q)
+{
+	const MmQueueConfig *config = q->config;
+	MmRuleContext *context = &q->rules;
+	TimestampTz now = q->now;
+	MmTicket   *tickets = q->tickets;
+	ItemPointerData *ctids = q->ctids;
+	int		   *ntickets = &q->ntickets;
+	int			nteams = config->nteams > 0 ? config->nteams : 1;
+	const char **team_names = palloc(sizeof(char *) * nteams);
+	MmPlayerInput players[MM_MAX_MATCH_SIZE];
+	MmTicket   *candidates;
+	int		   *candidate_index;
+	bool	   *taken;
+	int64	   *request_ids;
+	int64	   *match_ids;
+	char	  **match_regions;
+	int32	  **slots;
+	int64	  **leaver_tickets;
+	int		   *nleaver_tickets;
+	Datum		values[3];
+	int			nrequests,
+				r,
+				i,
+				t,
+				rc;
+
+	if (*ntickets == 0)
+		return;
+	for (t = 0; t < nteams; t++)
+		team_names[t] = config->nteams > 0 ? config->teams[t].name : "players";
+	values[0] = CStringGetTextDatum(q->queue);
+	values[1] = PointerGetDatum(MmBuildTextArray(team_names, nteams));
+	values[2] = TimestampTzGetDatum(now);
+	rc = SPI_execute_plan(MmTickPlan.load_backfills, values, NULL, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading backfill requests failed: %s", SPI_result_code_string(rc));
+	nrequests = (int) SPI_processed;
+	if (nrequests == 0)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return;
+	}
+	request_ids = palloc(sizeof(int64) * nrequests);
+	match_ids = palloc(sizeof(int64) * nrequests);
+	match_regions = palloc(sizeof(char *) * nrequests);
+	slots = palloc(sizeof(int32 *) * nrequests);
+	leaver_tickets = palloc(sizeof(int64 *) * nrequests);
+	nleaver_tickets = palloc(sizeof(int) * nrequests);
+	for (r = 0; r < nrequests; r++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		region;
+		int			count;
+
+		request_ids[r] = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		match_ids[r] = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		region = SPI_getbinval(tuple, desc, 3, &isnull);
+		match_regions[r] = isnull ? NULL : TextDatumGetCString(region);
+		slots[r] = MmInt4Array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)),
+							   "open_slots", nteams, &count);
+		if (count != nteams)
+			elog(ERROR, "backfill request " INT64_FORMAT " has %d open slot counts for %d teams",
+				 request_ids[r], count, nteams);
+		leaver_tickets[r] = MmInt8Array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)),
+										"leavers' tickets", MM_MAX_ARRAY_ELEMENTS,
+										&nleaver_tickets[r]);
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	candidates = palloc(sizeof(MmTicket) * *ntickets);
+	candidate_index = palloc(sizeof(int) * *ntickets);
+	taken = palloc0(sizeof(bool) * *ntickets);
+	for (r = 0; r < nrequests; r++)
+	{
+		MmTicket   *members;
+		Jsonb	  **member_players;
+		int		   *member_team;
+		int			nmembers,
+					ncandidates = 0;
+		MmBackfillResult *res;
+		bool		unservable = false;
+
+		CHECK_FOR_INTERRUPTS();
+		for (i = 0; i < *ntickets; i++)
+		{
+			int			k;
+
+			if (taken[i])
+				continue;
+			for (k = 0; k < nleaver_tickets[r] && leaver_tickets[r][k] != tickets[i].id; k++)
+				;
+			if (k < nleaver_tickets[r])
+				continue;
+			candidates[ncandidates] = tickets[i];
+			candidate_index[ncandidates++] = i;
+		}
+		if (ncandidates == 0)
+			break;
+
+		values[0] = Int64GetDatum(match_ids[r]);
+		rc = SPI_execute_plan(MmTickPlan.load_members, values, NULL, false, 0);
+		MmTickBackToQueue(q);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "reading the players of match " INT64_FORMAT " failed: %s",
+				 match_ids[r], SPI_result_code_string(rc));
+		nmembers = (int) SPI_processed;
+		members = palloc(sizeof(MmTicket) * Max(nmembers, 1));
+		member_team = palloc(sizeof(int) * Max(nmembers, 1));
+		member_players = palloc(sizeof(Jsonb *) * Max(nmembers, 1));
+		for (i = 0; i < nmembers; i++)
+		{
+			HeapTuple	tuple = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			TimestampTz created_at;
+			Datum		team;
+
+			members[i].id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+			created_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull));
+			members[i].age_seconds = Max(0.0, ((double) now - (double) created_at) / USECS_PER_SEC);
+			member_players[i] = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 3, &isnull));
+			if (!MmConfigReadsPlayerSources(config))
+				MmParseTicket(context, &members[i], member_players[i], players, NULL);
+			team = SPI_getbinval(tuple, desc, 4, &isnull);
+			member_team[i] = -1;
+			if (!isnull)
+			{
+				char	   *name = TextDatumGetCString(team);
+
+				for (t = 0; t < config->nteams; t++)
+					if (strcmp(config->teams[t].name, name) == 0)
+						member_team[i] = t;
+			}
+
+			/*
+			 * The queue's teams changed since the match formed: a team it no
+			 * longer has, a team in what is now a free-for-all, or no team
+			 * where the queue now has teams.
+			 */
+			if (isnull ? config->nteams > 0 : member_team[i] < 0)
+				unservable = true;
+		}
+		SPI_freetuptable(SPI_tuptable);
+		if (unservable)
+		{
+			CancelBackfill(q, request_ids[r], match_ids[r]);
+			continue;
+		}
+		if (MmConfigReadsPlayerSources(config))
+			MmParseTicketsWithSources(context, q->queue, members, member_players, nmembers, true);
+		/* everybody left: nothing to fill around */
+		if (nmembers == 0)
+			continue;
+
+		res = MmSearchBackfill(context, members, nmembers, member_team, slots[r],
+							   candidates, ncandidates);
+		if (res->ntickets == 0)
+			continue;
+		if (match_regions[r] != NULL && res->region >= 0 &&
+			strcmp(context->regions[res->region], match_regions[r]) != 0)
+			continue;
+		WriteBackfill(q, request_ids[r], match_ids[r], slots[r], candidates, candidate_index, res);
+		for (i = 0; i < res->ntickets; i++)
+			taken[candidate_index[res->tickets[i]]] = true;
+	}
+
+	/* the rest go to the search, oldest first as loaded */
+	for (i = 0, t = 0; i < *ntickets; i++)
+	{
+		if (taken[i])
+			continue;
+		tickets[t] = tickets[i];
+		if (q->raw_players)
+		{
+			q->raw_players[t] = q->raw_players[i];
+			q->raw_created[t] = q->raw_created[i];
+		}
+		ctids[t++] = ctids[i];
+	}
+	*ntickets = t;
+}

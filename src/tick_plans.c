@@ -1,0 +1,386 @@
+/*
+ * tick_plans.c
+ *	  Every statement mm.tick runs, prepared once per backend and kept.
+ *
+ * The statements are written for the schema version this library serves
+ * (schema_version.c), which mm.tick checks before it prepares them: one
+ * statement per step, no arm per version.  A kept plan survives changes of
+ * the tables it reads (PostgreSQL's plan cache analyses it again).  The
+ * statements that take arrays as long as the queue get generic plans from
+ * the first call.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+
+#include "tick_internal.h"
+
+MmTickPlans MmTickPlan;
+
+/* Prepares a statement once and keeps it for the backend's lifetime. */
+static void
+KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan;
+
+	if (*slot != NULL)
+		return;
+	/*
+	 * Generic plans from the first call: the bulk statements take arrays of
+	 * up to the whole queue, and a custom plan would estimate every element
+	 * of them on each call.
+	 */
+	plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql,
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	*slot = plan;
+}
+
+/* The queue's config, the queue names, and the steps before the search. */
+static void
+PrepareReadsAndExpiry(void)
+{
+	Oid			text1[] = {TEXTOID};
+	Oid			queue_now[] = {TEXTOID, TIMESTAMPTZOID};
+	Oid			queue_cutoff_now[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Oid			int8_array1[] = {INT8ARRAYOID};
+
+	/*
+	 * FOR SHARE: conflicts with the UPDATE of mm.alter_queue and the FOR
+	 * UPDATE of mm.drop_queue, so a queue's config cannot change while a tick
+	 * of it is in flight (alter waits for the tick's commit), and a tick that
+	 * starts while an alter is in flight waits for it and reads the new
+	 * config.  Ticks share the lock (they exclude each other by the advisory
+	 * lock), and so do ticket inserts (their foreign key check takes KEY
+	 * SHARE).
+	 */
+	KeepPlan(&MmTickPlan.queue_config,
+			 "SELECT config, match_function_role FROM mm.queues"
+			 " WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE",
+			 1, text1);
+	KeepPlan(&MmTickPlan.queue_names, "SELECT name FROM mm.queues ORDER BY name", 0, NULL);
+	KeepPlan(&MmTickPlan.expire_proposals, "SELECT mm.expire_proposed_matches($1, $2)", 2, queue_now);
+	KeepPlan(&MmTickPlan.timeout,
+			 "SELECT pg_catalog.array_agg(e.id) FROM mm.end_tickets(ARRAY("
+			 " SELECT id FROM mm.tickets_active"
+			 " WHERE queue OPERATOR(pg_catalog.=) $1"
+			 " AND status OPERATOR(pg_catalog.=) 'searching'"
+			 " AND created_at OPERATOR(pg_catalog.<) $2"
+			 /*
+			  * a searching ticket's updated_at is when it searched again (a
+			  * requeued match, a rejected proposal): its time out counts from
+			  * there
+			  */
+			 " AND COALESCE(updated_at, created_at) OPERATOR(pg_catalog.<) $2"
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED), 'timed_out', $3) AS e(id)",
+			 3, queue_cutoff_now);
+
+	/*
+	 * live_match_timeout_seconds: the queue's ready or assigned matches that
+	 * became ready before $2 (now minus the limit), oldest first, read
+	 * through the partial index of live matches.  A match a lifecycle step
+	 * holds (assign, complete, leave, requeue, a result) is skipped, left for
+	 * the next tick; a match such a step changed since this statement's
+	 * snapshot is checked again once locked (a completed match no longer
+	 * qualifies).  Each is cancelled as expired, its open backfill request
+	 * cancelled and its players released (a player who left holds no claim
+	 * of it any more); its tickets stay matched, the record of the match.
+	 */
+	KeepPlan(&MmTickPlan.expire_live_matches,
+			 "WITH due AS MATERIALIZED ("
+			 " SELECT id FROM mm.matches"
+			 " WHERE queue OPERATOR(pg_catalog.=) $1"
+			 " AND status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
+			 " AND ready_at OPERATOR(pg_catalog.<) $2"
+			 " ORDER BY ready_at, id FOR UPDATE SKIP LOCKED"
+			 "), expired AS ("
+			 " UPDATE mm.matches m SET status = 'cancelled', cancel_reason = 'expired', updated_at = $3"
+			 " WHERE m.id IN (SELECT id FROM due) RETURNING m.id"
+			 "), closed AS ("
+			 " UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = $3"
+			 " WHERE b.match_id IN (SELECT id FROM due) AND b.status OPERATOR(pg_catalog.=) 'open'"
+			 "), released AS ("
+			 " DELETE FROM mm.active_players a USING mm.match_players mp"
+			 " WHERE mp.match_id IN (SELECT id FROM due)"
+			 " AND a.player_id OPERATOR(pg_catalog.=) mp.player_id"
+			 " AND a.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id"
+			 ")"
+			 " SELECT pg_catalog.array_agg(id ORDER BY id) FROM expired",
+			 3, queue_cutoff_now);
+	/* match_cancelled for each, signed like every lifecycle event */
+	KeepPlan(&MmTickPlan.notify_expired,
+			 "SELECT mm.notify_match_event('match_cancelled', u.id,"
+			 " CAST('{\"reason\": \"expired\", \"requeued_tickets\": [], \"cancelled_tickets\": []}'"
+			 " AS pg_catalog.jsonb))"
+			 " FROM pg_catalog.unnest($1) AS u(id) ORDER BY u.id",
+			 1, int8_array1);
+
+	/*
+	 * heartbeat_timeout_seconds: the searching tickets this queue would read
+	 * (its own, and those of other queues listed for it in mm.ticket_queues)
+	 * whose last sign of life is before $2 (now minus the limit): their
+	 * creation, their return to searching (updated_at) or their last
+	 * mm.heartbeat.  Read through the queue's (queue, created_at) index up to
+	 * $2: a ticket created since cannot be silent for long enough.  A ticket
+	 * being beaten, cancelled or ticked is skipped; one beaten since this
+	 * statement's snapshot is checked again once locked.  They end as
+	 * cancelled with cancel_reason heartbeat_missed (keeping their last
+	 * beat), their players released and their other queues unlisted, as
+	 * mm.end_tickets does; per queue of the tickets, their ids.
+	 */
+	KeepPlan(&MmTickPlan.cancel_silent_tickets,
+			 "WITH moved AS ("
+			 " DELETE FROM mm.tickets_active t WHERE t.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+			 " SELECT a.id FROM mm.tickets_active a"
+			 " WHERE (a.queue OPERATOR(pg_catalog.=) $1 OR a.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+			 " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
+			 " AND o.created_at OPERATOR(pg_catalog.<) $2)))"
+			 " AND a.status OPERATOR(pg_catalog.=) 'searching'"
+			 " AND a.created_at OPERATOR(pg_catalog.<) $2"
+			 " AND GREATEST(a.created_at, a.updated_at, a.heartbeat_at) OPERATOR(pg_catalog.<) $2"
+			 " ORDER BY a.created_at, a.id FOR UPDATE SKIP LOCKED))"
+			 " RETURNING t.id, t.queue, t.players, t.created_at, t.queues, t.heartbeat_at"
+			 "), released AS ("
+			 " DELETE FROM mm.active_players p"
+			 " USING moved m, pg_catalog.jsonb_array_elements(m.players) e"
+			 " WHERE p.player_id OPERATOR(pg_catalog.=) (e.value OPERATOR(pg_catalog.->>) 'id')"
+			 " AND p.ticket_id OPERATOR(pg_catalog.=) m.id"
+			 "), unlisted AS ("
+			 " DELETE FROM mm.ticket_queues q USING moved m"
+			 " WHERE q.ticket_id OPERATOR(pg_catalog.=) m.id AND m.queues IS NOT NULL"
+			 "), ended AS ("
+			 " INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues,"
+			 " heartbeat_at, cancel_reason)"
+			 " SELECT m.id, m.queue, m.players, 'cancelled', m.created_at, $3, m.queues,"
+			 " m.heartbeat_at, 'heartbeat_missed' FROM moved m"
+			 " RETURNING id, queue"
+			 ")"
+			 " SELECT queue, pg_catalog.array_agg(id ORDER BY id) FROM ended"
+			 " GROUP BY queue ORDER BY queue COLLATE pg_catalog.\"C\"",
+			 3, queue_cutoff_now);
+}
+
+/* Loading the searching tickets. */
+static void
+PrepareLoad(void)
+{
+	Oid			text1[] = {TEXTOID};
+	Oid			queue_now[] = {TEXTOID, TIMESTAMPTZOID};
+
+	/*
+	 * Tickets created after the tick's now (committed after the tick's
+	 * transaction started, or inserted with a later created_at) are left
+	 * out: their time to match would be negative.  The next tick takes them.
+	 * The last column: whether the ticket searches in other queues too.
+	 */
+	KeepPlan(&MmTickPlan.load,
+			 "SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
+			 " WHERE queue OPERATOR(pg_catalog.=) $1"
+			 " AND status OPERATOR(pg_catalog.=) 'searching'"
+			 " AND created_at OPERATOR(pg_catalog.<=) $2"
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
+			 2, queue_now);
+
+	/*
+	 * Tickets of other queues that also search in this one: only when there
+	 * are any does the load read them too (the plain load's index scan gives
+	 * its rows in order; this one sorts).
+	 */
+	KeepPlan(&MmTickPlan.has_other_tickets,
+			 "SELECT EXISTS (SELECT FROM mm.ticket_queues WHERE queue OPERATOR(pg_catalog.=) $1)",
+			 1, text1);
+	KeepPlan(&MmTickPlan.load_with_others,
+			 "SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
+			 " WHERE (queue OPERATOR(pg_catalog.=) $1 OR id OPERATOR(pg_catalog.=) ANY (ARRAY("
+			 " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
+			 " AND o.created_at OPERATOR(pg_catalog.<=) $2)))"
+			 " AND status OPERATOR(pg_catalog.=) 'searching'"
+			 " AND created_at OPERATOR(pg_catalog.<=) $2"
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
+			 2, queue_now);
+}
+
+/* Writing the matches, their players and tickets, and the rule counts. */
+static void
+PrepareWrites(void)
+{
+	Oid			int4_1[] = {INT4OID};
+	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID,
+	INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID};
+	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID};
+	Oid			ended_from_arrays_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID,
+	JSONBARRAYOID, TIMESTAMPTZARRAYOID};
+	Oid			propose_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			tid_array1[] = {TIDARRAYOID};
+	Oid			int8_array1[] = {INT8ARRAYOID};
+	Oid			stats_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
+
+	/* match ids are drawn first, so each is paired with its match by position */
+	KeepPlan(&MmTickPlan.match_ids,
+			 "SELECT pg_catalog.nextval(CAST('mm.matches_id_seq' AS pg_catalog.regclass))"
+			 " FROM pg_catalog.generate_series(1, $1)",
+			 1, int4_1);
+	/*
+	 * $7 and $8: the status (ready, or proposed) and the acceptance deadline;
+	 * a ready match is ready from now on (ready_at, which its
+	 * live_match_timeout_seconds counts from)
+	 */
+	KeepPlan(&MmTickPlan.insert_matches,
+			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps,"
+			 " acceptance_deadline, properties, ready_at)"
+			 " SELECT u.id, $1, $7, $2, $2, u.region, u.quality, CAST(u.steps AS pg_catalog.jsonb), $8,"
+			 " CAST(COALESCE(u.props, '{}') AS pg_catalog.jsonb),"
+			 " CASE WHEN $7 OPERATOR(pg_catalog.=) 'ready' THEN $2 END"
+			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5),"
+			 " pg_catalog.unnest($9)) AS u(id, region, quality, steps, props)",
+			 9, matches_args);
+	KeepPlan(&MmTickPlan.insert_players,
+			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)"
+			 " SELECT pg_catalog.unnest($2), $1, pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)",
+			 5, players_args);
+
+	/*
+	 * A matched ticket leaves the active partition for the ended one: its
+	 * row is copied and deleted by ctid, straight in the partitions (the
+	 * parent's statement triggers are for other writers).  Its players stay
+	 * claimed until the match ends (completed, cancelled, or the player
+	 * left): nobody searches while in a live match.  A ticket of several
+	 * queues ends under the queue that matched it ($5), its own queue joining
+	 * its other queues.  This statement joins the rows by ctid in SQL; the
+	 * next one takes them from arrays.
+	 */
+	KeepPlan(&MmTickPlan.end_tickets_by_ctid,
+			 "INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
+			 " matched_at, match_id, team, queues)"
+			 " SELECT t.id, $5, t.players, 'matched', t.created_at, $1, $1, u.match_id, u.team,"
+			 " CASE WHEN t.queue OPERATOR(pg_catalog.=) $5 THEN t.queues"
+			 " ELSE pg_catalog.array_append(pg_catalog.array_remove(t.queues, $5), t.queue) END"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
+			 " AS u(row_id, match_id, team)"
+			 " JOIN mm.tickets_active t ON t.ctid OPERATOR(pg_catalog.=) u.row_id",
+			 5, ended_args);
+	/*
+	 * The same rows from arrays the tick reads from the heap itself
+	 * (ReadEndingTickets), for tickets of this queue alone.  The arrays are
+	 * unnested in the select list, which streams them: no join, nothing
+	 * materialised.
+	 */
+	KeepPlan(&MmTickPlan.end_tickets_from_arrays,
+			 "INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at,"
+			 " matched_at, match_id, team)"
+			 " SELECT pg_catalog.unnest($2), $5, pg_catalog.unnest($6), 'matched', pg_catalog.unnest($7),"
+			 " $1, $1, pg_catalog.unnest($3), pg_catalog.unnest($4)",
+			 7, ended_from_arrays_args);
+	KeepPlan(&MmTickPlan.delete_active,
+			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)",
+			 1, tid_array1);
+	KeepPlan(&MmTickPlan.unlist_tickets,
+			 "DELETE FROM mm.ticket_queues WHERE ticket_id OPERATOR(pg_catalog.=) ANY ($1)",
+			 1, int8_array1);
+
+	/*
+	 * A queue that asks for acceptance: a proposed ticket stays in the
+	 * active partition, waiting for its players' answers; the update changes
+	 * no indexed column, so it is HOT.
+	 */
+	KeepPlan(&MmTickPlan.propose_tickets,
+			 "UPDATE mm.tickets_active t SET status = 'proposed', updated_at = $1,"
+			 " match_id = u.match_id, team = u.team"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
+			 " AS u(row_id, match_id, team)"
+			 " WHERE t.ctid OPERATOR(pg_catalog.=) u.row_id",
+			 4, propose_args);
+
+	/* the search's per-rule counts, once per tick of the queue (mm.rule_stats) */
+	KeepPlan(&MmTickPlan.rule_stats,
+			 "INSERT INTO mm.rule_evaluations AS e (queue, rule, last_tick_at, last_passed, last_failed,"
+			 " total_passed, total_failed, counting_since)"
+			 " SELECT $1, u.rule, $2, u.passed, u.failed, u.passed, u.failed, $2"
+			 " FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5))"
+			 " AS u(rule, passed, failed)"
+			 " ON CONFLICT (queue, rule) DO UPDATE SET last_tick_at = EXCLUDED.last_tick_at,"
+			 " last_passed = EXCLUDED.last_passed, last_failed = EXCLUDED.last_failed,"
+			 " total_passed = e.total_passed OPERATOR(pg_catalog.+) EXCLUDED.last_passed,"
+			 " total_failed = e.total_failed OPERATOR(pg_catalog.+) EXCLUDED.last_failed",
+			 5, stats_args);
+}
+
+/*
+ * Backfill: the queue's open requests of live matches, oldest first, with
+ * their open slots in the order of the team names given ($2).  A request or
+ * match that a lifecycle step holds (cancel, complete, requeue, leave) is
+ * left for the next tick.
+ */
+static void
+PrepareBackfill(void)
+{
+	Oid			backfill_args[] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID};
+	Oid			int8_1[] = {INT8OID};
+	Oid			update_args[] = {INT8OID, TEXTOID, BOOLOID, TIMESTAMPTZOID};
+	Oid			notify_args[] = {INT8OID, TEXTOID};
+	Oid			cancel_args[] = {INT8OID, INT8OID, TIMESTAMPTZOID};
+
+	KeepPlan(&MmTickPlan.load_backfills,
+			 "SELECT b.id, b.match_id, m.region,"
+			 " ARRAY(SELECT coalesce(CAST(b.open_slots OPERATOR(pg_catalog.->>) u.team AS integer), 0)"
+			 " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(team, ord) ORDER BY u.ord),"
+			 /* the new tickets of the match's leavers: they cannot join it again */
+			 " ARRAY(SELECT a.ticket_id FROM mm.match_players mp"
+			 " JOIN mm.active_players a ON a.player_id OPERATOR(pg_catalog.=) mp.player_id"
+			 " WHERE mp.match_id OPERATOR(pg_catalog.=) b.match_id AND mp.left_at IS NOT NULL)"
+			 " FROM mm.backfill_requests b JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) b.match_id"
+			 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.status OPERATOR(pg_catalog.=) 'open'"
+			 " AND m.status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
+			 /* a tick dated before the request (or the match) does not serve it */
+			 " AND b.created_at OPERATOR(pg_catalog.<=) $3 AND m.created_at OPERATOR(pg_catalog.<=) $3"
+			 " ORDER BY b.created_at, b.id FOR UPDATE OF b, m SKIP LOCKED",
+			 3, backfill_args);
+	/* a match's tickets, each with its players still in the match */
+	KeepPlan(&MmTickPlan.load_members,
+			 "SELECT t.id, t.created_at,"
+			 " pg_catalog.jsonb_agg(p.value ORDER BY p.ord), pg_catalog.min(mp.team)"
+			 " FROM mm.match_players mp"
+			 " JOIN mm.tickets_ended t ON t.id OPERATOR(pg_catalog.=) mp.ticket_id"
+			 " CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(t.players) WITH ORDINALITY AS p(value, ord)"
+			 " WHERE mp.match_id OPERATOR(pg_catalog.=) $1 AND mp.left_at IS NULL"
+			 " AND p.value OPERATOR(pg_catalog.->>) 'id' OPERATOR(pg_catalog.=) mp.player_id"
+			 " GROUP BY t.id, t.created_at ORDER BY t.created_at, t.id",
+			 1, int8_1);
+	KeepPlan(&MmTickPlan.update_backfill,
+			 "UPDATE mm.backfill_requests SET open_slots = CAST($2 AS pg_catalog.jsonb),"
+			 " status = CASE WHEN $3 THEN 'filled' ELSE 'open' END, updated_at = $4"
+			 " WHERE id OPERATOR(pg_catalog.=) $1",
+			 4, update_args);
+	KeepPlan(&MmTickPlan.notify_match,
+			 "SELECT mm.notify_match_event('backfill_filled', $1, CAST($2 AS pg_catalog.jsonb))",
+			 2, notify_args);
+	/* a request the queue's current teams cannot serve */
+	KeepPlan(&MmTickPlan.cancel_backfill,
+			 "WITH cancelled AS (UPDATE mm.backfill_requests SET status = 'cancelled', updated_at = $3"
+			 " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING id)"
+			 " SELECT mm.notify_match_event('backfill_cancelled', $2,"
+			 " pg_catalog.jsonb_build_object('request_id', c.id, 'reason', 'queue_teams_changed'))"
+			 " FROM cancelled c",
+			 3, cancel_args);
+}
+
+/*
+ * Prepares every statement of the tick not prepared yet in this backend
+ * (all of them on its first tick).  The caller checked the schema version.
+ */
+void
+MmTickPreparePlans(void)
+{
+	/* the last one prepared: all are there */
+	if (MmTickPlan.cancel_backfill != NULL)
+		return;
+	PrepareReadsAndExpiry();
+	PrepareLoad();
+	PrepareWrites();
+	PrepareBackfill();
+}

@@ -1,0 +1,506 @@
+/*
+ * tick_write.c
+ *	  Writing what the search formed: the matches, their players, and their
+ *	  tickets (ended as matched, or proposed while the players answer), in
+ *	  bulk, and the events, which PostgreSQL sends at commit.
+ *
+ * Every write is one statement over arrays as long as the queue (the plans
+ * of tick_plans.c unnest them), checked for the rows it wrote: the tick
+ * holds the rows it writes locked, so only code inside the tick could
+ * change them.  The arrays are freed as soon as they are written, and the
+ * memory peak of the phase is noted (MmTickNoteMemoryPeak).
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "events.h"
+#include "sql_arrays.h"
+#include "tick_internal.h"
+
+/*
+ * The rule_steps jsonb text of a match: per rule its step and threshold or
+ * off.  buf is reused across matches; the result is an exact-size copy.
+ */
+static char *
+RuleStepsJson(const MmQueueConfig *config, const MmFoundMatch *m, StringInfo buf)
+{
+	int			r;
+
+	resetStringInfo(buf);
+	appendStringInfoChar(buf, '{');
+	for (r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+
+		if (r > 0)
+			appendStringInfoString(buf, ", ");
+		escape_json(buf, rule->name);
+		appendStringInfo(buf, ": {\"step\": %d", m->rule_steps[r].step);
+		if (m->rule_steps[r].off)
+			appendStringInfoString(buf, ", \"off\": true");
+		else if (MmRuleHasThreshold(rule))
+		{
+			char	   *threshold = float8out_internal(m->rule_steps[r].threshold);
+
+			appendStringInfo(buf, ", \"threshold\": %s", threshold);
+			pfree(threshold);
+		}
+		appendStringInfoChar(buf, '}');
+	}
+	appendStringInfoChar(buf, '}');
+	return pnstrdup(buf->data, buf->len);
+}
+
+/*
+ * Runs a kept write plan and checks its outcome: the SPI code, and the rows
+ * it wrote unless rows is negative.  what names the step in the errors.
+ */
+static void
+RunWriteWithNulls(MmTickQueue *q, SPIPlanPtr plan, Datum *values, const char *nulls,
+				  int expected_rc, int64 rows, const char *what)
+{
+	int			rc = SPI_execute_plan(plan, values, nulls, false, 0);
+
+	MmTickBackToQueue(q);
+	if (rc != expected_rc)
+		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+	/* the tick holds the rows locked: only code inside the tick can change them */
+	if (rows >= 0 && SPI_processed != (uint64) rows)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s wrote " UINT64_FORMAT " rows instead of " INT64_FORMAT,
+						what, SPI_processed, rows),
+				 errdetail("The queue's tickets or matches changed during the tick: a match function or a trigger wrote to them, which is not supported.")));
+}
+
+void
+MmTickRunWrite(MmTickQueue *q, SPIPlanPtr plan, Datum *values, int expected_rc, int64 rows,
+			   const char *what)
+{
+	RunWriteWithNulls(q, plan, values, NULL, expected_rc, rows, what);
+}
+
+/*
+ * The memory peak of the queue being ticked, noted where the write phase
+ * holds the most (its arrays are freed before the phase ends).
+ */
+void
+MmTickNoteMemoryPeak(MmTickQueue *q)
+{
+	q->peak_bytes = Max(q->peak_bytes, (int64) MemoryContextMemAllocated(q->context, true));
+}
+
+/*
+ * Reads the players and creation times of the tickets to end (positions
+ * t_index among the loaded ctids) straight from their rows in
+ * mm.tickets_active, as a jsonb[] and a timestamptz[] in t_index order: the
+ * ended rows are then inserted from arrays, which costs a fraction of
+ * joining 100k row locations in SQL.  The rows are the versions this tick
+ * locked FOR UPDATE, so any snapshot would see them; each row's id is
+ * checked against the ticket's.  Returns false, with nothing built, when
+ * the players would not fit one array (1 GB): the caller joins in SQL then.
+ */
+static bool
+ReadEndingTickets(const ItemPointerData *ctids, int ntickets, const int *t_index,
+				  const int64 *ticket_ids, ArrayType **players_out, ArrayType **created_out)
+{
+	Oid			relid = get_relname_relid("tickets_active", get_namespace_oid("mm", false));
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	AttrNumber	id_att = get_attnum(relid, "id");
+	AttrNumber	created_att = get_attnum(relid, "created_at");
+	AttrNumber	players_att = get_attnum(relid, "players");
+	Datum	   *created = palloc(sizeof(Datum) * Max(ntickets, 1));
+	Size		header = ARR_OVERHEAD_NONULLS(1);
+	Size		used = header;
+	Size		capacity = 0;
+	char	   *data = NULL;
+	ArrayType  *players;
+	int			i;
+
+	for (i = 0; i < ntickets; i++)
+	{
+		ItemPointerData tid = ctids[t_index[i]];
+		struct varlena *value;
+		struct varlena *flat;
+		Size		length;
+		Size		need;
+		bool		isnull;
+
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!table_tuple_fetch_row_version(rel, &tid, SnapshotAny, slot) ||
+			DatumGetInt64(slot_getattr(slot, id_att, &isnull)) != ticket_ids[i])
+			elog(ERROR, "the row of ticket " INT64_FORMAT " is not where the tick locked it",
+				 ticket_ids[i]);
+		created[i] = slot_getattr(slot, created_att, &isnull);
+		value = (struct varlena *) DatumGetPointer(slot_getattr(slot, players_att, &isnull));
+		flat = VARATT_IS_EXTENDED(value) ? detoast_attr(value) : value;
+		length = VARSIZE(flat);
+		need = used + INTALIGN(length);
+		if (need > capacity)
+		{
+			/* room for the rest at the average size so far, and a tenth more */
+			Size		estimate = need + (need - header) / (i + 1) * (ntickets - i - 1) / 10 * 11;
+
+			if (need > MaxAllocSize)
+			{
+				ExecDropSingleTupleTableSlot(slot);
+				table_close(rel, AccessShareLock);
+				if (data)
+					pfree(data);
+				pfree(created);
+				return false;
+			}
+			capacity = Min(estimate, MaxAllocSize);
+			data = data ? repalloc(data, capacity) : palloc0(capacity);
+		}
+		memcpy(data + used, flat, length);
+		memset(data + used + length, 0, need - used - length);
+		used = need;
+		if (flat != value)
+			pfree(flat);
+		ExecClearTuple(slot);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+
+	if (data == NULL)
+		data = palloc0(header);
+	else
+		data = repalloc(data, used);
+	players = (ArrayType *) data;
+	SET_VARSIZE(players, used);
+	players->ndim = 1;
+	players->dataoffset = 0;
+	players->elemtype = JSONBOID;
+	ARR_DIMS(players)[0] = ntickets;
+	ARR_LBOUND(players)[0] = 1;
+	*players_out = players;
+	*created_out = construct_array(created, ntickets, TIMESTAMPTZOID, sizeof(TimestampTz),
+								   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	pfree(created);
+	return true;
+}
+
+/*
+ * Moves the matched tickets (positions t_index among the loaded ctids) from
+ * mm.tickets_active to mm.tickets_ended under the queue that matched them.
+ * Their players stay claimed by the match.
+ */
+void
+MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
+						 const int64 *ticket_ids, const int64 *match_ids, const char **teams)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
+	ArrayType  *row_ids;
+	ArrayType  *players;
+	ArrayType  *created;
+	Datum		values[7];
+	int			i;
+
+	for (i = 0; i < ntickets; i++)
+		datums[i] = PointerGetDatum(&q->ctids[t_index[i]]);
+	row_ids = construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData), false,
+							  TYPALIGN_SHORT);
+	pfree(datums);
+
+	values[0] = TimestampTzGetDatum(q->now);
+	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+	values[4] = CStringGetTextDatum(q->queue);
+	/* tickets of this queue alone end as their row plus the match */
+	if (!q->other_queues_tickets &&
+		ReadEndingTickets(q->ctids, ntickets, t_index, ticket_ids, &players, &created))
+	{
+		values[1] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+		values[5] = PointerGetDatum(players);
+		values[6] = PointerGetDatum(created);
+		MmTickNoteMemoryPeak(q);
+		MmTickRunWrite(q, MmTickPlan.end_tickets_from_arrays, values, SPI_OK_INSERT, ntickets,
+					   "writing matched tickets");
+		pfree(players);
+		pfree(created);
+		pfree(DatumGetPointer(values[1]));
+	}
+	else
+	{
+		values[1] = PointerGetDatum(row_ids);
+		MmTickRunWrite(q, MmTickPlan.end_tickets_by_ctid, values, SPI_OK_INSERT, ntickets,
+					   "writing matched tickets");
+	}
+	pfree(DatumGetPointer(values[2]));
+	pfree(DatumGetPointer(values[3]));
+
+	values[0] = PointerGetDatum(row_ids);
+	MmTickRunWrite(q, MmTickPlan.delete_active, values, SPI_OK_DELETE, ntickets,
+				   "deleting matched tickets");
+
+	/* the tickets of several queues leave the others too */
+	if (q->other_queues_tickets)
+	{
+		values[0] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+		MmTickRunWrite(q, MmTickPlan.unlist_tickets, values, SPI_OK_DELETE, -1,
+					   "unlisting matched tickets");
+	}
+}
+
+/*
+ * A queue that asks for acceptance: the matched tickets stay in
+ * mm.tickets_active as proposed, with their match and team, until every
+ * player answered or the deadline passed (mm.accept_match,
+ * mm.expire_proposed_matches).
+ */
+static void
+ProposeTickets(MmTickQueue *q, int ntickets, const int *t_index, const int64 *match_ids,
+			   const char **teams)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
+	Datum		values[4];
+	int			i;
+
+	for (i = 0; i < ntickets; i++)
+		datums[i] = PointerGetDatum(&q->ctids[t_index[i]]);
+	values[0] = TimestampTzGetDatum(q->now);
+	values[1] = PointerGetDatum(construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData),
+												false, TYPALIGN_SHORT));
+	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+	pfree(datums);
+	MmTickRunWrite(q, MmTickPlan.propose_tickets, values, SPI_OK_UPDATE, ntickets,
+				   "proposing matched tickets");
+}
+
+/*
+ * When a proposed match formed at now stops waiting for acceptances, or 0
+ * when the queue does not ask for acceptance.
+ */
+static TimestampTz
+AcceptanceDeadline(const MmQueueConfig *config, TimestampTz now)
+{
+	TimestampTz deadline;
+
+	if (config->acceptance_timeout_seconds <= 0)
+		return 0;
+	if (pg_add_s64_overflow(now, (int64) (config->acceptance_timeout_seconds * USECS_PER_SEC),
+							&deadline) ||
+		!IS_VALID_TIMESTAMP(deadline))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("now + acceptance_timeout_seconds is out of range for a timestamp")));
+	return deadline;
+}
+
+/*
+ * Writes the matches in bulk and queues their events; properties: a match
+ * function's, one per match, or NULL.
+ */
+void
+MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properties)
+{
+	const MmQueueConfig *config = q->config;
+	const char *queue = q->queue;
+	TimestampTz now = q->now;
+	const MmTicket *tickets = q->tickets;
+	int			nm = result->nmatches;
+	const char **regions = palloc(sizeof(char *) * nm);
+	double	   *qualities = palloc(sizeof(double) * nm);
+	const char **steps = palloc(sizeof(char *) * nm);
+	int64	   *match_ids = palloc(sizeof(int64) * nm);
+	int			nplayers = 0,
+				ntickets = 0;
+	int64	   *mp_match,
+			   *mp_ticket,
+			   *t_ids,
+			   *t_match;
+	const char **mp_player,
+			  **mp_team,
+			  **t_team;
+	int		   *t_index;
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	TimestampTz deadline = AcceptanceDeadline(config, now);
+	int			rc,
+				i,
+				k,
+				p;
+	StringInfoData buf;
+
+
+	initStringInfo(&buf);
+	for (i = 0; i < nm; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+
+		regions[i] = m->region >= 0 ? q->rules.regions[m->region] : NULL;
+		qualities[i] = m->quality;
+		steps[i] = RuleStepsJson(config, m, &buf);
+		nplayers += m->nplayers;
+		ntickets += m->ntickets;
+	}
+
+	/*
+	 * mm.matches: the ids are drawn from the identity's sequence first and
+	 * inserted explicitly, so match_ids[i] is the id of matches[i] whatever
+	 * order the sequence hands them out in.
+	 */
+	values[0] = Int32GetDatum(nm);
+	rc = SPI_execute_plan(MmTickPlan.match_ids, values, NULL, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "drawing match ids failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) nm)
+		elog(ERROR, "drawing match ids returned " UINT64_FORMAT " ids instead of %d",
+			 SPI_processed, nm);
+	for (i = 0; i < nm; i++)
+	{
+		bool		isnull;
+
+		match_ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = PointerGetDatum(MmBuildTextArray(regions, nm));
+	values[3] = PointerGetDatum(MmBuildFloat8Array(qualities, nm));
+	values[4] = PointerGetDatum(MmBuildTextArray(steps, nm));
+	values[5] = PointerGetDatum(MmBuildInt8Array(match_ids, nm));
+	values[6] = CStringGetTextDatum(deadline != 0 ? "proposed" : "ready");
+	values[7] = TimestampTzGetDatum(deadline);
+	nulls[7] = deadline != 0 ? ' ' : 'n';
+	/* a match function's properties; NULL: {} */
+	values[8] = properties ? PointerGetDatum(MmBuildTextArray((const char **) properties, nm)) : (Datum) 0;
+	nulls[8] = properties ? ' ' : 'n';
+	RunWriteWithNulls(q, MmTickPlan.insert_matches, values, nulls, SPI_OK_INSERT, nm, "inserting matches");
+
+	/* mm.match_players and the tickets */
+	mp_match = palloc(sizeof(int64) * nplayers);
+	mp_ticket = palloc(sizeof(int64) * nplayers);
+	mp_player = palloc(sizeof(char *) * nplayers);
+	mp_team = palloc(sizeof(char *) * nplayers);
+	t_ids = palloc(sizeof(int64) * ntickets);
+	t_match = palloc(sizeof(int64) * ntickets);
+	t_team = palloc(sizeof(char *) * ntickets);
+	t_index = palloc(sizeof(int) * ntickets);
+	nplayers = ntickets = 0;
+	for (i = 0; i < nm; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+
+		for (k = 0; k < m->ntickets; k++)
+		{
+			const MmTicket *t = &tickets[m->tickets[k]];
+			const char *team = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
+
+			t_index[ntickets] = m->tickets[k];
+			t_ids[ntickets] = t->id;
+			t_team[ntickets] = team;
+			t_match[ntickets++] = match_ids[i];
+			for (p = 0; p < t->nplayers; p++)
+			{
+				mp_match[nplayers] = match_ids[i];
+				mp_ticket[nplayers] = t->id;
+				mp_player[nplayers] = t->player_ids[p];
+				mp_team[nplayers++] = team;
+			}
+		}
+	}
+	values[1] = PointerGetDatum(MmBuildInt8Array(mp_match, nplayers));
+	pfree(mp_match);
+	values[2] = PointerGetDatum(MmBuildTextArray(mp_player, nplayers));
+	pfree(mp_player);
+	values[3] = PointerGetDatum(MmBuildInt8Array(mp_ticket, nplayers));
+	pfree(mp_ticket);
+	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, nplayers));
+	pfree(mp_team);
+	MmTickRunWrite(q, MmTickPlan.insert_players, values, SPI_OK_INSERT, nplayers, "inserting match players");
+	/* the arrays are as long as the queue: free them before the next ones */
+	pfree(DatumGetPointer(values[1]));
+	pfree(DatumGetPointer(values[2]));
+	pfree(DatumGetPointer(values[3]));
+	pfree(DatumGetPointer(values[4]));
+
+	if (deadline != 0)
+		ProposeTickets(q, ntickets, t_index, t_match, t_team);
+	else
+		MmTickMoveMatchedTickets(q, ntickets, t_index, t_ids, t_match, t_team);
+
+	/* events: one match_found (or match_proposed) per match, sent at commit */
+	for (i = 0; i < nm; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+		int			nteams = Max(config->nteams, 1);
+		MmEventTeam *teams = palloc(sizeof(MmEventTeam) * nteams);
+		int64	   *ids = palloc(sizeof(int64) * m->ntickets);
+		int			t;
+
+		for (t = 0; t < nteams; t++)
+		{
+			teams[t].name = config->nteams > 0 ? config->teams[t].name : NULL;
+			teams[t].nplayers = 0;
+			teams[t].player_ids = palloc(sizeof(char *) * m->nplayers);
+		}
+		for (k = 0; k < m->ntickets; k++)
+		{
+			const MmTicket *tk = &tickets[m->tickets[k]];
+			MmEventTeam *team = &teams[Max(m->ticket_team[k], 0)];
+
+			ids[k] = tk->id;
+			for (p = 0; p < tk->nplayers; p++)
+				team->player_ids[team->nplayers++] = tk->player_ids[p];
+		}
+		MmNotifyMatchFound(deadline != 0 ? "match_proposed" : "match_found", queue, match_ids[i], regions[i], m->quality,
+						   nteams, teams, m->ntickets, ids);
+		for (t = 0; t < nteams; t++)
+			pfree(teams[t].player_ids);
+		pfree(teams);
+		pfree(ids);
+	}
+	q->stats->players_matched = nplayers;
+}
+
+/*
+ * Adds the search's per-rule counts to mm.rule_evaluations: one statement per
+ * tick of a queue, only when the search checked a candidate.
+ */
+void
+MmTickWriteRuleStats(MmTickQueue *q, const MmSearchResult *result)
+{
+	const char **names;
+	Datum		values[5];
+	int64		checks = 0;
+	int			r;
+
+	if (result->nrules == 0)
+		return;
+	for (r = 0; r < result->nrules; r++)
+		checks += result->rule_passed[r] + result->rule_failed[r];
+	if (checks == 0)
+		return;
+	names = palloc(sizeof(char *) * result->nrules);
+	for (r = 0; r < result->nrules; r++)
+		names[r] = q->config->rules[r].name;
+	values[0] = CStringGetTextDatum(q->queue);
+	values[1] = TimestampTzGetDatum(q->now);
+	values[2] = PointerGetDatum(MmBuildTextArray(names, result->nrules));
+	values[3] = PointerGetDatum(MmBuildInt8Array(result->rule_passed, result->nrules));
+	values[4] = PointerGetDatum(MmBuildInt8Array(result->rule_failed, result->nrules));
+	MmTickRunWrite(q, MmTickPlan.rule_stats, values, SPI_OK_INSERT, result->nrules, "counting rule checks");
+}
