@@ -5,17 +5,7 @@
 SET timezone = 'UTC';
 SET datestyle = 'ISO, YMD';
 
--- Runs a statement and returns 'ok' or "SQLSTATE: message", so that a table
--- of cases pins both the code and the message.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/try.sql
 
 -- Validates a config through mm.validate_queue_config.
 CREATE FUNCTION pg_temp.check_config(config jsonb) RETURNS text

@@ -2,18 +2,7 @@
 -- Also checks, for every function of the ratings section, its volatility,
 -- strictness, parallel safety and comment.
 
--- Catches an error and shows its SQLSTATE, message and detail on one line.
-CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	detail text;
-BEGIN
-	EXECUTE query;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-	RETURN SQLSTATE || ': ' || SQLERRM
-		|| CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
-END $$;
+\i sql/include/try_detail.sql
 
 -- The seed's example: 1500 against 1200.
 SELECT round(mm.elo_expected(1500, 1200)::numeric, 4) AS expected_1500,

@@ -1,18 +1,7 @@
 -- Glicko-2: mm.glicko2_update, the aggregate mm.glicko2_period (also under
 -- parallel workers) and mm.glicko2_decay.
 
--- Catches an error and shows its SQLSTATE, message and detail on one line.
-CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	detail text;
-BEGIN
-	EXECUTE query;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-	RETURN SQLSTATE || ': ' || SQLERRM
-		|| CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
-END $$;
+\i sql/include/try_detail.sql
 
 -- Glickman's worked example ("Example of the Glicko-2 system"): 1500/200/0.06
 -- beats 1400/30, loses to 1550/100 and to 1700/300, tau 0.5.  The paper gives

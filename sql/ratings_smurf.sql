@@ -1,17 +1,6 @@
 -- Smurf detection and placement: mm.smurf_score and mm.rating_boost.
 
--- Catches an error and shows its SQLSTATE, message and detail on one line.
-CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	detail text;
-BEGIN
-	EXECUTE query;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-	RETURN SQLSTATE || ': ' || SQLERRM
-		|| CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
-END $$;
+\i sql/include/try_detail.sql
 
 -- Points, over the reference maximum: 30 for the new-account group under 25
 -- games, and always 25 for the outliers and 20 for the learning curve (75

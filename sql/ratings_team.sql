@@ -1,17 +1,6 @@
 -- Teams: the aggregate mm.team_rating (weighted mean) and mm.win_probability.
 
--- Catches an error and shows its SQLSTATE, message and detail on one line.
-CREATE FUNCTION pg_temp.try(query text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	detail text;
-BEGIN
-	EXECUTE query;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-	RETURN SQLSTATE || ': ' || SQLERRM
-		|| CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
-END $$;
+\i sql/include/try_detail.sql
 
 -- Weighted mean per team: red (1500 x1 + 1800 x2) / 3 = 1700; blue equal
 -- weights = plain mean 1450; gold has a NULL rating and a NULL weight row,

@@ -10,14 +10,7 @@ LANGUAGE sql AS $$
 			  FROM mm.match_players mp WHERE mp.match_id = m.id)
 	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
 $$;
-CREATE FUNCTION pg_temp.config_error(config jsonb) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM mm.validate_queue_config(config);
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/config_error.sql
 
 -- expansion_age_selection: skill within 50, +100 every 10 s up to 300.  An
 -- old ticket (1000, waiting since 00:00:00) and a new one (1200, from

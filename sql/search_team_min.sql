@@ -44,14 +44,7 @@ SELECT mm.tick('tm_q', '2026-01-01 00:02:01+00');
 SELECT * FROM pg_temp.matches('tm_q') WHERE n = 2;
 
 -- validation: steps are integers between 1 and the team's min
-CREATE FUNCTION pg_temp.config_error(config jsonb) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM mm.validate_queue_config(config);
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/config_error.sql
 SELECT pg_temp.config_error('{"teams": [{"name": "r", "min": 3, "max": 3, "expansion": {"every_seconds": 10, "steps": [4]}},
   {"name": "b", "min": 3, "max": 3}]}');
 SELECT pg_temp.config_error('{"teams": [{"name": "r", "min": 3, "max": 3, "expansion": {"every_seconds": 10, "delta": 1}},

@@ -3,17 +3,7 @@
 -- queues at once, bad arguments.  Every call passes an explicit now.
 SET timezone = 'UTC';
 
--- The matches of a queue as text: region, quality, rule steps and players
--- (team:player, tickets in the order the tick took them).
-CREATE FUNCTION pg_temp.matches(q text)
-RETURNS TABLE (n bigint, region text, quality numeric, rule_steps jsonb, players text)
-LANGUAGE sql AS $$
-	SELECT row_number() OVER (ORDER BY m.id), m.region, round(m.quality::numeric, 4), m.rule_steps,
-		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' '
-							  ORDER BY mp.team, mp.ticket_id, mp.player_id)
-			  FROM mm.match_players mp WHERE mp.match_id = m.id)
-	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
-$$;
+\i sql/include/tick_helpers.sql
 -- Each ticket's first player and state.
 CREATE FUNCTION pg_temp.tickets(q text)
 RETURNS TABLE (player text, status text, matched boolean, matched_at timestamptz)

@@ -4,20 +4,8 @@
 -- missing attributes, oldest tickets first, weighted quality.
 SET timezone = 'UTC';
 
-CREATE FUNCTION pg_temp.matches(q text)
-RETURNS TABLE (n bigint, region text, quality numeric, rule_steps jsonb, players text)
-LANGUAGE sql AS $$
-	SELECT row_number() OVER (ORDER BY m.id), m.region, round(m.quality::numeric, 4), m.rule_steps,
-		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' '
-							  ORDER BY mp.team, mp.ticket_id, mp.player_id)
-			  FROM mm.match_players mp WHERE mp.match_id = m.id)
-	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
-$$;
-CREATE FUNCTION pg_temp.searching(q text) RETURNS text
-LANGUAGE sql AS $$
-	SELECT coalesce(string_agg(t.players -> 0 ->> 'id', ' ' ORDER BY t.created_at, t.id), '')
-	  FROM mm.tickets t WHERE t.queue = q AND t.status = 'searching'
-$$;
+\i sql/include/tick_helpers.sql
+\i sql/include/searching.sql
 
 -- linear expansion: max 50, +50 every 10 s, limit 150
 SELECT mm.create_queue('tr_linear', '{"match_size": {"min": 2, "max": 2},

@@ -2,15 +2,7 @@
 -- match first (team_size_balance), team_difference, the quality with teams.
 SET timezone = 'UTC';
 
-CREATE FUNCTION pg_temp.matches(q text)
-RETURNS TABLE (n bigint, region text, quality numeric, rule_steps jsonb, players text)
-LANGUAGE sql AS $$
-	SELECT row_number() OVER (ORDER BY m.id), m.region, round(m.quality::numeric, 4), m.rule_steps,
-		   (SELECT string_agg(coalesce(mp.team || ':', '') || mp.player_id, ' '
-							  ORDER BY mp.team, mp.ticket_id, mp.player_id)
-			  FROM mm.match_players mp WHERE mp.match_id = m.id)
-	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
-$$;
+\i sql/include/tick_helpers.sql
 -- Per match: the size of each team, and whether every ticket sits on one team.
 CREATE FUNCTION pg_temp.team_sizes(q text)
 RETURNS TABLE (n bigint, sizes text, parties_whole boolean)

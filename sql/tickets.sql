@@ -8,15 +8,7 @@ SET datestyle = 'ISO, YMD';
 -- Ticket ids are printed below: start them at a known value.
 ALTER SEQUENCE mm.tickets_id_seq RESTART WITH 5001;
 
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/try.sql
 
 -- Tries a ticket in a queue through a plain INSERT.
 CREATE FUNCTION pg_temp.check_ticket(queue text, players jsonb) RETURNS text

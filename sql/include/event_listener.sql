@@ -26,15 +26,7 @@ SELECT t.last_value AS seq_tickets, t.is_called AS seq_tickets_called,
 	   b.last_value AS seq_backfill, b.is_called AS seq_backfill_called
   FROM mm.tickets_id_seq t, mm.matches_id_seq m, mm.backfill_requests_id_seq b \gset
 
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE stmt;
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END
-$$;
+\i sql/include/try.sql
 -- The events of this file's queues sent since the last call (waits until
 -- none arrive for 0.3 s),
 -- without signature, ticket ids as their first players, match ids relative

@@ -11,16 +11,5 @@ LANGUAGE sql AS $$
 			  FROM mm.match_players mp WHERE mp.match_id = m.id)
 	  FROM mm.matches m WHERE m.queue = q ORDER BY m.id
 $$;
-CREATE FUNCTION pg_temp.searching(q text) RETURNS text
-LANGUAGE sql AS $$
-	SELECT coalesce(string_agg(t.players -> 0 ->> 'id', ' ' ORDER BY t.created_at, t.id), '')
-	  FROM mm.tickets t WHERE t.queue = q AND t.status = 'searching'
-$$;
-CREATE FUNCTION pg_temp.config_error(config jsonb) RETURNS text
-LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM mm.validate_queue_config(config);
-	RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/include/searching.sql
+\i sql/include/config_error.sql
