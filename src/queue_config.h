@@ -276,6 +276,13 @@ extern MmQueueConfig *MmParseQueueConfigWith(Jsonb *config, MmMatchFunctionCheck
  */
 extern MmQueueConfig *MmParseQueueConfig(Jsonb *config);
 
+/*
+ * The function a stored config's "match_function" names, as written, or NULL
+ * (queue_config_json.c): what the tick calls and the queues trigger keeps a
+ * role for.
+ */
+extern char *MmQueueConfigMatchFunction(Jsonb *config);
+
 /* The rule named name in a parsed config, or NULL (queue_config_json.c). */
 extern const MmRuleConfig *MmQueueConfigFindRule(const MmQueueConfig *config, const char *name);
 

@@ -17,6 +17,17 @@
 /*
  * The rule named name, or NULL.
  */
+char *
+MmQueueConfigMatchFunction(Jsonb *config)
+{
+	JsonbValue	v;
+
+	if (getKeyJsonValueFromContainer(&config->root, "match_function", strlen("match_function"), &v) == NULL ||
+		v.type != jbvString)
+		return NULL;
+	return pnstrdup(v.val.string.val, v.val.string.len);
+}
+
 const MmRuleConfig *
 MmQueueConfigFindRule(const MmQueueConfig *config, const char *name)
 {

@@ -77,14 +77,8 @@ RowMatchFunction(HeapTuple tuple, TupleDesc tupdesc)
 {
 	bool		isnull;
 	Datum		config = heap_getattr(tuple, SPI_fnumber(tupdesc, "config"), tupdesc, &isnull);
-	JsonbValue	v;
 
-	if (isnull ||
-		getKeyJsonValueFromContainer(&DatumGetJsonbP(config)->root, "match_function",
-									 strlen("match_function"), &v) == NULL ||
-		v.type != jbvString)
-		return NULL;
-	return pnstrdup(v.val.string.val, v.val.string.len);
+	return isnull ? NULL : MmQueueConfigMatchFunction(DatumGetJsonbP(config));
 }
 
 /* A text column of a row of mm.queues, or NULL. */

@@ -96,18 +96,6 @@ NewStats(const char *queue)
 	return stats;
 }
 
-/* A string member of the queue's config, or NULL. */
-static const char *
-ConfigString(Jsonb *config, const char *key)
-{
-	JsonbValue	v;
-
-	if (getKeyJsonValueFromContainer(&config->root, key, strlen(key), &v) == NULL ||
-		v.type != jbvString)
-		return NULL;
-	return pnstrdup(v.val.string.val, v.val.string.len);
-}
-
 /* Whether a member of the queue's config is false. */
 static bool
 ConfigIsFalse(Jsonb *config, const char *key)
@@ -141,7 +129,7 @@ ReadQueueConfig(MmTickQueue *q)
 	q->match_function_role = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	SPI_freetuptable(SPI_tuptable);
 	q->config = MmParseQueueConfig(q->config_jsonb);
-	q->match_function = ConfigString(q->config_jsonb, "match_function");
+	q->match_function = MmQueueConfigMatchFunction(q->config_jsonb);
 	return true;
 }
 
