@@ -35,8 +35,13 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-matchmaking--$(MM_PREVIOUS)--$(MM_VERSION).sql: $(sort $(wildcard $(srcdir)/upgrade/$(MM_PREVIOUS)--$(MM_VERSION)/*.sql))
-	cat $^ > $@
+# A file of the source tree whose objects are all new in this version is
+# part of the upgrade as it is (MM_NEW_IN_VERSION), after the upgrade's own
+# files: one text for both scripts.
+MM_NEW_IN_VERSION = $(srcdir)/src/sql/95_scale_out.sql
+
+matchmaking--$(MM_PREVIOUS)--$(MM_VERSION).sql: $(sort $(wildcard $(srcdir)/upgrade/$(MM_PREVIOUS)--$(MM_VERSION)/*.sql)) $(MM_NEW_IN_VERSION)
+	{ for f in $^; do printf '\n'; cat "$$f"; done; } > $@
 
 # The psql guard first, then every file of src/sql, each after a blank line.
 matchmaking--$(MM_VERSION).sql: $(sort $(wildcard $(srcdir)/src/sql/*.sql))

@@ -81,7 +81,7 @@ SELECT queue, proposals, accepted, rejected_malformed, rejected_stale, rejected_
 	   rejected_rules, rejected_overlap FROM mm.match_function_stats();
 SELECT m.status, m.properties, string_agg(mp.player_id || '/' || mp.team, ',' ORDER BY mp.player_id) AS players
   FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
- WHERE m.queue = 'mf_duel' GROUP BY m.id ORDER BY m.id;
+ WHERE m.queue = 'mf_duel' GROUP BY m.id, m.queue ORDER BY m.id;
 SELECT t.players -> 0 ->> 'id' AS player, t.status FROM mm.tickets t WHERE t.queue = 'mf_duel' ORDER BY t.id;
 
 -- without the queue's rules: the proposals are checked for shape and
@@ -92,7 +92,7 @@ SELECT mm.tick('mf_duel', '2026-01-01 00:00:06+00');
 SELECT queue, proposals, accepted, rejected_rules, rejected_overlap FROM mm.match_function_stats();
 SELECT string_agg(mp.player_id || '/' || mp.team, ',' ORDER BY mp.player_id) AS players
   FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
- WHERE m.queue = 'mf_duel' GROUP BY m.id ORDER BY m.id;
+ WHERE m.queue = 'mf_duel' GROUP BY m.id, m.queue ORDER BY m.id;
 
 -- a function that fails fails the tick of its queue (mm.tick(NULL) goes on
 -- with the other queues and warns)
@@ -143,7 +143,7 @@ SELECT mm.tick('mf_ffa', '2026-01-01 00:01:04+00');
 SELECT queue, proposals, accepted, rejected_malformed, rejected_rules FROM mm.match_function_stats();
 SELECT string_agg(mp.player_id, ',' ORDER BY mp.player_id) AS players
   FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
- WHERE m.queue = 'mf_ffa' GROUP BY m.id ORDER BY m.id;
+ WHERE m.queue = 'mf_ffa' GROUP BY m.id, m.queue ORDER BY m.id;
 
 -- "tickets" next to "teams" must list the same tickets, each once
 SELECT mm.create_queue('mf_pair', '{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}],

@@ -26,7 +26,7 @@ CREATE FUNCTION pg_temp.live() RETURNS text LANGUAGE sql AS $$
 		  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
 		 WHERE m.queue LIKE 'rh\_%' AND m.status IN ('proposed', 'ready', 'assigned')
 		   AND mp.left_at IS NULL
-		 GROUP BY m.id, m.status) s
+		 GROUP BY m.id, m.queue, m.status) s
 $$;
 -- The invariant: nobody in two active tickets, two live matches, or an
 -- active ticket and a live match; every player of an active ticket held by it.

@@ -42,7 +42,7 @@ BEGIN
 	SELECT string_agg(mp.player_id, ' ' ORDER BY mp.player_id) || ', quality ' || round(m.quality::numeric, 4)
 	  INTO result
 	  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id WHERE m.queue = 'df_w'
-	 GROUP BY m.id;
+	 GROUP BY m.id, m.queue;
 	PERFORM mm.drop_queue('df_w', force => true);
 	RETURN result;
 END $$;

@@ -147,7 +147,7 @@ SELECT m.id, m.queue, q.config, m.region, m.created_at, m.rule_steps,
   FROM mm.matches m JOIN mm.queues q ON q.name = m.queue
   JOIN mm.tickets t ON t.match_id = m.id
  WHERE m.queue LIKE 'prop\_%'
- GROUP BY m.id, q.config;
+ GROUP BY m.id, m.queue, q.config;
 CREATE TEMP TABLE prop_mp AS
 SELECT mp.match_id, mp.ticket_id, mp.player_id, mp.team,
        (tp.attributes ->> 'skill')::float8 AS skill, tp.attributes ->> 'mode' AS mode, tp.latencies

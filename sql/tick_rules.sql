@@ -252,7 +252,7 @@ SELECT m.region, round(m.quality::numeric, 4) AS quality,
 				  ORDER BY split_part(mp.player_id, '_', 1)) AS tickets,
 	   count(*) AS players
   FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
- WHERE m.queue = 'tr_regions' GROUP BY m.id ORDER BY m.id;
+ WHERE m.queue = 'tr_regions' GROUP BY m.id, m.queue ORDER BY m.id;
 SELECT pg_temp.searching('tr_regions');
 
 SELECT mm.drop_queue(q, force => true)

@@ -164,6 +164,19 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 	old_context = MemoryContextSwitchTo(queue_context);
 
 	INSTR_TIME_SET_CURRENT(start);
+	/* on Citus, the queue's shards: here, or another node's queue */
+	if (!MmTickUseRelationsOf(queue))
+	{
+		if (must_exist)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the shards of queue \"%s\" are not on this node", queue),
+					 errhint("Call mm.tick on the coordinator, which runs it on the queue's node, "
+							 "or on the node that mm.queue_node(queue) names.")));
+		MemoryContextSwitchTo(old_context);
+		return 0;
+	}
+	MmTickPreparePlans();
 	if (!ReadQueueConfig(&q))
 	{
 		if (must_exist)

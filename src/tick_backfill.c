@@ -26,6 +26,20 @@
 #include "ticket_parse.h"
 #include "tick_internal.h"
 
+/* Whether one of a ticket's players is the given one (a text datum). */
+static bool
+TicketHasPlayer(const MmTicket *ticket, Datum player)
+{
+	char	   *id = TextDatumGetCString(player);
+	bool		found = false;
+	int			p;
+
+	for (p = 0; p < ticket->nplayers && !found; p++)
+		found = strcmp(ticket->player_ids[p], id) == 0;
+	pfree(id);
+	return found;
+}
+
 /*
  * Writes one backfill: the chosen candidate tickets join the match (its
  * match_players rows, the tickets moved to tickets_ended as matched with
@@ -101,6 +115,7 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 	values[1] = CStringGetTextDatum(slots_json.data);
 	values[2] = BoolGetDatum(res->filled);
 	values[3] = TimestampTzGetDatum(q->now);
+	values[4] = CStringGetTextDatum(q->queue);
 	MmTickRunWrite(q, MmTickPlan.update_backfill, values, SPI_OK_UPDATE, 1, "updating a backfill request");
 
 	/* backfill_filled: the request, what is left open, the new tickets and players */
@@ -140,12 +155,13 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 static void
 CancelBackfill(MmTickQueue *q, int64 request_id, int64 match_id)
 {
-	Datum		values[3];
+	Datum		values[4];
 	int			rc;
 
 	values[0] = Int64GetDatum(request_id);
 	values[1] = Int64GetDatum(match_id);
 	values[2] = TimestampTzGetDatum(q->now);
+	values[3] = CStringGetTextDatum(q->queue);
 	rc = SPI_execute_plan(MmTickPlan.cancel_backfill, values, NULL, false, 0);
 	MmTickBackToQueue(q);
 	if (rc != SPI_OK_SELECT)
@@ -182,8 +198,8 @@ MmTickServeBackfills(MmTickQueue *q)
 	int64	   *match_ids;
 	char	  **match_regions;
 	int32	  **slots;
-	int64	  **leaver_tickets;
-	int		   *nleaver_tickets;
+	Datum	  **leavers;
+	int		   *nleavers;
 	Datum		values[3];
 	int			nrequests,
 				r,
@@ -212,8 +228,8 @@ MmTickServeBackfills(MmTickQueue *q)
 	match_ids = palloc(sizeof(int64) * nrequests);
 	match_regions = palloc(sizeof(char *) * nrequests);
 	slots = palloc(sizeof(int32 *) * nrequests);
-	leaver_tickets = palloc(sizeof(int64 *) * nrequests);
-	nleaver_tickets = palloc(sizeof(int) * nrequests);
+	leavers = palloc(sizeof(Datum *) * nrequests);
+	nleavers = palloc(sizeof(int) * nrequests);
 	for (r = 0; r < nrequests; r++)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[r];
@@ -231,9 +247,8 @@ MmTickServeBackfills(MmTickQueue *q)
 		if (count != nteams)
 			elog(ERROR, "backfill request " INT64_FORMAT " has %d open slot counts for %d teams",
 				 request_ids[r], count, nteams);
-		leaver_tickets[r] = MmInt8Array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)),
-										"leavers' tickets", MM_MAX_ARRAY_ELEMENTS,
-										&nleaver_tickets[r]);
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
+						  false, TYPALIGN_INT, &leavers[r], NULL, &nleavers[r]);
 	}
 	SPI_freetuptable(SPI_tuptable);
 
@@ -257,9 +272,10 @@ MmTickServeBackfills(MmTickQueue *q)
 
 			if (taken[i])
 				continue;
-			for (k = 0; k < nleaver_tickets[r] && leaver_tickets[r][k] != tickets[i].id; k++)
+			/* a leaver's new ticket does not join the match again */
+			for (k = 0; k < nleavers[r] && !TicketHasPlayer(&tickets[i], leavers[r][k]); k++)
 				;
-			if (k < nleaver_tickets[r])
+			if (k < nleavers[r])
 				continue;
 			candidates[ncandidates] = tickets[i];
 			candidate_index[ncandidates++] = i;
@@ -268,6 +284,7 @@ MmTickServeBackfills(MmTickQueue *q)
 			break;
 
 		values[0] = Int64GetDatum(match_ids[r]);
+		values[1] = CStringGetTextDatum(q->queue);
 		rc = SPI_execute_plan(MmTickPlan.load_members, values, NULL, false, 0);
 		MmTickBackToQueue(q);
 		if (rc != SPI_OK_SELECT)

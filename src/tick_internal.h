@@ -112,7 +112,18 @@ typedef struct MmTickPlans
 	SPIPlanPtr	cancel_backfill;
 } MmTickPlans;
 
-extern MmTickPlans MmTickPlan;
+/*
+ * The statements of the relations the current queue's tick works on
+ * (tick_shards.c): one set on one node; on a Citus worker one set per local
+ * shard group, whose statements name the shards themselves.
+ */
+extern MmTickPlans *MmTickCurrentPlans;
+#define MmTickPlan (*MmTickCurrentPlans)
+
+/* tick_shards.c */
+extern bool MmTickUseRelationsOf(const char *queue);
+extern Oid	MmTickTicketsActiveRelid(void);
+extern char *MmTickStatementFor(const char *sql);
 
 /* Back to the queue's memory context after an SPI call. */
 static inline void

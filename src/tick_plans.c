@@ -7,7 +7,8 @@
  * statement per step, no arm per version.  A kept plan survives changes of
  * the tables it reads (PostgreSQL's plan cache analyses it again).  The
  * statements that take arrays as long as the queue get generic plans from
- * the first call.
+ * the first call.  On a Citus worker the statements name the queue's shards
+ * (tick_shards.c): one set of plans per shard group.
  */
 #include "postgres.h"
 
@@ -15,8 +16,6 @@
 #include "executor/spi.h"
 
 #include "tick_internal.h"
-
-MmTickPlans MmTickPlan;
 
 /* Prepares a statement once and keeps it for the backend's lifetime. */
 static void
@@ -31,7 +30,7 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
 	 * up to the whole queue, and a custom plan would estimate every element
 	 * of them on each call.
 	 */
-	plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
+	plan = SPI_prepare_cursor(MmTickStatementFor(sql), nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql,
 			 SPI_result_code_string(SPI_result));
@@ -99,13 +98,14 @@ PrepareReadsAndExpiry(void)
 			 " ORDER BY ready_at, id FOR UPDATE SKIP LOCKED"
 			 "), expired AS ("
 			 " UPDATE mm.matches m SET status = 'cancelled', cancel_reason = 'expired', updated_at = $3"
-			 " WHERE m.id IN (SELECT id FROM due) RETURNING m.id"
+			 " WHERE m.queue OPERATOR(pg_catalog.=) $1 AND m.id IN (SELECT id FROM due) RETURNING m.id"
 			 "), closed AS ("
 			 " UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = $3"
-			 " WHERE b.match_id IN (SELECT id FROM due) AND b.status OPERATOR(pg_catalog.=) 'open'"
+			 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.match_id IN (SELECT id FROM due)"
+			 " AND b.status OPERATOR(pg_catalog.=) 'open'"
 			 "), released AS ("
 			 " DELETE FROM mm.active_players a USING mm.match_players mp"
-			 " WHERE mp.match_id IN (SELECT id FROM due)"
+			 " WHERE mp.queue OPERATOR(pg_catalog.=) $1 AND mp.match_id IN (SELECT id FROM due)"
 			 " AND a.player_id OPERATOR(pg_catalog.=) mp.player_id"
 			 " AND a.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id"
 			 ")"
@@ -134,7 +134,8 @@ PrepareReadsAndExpiry(void)
 	 */
 	KeepPlan(&MmTickPlan.cancel_silent_tickets,
 			 "WITH moved AS ("
-			 " DELETE FROM mm.tickets_active t WHERE t.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+			 " DELETE FROM mm.tickets_active t WHERE (t.queue OPERATOR(pg_catalog.=) $1"
+			 " OR $1 OPERATOR(pg_catalog.=) ANY (t.queues)) AND t.id OPERATOR(pg_catalog.=) ANY (ARRAY("
 			 " SELECT a.id FROM mm.tickets_active a"
 			 " WHERE (a.queue OPERATOR(pg_catalog.=) $1 OR a.id OPERATOR(pg_catalog.=) ANY (ARRAY("
 			 " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
@@ -142,6 +143,7 @@ PrepareReadsAndExpiry(void)
 			 " AND a.status OPERATOR(pg_catalog.=) 'searching'"
 			 " AND a.created_at OPERATOR(pg_catalog.<) $2"
 			 " AND GREATEST(a.created_at, a.updated_at, a.heartbeat_at) OPERATOR(pg_catalog.<) $2"
+			 " AND (a.queue OPERATOR(pg_catalog.=) $1 OR $1 OPERATOR(pg_catalog.=) ANY (a.queues))"
 			 " ORDER BY a.created_at, a.id FOR UPDATE SKIP LOCKED))"
 			 " RETURNING t.id, t.queue, t.players, t.created_at, t.queues, t.heartbeat_at"
 			 "), released AS ("
@@ -151,7 +153,7 @@ PrepareReadsAndExpiry(void)
 			 " AND p.ticket_id OPERATOR(pg_catalog.=) m.id"
 			 "), unlisted AS ("
 			 " DELETE FROM mm.ticket_queues q USING moved m"
-			 " WHERE q.ticket_id OPERATOR(pg_catalog.=) m.id AND m.queues IS NOT NULL"
+			 " WHERE q.queue OPERATOR(pg_catalog.=) ANY (m.queues) AND q.ticket_id OPERATOR(pg_catalog.=) m.id"
 			 "), ended AS ("
 			 " INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues,"
 			 " heartbeat_at, cancel_reason)"
@@ -198,6 +200,7 @@ PrepareLoad(void)
 			 " WHERE (queue OPERATOR(pg_catalog.=) $1 OR id OPERATOR(pg_catalog.=) ANY (ARRAY("
 			 " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
 			 " AND o.created_at OPERATOR(pg_catalog.<=) $2)))"
+			 " AND (queue OPERATOR(pg_catalog.=) $1 OR $1 OPERATOR(pg_catalog.=) ANY (queues))"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
 			 " AND created_at OPERATOR(pg_catalog.<=) $2"
 			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
@@ -215,9 +218,9 @@ PrepareWrites(void)
 	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID};
 	Oid			ended_from_arrays_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID,
 	JSONBARRAYOID, TIMESTAMPTZARRAYOID};
-	Oid			propose_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
-	Oid			tid_array1[] = {TIDARRAYOID};
-	Oid			int8_array1[] = {INT8ARRAYOID};
+	Oid			propose_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID};
+	Oid			tid_array_queue[] = {TIDARRAYOID, TEXTOID};
+	Oid			int8_array_queue[] = {INT8ARRAYOID, TEXTOID};
 	Oid			stats_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
 
 	/* match ids are drawn first, so each is paired with its match by position */
@@ -262,7 +265,8 @@ PrepareWrites(void)
 			 " ELSE pg_catalog.array_append(pg_catalog.array_remove(t.queues, $5), t.queue) END"
 			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
 			 " AS u(row_id, match_id, team)"
-			 " JOIN mm.tickets_active t ON t.ctid OPERATOR(pg_catalog.=) u.row_id",
+			 " JOIN mm.tickets_active t ON t.ctid OPERATOR(pg_catalog.=) u.row_id"
+			 " AND (t.queue OPERATOR(pg_catalog.=) $5 OR $5 OPERATOR(pg_catalog.=) ANY (t.queues))",
 			 5, ended_args);
 	/*
 	 * The same rows from arrays the tick reads from the heap itself
@@ -277,11 +281,15 @@ PrepareWrites(void)
 			 " $1, $1, pg_catalog.unnest($3), pg_catalog.unnest($4)",
 			 7, ended_from_arrays_args);
 	KeepPlan(&MmTickPlan.delete_active,
-			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)",
-			 1, tid_array1);
+			 "DELETE FROM mm.tickets_active WHERE ctid OPERATOR(pg_catalog.=) ANY ($1)"
+			 " AND (queue OPERATOR(pg_catalog.=) $2 OR $2 OPERATOR(pg_catalog.=) ANY (queues))",
+			 2, tid_array_queue);
 	KeepPlan(&MmTickPlan.unlist_tickets,
-			 "DELETE FROM mm.ticket_queues WHERE ticket_id OPERATOR(pg_catalog.=) ANY ($1)",
-			 1, int8_array1);
+			 "DELETE FROM mm.ticket_queues o USING mm.tickets_ended t"
+			 " WHERE t.queue OPERATOR(pg_catalog.=) $2 AND t.id OPERATOR(pg_catalog.=) ANY ($1)"
+			 " AND (o.queue OPERATOR(pg_catalog.=) $2 OR o.queue OPERATOR(pg_catalog.=) ANY (t.queues))"
+			 " AND o.ticket_id OPERATOR(pg_catalog.=) t.id",
+			 2, int8_array_queue);
 
 	/*
 	 * A queue that asks for acceptance: a proposed ticket stays in the
@@ -293,8 +301,9 @@ PrepareWrites(void)
 			 " match_id = u.match_id, team = u.team"
 			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4))"
 			 " AS u(row_id, match_id, team)"
-			 " WHERE t.ctid OPERATOR(pg_catalog.=) u.row_id",
-			 4, propose_args);
+			 " WHERE t.ctid OPERATOR(pg_catalog.=) u.row_id"
+			 " AND (t.queue OPERATOR(pg_catalog.=) $5 OR $5 OPERATOR(pg_catalog.=) ANY (t.queues))",
+			 5, propose_args);
 
 	/* the search's per-rule counts, once per tick of the queue (mm.rule_stats) */
 	KeepPlan(&MmTickPlan.rule_stats,
@@ -320,20 +329,25 @@ static void
 PrepareBackfill(void)
 {
 	Oid			backfill_args[] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID};
-	Oid			int8_1[] = {INT8OID};
-	Oid			update_args[] = {INT8OID, TEXTOID, BOOLOID, TIMESTAMPTZOID};
+	Oid			int8_text[] = {INT8OID, TEXTOID};
+	Oid			update_args[] = {INT8OID, TEXTOID, BOOLOID, TIMESTAMPTZOID, TEXTOID};
 	Oid			notify_args[] = {INT8OID, TEXTOID};
-	Oid			cancel_args[] = {INT8OID, INT8OID, TIMESTAMPTZOID};
+	Oid			cancel_args[] = {INT8OID, INT8OID, TIMESTAMPTZOID, TEXTOID};
 
 	KeepPlan(&MmTickPlan.load_backfills,
 			 "SELECT b.id, b.match_id, m.region,"
 			 " ARRAY(SELECT coalesce(CAST(b.open_slots OPERATOR(pg_catalog.->>) u.team AS integer), 0)"
 			 " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(team, ord) ORDER BY u.ord),"
-			 /* the new tickets of the match's leavers: they cannot join it again */
-			 " ARRAY(SELECT a.ticket_id FROM mm.match_players mp"
-			 " JOIN mm.active_players a ON a.player_id OPERATOR(pg_catalog.=) mp.player_id"
-			 " WHERE mp.match_id OPERATOR(pg_catalog.=) b.match_id AND mp.left_at IS NOT NULL)"
-			 " FROM mm.backfill_requests b JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) b.match_id"
+			 /*
+			  * the match's leavers: their new tickets cannot join it again
+			  * (read from the match alone, not from the players' claims,
+			  * which Citus shards by player)
+			  */
+			 " ARRAY(SELECT mp.player_id FROM mm.match_players mp"
+			 " WHERE mp.queue OPERATOR(pg_catalog.=) $1 AND mp.match_id OPERATOR(pg_catalog.=) b.match_id"
+			 " AND mp.left_at IS NOT NULL)"
+			 " FROM mm.backfill_requests b JOIN mm.matches m ON m.queue OPERATOR(pg_catalog.=) $1"
+			 " AND m.id OPERATOR(pg_catalog.=) b.match_id"
 			 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.status OPERATOR(pg_catalog.=) 'open'"
 			 " AND m.status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
 			 /* a tick dated before the request (or the match) does not serve it */
@@ -347,26 +361,27 @@ PrepareBackfill(void)
 			 " FROM mm.match_players mp"
 			 " JOIN mm.tickets_ended t ON t.id OPERATOR(pg_catalog.=) mp.ticket_id"
 			 " CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(t.players) WITH ORDINALITY AS p(value, ord)"
-			 " WHERE mp.match_id OPERATOR(pg_catalog.=) $1 AND mp.left_at IS NULL"
+			 " WHERE mp.queue OPERATOR(pg_catalog.=) $2 AND mp.match_id OPERATOR(pg_catalog.=) $1"
+			 " AND t.queue OPERATOR(pg_catalog.=) $2 AND mp.left_at IS NULL"
 			 " AND p.value OPERATOR(pg_catalog.->>) 'id' OPERATOR(pg_catalog.=) mp.player_id"
 			 " GROUP BY t.id, t.created_at ORDER BY t.created_at, t.id",
-			 1, int8_1);
+			 2, int8_text);
 	KeepPlan(&MmTickPlan.update_backfill,
 			 "UPDATE mm.backfill_requests SET open_slots = CAST($2 AS pg_catalog.jsonb),"
 			 " status = CASE WHEN $3 THEN 'filled' ELSE 'open' END, updated_at = $4"
-			 " WHERE id OPERATOR(pg_catalog.=) $1",
-			 4, update_args);
+			 " WHERE id OPERATOR(pg_catalog.=) $1 AND queue OPERATOR(pg_catalog.=) $5",
+			 5, update_args);
 	KeepPlan(&MmTickPlan.notify_match,
 			 "SELECT mm.notify_match_event('backfill_filled', $1, CAST($2 AS pg_catalog.jsonb))",
 			 2, notify_args);
 	/* a request the queue's current teams cannot serve */
 	KeepPlan(&MmTickPlan.cancel_backfill,
 			 "WITH cancelled AS (UPDATE mm.backfill_requests SET status = 'cancelled', updated_at = $3"
-			 " WHERE id OPERATOR(pg_catalog.=) $1 RETURNING id)"
+			 " WHERE id OPERATOR(pg_catalog.=) $1 AND queue OPERATOR(pg_catalog.=) $4 RETURNING id)"
 			 " SELECT mm.notify_match_event('backfill_cancelled', $2,"
 			 " pg_catalog.jsonb_build_object('request_id', c.id, 'reason', 'queue_teams_changed'))"
 			 " FROM cancelled c",
-			 3, cancel_args);
+			 4, cancel_args);
 }
 
 /*

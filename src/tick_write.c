@@ -119,7 +119,7 @@ static bool
 ReadEndingTickets(const ItemPointerData *ctids, int ntickets, const int *t_index,
 				  const int64 *ticket_ids, ArrayType **players_out, ArrayType **created_out)
 {
-	Oid			relid = get_relname_relid("tickets_active", get_namespace_oid("mm", false));
+	Oid			relid = MmTickTicketsActiveRelid();
 	Relation	rel = table_open(relid, AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	AttrNumber	id_att = get_attnum(relid, "id");
@@ -248,6 +248,7 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	pfree(DatumGetPointer(values[3]));
 
 	values[0] = PointerGetDatum(row_ids);
+	values[1] = CStringGetTextDatum(q->queue);
 	MmTickRunWrite(q, MmTickPlan.delete_active, values, SPI_OK_DELETE, ntickets,
 				   "deleting matched tickets");
 
@@ -255,6 +256,7 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	if (q->other_queues_tickets)
 	{
 		values[0] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+		/* values[1]: the queue, as for the delete */
 		MmTickRunWrite(q, MmTickPlan.unlist_tickets, values, SPI_OK_DELETE, -1,
 					   "unlisting matched tickets");
 	}
@@ -271,12 +273,13 @@ ProposeTickets(MmTickQueue *q, int ntickets, const int *t_index, const int64 *ma
 			   const char **teams)
 {
 	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
-	Datum		values[4];
+	Datum		values[5];
 	int			i;
 
 	for (i = 0; i < ntickets; i++)
 		datums[i] = PointerGetDatum(&q->ctids[t_index[i]]);
 	values[0] = TimestampTzGetDatum(q->now);
+	values[4] = CStringGetTextDatum(q->queue);
 	values[1] = PointerGetDatum(construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData),
 												false, TYPALIGN_SHORT));
 	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));

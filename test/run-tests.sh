@@ -52,6 +52,13 @@ for suite in $suites; do
 			status=1
 			failed=$((failed + 1))
 		fi
+		# every statement the tick prepares filters on its queue (docs/scale-out.md)
+		if perl test/scripts/check_tick_statements.pl; then
+			passed=$((passed + 1))
+		else
+			status=1
+			failed=$((failed + 1))
+		fi
 		# the SQL source tree defines every object once, with its grants
 		if perl test/scripts/check_sql_tree.pl; then
 			passed=$((passed + 1))
@@ -82,10 +89,15 @@ for suite in $suites; do
 	tap)
 		tests=${MM_TAP:-$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-PROVE_TESTS)}
 		[ -z "$tests" ] && continue
+		# Citus (installed, or built from the vendored archive) for the tests that use it
+		if grep -qs 'use MmCitus' $tests && ! mm_setup_citus; then
+			status=1
+			failed=$((failed + 1))
+		fi
 		mm_log "TAP tests"
 		rm -rf tmp_check; mm_as_user mkdir -p tmp_check
 		if ! mm_as_user env TESTDIR="$MM_TREE" PG_REGRESS="$MM_PGXS_DIR/src/test/regress/pg_regress" \
-			MM_BINDIR="$MM_BINDIR" prove -I "$MM_PGXS_DIR/src/test/perl" -I test/t $tests 2>&1 | tee tap.log; then
+			MM_BINDIR="$MM_BINDIR" MM_CITUS="${MM_CITUS:-}" prove -I "$MM_PGXS_DIR/src/test/perl" -I test/t $tests 2>&1 | tee tap.log; then
 			status=1
 			for f in tmp_check/log/regress_log_*; do [ -f "$f" ] && tail -n 60 "$f"; done
 		fi

@@ -48,11 +48,13 @@ BEGIN
 	DELETE FROM mm.tickets t USING old_queues q WHERE t.queue = q.name;
 	DELETE FROM mm.match_players mp USING old_queues q WHERE mp.queue = q.name;
 	DELETE FROM mm.matches m USING old_queues q WHERE m.queue = q.name;
+	-- their pg_cron jobs too (mm.schedule_jobs_after_delete unschedules them)
+	DELETE FROM mm.schedule_jobs j USING old_queues q WHERE j.queue = q.name;
 	RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION mm.queues_after_delete() IS
-	'Trigger: deletes the tickets and matches of deleted queues';
+	'Trigger: deletes the tickets, matches and scheduled jobs of deleted queues';
 REVOKE ALL ON FUNCTION mm.queues_after_delete() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.queues_after_delete() TO mm_admin;
 CREATE TRIGGER queues_after_delete AFTER DELETE ON mm.queues

@@ -57,7 +57,7 @@ ALTER SEQUENCE mm.tickets_id_seq OWNED BY mm.tickets.id;
 -- index entry, no new page) only when the row's page has room (50,000
 -- tickets beaten twice: every update HOT, the partition no larger; without
 -- it, none).
-CREATE TABLE mm.tickets_active PARTITION OF mm.tickets (PRIMARY KEY (id))
+CREATE TABLE mm.tickets_active PARTITION OF mm.tickets (PRIMARY KEY (id, queue))
 	FOR VALUES IN ('searching', 'proposed')
 	WITH (fillfactor = 80);
 COMMENT ON TABLE mm.tickets_active IS 'Searching and proposed tickets: the tick''s working set';
@@ -67,7 +67,7 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.tickets_active TO mm_admin;
 CREATE INDEX tickets_active_queue_created ON mm.tickets_active (queue, created_at, id);
 SELECT pg_catalog.pg_extension_config_dump('mm.tickets_active', '');
 
-CREATE TABLE mm.tickets_ended PARTITION OF mm.tickets (PRIMARY KEY (id))
+CREATE TABLE mm.tickets_ended PARTITION OF mm.tickets (PRIMARY KEY (id, queue))
 	FOR VALUES IN ('matched', 'cancelled', 'timed_out');
 COMMENT ON TABLE mm.tickets_ended IS 'Matched, cancelled and timed-out tickets: written once, when the ticket ends';
 GRANT SELECT ON TABLE mm.tickets_ended TO mm_analyst;
@@ -241,6 +241,11 @@ CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
 DECLARE
 	bad record;
 BEGIN
+	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
+	-- the players' claims: tickets go through mm.create_ticket there
+	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
+		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
+	END IF;
 	-- ids come from mm.tickets_id_seq: an explicit one must be one it has
 	-- handed out (an id ahead of it would collide with a later default) and
 	-- not an ended ticket's (the partitions' primary keys are separate)
@@ -319,6 +324,11 @@ DECLARE
 	left_match record;
 	m mm.matches;
 BEGIN
+	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
+	-- the players' claims: tickets go through mm.create_ticket there
+	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
+		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
+	END IF;
 	-- a matched ticket's status is final: it sits in its match's players
 	SELECT o.id, n.status INTO final
 	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
@@ -372,6 +382,11 @@ CREATE FUNCTION mm.tickets_after_delete() RETURNS trigger
 	SET jit = off
 	AS $$
 BEGIN
+	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
+	-- the players' claims: tickets go through mm.create_ticket there
+	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
+		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
+	END IF;
 	DELETE FROM mm.active_players ap USING old_tickets o, jsonb_array_elements(o.players) p
 	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id;
 	DELETE FROM mm.ticket_queues q USING old_tickets o
@@ -395,6 +410,11 @@ CREATE FUNCTION mm.tickets_after_truncate() RETURNS trigger
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
+	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
+	-- the players' claims: tickets go through mm.create_ticket there
+	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
+		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
+	END IF;
 	DELETE FROM mm.active_players;
 	DELETE FROM mm.ticket_queues;
 	RETURN NULL;
@@ -485,6 +505,10 @@ BEGIN
 	END IF;
 	IF create_ticket.now IS NULL THEN
 		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF mm.tables_are_distributed() THEN
+		RETURN mm.create_ticket_on_shards(create_ticket.queue, NULL, create_ticket.players,
+										  create_ticket.now);
 	END IF;
 	-- the trigger validates and claims the players, as for a plain INSERT
 	INSERT INTO mm.tickets (queue, players, created_at)
@@ -719,6 +743,11 @@ BEGIN
 	END IF;
 	IF create_ticket.players IS NULL THEN
 		RAISE EXCEPTION 'players must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF mm.tables_are_distributed() THEN
+		RETURN mm.create_ticket_on_shards(create_ticket.queues[array_lower(create_ticket.queues, 1)],
+			nullif(create_ticket.queues[array_lower(create_ticket.queues, 1) + 1:], '{}'),
+			create_ticket.players, create_ticket.now);
 	END IF;
 	-- the first queue is the ticket's own; the triggers check the others
 	INSERT INTO mm.tickets (queue, queues, players, created_at)

@@ -16,7 +16,9 @@ CREATE TABLE mm.schedule_jobs (
 	job_name text PRIMARY KEY,
 	kind text NOT NULL
 		CONSTRAINT schedule_jobs_kind CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['tick', 'retention'])),
-	queue text UNIQUE REFERENCES mm.queues (name) ON DELETE CASCADE,
+	-- no foreign key: mm.queues may become a Citus reference table, which a
+	-- local table cannot reference; mm.queues_after_delete drops the jobs
+	queue text UNIQUE,
 	every interval NOT NULL,
 	-- loop: a per-minute job whose procedure ticks every `every` (pg_cron < 1.5);
 	-- native: pg_cron's own 'N seconds' schedule; cron: a cron expression

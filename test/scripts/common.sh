@@ -11,6 +11,8 @@
 #   MM_PGROOT   install into this private copy of the PostgreSQL installation
 #               instead of the system one (lets several checkouts test at once)
 #   MM_SKIP_APT set to 1 to skip the package check
+#   MM_CITUS_ARCHIVE  the Citus source archive built when no Citus is installed
+#               (default: shared/vendor/citus-13.0.5.tar.gz beside the checkout)
 
 set -euo pipefail
 
@@ -20,6 +22,8 @@ MM_SYSTEM_BINDIR=/usr/lib/postgresql/$MM_PG_VERSION/bin
 MM_PGXS_DIR=/usr/lib/postgresql/$MM_PG_VERSION/lib/pgxs
 MM_RUN_USER=postgres
 MM_PACKAGES="postgresql-$MM_PG_VERSION postgresql-server-dev-$MM_PG_VERSION postgresql-$MM_PG_VERSION-cron libipc-run-perl libpq-dev make gcc rsync"
+# what building Citus from source needs beyond MM_PACKAGES
+MM_CITUS_PACKAGES="libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev"
 
 mm_log() { printf '==> %s\n' "$*" >&2; }
 
@@ -33,10 +37,11 @@ mm_as_user() {
 	fi
 }
 
+# Installs the Debian packages named as arguments (default: MM_PACKAGES).
 mm_install_packages() {
 	[ "${MM_SKIP_APT:-0}" = 1 ] && return 0
 	local missing=""
-	for p in $MM_PACKAGES; do
+	for p in ${*:-$MM_PACKAGES}; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 	done
 	[ -z "$missing" ] && return 0
@@ -153,4 +158,56 @@ mm_setup_throwaway() {
 	trap 'exit 130' INT TERM
 	mm_build_install ${MM_BUILD_TARGETS:-}
 	mm_cluster_start "$@"
+}
+
+# The library directory of the installation the tests use (MM_PGROOT or the system's).
+mm_pkglibdir() {
+	echo "${MM_PGROOT:-}$("$MM_SYSTEM_BINDIR/pg_config" --pkglibdir)"
+}
+
+# Citus for the TAP tests that use it (test/t/MmCitus.pm).  Debian 12 has no
+# Citus package: when the installation the tests use has none, it is built
+# from the vendored source archive and installed where the extension is.
+# Exports MM_CITUS=1 when Citus is there, MM_CITUS=0 (with one line saying
+# why) when there is neither Citus nor the archive.  Returns non-zero, after
+# printing the build log, when the build fails.  Runs after mm_setup_throwaway
+# (MM_WORKDIR is fresh).  Written without relying on set -e, which a caller's
+# "if" turns off.
+mm_setup_citus() {
+	local archive build log
+	if [ -f "$(mm_pkglibdir)/citus.so" ]; then
+		export MM_CITUS=1
+		return 0
+	fi
+	archive=${MM_CITUS_ARCHIVE:-$MM_SRC/../shared/vendor/citus-13.0.5.tar.gz}
+	if [ ! -f "$archive" ]; then
+		mm_log "Citus tests skipped: no Citus installed and no archive at $archive"
+		export MM_CITUS=0
+		return 0
+	fi
+	mm_install_packages $MM_CITUS_PACKAGES || return 1
+	build=$MM_WORKDIR/citus-build
+	log=$MM_WORKDIR/citus-build.log
+	mm_log "building Citus from $archive (log: $log)"
+	# the archive has no top-level directory
+	rm -rf "$build"
+	mm_as_user mkdir -p "$build" || return 1
+	# read by the caller: the cluster owner may not reach the archive's directory
+	if ! (cd "$build" && mm_as_user tar -xzf - < "$archive" &&
+		mm_as_user ./configure PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" &&
+		mm_as_user make -j2 with_llvm=no) > "$log" 2>&1; then
+		mm_log "Citus build failed; the end of $log:"
+		tail -n 200 "$log" >&2
+		export MM_CITUS=0
+		return 1
+	fi
+	mm_log "installing Citus${MM_PGROOT:+ into $MM_PGROOT}"
+	if ! make -C "$build" with_llvm=no install ${MM_PGROOT:+DESTDIR=$MM_PGROOT} >> "$log" 2>&1 ||
+		[ ! -f "$(mm_pkglibdir)/citus.so" ]; then
+		mm_log "Citus install failed; the end of $log:"
+		tail -n 200 "$log" >&2
+		export MM_CITUS=0
+		return 1
+	fi
+	export MM_CITUS=1
 }

@@ -1,0 +1,274 @@
+-- Scale-out on Citus (docs/scale-out.md): which table is sharded how
+-- (mm.sharding), the call that turns a matchmaking database into a Citus
+-- deployment (mm.distribute), where a queue lives (mm.queue_node), and the
+-- ticket path on shards.  Without Citus none of this changes anything: the
+-- tables stay local and mm.create_ticket uses the ticket triggers.
+
+-- How each table of the extension is placed on Citus: the tables of a queue
+-- are sharded by queue and co-located (one queue's rows in one shard of each,
+-- on one node, where its tick runs); the tables of a player are sharded by
+-- player and co-located with each other; the queues are a reference table (a
+-- copy on every node); the event key stays a table of each node, which
+-- mm.distribute gives the coordinator's key (the extension reads it without
+-- a query); the pg_cron jobs stay on the coordinator, where pg_cron runs.  test/t/140_citus.pl and sql/scale_out.sql
+-- check that every table is listed and that every key of a sharded table
+-- holds its distribution column.
+CREATE FUNCTION mm.sharding(OUT table_name regclass, OUT placement text, OUT distribution_column text)
+RETURNS SETOF record
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT CAST(t.name AS pg_catalog.regclass), t.placement, t.distribution_column
+	  FROM (VALUES ('mm.queues', 'reference', NULL),
+				   ('mm.event_key', 'every node', NULL),
+				   ('mm.tickets', 'queue', 'queue'),
+				   ('mm.ticket_queues', 'queue', 'queue'),
+				   ('mm.matches', 'queue', 'queue'),
+				   ('mm.match_players', 'queue', 'queue'),
+				   ('mm.match_results', 'queue', 'queue'),
+				   ('mm.backfill_requests', 'queue', 'queue'),
+				   ('mm.rule_evaluations', 'queue', 'queue'),
+				   ('mm.tickets_archive', 'queue', 'queue'),
+				   ('mm.matches_archive', 'queue', 'queue'),
+				   ('mm.match_players_archive', 'queue', 'queue'),
+				   ('mm.match_results_archive', 'queue', 'queue'),
+				   ('mm.active_players', 'player', 'player_id'),
+				   ('mm.players', 'player', 'id'),
+				   ('mm.ratings', 'player', 'player_id'),
+				   ('mm.rating_history', 'player', 'player_id'),
+				   ('mm.schedule_jobs', 'coordinator', NULL)) AS t(name, placement, distribution_column)
+$$;
+COMMENT ON FUNCTION mm.sharding() IS
+'How mm.distribute places each table on Citus: sharded by queue, by player, a reference table, or on the coordinator';
+REVOKE ALL ON FUNCTION mm.sharding() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.sharding() TO mm_admin, mm_analyst;
+
+-- Whether this database's tables are sharded by Citus (mm.distribute ran).
+-- Citus's catalog is read only when Citus is there.
+CREATE FUNCTION mm.tables_are_distributed()
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+		RETURN false;
+	END IF;
+	RETURN EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+					WHERE p.logicalrelid = CAST('mm.tickets' AS regclass));
+END
+$$;
+COMMENT ON FUNCTION mm.tables_are_distributed() IS
+'True when mm.distribute has sharded this database''s tables on Citus';
+REVOKE ALL ON FUNCTION mm.tables_are_distributed() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tables_are_distributed() TO mm_director, mm_admin, mm_analyst;
+
+-- Turns a matchmaking database into a Citus deployment, on the
+-- coordinator: every table placed as mm.sharding says (existing rows move
+-- into the shards), mm.tick distributed by its queue (Citus runs a call on
+-- the coordinator on the queue's node), ids drawn on different nodes kept
+-- apart (each node draws from its own range of 2^48), and one event key on
+-- every node (the coordinator's, copied: run it again after adding a node
+-- or changing the key).  Safe to run again: what is done already
+-- is left as it is.  Without Citus it does nothing and says so.
+CREATE FUNCTION mm.distribute(shard_count integer DEFAULT 32)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+-- the ticket triggers run on the shards (refusing plain writes there)
+SET citus.enable_unsafe_triggers = on
+AS $$
+DECLARE
+	t record;
+	moved regclass[] := '{}';
+	failed text;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname = 'citus') THEN
+		RAISE NOTICE 'Citus is not installed in this database: nothing to distribute'
+			USING HINT = 'See docs/scale-out.md for the deployment.';
+		RETURN false;
+	END IF;
+	IF distribute.shard_count IS NULL OR distribute.shard_count < 1 OR distribute.shard_count > 64000 THEN
+		RAISE EXCEPTION 'shard_count must be between 1 and 64000, not %', distribute.shard_count
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT pg_catalog.citus_is_coordinator() THEN
+		RAISE EXCEPTION 'mm.distribute runs on the Citus coordinator'
+			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
+	FOR t IN SELECT s.table_name, s.placement, s.distribution_column FROM mm.sharding() s LOOP
+		CONTINUE WHEN t.placement IN ('coordinator', 'every node')
+			OR EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = t.table_name);
+		IF EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid = t.table_name AND c.relkind = 'r')
+		   AND pg_catalog.pg_relation_size(t.table_name) > 0 THEN
+			moved := moved || t.table_name;
+		END IF;
+		IF t.placement = 'reference' THEN
+			PERFORM pg_catalog.create_reference_table(t.table_name);
+		ELSIF t.table_name IN (CAST('mm.tickets' AS regclass), CAST('mm.active_players' AS regclass)) THEN
+			-- the first of each group: a co-location group of its own
+			PERFORM pg_catalog.create_distributed_table(t.table_name, t.distribution_column,
+														shard_count => distribute.shard_count,
+														colocate_with => 'none');
+		ELSE
+			PERFORM pg_catalog.create_distributed_table(t.table_name, t.distribution_column,
+				colocate_with => CASE t.placement WHEN 'queue' THEN 'mm.tickets' ELSE 'mm.active_players' END);
+		END IF;
+	END LOOP;
+	-- the rows now live in the shards: the coordinator's local copies go
+	FOR t IN SELECT u.table_name FROM unnest(moved) AS u(table_name) LOOP
+		PERFORM pg_catalog.truncate_local_data_after_distributing_table(t.table_name);
+	END LOOP;
+	-- a queue's tick runs on the node that holds the queue
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object o
+					WHERE o.classid = CAST('pg_catalog.pg_proc' AS regclass)
+					  AND o.objid = CAST('mm.tick(text, timestamptz)' AS regprocedure)
+					  AND o.distribution_argument_index IS NOT NULL) THEN
+		PERFORM pg_catalog.create_distributed_function('mm.tick(text, timestamptz)', 'queue',
+													   colocate_with => 'mm.tickets');
+	END IF;
+	-- ids drawn on each node from its own range: the node's group id times
+	-- 2^48 (the coordinator, group 0, keeps its ids)
+	SELECT r.nodeid || ': ' || r.result INTO failed FROM pg_catalog.run_command_on_all_nodes($cmd$
+		DO $do$
+		DECLARE
+			s text;
+			g bigint := (SELECT groupid FROM pg_catalog.pg_dist_local_group);
+		BEGIN
+			FOREACH s IN ARRAY ARRAY['mm.tickets_id_seq', 'mm.matches_id_seq',
+									 'mm.backfill_requests_id_seq', 'mm.rating_history_id_seq'] LOOP
+				IF pg_catalog.nextval(s) < g * 281474976710656 THEN
+					PERFORM pg_catalog.setval(s, g * 281474976710656);
+				END IF;
+			END LOOP;
+		END
+		$do$
+	$cmd$) r WHERE NOT r.success LIMIT 1;
+	IF failed IS NOT NULL THEN
+		RAISE EXCEPTION 'setting the id ranges of node % failed', failed
+			USING ERRCODE = 'connection_failure';
+	END IF;
+	-- every node signs with the coordinator's key, so that a listener on
+	-- any node verifies every event (mm.verify_event)
+	SELECT r.nodename || ':' || r.nodeport || ': ' || r.result INTO failed
+	  FROM pg_catalog.run_command_on_workers(pg_catalog.format(
+			   'UPDATE mm.event_key SET key = %L, created_at = %L',
+			   (SELECT k.key FROM mm.event_key k), (SELECT k.created_at FROM mm.event_key k))) r
+	 WHERE NOT r.success LIMIT 1;
+	IF failed IS NOT NULL THEN
+		RAISE EXCEPTION 'copying the event key to a worker failed: %', failed
+			USING ERRCODE = 'connection_failure';
+	END IF;
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.distribute(integer) IS
+'On the Citus coordinator: shards the tables (mm.sharding), runs each queue''s tick on its node, keeps ids apart; false without Citus';
+REVOKE ALL ON FUNCTION mm.distribute(integer) FROM PUBLIC;
+
+-- The node that holds a queue: where its tick runs and where to LISTEN for
+-- its events (mm_events is sent by the node that ticks).  No row without
+-- Citus (every queue is on the one node).
+CREATE FUNCTION mm.queue_node(queue text, OUT node_name text, OUT node_port integer)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF queue_node.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF NOT mm.tables_are_distributed() THEN
+		RETURN;
+	END IF;
+	RETURN QUERY
+		SELECT n.nodename::text, n.nodeport
+		  FROM pg_catalog.pg_dist_placement p
+		  JOIN pg_catalog.pg_dist_node n ON n.groupid = p.groupid
+		 WHERE p.shardid = pg_catalog.get_shard_id_for_distribution_column('mm.tickets', queue_node.queue)
+		   AND n.noderole = 'primary';
+END
+$$;
+COMMENT ON FUNCTION mm.queue_node(text) IS
+'On Citus: the node (host, port) that holds a queue, ticks it and sends its events; no row on one node';
+REVOKE ALL ON FUNCTION mm.queue_node(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.queue_node(text) TO mm_frontend, mm_director, mm_admin, mm_analyst;
+
+-- On a shard, the ticket triggers cannot reach the players' claims (sharded
+-- by player, often on another node): a plain write of mm.tickets is refused
+-- there, naming the function that does it.
+CREATE FUNCTION mm.refuse_ticket_write_on_shard(operation text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	RAISE EXCEPTION 'on Citus, % of mm.tickets is not supported', refuse_ticket_write_on_shard.operation
+		USING ERRCODE = 'feature_not_supported',
+			  HINT = CASE refuse_ticket_write_on_shard.operation
+						 WHEN 'INSERT' THEN 'Create tickets with mm.create_ticket (mm.create_tickets for many).'
+						 ELSE 'End tickets with mm.cancel_ticket; the tick and the lifecycle functions move them.'
+					 END;
+END
+$$;
+COMMENT ON FUNCTION mm.refuse_ticket_write_on_shard(text) IS
+'Internal: refuses a plain write of mm.tickets on a Citus shard, with a hint naming the function to call';
+REVOKE ALL ON FUNCTION mm.refuse_ticket_write_on_shard(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.refuse_ticket_write_on_shard(text) TO mm_admin;
+
+-- A ticket on Citus, through the coordinator: the checks of the ticket
+-- triggers done here (the config of each queue validates the players; the
+-- queues of one ticket share a shard), the players claimed on their shards,
+-- then the ticket written to its queue's shard, straight into the active
+-- partition (the parent's triggers are for one node).
+CREATE FUNCTION mm.create_ticket_on_shards(queue text, other_queues text[], players jsonb,
+										   now timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ticket_id bigint;
+	q text;
+	shard bigint := pg_catalog.get_shard_id_for_distribution_column('mm.tickets', create_ticket_on_shards.queue);
+BEGIN
+	PERFORM FROM mm.queues x WHERE x.name = create_ticket_on_shards.queue;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'queue "%" does not exist', create_ticket_on_shards.queue
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	PERFORM mm.validate_ticket(create_ticket_on_shards.queue, create_ticket_on_shards.players,
+							   create_ticket_on_shards.now);
+	FOREACH q IN ARRAY coalesce(create_ticket_on_shards.other_queues, '{}') LOOP
+		IF q = create_ticket_on_shards.queue OR NOT EXISTS (SELECT FROM mm.queues x WHERE x.name = q) THEN
+			RAISE EXCEPTION 'invalid ticket at queues: queue "%" does not exist or repeats the ticket''s queue', q
+				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF pg_catalog.get_shard_id_for_distribution_column('mm.tickets', q) <> shard THEN
+			RAISE EXCEPTION 'queues "%" and "%" are on different shards: one ticket cannot search in both',
+				  create_ticket_on_shards.queue, q
+				USING ERRCODE = 'feature_not_supported',
+					  HINT = 'On Citus a ticket may combine only the queues of one shard (docs/scale-out.md).';
+		END IF;
+		PERFORM mm.validate_ticket(q, create_ticket_on_shards.players, create_ticket_on_shards.now);
+	END LOOP;
+	ticket_id := pg_catalog.nextval('mm.tickets_id_seq');
+	-- one active ticket per player: the claims' key refuses a taken player
+	-- (23505 naming the player)
+	INSERT INTO mm.active_players (player_id, ticket_id, queue)
+	SELECT p.value ->> 'id', ticket_id, create_ticket_on_shards.queue
+	  FROM jsonb_array_elements(create_ticket_on_shards.players) p
+	 ORDER BY 1;
+	INSERT INTO mm.tickets_active (id, queue, queues, players, created_at)
+	VALUES (ticket_id, create_ticket_on_shards.queue, create_ticket_on_shards.other_queues,
+			create_ticket_on_shards.players, create_ticket_on_shards.now);
+	INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
+	SELECT u.queue, ticket_id, create_ticket_on_shards.now
+	  FROM unnest(create_ticket_on_shards.other_queues) u(queue);
+	RETURN ticket_id;
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) IS
+'Internal: mm.create_ticket on Citus (checks, claims the players on their shards, writes the ticket to its queue''s shard)';
+REVOKE ALL ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) TO mm_admin;

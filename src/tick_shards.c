@@ -1,0 +1,198 @@
+/*
+ * tick_shards.c
+ *	  The relations a queue's tick works on: the tables of schema mm on one
+ *	  node, the queue's own shards of them on a Citus worker.
+ *
+ * On Citus (docs/scale-out.md) the tables of a queue are sharded by queue
+ * and co-located, so all of one queue's rows sit in one shard of each table,
+ * on one node; mm.tick is a distributed function that Citus runs on that
+ * node.  Through the distributed tables, every statement of the tick would
+ * go through Citus's planner, which cannot plan them generically and costs a
+ * multiple of the local write.  So the tick's statements name the shards
+ * themselves: on the node that holds them they are plain local tables, and
+ * the plans are PostgreSQL's own, kept per shard group like the one set of
+ * one node.  Every statement filters on its queue (checked by
+ * test/scripts/check_tick_statements.pl), so none can reach another queue's
+ * rows in a shard.
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/regproc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "tick_internal.h"
+
+/* The tables of a queue that the tick's statements name. */
+static const char *const QueueTables[] = {
+	/* first: a set is known by it */
+	"tickets_active", "tickets_ended", "ticket_queues", "matches", "match_players",
+	"backfill_requests", "rule_evaluations",
+	/* a reference table: its copy on this node, locked here only */
+	"queues"
+};
+#define NQUEUE_TABLES lengthof(QueueTables)
+
+/* One set of relations and the statements prepared for them. */
+typedef struct RelationSet
+{
+	/* the shard of each of QueueTables, qualified; NULL: the tables themselves */
+	char	   *shards[NQUEUE_TABLES];
+	MmTickPlans plans;
+	struct RelationSet *next;
+} RelationSet;
+
+static RelationSet LocalTables;
+static RelationSet *ShardSets = NULL;
+static RelationSet *Current = &LocalTables;
+
+MmTickPlans *MmTickCurrentPlans = &LocalTables.plans;
+
+/* Whether mm.tickets_active is a Citus distributed table in this database. */
+static bool
+TablesAreSharded(void)
+{
+	Oid			catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+	Datum		arg;
+	Oid			argtype = OIDOID;
+	int			rc;
+	bool		sharded;
+
+	if (!OidIsValid(catalog))
+		return false;
+	arg = ObjectIdGetDatum(get_relname_relid("tickets_active", get_namespace_oid("mm", false)));
+	rc = SPI_execute_with_args("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition"
+							   " WHERE logicalrelid OPERATOR(pg_catalog.=) $1"
+							   " AND partmethod OPERATOR(pg_catalog.=) 'h')",
+							   1, &argtype, &arg, NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "reading Citus's metadata failed: %s", SPI_result_code_string(rc));
+	sharded = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &sharded));
+	SPI_freetuptable(SPI_tuptable);
+	return sharded;
+}
+
+/*
+ * Makes the statements of the next calls those of the relations that hold
+ * the queue: the tables on one node, the queue's shards on Citus.  False
+ * when the queue's shards are not on this node.
+ */
+bool
+MmTickUseRelationsOf(const char *queue)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		args[2];
+	Datum	   *names;
+	char	   *shards[NQUEUE_TABLES];
+	RelationSet *set;
+	int			i,
+				rc;
+
+	if (!TablesAreSharded())
+	{
+		Current = &LocalTables;
+		MmTickCurrentPlans = &Current->plans;
+		return true;
+	}
+
+	names = palloc(sizeof(Datum) * NQUEUE_TABLES);
+	for (i = 0; i < (int) NQUEUE_TABLES; i++)
+		names[i] = CStringGetTextDatum(psprintf("mm.%s", QueueTables[i]));
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = PointerGetDatum(construct_array(names, NQUEUE_TABLES, TEXTOID, -1, false, TYPALIGN_INT));
+	/* the shard of each table that holds the queue, and whether it is here */
+	rc = SPI_execute_with_args("SELECT s.name, pg_catalog.to_regclass(s.name) IS NOT NULL"
+							   " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(t, o),"
+							   " LATERAL (SELECT pg_catalog.shard_name(CAST(u.t AS pg_catalog.regclass),"
+							   " pg_catalog.get_shard_id_for_distribution_column(CAST(u.t AS pg_catalog.regclass), $1))"
+							   " AS name) s ORDER BY u.o",
+							   2, argtypes, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != NQUEUE_TABLES)
+		elog(ERROR, "finding the shards of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+	for (i = 0; i < (int) NQUEUE_TABLES; i++)
+	{
+		bool		isnull;
+
+		shards[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull)))
+		{
+			SPI_freetuptable(SPI_tuptable);
+			return false;
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	for (set = ShardSets; set != NULL; set = set->next)
+		if (strcmp(set->shards[0], shards[0]) == 0)
+			break;
+	if (set == NULL)
+	{
+		set = MemoryContextAllocZero(TopMemoryContext, sizeof(RelationSet));
+		for (i = 0; i < (int) NQUEUE_TABLES; i++)
+			set->shards[i] = MemoryContextStrdup(TopMemoryContext, shards[i]);
+		set->next = ShardSets;
+		ShardSets = set;
+	}
+	Current = set;
+	MmTickCurrentPlans = &Current->plans;
+	return true;
+}
+
+/*
+ * The relation of the active tickets the current statements name, looked up
+ * each time: an OID kept across calls would outlive a reinstall.
+ */
+Oid
+MmTickTicketsActiveRelid(void)
+{
+	if (Current->shards[0] != NULL)
+		return RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(Current->shards[0])),
+								NoLock, false);
+	return get_relname_relid("tickets_active", get_namespace_oid("mm", false));
+}
+
+/*
+ * A statement of the tick for the current relations: each "mm.<table>" of
+ * a queue's table becomes its shard's name (not a longer name that starts
+ * with it, such as mm.matches_id_seq).
+ */
+char *
+MmTickStatementFor(const char *sql)
+{
+	StringInfoData out;
+	const char *p = sql;
+
+	if (Current->shards[0] == NULL)
+		return pstrdup(sql);
+	initStringInfo(&out);
+	while (*p)
+	{
+		int			i;
+		bool		replaced = false;
+
+		if (strncmp(p, "mm.", 3) == 0 && (p == sql || !(isalnum((unsigned char) p[-1]) || p[-1] == '_')))
+		{
+			for (i = 0; i < (int) NQUEUE_TABLES; i++)
+			{
+				size_t		len = strlen(QueueTables[i]);
+				char		next = p[3 + len];
+
+				if (strncmp(p + 3, QueueTables[i], len) == 0 && !(isalnum((unsigned char) next) || next == '_'))
+				{
+					appendStringInfoString(&out, Current->shards[i]);
+					p += 3 + len;
+					replaced = true;
+					break;
+				}
+			}
+		}
+		if (!replaced)
+			appendStringInfoChar(&out, *p++);
+	}
+	return out.data;
+}
