@@ -216,59 +216,85 @@ COMMENT ON FUNCTION mm.refuse_ticket_write_on_shard(text) IS
 REVOKE ALL ON FUNCTION mm.refuse_ticket_write_on_shard(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.refuse_ticket_write_on_shard(text) TO mm_admin;
 
--- A ticket on Citus, through the coordinator: the checks of the ticket
--- triggers done here (the config of each queue validates the players; the
--- queues of one ticket share a shard), the players claimed on their shards,
--- then the ticket written to its queue's shard, straight into the active
--- partition (the parent's triggers are for one node).
-CREATE FUNCTION mm.create_ticket_on_shards(queue text, other_queues text[], players jsonb,
-										   now timestamptz)
-RETURNS bigint
+-- Tickets on Citus, through the coordinator (mm.create_ticket and
+-- mm.create_tickets call this once the tables are sharded): the checks of
+-- the ticket triggers done here (each queue's config validates the players,
+-- in order; the queues of one ticket share a shard), the players claimed on
+-- their shards in one statement, then the tickets written to their queue's
+-- shard in one statement, straight into the active partition (the parent's
+-- triggers are for one node).  Returns the ids in the order of players.
+CREATE FUNCTION mm.create_tickets_on_shards(queue text, other_queues text[], players jsonb[],
+											now timestamptz)
+RETURNS bigint[]
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	ticket_id bigint;
+	ids bigint[];
 	q text;
-	shard bigint := pg_catalog.get_shard_id_for_distribution_column('mm.tickets', create_ticket_on_shards.queue);
+	shard bigint;
 BEGIN
-	PERFORM FROM mm.queues x WHERE x.name = create_ticket_on_shards.queue;
+	PERFORM FROM mm.queues x WHERE x.name = create_tickets_on_shards.queue;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'queue "%" does not exist', create_ticket_on_shards.queue
+		RAISE EXCEPTION 'queue "%" does not exist', create_tickets_on_shards.queue
 			USING ERRCODE = 'undefined_object';
 	END IF;
-	PERFORM mm.validate_ticket(create_ticket_on_shards.queue, create_ticket_on_shards.players,
-							   create_ticket_on_shards.now);
-	FOREACH q IN ARRAY coalesce(create_ticket_on_shards.other_queues, '{}') LOOP
-		IF q = create_ticket_on_shards.queue OR NOT EXISTS (SELECT FROM mm.queues x WHERE x.name = q) THEN
-			RAISE EXCEPTION 'invalid ticket at queues: queue "%" does not exist or repeats the ticket''s queue', q
+	shard := pg_catalog.get_shard_id_for_distribution_column('mm.tickets', create_tickets_on_shards.queue);
+	FOREACH q IN ARRAY coalesce(create_tickets_on_shards.other_queues, '{}') LOOP
+		IF q = create_tickets_on_shards.queue THEN
+			RAISE EXCEPTION 'invalid ticket at queues: "%" repeats the ticket''s queue', q
 				USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF NOT EXISTS (SELECT FROM mm.queues x WHERE x.name = q) THEN
+			RAISE EXCEPTION 'invalid ticket at queues: queue "%" does not exist', q
+				USING ERRCODE = 'undefined_object';
 		END IF;
 		IF pg_catalog.get_shard_id_for_distribution_column('mm.tickets', q) <> shard THEN
 			RAISE EXCEPTION 'queues "%" and "%" are on different shards: one ticket cannot search in both',
-				  create_ticket_on_shards.queue, q
+				  create_tickets_on_shards.queue, q
 				USING ERRCODE = 'feature_not_supported',
 					  HINT = 'On Citus a ticket may combine only the queues of one shard (docs/scale-out.md).';
 		END IF;
-		PERFORM mm.validate_ticket(q, create_ticket_on_shards.players, create_ticket_on_shards.now);
 	END LOOP;
-	ticket_id := pg_catalog.nextval('mm.tickets_id_seq');
+	PERFORM mm.validate_tickets(create_tickets_on_shards.queue, create_tickets_on_shards.players,
+								create_tickets_on_shards.now);
+	FOREACH q IN ARRAY coalesce(create_tickets_on_shards.other_queues, '{}') LOOP
+		PERFORM mm.validate_tickets(q, create_tickets_on_shards.players, create_tickets_on_shards.now);
+	END LOOP;
+	ids := ARRAY(SELECT pg_catalog.nextval('mm.tickets_id_seq')
+				   FROM generate_series(1, cardinality(create_tickets_on_shards.players)));
 	-- one active ticket per player: the claims' key refuses a taken player
-	-- (23505 naming the player)
+	-- (23505 naming the player); in player order, as on one node
 	INSERT INTO mm.active_players (player_id, ticket_id, queue)
-	SELECT p.value ->> 'id', ticket_id, create_ticket_on_shards.queue
-	  FROM jsonb_array_elements(create_ticket_on_shards.players) p
+	SELECT e.value ->> 'id', u.id, create_tickets_on_shards.queue
+	  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players),
+		   jsonb_array_elements(u.players) e
 	 ORDER BY 1;
 	INSERT INTO mm.tickets_active (id, queue, queues, players, created_at)
-	VALUES (ticket_id, create_ticket_on_shards.queue, create_ticket_on_shards.other_queues,
-			create_ticket_on_shards.players, create_ticket_on_shards.now);
+	SELECT u.id, create_tickets_on_shards.queue, create_tickets_on_shards.other_queues, u.players,
+		   create_tickets_on_shards.now
+	  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players);
 	INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
-	SELECT u.queue, ticket_id, create_ticket_on_shards.now
-	  FROM unnest(create_ticket_on_shards.other_queues) u(queue);
-	RETURN ticket_id;
+	SELECT o.queue, u.id, create_tickets_on_shards.now
+	  FROM unnest(ids) AS u(id), unnest(create_tickets_on_shards.other_queues) AS o(queue);
+	RETURN ids;
 END
 $$;
+COMMENT ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) IS
+'Internal: mm.create_ticket(s) on Citus (checks, claims the players on their shards, writes the tickets to their queue''s shard)';
+REVOKE ALL ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) TO mm_admin;
+
+-- One ticket on Citus (mm.create_ticket): the batch of one.
+CREATE FUNCTION mm.create_ticket_on_shards(queue text, other_queues text[], players jsonb,
+										   now timestamptz)
+RETURNS bigint
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT (mm.create_tickets_on_shards(queue, other_queues, ARRAY[players], now))[1]
+$$;
 COMMENT ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) IS
-'Internal: mm.create_ticket on Citus (checks, claims the players on their shards, writes the ticket to its queue''s shard)';
+'Internal: mm.create_ticket on Citus (mm.create_tickets_on_shards for one ticket)';
 REVOKE ALL ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) TO mm_admin;
