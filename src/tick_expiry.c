@@ -29,6 +29,41 @@ CompareInt64(const void *a, const void *b)
 }
 
 /*
+ * Copies column col of row row of the SPI result just read, an array, into
+ * the queue's context; NULL for a NULL.
+ */
+static ArrayType *
+CopyArrayColumn(uint64 row, int col)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull);
+
+	return isnull ? NULL : DatumGetArrayTypePCopy(value);
+}
+
+/*
+ * Drops the claims of the players of tickets or matches that ended (the
+ * players, and the tickets that brought them; NULL when nothing ended).  A
+ * statement of its own after the one that ended them: on Citus the claims
+ * are sharded by player, the tickets and matches by queue.
+ */
+static void
+ReleaseClaims(MmTickQueue *q, ArrayType *players, ArrayType *tickets)
+{
+	Datum		values[2];
+	int			rc;
+
+	if (players == NULL || tickets == NULL)
+		return;
+	values[0] = PointerGetDatum(players);
+	values[1] = PointerGetDatum(tickets);
+	rc = SPI_execute_plan(MmTickPlan.release_claims, values, NULL, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "releasing the players of ended tickets failed: %s", SPI_result_code_string(rc));
+}
+
+/*
  * now minus a queue's limit in seconds (live_match_timeout_seconds,
  * heartbeat_timeout_seconds: at most a year).  A now less than the limit
  * after the earliest timestamp has none: an error, as for the acceptance
@@ -83,6 +118,8 @@ MmTickTimeOutTickets(MmTickQueue *q)
 	Datum		values[3];
 	Datum		array;
 	bool		isnull;
+	ArrayType  *players;
+	ArrayType  *tickets;
 	int64	   *ids = NULL;
 	int			n = 0,
 				rc;
@@ -96,7 +133,10 @@ MmTickTimeOutTickets(MmTickQueue *q)
 	MmTickBackToQueue(q);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "timing out tickets failed: %s", SPI_result_code_string(rc));
-	/* one row: the array of the ended tickets' ids (NULL when none) */
+	/*
+	 * one row: the array of the ended tickets' ids (NULL when none), their
+	 * players and the ticket of each
+	 */
 	array = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
 	{
@@ -106,9 +146,12 @@ MmTickTimeOutTickets(MmTickQueue *q)
 		ids = palloc(sizeof(int64) * Max(n, 1));
 		memcpy(ids, ARR_DATA_PTR(a), sizeof(int64) * n);
 	}
+	players = CopyArrayColumn(0, 2);
+	tickets = CopyArrayColumn(0, 3);
 	SPI_freetuptable(SPI_tuptable);
 	if (n == 0)
 		return 0;
+	ReleaseClaims(q, players, tickets);
 	qsort(ids, n, sizeof(int64), CompareInt64);
 
 	MmNotifyTickets("ticket_timed_out", q->queue, n, ids);
@@ -132,6 +175,8 @@ MmTickCancelSilentTickets(MmTickQueue *q)
 				i;
 	char	  **queues;
 	ArrayType **ids;
+	ArrayType **players;
+	ArrayType **tickets;
 	int			rc;
 
 	if (q->config->heartbeat_timeout_seconds <= 0)
@@ -144,19 +189,25 @@ MmTickCancelSilentTickets(MmTickQueue *q)
 	MmTickBackToQueue(q);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "cancelling tickets without heartbeat failed: %s", SPI_result_code_string(rc));
-	/* one row per queue of the cancelled tickets: its name and their ids */
+	/*
+	 * one row per queue of the cancelled tickets: its name, their ids, their
+	 * players and the ticket of each
+	 */
 	nqueues = SPI_processed;
 	queues = palloc(sizeof(char *) * Max(nqueues, 1));
 	ids = palloc(sizeof(ArrayType *) * Max(nqueues, 1));
+	players = palloc(sizeof(ArrayType *) * Max(nqueues, 1));
+	tickets = palloc(sizeof(ArrayType *) * Max(nqueues, 1));
 	for (i = 0; i < nqueues; i++)
 	{
-		bool		isnull;
-
 		queues[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		ids[i] = DatumGetArrayTypePCopy(SPI_getbinval(SPI_tuptable->vals[i],
-													  SPI_tuptable->tupdesc, 2, &isnull));
+		ids[i] = CopyArrayColumn(i, 2);
+		players[i] = CopyArrayColumn(i, 3);
+		tickets[i] = CopyArrayColumn(i, 4);
 	}
 	SPI_freetuptable(SPI_tuptable);
+	for (i = 0; i < nqueues; i++)
+		ReleaseClaims(q, players[i], tickets[i]);
 	for (i = 0; i < nqueues; i++)
 	{
 		int			n = ArrayGetNItems(ARR_NDIM(ids[i]), ARR_DIMS(ids[i]));
@@ -180,6 +231,8 @@ MmTickExpireLiveMatches(MmTickQueue *q)
 	Datum		values[3];
 	Datum		expired;
 	bool		isnull;
+	ArrayType  *players;
+	ArrayType  *tickets;
 	int			rc;
 
 	if (q->config->live_match_timeout_seconds <= 0)
@@ -192,13 +245,19 @@ MmTickExpireLiveMatches(MmTickQueue *q)
 	MmTickBackToQueue(q);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "expiring live matches failed: %s", SPI_result_code_string(rc));
-	/* one row: the array of the expired matches' ids (NULL when none) */
+	/*
+	 * one row: the array of the expired matches' ids (NULL when none), their
+	 * players and the ticket of each
+	 */
 	expired = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
 		expired = PointerGetDatum(DatumGetArrayTypePCopy(expired));
+	players = CopyArrayColumn(0, 2);
+	tickets = CopyArrayColumn(0, 3);
 	SPI_freetuptable(SPI_tuptable);
 	if (isnull)
 		return;
+	ReleaseClaims(q, players, tickets);
 	values[0] = expired;
 	rc = SPI_execute_plan(MmTickPlan.notify_expired, values, NULL, false, 0);
 	MmTickBackToQueue(q);

@@ -90,6 +90,7 @@ typedef struct MmTickPlans
 	SPIPlanPtr	queue_names;
 	SPIPlanPtr	expire_proposals;
 	SPIPlanPtr	timeout;
+	SPIPlanPtr	release_claims;
 	SPIPlanPtr	cancel_silent_tickets;
 	SPIPlanPtr	expire_live_matches;
 	SPIPlanPtr	notify_expired;

@@ -47,6 +47,7 @@ PrepareReadsAndExpiry(void)
 	Oid			queue_now[] = {TEXTOID, TIMESTAMPTZOID};
 	Oid			queue_cutoff_now[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Oid			int8_array1[] = {INT8ARRAYOID};
+	Oid			release_args[] = {TEXTARRAYOID, INT8ARRAYOID};
 
 	/*
 	 * FOR SHARE: conflicts with the UPDATE of mm.alter_queue and the FOR
@@ -63,8 +64,18 @@ PrepareReadsAndExpiry(void)
 			 1, text1);
 	KeepPlan(&MmTickPlan.queue_names, "SELECT name FROM mm.queues ORDER BY name", 0, NULL);
 	KeepPlan(&MmTickPlan.expire_proposals, "SELECT mm.expire_proposed_matches($1, $2)", 2, queue_now);
+	/*
+	 * ticket_timeout_seconds: the queue's searching tickets older than $2
+	 * (now minus the limit) end as timed out, as mm.end_tickets ends a
+	 * ticket: moved to the ended partition and unlisted from their other
+	 * queues.  One row: their ids, and their players with the ticket of
+	 * each, whose claims release_claims drops (a separate statement: on
+	 * Citus the claims are sharded by player, these rows by queue).
+	 */
 	KeepPlan(&MmTickPlan.timeout,
-			 "SELECT pg_catalog.array_agg(e.id) FROM mm.end_tickets(ARRAY("
+			 "WITH moved AS ("
+			 " DELETE FROM mm.tickets_active t WHERE t.queue OPERATOR(pg_catalog.=) $1"
+			 " AND t.id OPERATOR(pg_catalog.=) ANY (ARRAY("
 			 " SELECT id FROM mm.tickets_active"
 			 " WHERE queue OPERATOR(pg_catalog.=) $1"
 			 " AND status OPERATOR(pg_catalog.=) 'searching'"
@@ -75,8 +86,30 @@ PrepareReadsAndExpiry(void)
 			  * there
 			  */
 			 " AND COALESCE(updated_at, created_at) OPERATOR(pg_catalog.<) $2"
-			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED), 'timed_out', $3) AS e(id)",
+			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED))"
+			 " RETURNING t.id, t.queue, t.players, t.created_at, t.queues"
+			 "), unlisted AS ("
+			 " DELETE FROM mm.ticket_queues q USING moved m"
+			 " WHERE q.queue OPERATOR(pg_catalog.=) ANY (m.queues) AND q.ticket_id OPERATOR(pg_catalog.=) m.id"
+			 "), ended AS ("
+			 " INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues)"
+			 " SELECT m.id, m.queue, m.players, 'timed_out', m.created_at, $3, m.queues FROM moved m"
+			 " RETURNING id"
+			 ")"
+			 " SELECT (SELECT pg_catalog.array_agg(id ORDER BY id) FROM ended),"
+			 " (SELECT pg_catalog.array_agg(e.value OPERATOR(pg_catalog.->>) 'id') FROM moved m,"
+			 " pg_catalog.jsonb_array_elements(m.players) e),"
+			 " (SELECT pg_catalog.array_agg(m.id) FROM moved m)",
 			 3, queue_cutoff_now);
+	/*
+	 * The claims of ended tickets or matches: a claim of one of the players
+	 * held by one of the tickets.  (A player's claim is held by the ticket
+	 * that has the player, so no other claim can match both.)
+	 */
+	KeepPlan(&MmTickPlan.release_claims,
+			 "DELETE FROM mm.active_players"
+			 " WHERE player_id OPERATOR(pg_catalog.=) ANY ($1) AND ticket_id OPERATOR(pg_catalog.=) ANY ($2)",
+			 2, release_args);
 
 	/*
 	 * live_match_timeout_seconds: the queue's ready or assigned matches that
@@ -85,9 +118,10 @@ PrepareReadsAndExpiry(void)
 	 * holds (assign, complete, leave, requeue, a result) is skipped, left for
 	 * the next tick; a match such a step changed since this statement's
 	 * snapshot is checked again once locked (a completed match no longer
-	 * qualifies).  Each is cancelled as expired, its open backfill request
-	 * cancelled and its players released (a player who left holds no claim
-	 * of it any more); its tickets stay matched, the record of the match.
+	 * qualifies).  Each is cancelled as expired and its open backfill
+	 * request cancelled; its tickets stay matched, the record of the match.
+	 * One row: their ids, and the players with their tickets, whose claims
+	 * release_claims drops (a player who left holds no claim of it any more).
 	 */
 	KeepPlan(&MmTickPlan.expire_live_matches,
 			 "WITH due AS MATERIALIZED ("
@@ -103,13 +137,13 @@ PrepareReadsAndExpiry(void)
 			 " UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = $3"
 			 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.match_id IN (SELECT id FROM due)"
 			 " AND b.status OPERATOR(pg_catalog.=) 'open'"
-			 "), released AS ("
-			 " DELETE FROM mm.active_players a USING mm.match_players mp"
+			 "), players AS ("
+			 " SELECT mp.player_id, mp.ticket_id FROM mm.match_players mp"
 			 " WHERE mp.queue OPERATOR(pg_catalog.=) $1 AND mp.match_id IN (SELECT id FROM due)"
-			 " AND a.player_id OPERATOR(pg_catalog.=) mp.player_id"
-			 " AND a.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id"
 			 ")"
-			 " SELECT pg_catalog.array_agg(id ORDER BY id) FROM expired",
+			 " SELECT (SELECT pg_catalog.array_agg(id ORDER BY id) FROM expired),"
+			 " (SELECT pg_catalog.array_agg(player_id) FROM players),"
+			 " (SELECT pg_catalog.array_agg(ticket_id) FROM players)",
 			 3, queue_cutoff_now);
 	/* match_cancelled for each, signed like every lifecycle event */
 	KeepPlan(&MmTickPlan.notify_expired,
@@ -129,8 +163,9 @@ PrepareReadsAndExpiry(void)
 	 * being beaten, cancelled or ticked is skipped; one beaten since this
 	 * statement's snapshot is checked again once locked.  They end as
 	 * cancelled with cancel_reason heartbeat_missed (keeping their last
-	 * beat), their players released and their other queues unlisted, as
-	 * mm.end_tickets does; per queue of the tickets, their ids.
+	 * beat) and their other queues unlisted, as mm.end_tickets does; per
+	 * queue of the tickets, their ids, and their players with the ticket of
+	 * each (for release_claims).
 	 */
 	KeepPlan(&MmTickPlan.cancel_silent_tickets,
 			 "WITH moved AS ("
@@ -146,11 +181,6 @@ PrepareReadsAndExpiry(void)
 			 " AND (a.queue OPERATOR(pg_catalog.=) $1 OR $1 OPERATOR(pg_catalog.=) ANY (a.queues))"
 			 " ORDER BY a.created_at, a.id FOR UPDATE SKIP LOCKED))"
 			 " RETURNING t.id, t.queue, t.players, t.created_at, t.queues, t.heartbeat_at"
-			 "), released AS ("
-			 " DELETE FROM mm.active_players p"
-			 " USING moved m, pg_catalog.jsonb_array_elements(m.players) e"
-			 " WHERE p.player_id OPERATOR(pg_catalog.=) (e.value OPERATOR(pg_catalog.->>) 'id')"
-			 " AND p.ticket_id OPERATOR(pg_catalog.=) m.id"
 			 "), unlisted AS ("
 			 " DELETE FROM mm.ticket_queues q USING moved m"
 			 " WHERE q.queue OPERATOR(pg_catalog.=) ANY (m.queues) AND q.ticket_id OPERATOR(pg_catalog.=) m.id"
@@ -159,10 +189,14 @@ PrepareReadsAndExpiry(void)
 			 " heartbeat_at, cancel_reason)"
 			 " SELECT m.id, m.queue, m.players, 'cancelled', m.created_at, $3, m.queues,"
 			 " m.heartbeat_at, 'heartbeat_missed' FROM moved m"
-			 " RETURNING id, queue"
+			 " RETURNING id, queue, players"
 			 ")"
-			 " SELECT queue, pg_catalog.array_agg(id ORDER BY id) FROM ended"
-			 " GROUP BY queue ORDER BY queue COLLATE pg_catalog.\"C\"",
+			 " SELECT queue, pg_catalog.array_agg(id ORDER BY id),"
+			 " (SELECT pg_catalog.array_agg(p.value OPERATOR(pg_catalog.->>) 'id') FROM ended x,"
+			 " pg_catalog.jsonb_array_elements(x.players) p WHERE x.queue OPERATOR(pg_catalog.=) e.queue),"
+			 " (SELECT pg_catalog.array_agg(x.id) FROM ended x, pg_catalog.jsonb_array_elements(x.players) p"
+			 " WHERE x.queue OPERATOR(pg_catalog.=) e.queue)"
+			 " FROM ended e GROUP BY queue ORDER BY queue COLLATE pg_catalog.\"C\"",
 			 3, queue_cutoff_now);
 }
 

@@ -172,6 +172,11 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+	-- on a Citus shard (<table>_<shard id>) the match cannot be looked up by
+	-- id: the row's queue is checked by the key (match_id, queue) instead
+	IF TG_TABLE_NAME ~ '_[0-9]+$' AND NEW.queue IS NOT NULL THEN
+		RETURN NEW;
+	END IF;
 	SELECT m.queue INTO NEW.queue FROM mm.matches m WHERE m.id = NEW.match_id;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'match % does not exist', NEW.match_id USING ERRCODE = 'foreign_key_violation';

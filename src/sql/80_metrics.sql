@@ -2,8 +2,16 @@
 -- headline match quality is mm.matches.quality, the tick's; beside it the
 -- plain figures skill_spread, team_skill_gap and worst_latency_ms.
 --
--- - The metrics that are one query are LANGUAGE sql; their argument checks
---   live in mm.metrics_scope, mm.metrics_minutes and mm.metrics_check_target.
+-- - The metrics that read tables are PL/pgSQL, each a query or two after
+--   its argument checks (mm.metrics_scope, mm.metrics_minutes and
+--   mm.metrics_check_target): on Citus (docs/scale-out.md) the coordinator
+--   cannot plan a SQL function's query with parameters over sharded tables.
+--   Their queries read each part as an aggregate of its own, never LATERAL
+--   to a sharded table, join a queue's tables on the queue, and call no
+--   function that reads tables (Citus may run a one-queue query on the
+--   queue's node), so that Citus runs them over every shard and gives one
+--   node's answers.  The functions that only call them (the rounding
+--   wrappers, the per queue forms, the health report) stay LANGUAGE sql.
 -- - The *_figures functions compute unrounded; the public functions round
 --   every non-integer figure to 3 decimals (mm.metrics_round), so
 --   1.533333333333303 shows as 1.533; mm.health_report judges unrounded.
@@ -165,9 +173,11 @@ GRANT EXECUTE ON FUNCTION mm.metrics_check_target(text, float8, float8) TO mm_an
 -- index (the ended ones through the BRIN of their times).
 CREATE FUNCTION mm.tickets_searching_at(queues text[], at timestamptz)
 RETURNS TABLE (players jsonb, created_at timestamptz)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
+	RETURN QUERY
 	SELECT t.players, t.created_at FROM mm.tickets t
 	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status IN ('searching', 'proposed')
 	   AND t.created_at <= tickets_searching_at.at
@@ -177,7 +187,8 @@ AS $$
 	UNION ALL
 	SELECT t.players, t.created_at FROM mm.tickets t
 	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status IN ('cancelled', 'timed_out')
-	   AND t.updated_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at
+	   AND t.updated_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at;
+END
 $$;
 COMMENT ON FUNCTION mm.tickets_searching_at(text[], timestamptz) IS
 'Internal: the tickets of the queues that were searching at a time (created by then, not ended by then)';
@@ -194,27 +205,33 @@ RETURNS TABLE (searching_tickets bigint, searching_players bigint, oldest_wait_s
 			   tickets_matched bigint, time_to_match_avg_s float8, time_to_match_p50_s float8,
 			   time_to_match_p95_s float8, time_to_match_p99_s float8,
 			   fill_rate float8, fill_rate_tickets bigint, timeouts bigint, cancellations bigint)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-	SELECT s.n, s.players, s.oldest, w.n, w.average, w.p50, w.p95, w.p99, f.rate, f.n, e.timeouts,
-		   e.cancellations
-	  FROM mm.metrics_scope(ticket_figures.queue, time_window, now) AS scope(queues)
-	 CROSS JOIN LATERAL (
-		SELECT count(*) AS n, coalesce(sum(jsonb_array_length(a.players)), 0) AS players,
-			   (extract(epoch FROM now) - extract(epoch FROM min(a.created_at)))::float8 AS oldest
-		  FROM mm.tickets_searching_at(scope.queues, now) a) s
-	 CROSS JOIN LATERAL (
+DECLARE
+	covered text[] := mm.metrics_scope(ticket_figures.queue, ticket_figures.time_window, ticket_figures.now);
+BEGIN
+	-- A statement of its own: on Citus the query below may run on the
+	-- queue's node, where a function cannot query the shards again.
+	SELECT count(*), coalesce(sum(jsonb_array_length(a.players)), 0),
+		   (extract(epoch FROM now) - extract(epoch FROM min(a.created_at)))::float8
+	  INTO searching_tickets, searching_players, oldest_wait_s
+	  FROM mm.tickets_searching_at(covered, now) a;
+	-- each part an aggregate of its own (no LATERAL reference into a sharded table)
+	RETURN QUERY
+	SELECT searching_tickets, searching_players, oldest_wait_s, w.n, w.average, w.p50, w.p95, w.p99,
+		   f.rate, f.n, e.timeouts, e.cancellations
+	  FROM (
 		SELECT count(*) AS n, avg(x.seconds) AS average,
 			   percentile_cont(0.5) WITHIN GROUP (ORDER BY x.seconds) AS p50,
 			   percentile_cont(0.95) WITHIN GROUP (ORDER BY x.seconds) AS p95,
 			   percentile_cont(0.99) WITHIN GROUP (ORDER BY x.seconds) AS p99
 		  FROM (SELECT (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8 AS seconds
 				  FROM mm.tickets t
-				 WHERE t.queue = ANY (scope.queues)
+				 WHERE t.queue = ANY (covered)
 				   AND t.matched_at > now - time_window AND t.matched_at <= now) x) w
-	 CROSS JOIN LATERAL (
+	 CROSS JOIN (
 		-- The window's tickets whose 120 s verdict was in at now: matched in
 		-- time, or timed out, or older than 120 s; a cancellation within 120 s
 		-- was the player's choice and is left out, and so is a ticket still
@@ -228,18 +245,19 @@ AS $$
 								false) AS ended,
 					   t.status, t.created_at, t.updated_at
 				  FROM mm.tickets t
-				 WHERE t.queue = ANY (scope.queues)
+				 WHERE t.queue = ANY (covered)
 				   AND t.created_at > now - time_window AND t.created_at <= now) v
 		 WHERE v.in_time
 			OR (v.ended AND v.status IN ('matched', 'timed_out'))
 			OR (v.ended AND v.status = 'cancelled' AND v.updated_at - v.created_at >= '120 s'::interval)
 			OR (NOT v.ended AND now - v.created_at >= '120 s'::interval)) f
-	 CROSS JOIN LATERAL (
+	 CROSS JOIN (
 		SELECT count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
 			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
 		  FROM mm.tickets t
-		 WHERE t.queue = ANY (scope.queues) AND t.status IN ('cancelled', 'timed_out')
-		   AND t.updated_at > now - time_window AND t.updated_at <= now) e
+		 WHERE t.queue = ANY (covered) AND t.status IN ('cancelled', 'timed_out')
+		   AND t.updated_at > now - time_window AND t.updated_at <= now) e;
+END
 $$;
 COMMENT ON FUNCTION mm.ticket_figures(text, interval, timestamptz) IS
 'Internal: the figures of mm.ticket_metrics unrounded';
@@ -299,34 +317,40 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.queue_stats TO mm_admin;
 -- The players of a match: team, skill attribute and latency to the region.
 -- A jsonb number can be too small for a float8 (1e-400): it reads as 0, and
 -- one beyond the tick's range of ±1e12 (stored before a validation) as
--- missing, so one stored value cannot make a metric fail.  No SET clause, so
--- that it is inlined into its caller's query: hence the schema-qualified
--- operators.
+-- missing, so one stored value cannot make a metric fail
+-- (mm.match_details_figures reads them the same way for many matches).
 CREATE FUNCTION mm.match_player_values(match_id bigint, region text, skill_attribute text,
 									   OUT team text, OUT skill float8, OUT latency float8)
 RETURNS SETOF record
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT mp.team,
-		   CASE WHEN pg_catalog.jsonb_typeof(tp.attributes OPERATOR(pg_catalog.->) skill_attribute)
-					 OPERATOR(pg_catalog.=) 'number'
-				 AND pg_catalog.abs(CAST(tp.attributes OPERATOR(pg_catalog.->>) skill_attribute AS pg_catalog.numeric))
-					 OPERATOR(pg_catalog.<=) 1e12
-				THEN CAST(pg_catalog.round(CAST(tp.attributes OPERATOR(pg_catalog.->>) skill_attribute
-												AS pg_catalog.numeric), 12) AS pg_catalog.float8) END,
-		   CASE WHEN pg_catalog.jsonb_typeof(tp.latencies OPERATOR(pg_catalog.->) region)
-					 OPERATOR(pg_catalog.=) 'number'
-				 AND pg_catalog.abs(CAST(tp.latencies OPERATOR(pg_catalog.->>) region AS pg_catalog.numeric))
-					 OPERATOR(pg_catalog.<=) 1e12
-				THEN CAST(pg_catalog.round(CAST(tp.latencies OPERATOR(pg_catalog.->>) region
-												AS pg_catalog.numeric), 12) AS pg_catalog.float8) END
-	  FROM mm.match_players mp
-	  LEFT JOIN mm.ticket_players tp ON tp.ticket_id OPERATOR(pg_catalog.=) mp.ticket_id
-									AND tp.player_id OPERATOR(pg_catalog.=) mp.player_id
-	 WHERE mp.match_id OPERATOR(pg_catalog.=) match_player_values.match_id
+BEGIN
+	-- the players first, then their tickets by id: a ticket may belong to
+	-- another queue (on Citus, one sharded apart from the match's players)
+	RETURN QUERY
+	WITH p AS (
+		SELECT mp.team, mp.player_id, mp.ticket_id
+		  FROM mm.match_players mp
+		 WHERE mp.match_id = match_player_values.match_id
+	), tp AS (
+		SELECT x.ticket_id, x.player_id, x.attributes, x.latencies
+		  FROM mm.ticket_players x
+		 WHERE x.ticket_id IN (SELECT p.ticket_id FROM p)
+	)
+	SELECT p.team,
+		   CASE WHEN jsonb_typeof(tp.attributes -> match_player_values.skill_attribute) = 'number'
+				 AND abs((tp.attributes ->> match_player_values.skill_attribute)::numeric) <= 1e12
+				THEN round((tp.attributes ->> match_player_values.skill_attribute)::numeric, 12)::float8 END,
+		   CASE WHEN jsonb_typeof(tp.latencies -> match_player_values.region) = 'number'
+				 AND abs((tp.latencies ->> match_player_values.region)::numeric) <= 1e12
+				THEN round((tp.latencies ->> match_player_values.region)::numeric, 12)::float8 END
+	  FROM p
+	  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id;
+END
 $$;
 COMMENT ON FUNCTION mm.match_player_values(bigint, text, text) IS
-'The players of a match: team, skill attribute and latency to the region (used by mm.match_details)';
+'The players of a match: team, skill attribute and latency to the region';
 REVOKE ALL ON FUNCTION mm.match_player_values(bigint, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.match_player_values(bigint, text, text) TO mm_analyst, mm_admin;
 
@@ -342,18 +366,57 @@ CREATE FUNCTION mm.match_details_figures(queues text[], time_window interval, no
 RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
 			   teams integer, quality float8, skill_spread float8, team_skill_gap float8,
 			   latency_avg_ms float8, worst_latency_ms float8)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-	-- Per match lookups (LATERAL, by the match_players and tickets primary
-	-- keys), so the cost follows the window's matches, not the tables.
-	SELECT m.id, m.queue, m.created_at, m.region, pl.players, pl.teams, m.quality,
-		   pl.skill_spread, pl.team_skill_gap, pl.latency_avg_ms, pl.worst_latency_ms
-	  FROM mm.matches m
-	 CROSS JOIN LATERAL (
+BEGIN
+	-- The window's matches, their players (same queue: by the match_players
+	-- key), then the players' tickets by id (a ticket may belong to another
+	-- queue, on Citus one sharded apart), so the cost follows the window's
+	-- matches, not the tables.  A skill or latency that is not a number
+	-- within the tick's range of ±1e12 (stored before a validation) is
+	-- missing, and one too small for a float8 (1e-400) reads as 0, so one
+	-- stored value cannot make a metric fail (as mm.match_player_values).
+	RETURN QUERY
+	WITH w AS (
+		SELECT m.id, m.queue, m.created_at, m.region, m.quality
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (match_details_figures.queues)
+		   AND m.created_at > now - time_window AND m.created_at <= now
+	), p AS (
+		SELECT mp.match_id, mp.queue, mp.team, mp.player_id, mp.ticket_id
+		  FROM mm.match_players mp
+		 WHERE mp.queue = ANY (match_details_figures.queues)
+		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+	), tp AS (
+		SELECT x.ticket_id, x.player_id, x.attributes, x.latencies
+		  FROM mm.ticket_players x
+		 WHERE x.ticket_id IN (SELECT p.ticket_id FROM p)
+	), v AS (
+		-- one row per player: team, skill and latency to the match's region
+		SELECT p.match_id, p.queue, p.team,
+			   CASE WHEN jsonb_typeof(tp.attributes -> match_details_figures.skill_attribute) = 'number'
+					 AND abs((tp.attributes ->> match_details_figures.skill_attribute)::numeric) <= 1e12
+					THEN round((tp.attributes ->> match_details_figures.skill_attribute)::numeric, 12)::float8
+			   END AS skill,
+			   CASE WHEN jsonb_typeof(tp.latencies -> w.region) = 'number'
+					 AND abs((tp.latencies ->> w.region)::numeric) <= 1e12
+					THEN round((tp.latencies ->> w.region)::numeric, 12)::float8 END AS latency
+		  FROM p
+		  JOIN w ON w.id = p.match_id AND w.queue = p.queue
+		  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id
+	), t AS (
 		-- one row per team (and one for players without a team)
-		SELECT coalesce(sum(t.players), 0)::integer AS players,
+		SELECT v.match_id, v.queue, v.team, count(*) AS players, avg(v.skill) AS skill_avg,
+			   min(v.skill) AS skill_min, max(v.skill) AS skill_max,
+			   sum(v.latency) AS latency_sum, count(v.latency) AS latency_count,
+			   max(v.latency) AS latency_max
+		  FROM v
+		 GROUP BY v.match_id, v.queue, v.team
+	), pl AS (
+		SELECT t.match_id, t.queue,
+			   sum(t.players)::integer AS players,
 			   count(*) FILTER (WHERE t.team IS NOT NULL)::integer AS teams,
 			   max(t.skill_max) - min(t.skill_min) AS skill_spread,
 			   CASE WHEN count(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) >= 2
@@ -361,15 +424,16 @@ AS $$
 						 - min(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) END AS team_skill_gap,
 			   sum(t.latency_sum) / nullif(sum(t.latency_count), 0) AS latency_avg_ms,
 			   max(t.latency_max) AS worst_latency_ms
-		  FROM (SELECT x.team, count(*) AS players, avg(x.skill) AS skill_avg,
-					   min(x.skill) AS skill_min, max(x.skill) AS skill_max,
-					   sum(x.latency) AS latency_sum, count(x.latency) AS latency_count,
-					   max(x.latency) AS latency_max
-				  FROM mm.match_player_values(m.id, m.region, skill_attribute) x
-				 GROUP BY x.team) t) pl
-	 WHERE m.queue = ANY (match_details_figures.queues)
-	   AND m.created_at > now - time_window AND m.created_at <= now
-	 ORDER BY m.created_at, m.id
+		  FROM t
+		 GROUP BY t.match_id, t.queue
+	)
+	-- a match without players: 0 players, 0 teams, no figures
+	SELECT w.id, w.queue, w.created_at, w.region, coalesce(pl.players, 0), coalesce(pl.teams, 0), w.quality,
+		   pl.skill_spread, pl.team_skill_gap, pl.latency_avg_ms, pl.worst_latency_ms
+	  FROM w
+	  LEFT JOIN pl ON pl.match_id = w.id AND pl.queue = w.queue
+	 ORDER BY w.created_at, w.id;
+END
 $$;
 COMMENT ON FUNCTION mm.match_details_figures(text[], interval, timestamptz, text) IS
 'Internal: the rows of mm.match_details unrounded, for queues already checked';
@@ -423,22 +487,28 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
 			   matches_expired bigint)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-	SELECT d.matches, d.players, d.quality, d.spread, d.gap, d.latency, d.worst,
-		   o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
+DECLARE
+	covered text[] := mm.metrics_scope(match_figures.queue, match_figures.time_window, match_figures.now);
+BEGIN
+	-- the matches' own figures unrounded (match_details rounds them); a
+	-- statement of its own: on Citus the query below may run on the queue's
+	-- node, where a function cannot query the shards again
+	SELECT count(*), avg(x.players::float8), avg(x.quality), avg(x.skill_spread), avg(x.team_skill_gap),
+		   avg(x.latency_avg_ms), avg(x.worst_latency_ms)
+	  INTO matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg,
+		   latency_avg_ms, worst_latency_avg_ms
+	  FROM mm.match_details_figures(covered, time_window, now, 'skill') x;
+	-- each part an aggregate of its own (no LATERAL reference into a sharded table)
+	RETURN QUERY
+	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
+		   worst_latency_avg_ms, o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
 		   e.early, e.early_rate, o.coin_flips, e.leaves, e.leave_rate,
 		   c.rejected, c.expired, c.requeued, c.live_expired
-	  FROM mm.metrics_scope(match_figures.queue, time_window, now) AS scope(queues)
-	 CROSS JOIN LATERAL (
-		-- the matches' own figures unrounded (match_details rounds them)
-		SELECT count(*) AS matches, avg(x.players::float8) AS players, avg(x.quality) AS quality,
-			   avg(x.skill_spread) AS spread, avg(x.team_skill_gap) AS gap,
-			   avg(x.latency_avg_ms) AS latency, avg(x.worst_latency_ms) AS worst
-		  FROM mm.match_details_figures(scope.queues, time_window, now, 'skill') x) d
-	 CROSS JOIN LATERAL (
+	  FROM (
 		SELECT count(*) AS results,
 			   avg((w.winner = w.predicted_favourite)::integer::float8)
 				   FILTER (WHERE w.predicted AND NOT w.coin_flip) AS won,
@@ -450,27 +520,29 @@ AS $$
 				  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
 							   r.favourite_win_probability
 						  FROM mm.match_results r
-						 WHERE r.queue = ANY (scope.queues)
+						 WHERE r.queue = ANY (covered)
 						   AND r.reported_at > now - time_window AND r.reported_at <= now
 						OFFSET 0) v) w) o	-- OFFSET 0: the winner is worked out once per result
-	 CROSS JOIN LATERAL (
-		-- per result lookups by primary key (an aggregate LATERAL is not flattened)
-		SELECT coalesce(sum(q.early) FILTER (WHERE r.duration IS NOT NULL), 0)::bigint AS early,
-			   (sum(q.early) FILTER (WHERE r.duration IS NOT NULL))::float8
-				   / nullif(sum(q.players) FILTER (WHERE r.duration IS NOT NULL), 0) AS early_rate,
+	 CROSS JOIN (
+		-- per result, its match's players (a result, its match and the
+		-- players share the queue)
+		SELECT coalesce(sum(q.early) FILTER (WHERE q.duration IS NOT NULL), 0)::bigint AS early,
+			   (sum(q.early) FILTER (WHERE q.duration IS NOT NULL))::float8
+				   / nullif(sum(q.players) FILTER (WHERE q.duration IS NOT NULL), 0) AS early_rate,
 			   coalesce(sum(q.gone), 0)::bigint AS leaves,
 			   sum(q.gone)::float8 / nullif(sum(q.players), 0) AS leave_rate
-		  FROM mm.match_results r
-		 CROSS JOIN LATERAL (
-			SELECT count(*) AS players,
-				   count(mp.left_at) AS gone,
-				   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
-									   < 0.2 * extract(epoch FROM r.duration)) AS early
-			  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
-			 WHERE m.id = r.match_id) q
-		 WHERE r.queue = ANY (scope.queues)
-		   AND r.reported_at > now - time_window AND r.reported_at <= now) e
-	 CROSS JOIN LATERAL (
+		  FROM (SELECT r.duration,
+					   count(mp.match_id) AS players,
+					   count(mp.left_at) AS gone,
+					   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
+										   < 0.2 * extract(epoch FROM r.duration)) AS early
+				  FROM mm.match_results r
+				  LEFT JOIN (mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id AND mp.queue = m.queue)
+						 ON m.id = r.match_id AND m.queue = r.queue
+				 WHERE r.queue = ANY (covered)
+				   AND r.reported_at > now - time_window AND r.reported_at <= now
+				 GROUP BY r.match_id, r.queue, r.duration) q) e
+	 CROSS JOIN (
 		-- cancel_reason: rejected and acceptance_timeout for a proposal, the
 		-- director's own reason for a requeue; the tick's and the queue's own
 		-- (ticket_cancelled, queue_dropped, expired) are neither
@@ -481,8 +553,9 @@ AS $$
 															  'expired')) AS requeued,
 			   count(*) FILTER (WHERE m.cancel_reason = 'expired') AS live_expired
 		  FROM mm.matches m
-		 WHERE m.queue = ANY (scope.queues) AND m.status = 'cancelled'
-		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
+		 WHERE m.queue = ANY (covered) AND m.status = 'cancelled'
+		   AND m.updated_at > now - time_window AND m.updated_at <= now) c;
+END
 $$;
 COMMENT ON FUNCTION mm.match_figures(text, interval, timestamptz) IS
 'Internal: the figures of mm.match_metrics unrounded';
@@ -554,83 +627,88 @@ CREATE FUNCTION mm.queue_stats_by_minute(queue text, from_time timestamptz, to_t
 RETURNS TABLE (minute timestamptz, tickets_created bigint, tickets_matched bigint,
 			   time_to_match_avg_s float8, time_to_match_p95_s float8, matches bigint,
 			   quality_avg float8, timeouts bigint, cancellations bigint, searching_at_end bigint)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-	WITH r AS MATERIALIZED (
-		SELECT * FROM mm.metrics_minutes(queue_stats_by_minute.queue, from_time, to_time)
-	), minutes AS (
-		SELECT g AS minute
-		  FROM r CROSS JOIN LATERAL generate_series(r.first_minute, r.last_end - '1 minute'::interval,
-													'1 minute'::interval) g
-	), created AS (
-		SELECT date_trunc('minute', t.created_at) AS minute, count(*) AS n
-		  FROM r, mm.tickets t
-		 WHERE t.queue = queue_stats_by_minute.queue
-		   AND t.created_at >= r.first_minute AND t.created_at < r.last_end
-		 GROUP BY 1
-	), matched AS (
-		SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
-			   avg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_avg,
-			   percentile_cont(0.95) WITHIN GROUP (ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_p95
-		  FROM r, mm.tickets t
-		 WHERE t.queue = queue_stats_by_minute.queue
-		   AND t.matched_at >= r.first_minute AND t.matched_at < r.last_end
-		 GROUP BY 1
-	), formed AS (
-		SELECT date_trunc('minute', m.created_at) AS minute, count(*) AS n, avg(m.quality) AS quality
-		  FROM r, mm.matches m
-		 WHERE m.queue = queue_stats_by_minute.queue
-		   AND m.created_at >= r.first_minute AND m.created_at < r.last_end
-		 GROUP BY 1
-	), ended AS (
-		SELECT date_trunc('minute', t.updated_at) AS minute,
-			   count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
-			   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
-		  FROM r, mm.tickets t
-		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
-		   AND t.updated_at >= r.first_minute AND t.updated_at < r.last_end
-		 GROUP BY 1
-	), alive AS (
-		-- tickets searching at the end of some minute of the range: created
-		-- before its end, ended (matched, cancelled, timed out) after the first
-		-- minute's end or not at all; each read through an index
-		SELECT t.created_at, NULL::timestamptz AS ended_at
-		  FROM r, mm.tickets t
-		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
-		   AND t.created_at < r.last_end
-		UNION ALL
-		SELECT t.created_at, t.matched_at
-		  FROM r, mm.tickets t
-		 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
-		   AND t.matched_at >= r.first_minute + '1 minute'::interval AND t.created_at < r.last_end
-		UNION ALL
-		SELECT t.created_at, t.updated_at
-		  FROM r, mm.tickets t
-		 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
-		   AND t.updated_at >= r.first_minute + '1 minute'::interval AND t.created_at < r.last_end
-	), depth_change AS (
-		-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
-		SELECT d.minute, sum(d.change) AS change
-		  FROM (SELECT greatest(r.first_minute, date_trunc('minute', a.created_at)) AS minute, 1 AS change
-				  FROM r, alive a
-				UNION ALL
-				SELECT date_trunc('minute', a.ended_at), -1
-				  FROM r, alive a WHERE a.ended_at < r.last_end) d
-		 GROUP BY d.minute
-	)
-	SELECT mi.minute, coalesce(c.n, 0), coalesce(ma.n, 0), mm.metrics_round(ma.wait_avg),
-		   mm.metrics_round(ma.wait_p95), coalesce(f.n, 0), mm.metrics_round(f.quality),
-		   coalesce(e.timeouts, 0), coalesce(e.cancellations, 0),
-		   (sum(coalesce(dc.change, 0)) OVER (ORDER BY mi.minute))::bigint
-	  FROM minutes mi
-	  LEFT JOIN created c ON c.minute = mi.minute
-	  LEFT JOIN matched ma ON ma.minute = mi.minute
-	  LEFT JOIN formed f ON f.minute = mi.minute
-	  LEFT JOIN ended e ON e.minute = mi.minute
-	  LEFT JOIN depth_change dc ON dc.minute = mi.minute
-	 ORDER BY mi.minute
+DECLARE
+	first_minute timestamptz;
+	last_end timestamptz;
+BEGIN
+	SELECT r.first_minute, r.last_end INTO first_minute, last_end
+	  FROM mm.metrics_minutes(queue_stats_by_minute.queue, from_time, to_time) r;
+	RETURN QUERY
+		WITH minutes AS (
+			SELECT g AS minute
+			  FROM generate_series(first_minute, last_end - '1 minute'::interval, '1 minute'::interval) g
+		), created AS (
+			SELECT date_trunc('minute', t.created_at) AS minute, count(*) AS n
+			  FROM mm.tickets t
+			 WHERE t.queue = queue_stats_by_minute.queue
+			   AND t.created_at >= first_minute AND t.created_at < last_end
+			 GROUP BY 1
+		), matched AS (
+			SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
+				   avg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_avg,
+				   percentile_cont(0.95) WITHIN GROUP (ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_p95
+			  FROM mm.tickets t
+			 WHERE t.queue = queue_stats_by_minute.queue
+			   AND t.matched_at >= first_minute AND t.matched_at < last_end
+			 GROUP BY 1
+		), formed AS (
+			SELECT date_trunc('minute', m.created_at) AS minute, count(*) AS n, avg(m.quality) AS quality
+			  FROM mm.matches m
+			 WHERE m.queue = queue_stats_by_minute.queue
+			   AND m.created_at >= first_minute AND m.created_at < last_end
+			 GROUP BY 1
+		), ended AS (
+			SELECT date_trunc('minute', t.updated_at) AS minute,
+				   count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
+				   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
+			  FROM mm.tickets t
+			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+			   AND t.updated_at >= first_minute AND t.updated_at < last_end
+			 GROUP BY 1
+		), alive AS (
+			-- tickets searching at the end of some minute of the range: created
+			-- before its end, ended (matched, cancelled, timed out) after the first
+			-- minute's end or not at all; each read through an index
+			SELECT t.created_at, NULL::timestamptz AS ended_at
+			  FROM mm.tickets t
+			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
+			   AND t.created_at < last_end
+			UNION ALL
+			SELECT t.created_at, t.matched_at
+			  FROM mm.tickets t
+			 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
+			   AND t.matched_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+			UNION ALL
+			SELECT t.created_at, t.updated_at
+			  FROM mm.tickets t
+			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+			   AND t.updated_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+		), depth_change AS (
+			-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
+			SELECT d.minute, sum(d.change) AS change
+			  FROM (SELECT greatest(first_minute, date_trunc('minute', a.created_at)) AS minute, 1 AS change
+					  FROM alive a
+					UNION ALL
+					SELECT date_trunc('minute', a.ended_at), -1
+					  FROM alive a WHERE a.ended_at < last_end) d
+			 GROUP BY d.minute
+		)
+		SELECT mi.minute, coalesce(c.n, 0), coalesce(ma.n, 0), mm.metrics_round(ma.wait_avg),
+			   mm.metrics_round(ma.wait_p95), coalesce(f.n, 0), mm.metrics_round(f.quality),
+			   coalesce(e.timeouts, 0), coalesce(e.cancellations, 0),
+			   (sum(coalesce(dc.change, 0)) OVER (ORDER BY mi.minute))::bigint
+		  FROM minutes mi
+		  LEFT JOIN created c ON c.minute = mi.minute
+		  LEFT JOIN matched ma ON ma.minute = mi.minute
+		  LEFT JOIN formed f ON f.minute = mi.minute
+		  LEFT JOIN ended e ON e.minute = mi.minute
+		  LEFT JOIN depth_change dc ON dc.minute = mi.minute
+		 ORDER BY mi.minute;
+END
 $$;
 COMMENT ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestamptz) IS
 'Per minute of a queue, for dashboards: tickets created and matched, time to match, matches, match quality, timeouts, cancellations, queue depth';
@@ -643,26 +721,35 @@ GRANT EXECUTE ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestampt
 -- match of the tickets matched in the last 15 minutes, in whole seconds.
 CREATE FUNCTION mm.queue_statistics(queue text, now timestamptz DEFAULT now())
 RETURNS TABLE (players_searching bigint, estimated_wait_s float8)
-LANGUAGE sql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
-	SELECT CASE WHEN f.show_player_count THEN
-				(SELECT coalesce(sum(jsonb_array_length(a.players)), 0)
-				   FROM mm.tickets_searching_at(ARRAY[queue_statistics.queue], now) a) END,
-		   CASE WHEN f.show_time_to_match THEN
-				(SELECT round(percentile_cont(0.5) WITHIN GROUP (
-							  ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8))
-				   FROM mm.tickets t
-				  WHERE t.queue = queue_statistics.queue
-					AND t.matched_at > now - '15 minutes'::interval AND t.matched_at <= now) END
-	  FROM mm.metrics_scope(queue_statistics.queue, '15 minutes', now, true) AS scope(queues)
-	 CROSS JOIN LATERAL (
-		SELECT coalesce((q.config #>> '{statistics,show_player_count}')::boolean, false) AS show_player_count,
-			   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false) AS show_time_to_match
-		  FROM mm.queues q
-		 WHERE q.name = ANY (scope.queues)
-		OFFSET 0) f
+DECLARE
+	covered text[] := mm.metrics_scope(queue_statistics.queue, '15 minutes', queue_statistics.now, true);
+	show_player_count boolean;
+	show_time_to_match boolean;
+BEGIN
+	SELECT coalesce((q.config #>> '{statistics,show_player_count}')::boolean, false),
+		   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false)
+	  INTO show_player_count, show_time_to_match
+	  FROM mm.queues q
+	 WHERE q.name = ANY (covered);
+	IF show_player_count THEN
+		SELECT coalesce(sum(jsonb_array_length(a.players)), 0) INTO players_searching
+		  FROM mm.tickets_searching_at(covered, queue_statistics.now) a;
+	END IF;
+	IF show_time_to_match THEN
+		SELECT round(percentile_cont(0.5) WITHIN GROUP (
+					 ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8))
+		  INTO estimated_wait_s
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_statistics.queue
+		   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
+		   AND t.matched_at <= queue_statistics.now;
+	END IF;
+	RETURN NEXT;
+END
 $$;
 COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
 'What players may see about a queue: searching players and estimated wait, as the queue''s statistics flags allow';

@@ -465,11 +465,14 @@ BEGIN
 							  ELSE format('SELECT mm.tick(%L)', queue) END;
 	tick_job_id := mm.cron_job_upsert(tick_job_name, plan.cron_schedule, command);
 
-	INSERT INTO mm.schedule_jobs AS s (job_name, kind, queue, every, mode, cron_schedule, cron_job_id)
-	VALUES (tick_job_name, 'tick', queue, every, plan.mode, plan.cron_schedule, tick_job_id)
+	-- the time comes in the row (Citus refuses now() in DO UPDATE of a
+	-- distributed table, which mm.schedule_jobs is after mm.distribute)
+	INSERT INTO mm.schedule_jobs AS s (job_name, kind, queue, every, mode, cron_schedule, cron_job_id,
+									   updated_at)
+	VALUES (tick_job_name, 'tick', queue, every, plan.mode, plan.cron_schedule, tick_job_id, now())
 	ON CONFLICT ON CONSTRAINT schedule_jobs_pkey DO UPDATE
 	   SET every = EXCLUDED.every, mode = EXCLUDED.mode, cron_schedule = EXCLUDED.cron_schedule,
-		   cron_job_id = EXCLUDED.cron_job_id, updated_at = now();
+		   cron_job_id = EXCLUDED.cron_job_id, updated_at = EXCLUDED.updated_at;
 
 	-- a job of that name of another role (pg_cron shows each role its own
 	-- jobs only, so cron.schedule could not replace it) runs the loop too
@@ -710,13 +713,13 @@ BEGIN
 
 	job_id := mm.cron_job_upsert('mm_retention', plan.cron_schedule, 'CALL mm.run_retention()');
 	INSERT INTO mm.schedule_jobs AS s (job_name, kind, every, mode, cron_schedule, cron_job_id,
-									   keep, archive, batch_size)
+									   keep, archive, batch_size, updated_at)
 	VALUES ('mm_retention', 'retention', every, plan.mode, plan.cron_schedule, job_id,
-			keep, archive, batch_size)
+			keep, archive, batch_size, now())
 	ON CONFLICT ON CONSTRAINT schedule_jobs_pkey DO UPDATE
 	   SET every = EXCLUDED.every, mode = EXCLUDED.mode, cron_schedule = EXCLUDED.cron_schedule,
 		   cron_job_id = EXCLUDED.cron_job_id, keep = EXCLUDED.keep, archive = EXCLUDED.archive,
-		   batch_size = EXCLUDED.batch_size, updated_at = now();
+		   batch_size = EXCLUDED.batch_size, updated_at = EXCLUDED.updated_at;
 	RETURN job_id;
 END;
 $$;
@@ -1022,13 +1025,18 @@ GRANT SELECT ON TABLE mm.schedules TO mm_analyst;
 -- is no longer on one (unscheduled, re-scheduled to another mode, dropped).
 -- SECURITY DEFINER: the loop runs as the job's role, which needs no
 -- privilege on mm.schedule_jobs.
+-- PL/pgSQL: on a Citus worker, where the loop of a queue of that worker runs,
+-- mm.schedule_jobs is a reference table, which Citus cannot read from a SQL
+-- function with parameters.
 CREATE FUNCTION mm.tick_loop_every(queue text)
 RETURNS interval
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT s.every FROM mm.schedule_jobs s
-	 WHERE s.job_name = pg_catalog.concat('mm_tick:', tick_loop_every.queue) AND s.mode = 'loop'
+BEGIN
+	RETURN (SELECT s.every FROM mm.schedule_jobs s
+			 WHERE s.job_name = pg_catalog.concat('mm_tick:', tick_loop_every.queue) AND s.mode = 'loop');
+END
 $$;
 COMMENT ON FUNCTION mm.tick_loop_every(text) IS
 'How often the per-minute loop of a queue ticks; NULL when the queue is not on the loop (internal to mm.tick_loop)';

@@ -7,10 +7,11 @@
 -- How each table of the extension is placed on Citus: the tables of a queue
 -- are sharded by queue and co-located (one queue's rows in one shard of each,
 -- on one node, where its tick runs); the tables of a player are sharded by
--- player and co-located with each other; the queues are a reference table (a
--- copy on every node); the event key stays a table of each node, which
--- mm.distribute gives the coordinator's key (the extension reads it without
--- a query); the pg_cron jobs stay on the coordinator, where pg_cron runs.  test/t/140_citus.pl and sql/scale_out.sql
+-- player and co-located with each other; the queues and matchmaking's
+-- pg_cron jobs are reference tables (a copy on every node: a queue's tick
+-- loop runs on its node and reads its interval there); the event key stays
+-- a table of each node, which mm.distribute gives the coordinator's key (the
+-- extension reads it without a query).  test/t/140_citus.pl and sql/scale_out.sql
 -- check that every table is listed and that every key of a sharded table
 -- holds its distribution column.
 CREATE FUNCTION mm.sharding(OUT table_name regclass, OUT placement text, OUT distribution_column text)
@@ -36,10 +37,10 @@ AS $$
 				   ('mm.players', 'player', 'id'),
 				   ('mm.ratings', 'player', 'player_id'),
 				   ('mm.rating_history', 'player', 'player_id'),
-				   ('mm.schedule_jobs', 'coordinator', NULL)) AS t(name, placement, distribution_column)
+				   ('mm.schedule_jobs', 'reference', NULL)) AS t(name, placement, distribution_column)
 $$;
 COMMENT ON FUNCTION mm.sharding() IS
-'How mm.distribute places each table on Citus: sharded by queue, by player, a reference table, or on the coordinator';
+'How mm.distribute places each table on Citus: sharded by queue, by player, a reference table, or a table of every node (the event key)';
 REVOKE ALL ON FUNCTION mm.sharding() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.sharding() TO mm_admin, mm_analyst;
 
@@ -97,7 +98,7 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state';
 	END IF;
 	FOR t IN SELECT s.table_name, s.placement, s.distribution_column FROM mm.sharding() s LOOP
-		CONTINUE WHEN t.placement IN ('coordinator', 'every node')
+		CONTINUE WHEN t.placement = 'every node'
 			OR EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = t.table_name);
 		IF EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid = t.table_name AND c.relkind = 'r')
 		   AND pg_catalog.pg_relation_size(t.table_name) > 0 THEN
@@ -119,14 +120,15 @@ BEGIN
 	FOR t IN SELECT u.table_name FROM unnest(moved) AS u(table_name) LOOP
 		PERFORM pg_catalog.truncate_local_data_after_distributing_table(t.table_name);
 	END LOOP;
-	-- a queue's tick runs on the node that holds the queue
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object o
-					WHERE o.classid = CAST('pg_catalog.pg_proc' AS regclass)
-					  AND o.objid = CAST('mm.tick(text, timestamptz)' AS regprocedure)
-					  AND o.distribution_argument_index IS NOT NULL) THEN
-		PERFORM pg_catalog.create_distributed_function('mm.tick(text, timestamptz)', 'queue',
-													   colocate_with => 'mm.tickets');
-	END IF;
+	-- a queue's tick, and its per-minute loop (pg_cron's job, on the
+	-- coordinator), run on the node that holds the queue
+	FOR t IN SELECT u.routine FROM unnest(ARRAY[CAST('mm.tick(text, timestamptz)' AS regprocedure),
+												CAST('mm.tick_loop(text)' AS regprocedure)]) AS u(routine) LOOP
+		CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.pg_dist_object o
+							   WHERE o.classid = CAST('pg_catalog.pg_proc' AS regclass)
+								 AND o.objid = t.routine AND o.distribution_argument_index IS NOT NULL);
+		PERFORM pg_catalog.create_distributed_function(t.routine, 'queue', colocate_with => 'mm.tickets');
+	END LOOP;
 	-- ids drawn on each node from its own range: the node's group id times
 	-- 2^48 (the coordinator, group 0, keeps its ids)
 	SELECT r.nodeid || ': ' || r.result INTO failed FROM pg_catalog.run_command_on_all_nodes($cmd$

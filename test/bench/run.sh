@@ -3,10 +3,17 @@
 # noisy, so every figure is reported next to its baseline from the same run).
 #   bash test/bench/run.sh              # every benchmark
 #   bash test/bench/run.sh ratings      # those whose file name starts with "ratings"
+#   bash test/bench/run.sh citus        # scale-out on Citus (builds Citus if needed)
 source "$(dirname "$0")/../scripts/common.sh"
 
 mm_init 54331
 mm_setup_throwaway "max_parallel_workers_per_gather = 2" "shared_buffers = '1GB'" "work_mem = '64MB'"
+
+# the scale-out benchmark (citus.sh) starts its own Citus nodes: Citus is
+# built here when missing, as for the tests
+case "${1:-}" in
+"" | c | ci | cit | citu | citus*) mm_setup_citus || true ;;
+esac
 
 mm_psql -d postgres -c "CREATE DATABASE mm_bench"
 export PGDATABASE=mm_bench

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# Scale-out benchmark (docs/scale-out.md): matchmaking on Citus against the
+# same work on one plain node, ratios measured in one run.  The plain node is
+# run.sh's cluster (PGHOST/PGPORT, database mm_bench); the Citus deployment a
+# coordinator and two workers started here on the next ports, with the same
+# memory settings, shards 8 per group (mm.distribute(8)).
+#
+#   1. a tick on a worker vs the same tick of the same queue on the plain
+#      node: n searching tickets (MM_BENCH_CITUS_TICKETS, 20000) of a 5v5
+#      queue (difference on skill, latency), the same rows on both; the tick
+#      runs in a session on the node itself (on the worker: the node that
+#      holds the queue, as the coordinator's call does) so that
+#      mm.last_tick_stats() gives its phases; medians of MM_BENCH_CITUS_RUNS
+#      (3) runs, each on a fresh queue of the same worker.  Also the wall
+#      time of one psql call of the tick on the coordinator (routed to the
+#      worker, a new session each time) against the same call on the plain
+#      node.
+#   2. two queues, one on each worker, MM_BENCH_CITUS_PAIR_TICKETS (50000)
+#      tickets each, ticked at the same time through the coordinator vs the
+#      same two ticks one after the other, in warm coordinator sessions
+#      (from the first tick's start to the last one's end).
+#      The machine's cores bound this: with 2 cores the two workers and the
+#      coordinator share them.
+#   3. ingest (tickets/s; reported, no target): mm.create_ticket from 8
+#      pgbench clients for MM_BENCH_CITUS_PGBENCH_SECONDS (10), and
+#      mm.create_tickets in batches of 1,000 from one session, through the
+#      coordinator vs the plain node.
+# Run by: bash test/bench/run.sh citus
+set -euo pipefail
+
+runs=${MM_BENCH_CITUS_RUNS:-3}
+n=${MM_BENCH_CITUS_TICKETS:-20000}
+n_pair=${MM_BENCH_CITUS_PAIR_TICKETS:-50000}
+pgbench_seconds=${MM_BENCH_CITUS_PGBENCH_SECONDS:-10}
+now="2026-01-01 00:10:00+00"
+plain_db=${PGDATABASE:-mm_bench}
+sock=$PGHOST
+base_port=$PGPORT
+dir=$(mktemp -d /tmp/mm_bench_citus.XXXXXX)
+chmod 755 "$dir"
+ports=($((base_port + 1)) $((base_port + 2)) $((base_port + 3)))
+
+say() { printf '==> citus: %s\n' "$*" >&2; }
+q() { psql -X -v ON_ERROR_STOP=1 -q -At "$@"; }
+qc() { q -h "$sock" -p "${ports[0]}" -d postgres "$@"; }
+
+if [ ! -f "$(pg_config --pkglibdir 2>/dev/null)/citus.so" ] && [ "${MM_CITUS:-0}" != 1 ]; then
+	say "skipped: Citus is not installed"
+	exit 0
+fi
+
+stop_all() {
+	for p in "${ports[@]}"; do
+		[ -d "$dir/n$p" ] && pg_ctl -D "$dir/n$p" -m immediate stop >/dev/null 2>&1 || true
+	done
+	rm -rf "$dir"
+}
+trap stop_all EXIT
+
+say "starting a coordinator and two workers (ports ${ports[*]})"
+for p in "${ports[@]}"; do
+	initdb -D "$dir/n$p" -U postgres >/dev/null
+	cat >> "$dir/n$p/postgresql.conf" <<CONF
+port = $p
+unix_socket_directories = '$sock'
+listen_addresses = ''
+shared_preload_libraries = 'citus'
+max_prepared_transactions = 100
+citus.node_conninfo = 'sslmode=disable'
+citus.enable_statistics_collection = off
+shared_buffers = '512MB'
+work_mem = '64MB'
+max_parallel_workers_per_gather = 2
+CONF
+	pg_ctl -D "$dir/n$p" -l "$dir/n$p.log" -w start >/dev/null
+	q -h "$sock" -p "$p" -d postgres -c "CREATE EXTENSION citus"
+done
+qc -c "SELECT citus_set_coordinator_host('$sock', ${ports[0]})" >/dev/null
+qc -c "SELECT citus_add_node('$sock', ${ports[1]})" -c "SELECT citus_add_node('$sock', ${ports[2]})" >/dev/null
+qc -c "CREATE EXTENSION matchmaking" -c "SELECT mm.distribute(8)" >/dev/null
+
+config='{
+  "match_size": {"min": 10, "max": 10},
+  "teams": [{"name": "red", "min": 5, "max": 5}, {"name": "blue", "min": 5, "max": 5}],
+  "rules": [
+    {"name": "skill", "type": "difference", "attribute": "skill", "max": 100,
+     "expansion": {"every_seconds": 10, "delta": 50, "limit": 400}},
+    {"name": "ping", "type": "latency", "max_ms": 150}]}'
+
+# The n tickets of a queue, as one array literal's worth of SQL (the same
+# rows for a queue name on any node: seeded by the name).
+tickets_sql() {
+	local queue=$1 count=${2:-$n}
+	cat <<SQL
+SELECT setseed(0.25);
+SELECT cardinality(mm.create_tickets('$queue', ARRAY(
+  SELECT jsonb_build_array(jsonb_build_object('id', '$queue-' || i,
+           'attributes', jsonb_build_object('skill', round(1000 + 400 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))),
+           'latencies', jsonb_build_object('eu', 40 + (i * 7) % 60, 'us', 40 + (i * 13) % 60, 'asia', 40 + (i * 17) % 60)))
+    FROM generate_series(1, $count) i ORDER BY i), timestamptz '$now' - interval '30 seconds'));
+SQL
+}
+
+# A fresh queue name on the given worker port (queue names hash to shards).
+queue_on() {
+	local port=$1 prefix=$2 i=0 name
+	while :; do
+		name="$prefix$i"
+		if [ "$(qc -c "SELECT node_port FROM mm.queue_node('$name')")" = "$port" ] &&
+			[ "$(qc -c "SELECT count(*) FROM mm.queues WHERE name = '$name'")" = 0 ]; then
+			echo "$name"
+			return
+		fi
+		i=$((i + 1))
+	done
+}
+
+# One tick in a session on the node at port/db; prints "total_ms write_ms matches".
+tick_on() {
+	local port=$1 db=$2 queue=$3
+	q -h "$sock" -p "$port" -d "$db" -F ' ' <<SQL
+SELECT mm.tick('$queue', '$now') \\gset dummy_
+SELECT round((load_ms + compute_ms + write_ms)::numeric, 1), round(write_ms::numeric, 1), matches
+  FROM mm.last_tick_stats() WHERE queue = '$queue';
+SQL
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+# --- 1. a tick on a worker vs on the plain node ---
+worker_totals=() worker_writes=() plain_totals=() plain_writes=() routed=() plain_calls=()
+for r in $(seq 0 "$runs"); do
+	queue=$(queue_on "${ports[1]}" "tw${r}_")
+	qc -c "SELECT mm.create_queue('$queue', '$config')" >/dev/null
+	tickets_sql "$queue" | qc >/dev/null
+	q -d "$plain_db" -c "SELECT mm.create_queue('$queue', '$config')" >/dev/null
+	tickets_sql "$queue" | q -d "$plain_db" >/dev/null
+	q -d "$plain_db" -c "VACUUM ANALYZE mm.tickets_active" -c CHECKPOINT
+	q -h "$sock" -p "${ports[1]}" -d postgres -c "VACUUM ANALYZE" -c CHECKPOINT
+	read -r wt ww wm <<<"$(tick_on "${ports[1]}" postgres "$queue")"
+	read -r pt pw pm <<<"$(tick_on "$base_port" "$plain_db" "$queue")"
+	if [ "$wm" != "$pm" ]; then
+		say "run $r: the worker formed $wm matches, the plain node $pm"
+		exit 1
+	fi
+	# the same tick again, one psql call each: on the coordinator (routed to
+	# the worker) and on the plain node
+	queue2=$(queue_on "${ports[1]}" "tc${r}_")
+	qc -c "SELECT mm.create_queue('$queue2', '$config')" >/dev/null
+	tickets_sql "$queue2" | qc >/dev/null
+	q -d "$plain_db" -c "SELECT mm.create_queue('$queue2', '$config')" >/dev/null
+	tickets_sql "$queue2" | q -d "$plain_db" >/dev/null
+	start=$(date +%s%N)
+	qc -c "SELECT mm.tick('$queue2', '$now')" >/dev/null
+	routed_ms=$((($(date +%s%N) - start) / 1000000))
+	start=$(date +%s%N)
+	q -d "$plain_db" -c "SELECT mm.tick('$queue2', '$now')" >/dev/null
+	plain_call_ms=$((($(date +%s%N) - start) / 1000000))
+	[ "$r" = 0 ] && continue		# warm-up
+	worker_totals+=("$wt") worker_writes+=("$ww") plain_totals+=("$pt") plain_writes+=("$pw")
+	routed+=("$routed_ms") plain_calls+=("$plain_call_ms")
+	say "run $r: worker $wt ms (write $ww), plain $pt ms (write $pw); one call: coordinator $routed_ms ms, plain $plain_call_ms ms; $wm matches"
+done
+wt=$(printf '%s\n' "${worker_totals[@]}" | median)
+ww=$(printf '%s\n' "${worker_writes[@]}" | median)
+pt=$(printf '%s\n' "${plain_totals[@]}" | median)
+pw=$(printf '%s\n' "${plain_writes[@]}" | median)
+rt=$(printf '%s\n' "${routed[@]}" | median)
+pc=$(printf '%s\n' "${plain_calls[@]}" | median)
+
+# --- 2. two queues on two workers: at the same time vs one after the other ---
+# Warm sessions on the coordinator (each has ticked its queues once with a
+# now before every ticket, which loads nothing but opens the connections to
+# the workers and prepares the statements there), started together at a set
+# time; each prints the epoch before and after its tick(s).
+session_sql() {
+	local at=$1; shift
+	local queue
+	for queue in "$@"; do echo "SELECT mm.tick('$queue', '2000-01-01') \gset dummy_"; done
+	echo "SELECT pg_sleep_until('$at') \gset dummy_"
+	echo "SELECT extract(epoch FROM clock_timestamp());"
+	for queue in "$@"; do echo "SELECT mm.tick('$queue', '$now') \gset dummy_"; done
+	echo "SELECT extract(epoch FROM clock_timestamp());"
+}
+span_ms() { awk '{v[NR] = $1} END {min = v[1]; max = v[1]; for (i in v) {if (v[i] < min) min = v[i]; if (v[i] > max) max = v[i]}; printf "%.0f", (max - min) * 1000}'; }
+pair_together=() pair_sequential=()
+for r in $(seq 1 "$runs"); do
+	for mode in together sequential; do
+		qa=$(queue_on "${ports[1]}" "pa${r}${mode}_")
+		qb=$(queue_on "${ports[2]}" "pb${r}${mode}_")
+		for queue in "$qa" "$qb"; do
+			qc -c "SELECT mm.create_queue('$queue', '$config')" >/dev/null
+			tickets_sql "$queue" "$n_pair" | qc >/dev/null
+		done
+		at=$(qc -c "SELECT clock_timestamp() + interval '3 seconds'")
+		if [ "$mode" = together ]; then
+			session_sql "$at" "$qa" | qc > "$dir/a.out" &
+			session_sql "$at" "$qb" | qc > "$dir/b.out" &
+			wait
+			pair_together+=("$(cat "$dir/a.out" "$dir/b.out" | span_ms)")
+		else
+			session_sql "$at" "$qa" "$qb" | qc > "$dir/a.out"
+			pair_sequential+=("$(span_ms < "$dir/a.out")")
+		fi
+	done
+done
+pt2=$(printf '%s\n' "${pair_together[@]}" | median)
+ps2=$(printf '%s\n' "${pair_sequential[@]}" | median)
+
+# --- 3. ingest through the coordinator vs the plain node ---
+qc -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
+q -d "$plain_db" -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
+cat > "$dir/create_ticket.pgbench" <<'EOF'
+\set id random(1, 1000000000)
+SELECT mm.create_ticket('ingest', jsonb_build_array(jsonb_build_object('id', 'i' || :client_id || '-' || :id || '-' || random(),
+  'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50))));
+EOF
+tps() {
+	pgbench -n -c 8 -j 2 -T "$pgbench_seconds" -f "$dir/create_ticket.pgbench" "$@" 2>"$dir/pgbench.err" |
+		sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1
+}
+citus_tps=$(tps -h "$sock" -p "${ports[0]}" postgres)
+plain_tps=$(tps "$plain_db")
+# batches of 1,000 from one session, 20 of them
+batches() {
+	local start b
+	start=$(date +%s%N)
+	for b in $(seq 1 20); do
+		q "$@" -c "SELECT cardinality(mm.create_tickets('ingest', ARRAY(
+		  SELECT jsonb_build_array(jsonb_build_object('id', 'b$b-' || i,
+		           'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50)))
+		    FROM generate_series(1, 1000) i), '$now'))" >/dev/null
+	done
+	awk -v ns=$(($(date +%s%N) - start)) 'BEGIN {printf "%.0f", 20000 / (ns / 1e9)}'
+}
+citus_batch=$(batches -h "$sock" -p "${ports[0]}" -d postgres)
+plain_batch=$(batches -d "$plain_db")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
+cores=$(nproc 2>/dev/null || echo '?')
+cat <<TABLE
+
+Scale-out benchmark: $n tickets per tick, medians of $runs runs, $cores cores
+| figure | Citus | one node | ratio | target |
+| --- | --- | --- | --- | --- |
+| tick on the queue's worker, ms | $wt | $pt | $(ratio "$wt" "$pt")x | <= 1.2x |
+| its write phase, ms | $ww | $pw | $(ratio "$ww" "$pw")x | |
+| one psql call of the tick, on the coordinator vs on the node, ms (wall) | $rt | $pc | $(ratio "$rt" "$pc")x | |
+| two queues ($n_pair tickets each) on two workers: at once (Citus) vs one after the other (Citus), ms | $pt2 | $ps2 | $(ratio "$pt2" "$ps2")x | <= 0.65x |
+| mm.create_ticket, 8 clients, tickets/s | ${citus_tps%.*} | ${plain_tps%.*} | $(ratio "$citus_tps" "$plain_tps")x | (reported) |
+| mm.create_tickets, batches of 1,000, tickets/s | $citus_batch | $plain_batch | $(ratio "$citus_batch" "$plain_batch")x | (reported) |
+TABLE
