@@ -561,6 +561,8 @@ DECLARE
 	cutoff timestamptz;
 	match_ids bigint[];
 	ticket_ids bigint[];
+	matches_left bigint;
+	tickets_left bigint;
 	q text;
 	n bigint;
 BEGIN
@@ -590,63 +592,71 @@ BEGIN
 				  DETAIL = 'now - older_than is out of range.';
 	END;
 
-	-- the oldest finished matches, queue by queue (the indexes lead with queue)
-	match_ids := '{}';
+	-- the oldest finished matches, queue by queue (the indexes lead with
+	-- queue), then the oldest ended tickets the same way: batch_size of each
+	-- at most.  Every statement names its queue, so that on Citus each runs
+	-- on the queue's shards.
+	matches_purged := 0;
+	tickets_purged := 0;
+	matches_left := batch_size;
+	tickets_left := batch_size;
 	FOR q IN SELECT name FROM mm.queues ORDER BY name LOOP
-		EXIT WHEN cardinality(match_ids) >= batch_size;
-		match_ids := match_ids || ARRAY(
+		EXIT WHEN matches_left <= 0 AND tickets_left <= 0;
+		match_ids := ARRAY(
 			SELECT m.id FROM mm.matches m
 			 WHERE m.queue = q AND m.status IN ('completed', 'cancelled') AND m.updated_at < cutoff
 			 ORDER BY m.updated_at, m.id
-			 LIMIT batch_size - cardinality(match_ids)
+			 LIMIT greatest(matches_left, 0)
 			   FOR UPDATE SKIP LOCKED);
-	END LOOP;
-	ticket_ids := '{}';
-	FOR q IN SELECT name FROM mm.queues ORDER BY name LOOP
-		EXIT WHEN cardinality(ticket_ids) >= batch_size;
-		ticket_ids := ticket_ids || ARRAY(
+		matches_left := matches_left - cardinality(match_ids);
+		ticket_ids := ARRAY(
 			SELECT t.id FROM mm.tickets t
 			 WHERE t.queue = q AND t.status IN ('cancelled', 'timed_out') AND t.updated_at < cutoff
 			 ORDER BY t.updated_at, t.id
-			 LIMIT batch_size - cardinality(ticket_ids)
+			 LIMIT greatest(tickets_left, 0)
 			   FOR UPDATE SKIP LOCKED);
+		tickets_left := tickets_left - cardinality(ticket_ids);
+		CONTINUE WHEN cardinality(match_ids) = 0 AND cardinality(ticket_ids) = 0;
+		-- a purged match takes its ended tickets along (a matched ticket
+		-- needs its match; it ended under the match's queue), found through
+		-- its players; a ticket back in the active partition (searching
+		-- again) stays
+		ticket_ids := ticket_ids || ARRAY(
+			SELECT t.id FROM mm.tickets_ended t
+			 WHERE t.queue = q
+			   AND t.id IN (SELECT mp.ticket_id FROM mm.match_players mp
+							 WHERE mp.queue = q AND mp.match_id = ANY (match_ids))
+			   AND t.match_id = ANY (match_ids) AND t.id <> ALL (ticket_ids)
+			 ORDER BY t.id FOR UPDATE);
+
+		IF archive THEN
+			INSERT INTO mm.matches_archive (id, queue, status, created_at, updated_at, region, quality,
+											rule_steps, connection, properties, acceptance_deadline,
+											cancel_reason, archived_at, ready_at)
+			SELECT m.id, m.queue, m.status, m.created_at, m.updated_at, m.region, m.quality,
+				   m.rule_steps, m.connection, m.properties, m.acceptance_deadline,
+				   m.cancel_reason, now, m.ready_at
+			  FROM mm.matches m WHERE m.queue = q AND m.id = ANY (match_ids);
+			INSERT INTO mm.match_players_archive
+				SELECT mp.*, now FROM mm.match_players mp WHERE mp.queue = q AND mp.match_id = ANY (match_ids);
+			INSERT INTO mm.match_results_archive
+				SELECT r.*, now FROM mm.match_results r WHERE r.queue = q AND r.match_id = ANY (match_ids);
+			INSERT INTO mm.tickets_archive (id, queue, players, status, created_at, updated_at, matched_at,
+											match_id, team, archived_at, queues, heartbeat_at, cancel_reason)
+			SELECT t.id, t.queue, t.players, t.status, t.created_at, t.updated_at, t.matched_at,
+				   t.match_id, t.team, now, t.queues, t.heartbeat_at, t.cancel_reason
+			  FROM mm.tickets_ended t WHERE t.queue = q AND t.id = ANY (ticket_ids);
+		END IF;
+
+		-- match_results go by ON DELETE CASCADE; match players are deleted here
+		DELETE FROM mm.match_players mp WHERE mp.queue = q AND mp.match_id = ANY (match_ids);
+		DELETE FROM mm.tickets_ended t WHERE t.queue = q AND t.id = ANY (ticket_ids);
+		GET DIAGNOSTICS n = ROW_COUNT;
+		tickets_purged := tickets_purged + n;
+		DELETE FROM mm.matches m WHERE m.queue = q AND m.id = ANY (match_ids);
+		GET DIAGNOSTICS n = ROW_COUNT;
+		matches_purged := matches_purged + n;
 	END LOOP;
-	-- a purged match takes its ended tickets along (a matched ticket needs
-	-- its match), found through its players; a ticket back in the active
-	-- partition (searching again) stays
-	ticket_ids := ticket_ids || ARRAY(
-		SELECT t.id FROM mm.tickets_ended t
-		 WHERE t.id IN (SELECT mp.ticket_id FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids))
-		   AND t.match_id = ANY (match_ids) AND t.id <> ALL (ticket_ids)
-		 ORDER BY t.id FOR UPDATE);
-
-	IF archive THEN
-		INSERT INTO mm.matches_archive (id, queue, status, created_at, updated_at, region, quality,
-										rule_steps, connection, properties, acceptance_deadline,
-										cancel_reason, archived_at, ready_at)
-		SELECT m.id, m.queue, m.status, m.created_at, m.updated_at, m.region, m.quality,
-			   m.rule_steps, m.connection, m.properties, m.acceptance_deadline,
-			   m.cancel_reason, now, m.ready_at
-		  FROM mm.matches m WHERE m.id = ANY (match_ids);
-		INSERT INTO mm.match_players_archive
-			SELECT mp.*, now FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
-		INSERT INTO mm.match_results_archive
-			SELECT r.*, now FROM mm.match_results r WHERE r.match_id = ANY (match_ids);
-		INSERT INTO mm.tickets_archive (id, queue, players, status, created_at, updated_at, matched_at,
-										match_id, team, archived_at, queues, heartbeat_at, cancel_reason)
-		SELECT t.id, t.queue, t.players, t.status, t.created_at, t.updated_at, t.matched_at,
-			   t.match_id, t.team, now, t.queues, t.heartbeat_at, t.cancel_reason
-		  FROM mm.tickets_ended t WHERE t.id = ANY (ticket_ids);
-	END IF;
-
-	-- match_results go by ON DELETE CASCADE; match players are deleted here
-	DELETE FROM mm.match_players mp WHERE mp.match_id = ANY (match_ids);
-	DELETE FROM mm.tickets_ended t WHERE t.id = ANY (ticket_ids);
-	GET DIAGNOSTICS n = ROW_COUNT;
-	tickets_purged := n;
-	DELETE FROM mm.matches m WHERE m.id = ANY (match_ids);
-	GET DIAGNOSTICS n = ROW_COUNT;
-	matches_purged := n;
 END;
 $$;
 COMMENT ON FUNCTION mm.purge_finished(interval, integer, boolean, timestamptz) IS
