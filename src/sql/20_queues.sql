@@ -45,6 +45,11 @@ CREATE FUNCTION mm.queues_after_delete() RETURNS trigger
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
+	-- on Citus this fires on each copy of the reference table (<table>_<shard
+	-- id>), where it cannot reach the shards: mm.drop_queue cleans up there
+	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
+		RETURN NULL;
+	END IF;
 	DELETE FROM mm.tickets t USING old_queues q WHERE t.queue = q.name;
 	DELETE FROM mm.match_players mp USING old_queues q WHERE mp.queue = q.name;
 	DELETE FROM mm.matches m USING old_queues q WHERE m.queue = q.name;
@@ -121,7 +126,10 @@ CREATE FUNCTION mm.drop_queue(name text, force boolean DEFAULT false) RETURNS vo
 DECLARE
 	active_count bigint;
 	cancelled_ids bigint[];
-	proposed_match bigint;
+	proposed_match record;
+	other_queues text[];
+	match_queues text[];
+	proposing bigint[];
 BEGIN
 	IF drop_queue.name IS NULL THEN
 		RAISE EXCEPTION 'queue name must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -135,18 +143,24 @@ BEGIN
 	-- and waits for the running ticks of the other queues its tickets search
 	-- in (a tick holds its queue FOR SHARE): one of them may be proposing one
 	-- of its tickets, and the statements below must see that match
-	PERFORM FROM mm.queues q
-	 WHERE q.name IN (SELECT l.queue FROM mm.ticket_queues l
-					   JOIN mm.tickets_active t ON t.id = l.ticket_id
-					  WHERE t.queue = drop_queue.name)
-	 ORDER BY q.name FOR UPDATE;
+	other_queues := ARRAY(SELECT DISTINCT u.queue FROM mm.tickets_active t, unnest(t.queues) u(queue)
+						   WHERE t.queue = drop_queue.name);
+	PERFORM FROM mm.queues q WHERE q.name = ANY (other_queues) ORDER BY q.name FOR UPDATE;
 
 	-- a proposed match of the queue may hold tickets of other queues (and
 	-- the queue's tickets may be proposed in other queues' matches)
+	-- (the queues these tickets and matches can be in: this one, the other
+	-- queues of its tickets, and the queues of the tickets that also search
+	-- in it; on Citus, those of one shard)
+	proposing := ARRAY(SELECT m.id FROM mm.matches m
+						WHERE m.queue = drop_queue.name AND m.status = 'proposed');
+	match_queues := drop_queue.name || other_queues
+					|| ARRAY(SELECT DISTINCT t.queue FROM mm.tickets_active t
+							  WHERE t.id IN (SELECT l.ticket_id FROM mm.ticket_queues l
+											  WHERE l.queue = drop_queue.name));
 	SELECT count(*) INTO active_count FROM mm.tickets_active t
-	 WHERE t.queue = drop_queue.name
-		OR t.match_id IN (SELECT m.id FROM mm.matches m
-						   WHERE m.queue = drop_queue.name AND m.status = 'proposed');
+	 WHERE t.queue = ANY (match_queues)
+	   AND (t.queue = drop_queue.name OR t.match_id = ANY (proposing));
 	IF active_count > 0 THEN
 		IF NOT coalesce(drop_queue.force, false) THEN
 			RAISE EXCEPTION 'queue "%" still has active tickets', drop_queue.name
@@ -159,34 +173,37 @@ BEGIN
 		-- the queue's tickets in them are cancelled, the others search again
 		-- in their own queues (none is left proposed in a match that goes
 		-- away, no match goes on without its tickets)
+		proposing := proposing || ARRAY(SELECT t.match_id FROM mm.tickets_active t
+										 WHERE t.queue = drop_queue.name AND t.status = 'proposed');
 		FOR proposed_match IN
-			SELECT m.id FROM mm.matches m
-			 WHERE m.status = 'proposed'
-			   AND (m.queue = drop_queue.name
-					OR m.id IN (SELECT t.match_id FROM mm.tickets_active t
-								 WHERE t.queue = drop_queue.name AND t.status = 'proposed'))
+			SELECT m.id, m.queue FROM mm.matches m
+			 WHERE m.queue = ANY (match_queues) AND m.status = 'proposed' AND m.id = ANY (proposing)
 			 ORDER BY m.id FOR UPDATE
 		LOOP
-			PERFORM mm.cancel_proposed_match(proposed_match, 'queue_dropped',
-				ARRAY(SELECT t.id FROM mm.tickets_active t
-					   WHERE t.match_id = proposed_match AND t.queue = drop_queue.name),
-				now());
+			cancelled_ids := ARRAY(SELECT t.id FROM mm.tickets_active t
+									WHERE t.queue = drop_queue.name AND t.match_id = proposed_match.id);
+			PERFORM mm.cancel_proposed_match(proposed_match.queue, proposed_match.id, 'queue_dropped',
+											 cancelled_ids, now());
 		END LOOP;
 		-- cancel them all in one statement (the queue row lock keeps new
 		-- tickets out; a ticket locked by a tick is waited for), then tell
 		-- every client in ticket_cancelled events split under 8000 bytes
+		cancelled_ids := ARRAY(SELECT t.id FROM mm.tickets_active t
+								WHERE t.queue = drop_queue.name
+								ORDER BY t.id FOR UPDATE);
 		SELECT array_agg(c.id ORDER BY c.id) INTO cancelled_ids
-		  FROM mm.end_tickets(ARRAY(SELECT t.id FROM mm.tickets_active t
-									 WHERE t.queue = drop_queue.name
-									 ORDER BY t.id FOR UPDATE),
-							  'cancelled', now()) AS c(id);
+		  FROM mm.end_tickets(ARRAY[drop_queue.name], cancelled_ids, 'cancelled', now()) AS c(id);
 		IF cancelled_ids IS NOT NULL THEN
 			PERFORM mm.notify_ticket_event('ticket_cancelled', drop_queue.name, cancelled_ids);
 		END IF;
 	END IF;
 
 	-- tickets, matches and everything hanging off them go with the queue
-	-- (mm.queues_after_delete)
+	-- (mm.queues_after_delete; on Citus, where that trigger cannot reach the
+	-- shards, mm.delete_queue_rows does it first)
+	IF mm.tables_are_distributed() THEN
+		PERFORM mm.delete_queue_rows(drop_queue.name);
+	END IF;
 	DELETE FROM mm.queues q WHERE q.name = drop_queue.name;
 END
 $$;

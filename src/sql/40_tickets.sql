@@ -349,17 +349,23 @@ BEGIN
 	 WHERE o.status NOT IN ('searching', 'proposed') AND n.status IN ('searching', 'proposed')
 	HAVING count(*) > 0;
 	FOR left_match IN
-		SELECT o.match_id, array_agg(o.id) AS ticket_ids
-		  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
+		SELECT o.match_id, array_agg(DISTINCT o.id) AS ticket_ids,
+			   array_agg(DISTINCT q.queue) AS queues
+		  FROM old_tickets o JOIN new_tickets n ON n.id = o.id,
+			   unnest(array_prepend(o.queue, coalesce(o.queues, '{}'))) q(queue)
 		 WHERE o.status = 'proposed' AND n.status IN ('searching', 'cancelled', 'timed_out')
 		   AND o.match_id IS NOT NULL
 		 GROUP BY o.match_id ORDER BY o.match_id
 	LOOP
-		UPDATE mm.tickets_active t SET match_id = NULL, team = NULL WHERE t.id = ANY (left_match.ticket_ids);
-		UPDATE mm.tickets_ended t SET match_id = NULL, team = NULL WHERE t.id = ANY (left_match.ticket_ids);
-		SELECT * INTO m FROM mm.matches x WHERE x.id = left_match.match_id FOR UPDATE;
+		UPDATE mm.tickets_active t SET match_id = NULL, team = NULL
+		 WHERE t.queue = ANY (left_match.queues) AND t.id = ANY (left_match.ticket_ids);
+		UPDATE mm.tickets_ended t SET match_id = NULL, team = NULL
+		 WHERE t.queue = ANY (left_match.queues) AND t.id = ANY (left_match.ticket_ids);
+		-- the match is in one of the tickets' queues
+		SELECT * INTO m FROM mm.matches x
+		 WHERE x.queue = ANY (left_match.queues) AND x.id = left_match.match_id FOR UPDATE;
 		IF m.status = 'proposed' THEN
-			PERFORM mm.cancel_proposed_match(m.id, 'ticket_cancelled', '{}', greatest(now(), m.created_at));
+			PERFORM mm.cancel_proposed_match(m.queue, m.id, 'ticket_cancelled', '{}', greatest(now(), m.created_at));
 		END IF;
 	END LOOP;
 	RETURN NULL;
@@ -450,37 +456,78 @@ CREATE TRIGGER tickets_refuse_change BEFORE UPDATE OF id, queue, players ON mm.t
 		  OR OLD.players IS DISTINCT FROM NEW.players)
 	EXECUTE FUNCTION mm.tickets_refuse_change();
 
+-- Releases the claims of (player, ticket) pairs: one delete of the
+-- players' table, by player (on Citus, on the players' shards).
+CREATE FUNCTION mm.release_claims(player_ids text[], ticket_ids bigint[])
+	RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF coalesce(cardinality(release_claims.player_ids), 0) = 0 THEN
+		RETURN;
+	END IF;
+	DELETE FROM mm.active_players a
+	 WHERE a.player_id = ANY (release_claims.player_ids)
+	   AND (a.player_id, a.ticket_id) IN (SELECT u.p, u.t FROM unnest(release_claims.player_ids,
+																	 release_claims.ticket_ids) u(p, t));
+END
+$$;
+COMMENT ON FUNCTION mm.release_claims(text[], bigint[]) IS
+	'Internal: deletes the claims of the given (player, ticket) pairs from mm.active_players';
+REVOKE ALL ON FUNCTION mm.release_claims(text[], bigint[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.release_claims(text[], bigint[]) TO mm_admin;
+
 -- Ends active tickets (cancelled or timed out): each moves from
 -- tickets_active to tickets_ended, a delete and an insert, its players are
 -- released and it leaves the other queues.  A delete, not an UPDATE of the
 -- status: a session waiting on the row then sees it gone (and looks again)
 -- instead of failing on a row moved to another partition.  Returns the ids
--- of the tickets it ended.
-CREATE FUNCTION mm.end_tickets(ticket_ids bigint[], new_status text, ended_at timestamptz)
+-- of the tickets it ended.  The tickets are named with the queues they are
+-- in (on Citus, of one shard), and the players released by player, from
+-- arrays, not by a join of the tickets' shard with the players'.
+CREATE FUNCTION mm.end_tickets(queues text[], ticket_ids bigint[], new_status text, ended_at timestamptz)
 	RETURNS SETOF bigint
-	LANGUAGE sql
+	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	ended bigint[];
+	player_ids text[];
+	player_tickets bigint[];
+	listed text[];
+BEGIN
 	WITH moved AS (
-		DELETE FROM mm.tickets_active t WHERE t.id = ANY (end_tickets.ticket_ids)
+		DELETE FROM mm.tickets_active t
+		 WHERE t.queue = ANY (end_tickets.queues) AND t.id = ANY (end_tickets.ticket_ids)
 		RETURNING t.id, t.queue, t.players, t.created_at, t.queues
-	), released AS (
-		DELETE FROM mm.active_players a
-		 USING moved m, jsonb_array_elements(m.players) p
-		 WHERE a.player_id = p.value ->> 'id' AND a.ticket_id = m.id
-	), unlisted AS (
-		DELETE FROM mm.ticket_queues q USING moved m
-		 WHERE q.ticket_id = m.id AND m.queues IS NOT NULL
+	), ins AS (
+		INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues)
+		SELECT m.id, m.queue, m.players, end_tickets.new_status, m.created_at, end_tickets.ended_at, m.queues
+		  FROM moved m
+		RETURNING id
 	)
-	INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues)
-	SELECT m.id, m.queue, m.players, end_tickets.new_status, m.created_at, end_tickets.ended_at, m.queues
-	  FROM moved m
-	RETURNING id
+	SELECT array_agg(i.id ORDER BY i.id) INTO ended FROM ins i;
+	IF ended IS NULL THEN
+		RETURN;
+	END IF;
+	SELECT array_agg(p.value ->> 'id' ORDER BY p.value ->> 'id'), array_agg(t.id ORDER BY p.value ->> 'id')
+	  INTO player_ids, player_tickets
+	  FROM mm.tickets_ended t, jsonb_array_elements(t.players) p
+	 WHERE t.queue = ANY (end_tickets.queues) AND t.id = ANY (ended);
+	listed := ARRAY(SELECT DISTINCT u.queue FROM mm.tickets_ended t, unnest(t.queues) u(queue)
+					 WHERE t.queue = ANY (end_tickets.queues) AND t.id = ANY (ended));
+	PERFORM mm.release_claims(player_ids, player_tickets);
+	IF cardinality(listed) > 0 THEN
+		DELETE FROM mm.ticket_queues o WHERE o.queue = ANY (listed) AND o.ticket_id = ANY (ended);
+	END IF;
+	RETURN QUERY SELECT u.id FROM unnest(ended) u(id);
+END
 $$;
-COMMENT ON FUNCTION mm.end_tickets(bigint[], text, timestamptz) IS
-	'Internal: moves active tickets to tickets_ended as cancelled or timed_out and releases their players';
-REVOKE ALL ON FUNCTION mm.end_tickets(bigint[], text, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.end_tickets(bigint[], text, timestamptz) TO mm_admin;
+COMMENT ON FUNCTION mm.end_tickets(text[], bigint[], text, timestamptz) IS
+	'Internal: moves active tickets of the given queues to tickets_ended as cancelled or timed_out and releases their players';
+REVOKE ALL ON FUNCTION mm.end_tickets(text[], bigint[], text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.end_tickets(text[], bigint[], text, timestamptz) TO mm_admin;
 
 -- mm_frontend creates and cancels tickets through functions only: they run
 -- as the extension's owner, so the role needs no privilege on the tables
@@ -522,34 +569,66 @@ COMMENT ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) TO mm_frontend, mm_admin;
 
+-- The queue of a ticket, for the id-only forms: a plain read (no lock; on
+-- Citus it visits every shard).  NULL for a missing ticket.
+CREATE FUNCTION mm.ticket_queue(ticket_id bigint)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	RETURN (SELECT t.queue FROM mm.tickets t WHERE t.id = ticket_queue.ticket_id);
+END
+$$;
+COMMENT ON FUNCTION mm.ticket_queue(bigint) IS
+'Internal: the queue of a ticket (NULL when it does not exist), for the ticket functions called by id alone';
+REVOKE ALL ON FUNCTION mm.ticket_queue(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.ticket_queue(bigint) TO mm_admin;
+
 -- A proposed ticket that is cancelled rejects its match, as its player's
 -- "no" would: the match is cancelled and its other tickets search again.
 -- The match is locked before the ticket, in the order of mm.accept_match.
-CREATE FUNCTION mm.cancel_ticket(ticket_id bigint) RETURNS boolean
-	LANGUAGE plpgsql STRICT
+CREATE FUNCTION mm.cancel_ticket(queue text, ticket_id bigint) RETURNS boolean
+	LANGUAGE plpgsql
 	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE
 	ticket_status text;
-	ticket_queue text;
 	ticket_match bigint;
+	ticket_queues text[];
 	m mm.matches;
 BEGIN
-	SELECT t.match_id INTO ticket_match
-	  FROM mm.tickets_active t WHERE t.id = cancel_ticket.ticket_id AND t.status = 'proposed';
+	IF cancel_ticket.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF cancel_ticket.ticket_id IS NULL THEN
+		RAISE EXCEPTION 'ticket_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- a proposed ticket's match is in its queue or one of its other queues
+	SELECT t.match_id, array_prepend(t.queue, coalesce(t.queues, '{}')) INTO ticket_match, ticket_queues
+	  FROM mm.tickets_active t
+	 WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id AND t.status = 'proposed';
 	IF ticket_match IS NOT NULL THEN
-		SELECT * INTO m FROM mm.matches x WHERE x.id = ticket_match FOR UPDATE;
+		SELECT * INTO m FROM mm.matches x
+		 WHERE x.queue = ANY (ticket_queues) AND x.id = ticket_match FOR UPDATE;
 	END IF;
 	-- waits for a tick that holds the ticket; if the tick ended it, the
 	-- active row is gone and the ended one tells the outcome
-	SELECT t.status, t.queue, t.match_id INTO ticket_status, ticket_queue, ticket_match
-	  FROM mm.tickets_active t WHERE t.id = cancel_ticket.ticket_id
+	SELECT t.status, t.match_id, array_prepend(t.queue, coalesce(t.queues, '{}'))
+	  INTO ticket_status, ticket_match, ticket_queues
+	  FROM mm.tickets_active t WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id
 	   FOR UPDATE;
 	IF NOT FOUND THEN
-		PERFORM FROM mm.tickets_ended t WHERE t.id = cancel_ticket.ticket_id;
+		PERFORM FROM mm.tickets_ended t WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id;
 		IF NOT FOUND THEN
-			RAISE EXCEPTION 'ticket % does not exist', cancel_ticket.ticket_id
+			-- a ticket of several queues that another of them matched (a
+			-- plain read; on Citus it visits every shard)
+			PERFORM 1 FROM mm.tickets_ended t
+			 WHERE t.id = cancel_ticket.ticket_id AND cancel_ticket.queue = ANY (t.queues);
+		END IF;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'ticket % does not exist in queue "%"', cancel_ticket.ticket_id, cancel_ticket.queue
 				USING ERRCODE = 'undefined_object';
 		END IF;
 		RETURN false;
@@ -559,16 +638,42 @@ BEGIN
 		IF m.id IS DISTINCT FROM ticket_match THEN
 			-- proposed since the first look (a tick in between): lock its match
 			-- now; nothing else can change the ticket while it is locked
-			SELECT * INTO m FROM mm.matches x WHERE x.id = ticket_match FOR UPDATE;
+			SELECT * INTO m FROM mm.matches x
+			 WHERE x.queue = ANY (ticket_queues) AND x.id = ticket_match FOR UPDATE;
 		END IF;
-		PERFORM mm.cancel_proposed_match(m.id, 'ticket_cancelled', ARRAY[cancel_ticket.ticket_id],
+		PERFORM mm.cancel_proposed_match(m.queue, m.id, 'ticket_cancelled', ARRAY[cancel_ticket.ticket_id],
 										 greatest(now(), m.created_at));
 	ELSE
-		PERFORM mm.end_tickets(ARRAY[cancel_ticket.ticket_id], 'cancelled', now());
+		PERFORM mm.end_tickets(ARRAY[cancel_ticket.queue], ARRAY[cancel_ticket.ticket_id], 'cancelled', now());
 	END IF;
 	-- signed, delivered at commit only
-	PERFORM mm.notify_ticket_event('ticket_cancelled', ticket_queue, ARRAY[cancel_ticket.ticket_id]);
+	PERFORM mm.notify_ticket_event('ticket_cancelled', cancel_ticket.queue, ARRAY[cancel_ticket.ticket_id]);
 	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_ticket(text, bigint) IS
+	'Cancels a searching or proposed ticket of a queue (true; a proposed one rejects its match), or returns false when it was no longer active; NOTIFYs mm_events';
+REVOKE ALL ON FUNCTION mm.cancel_ticket(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.cancel_ticket(text, bigint) TO mm_frontend, mm_admin;
+
+-- By id alone: the ticket's queue found by a plain read (no lock; on Citus
+-- it visits every shard).
+CREATE FUNCTION mm.cancel_ticket(ticket_id bigint) RETURNS boolean
+	LANGUAGE plpgsql STRICT
+	SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	q text := coalesce(mm.ticket_queue(cancel_ticket.ticket_id), '');
+BEGIN
+	RETURN mm.cancel_ticket(q, cancel_ticket.ticket_id);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without a queue
+	IF SQLERRM = format('ticket %s does not exist in queue "%s"', cancel_ticket.ticket_id, q) THEN
+		RAISE EXCEPTION 'ticket % does not exist', cancel_ticket.ticket_id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
 END
 $$;
 COMMENT ON FUNCTION mm.cancel_ticket(bigint) IS
@@ -580,17 +685,31 @@ GRANT EXECUTE ON FUNCTION mm.cancel_ticket(bigint) TO mm_frontend, mm_admin;
 -- that the player has not left.
 CREATE FUNCTION mm.claim_is_live(player_id text, ticket_id bigint)
 RETURNS boolean
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT EXISTS (SELECT FROM mm.tickets_active t WHERE t.id = claim_is_live.ticket_id)
-		OR EXISTS (SELECT FROM mm.tickets_ended t
-					 JOIN mm.matches m ON m.id = t.match_id
-					 JOIN mm.match_players mp ON mp.match_id = m.id
+DECLARE
+	ticket_queue text;
+	ticket_match bigint;
+BEGIN
+	-- plain reads by id (on Citus they visit every shard), then the match
+	-- on its queue's shard; SELECT 1: Citus cannot plan a multi-shard
+	-- EXISTS without a column
+	IF EXISTS (SELECT 1 FROM mm.tickets_active t WHERE t.id = claim_is_live.ticket_id) THEN
+		RETURN true;
+	END IF;
+	SELECT t.queue, t.match_id INTO ticket_queue, ticket_match
+	  FROM mm.tickets_ended t WHERE t.id = claim_is_live.ticket_id AND t.match_id IS NOT NULL;
+	IF NOT FOUND THEN
+		RETURN false;
+	END IF;
+	RETURN EXISTS (SELECT 1 FROM mm.matches m
+					 JOIN mm.match_players mp ON mp.queue = m.queue AND mp.match_id = m.id
 						  AND mp.player_id = claim_is_live.player_id
-					WHERE t.id = claim_is_live.ticket_id
+					WHERE m.queue = ticket_queue AND m.id = ticket_match
 					  AND m.status IN ('proposed', 'ready', 'assigned')
-					  AND mp.left_at IS NULL)
+					  AND mp.left_at IS NULL);
+END
 $$;
 COMMENT ON FUNCTION mm.claim_is_live(text, bigint) IS
 'Internal: whether a player''s claim still holds (its ticket is active, or in a live match the player has not left)';
@@ -693,6 +812,11 @@ CREATE FUNCTION mm.queues_after_delete_unlist() RETURNS trigger
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
+	-- on Citus this fires on each copy of the reference table (<table>_<shard
+	-- id>), where it cannot reach the shards: mm.drop_queue cleans up there
+	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
+		RETURN NULL;
+	END IF;
 	DELETE FROM mm.ticket_queues q USING old_queues o WHERE q.queue = o.name;
 	-- the deleted queues' own tickets are gone (queues_after_delete ran first)
 	DELETE FROM mm.ticket_queues q
@@ -870,7 +994,7 @@ REVOKE ALL ON FUNCTION mm.check_ticket_token(bigint, text) FROM PUBLIC;
 -- it ended (matched, cancelled, timed out): the client stops beating and
 -- reads the outcome.  A beat waits for a tick that holds the ticket, and
 -- then sees its outcome.  Beats never move heartbeat_at back.
-CREATE FUNCTION mm.heartbeat(ticket_id bigint, now timestamptz DEFAULT pg_catalog.now())
+CREATE FUNCTION mm.heartbeat(queue text, ticket_id bigint, now timestamptz DEFAULT pg_catalog.now())
 RETURNS boolean
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -879,6 +1003,9 @@ AS $$
 DECLARE
 	ticket_status text;
 BEGIN
+	IF heartbeat.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	IF heartbeat.ticket_id IS NULL THEN
 		RAISE EXCEPTION 'ticket_id must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
@@ -893,13 +1020,20 @@ BEGIN
 	-- between the update and the look at its status is beaten there
 	FOR attempt IN 1 .. 2 LOOP
 		UPDATE mm.tickets_active t SET heartbeat_at = GREATEST(t.heartbeat_at, heartbeat.now)
-		 WHERE t.id = heartbeat.ticket_id;
+		 WHERE t.queue = heartbeat.queue AND t.id = heartbeat.ticket_id;
 		IF FOUND THEN
 			RETURN true;
 		END IF;
-		SELECT t.status INTO ticket_status FROM mm.tickets t WHERE t.id = heartbeat.ticket_id;
+		SELECT t.status INTO ticket_status FROM mm.tickets t
+		 WHERE t.queue = heartbeat.queue AND t.id = heartbeat.ticket_id;
 		IF NOT FOUND THEN
-			RAISE EXCEPTION 'ticket % does not exist', heartbeat.ticket_id
+			-- a ticket of several queues that another of them matched (a
+			-- plain read; on Citus it visits every shard)
+			SELECT t.status INTO ticket_status FROM mm.tickets_ended t
+			 WHERE t.id = heartbeat.ticket_id AND heartbeat.queue = ANY (t.queues);
+		END IF;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'ticket % does not exist in queue "%"', heartbeat.ticket_id, heartbeat.queue
 				USING ERRCODE = 'undefined_object';
 		END IF;
 		IF ticket_status NOT IN ('searching', 'proposed') THEN
@@ -909,6 +1043,31 @@ BEGIN
 	-- active at the last look after moving in and out of the active
 	-- partition twice: the next beat lands
 	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION mm.heartbeat(text, bigint, timestamptz) IS
+'Keeps a searching or proposed ticket of a queue alive in a queue with heartbeat_timeout_seconds (true); false once the ticket ended';
+REVOKE ALL ON FUNCTION mm.heartbeat(text, bigint, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.heartbeat(text, bigint, timestamptz) TO mm_frontend;
+
+-- By id alone: the ticket's queue found by a plain read.
+CREATE FUNCTION mm.heartbeat(ticket_id bigint, now timestamptz DEFAULT pg_catalog.now())
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.ticket_queue(heartbeat.ticket_id), '');
+BEGIN
+	RETURN mm.heartbeat(q, heartbeat.ticket_id, heartbeat.now);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (after the checks of now): the error without a queue
+	IF SQLERRM = format('ticket %s does not exist in queue "%s"', heartbeat.ticket_id, q) THEN
+		RAISE EXCEPTION 'ticket % does not exist', heartbeat.ticket_id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
 END
 $$;
 COMMENT ON FUNCTION mm.heartbeat(bigint, timestamptz) IS

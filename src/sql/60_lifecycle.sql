@@ -12,26 +12,39 @@
 -- counted from mm.matches.ready_at (the tick cancels it as expired).
 -- mm.report_result, which also ends a match, is in 70_ratings.sql.
 
--- Releases the claims a match's tickets hold (the match ended).
-CREATE FUNCTION mm.release_match_players(match_id bigint)
+-- Every step has two forms: by (queue, id), the one Citus routes to the
+-- queue's shard (each statement on a table of a queue filters on it, and
+-- none joins a table of a queue with one of a player: the players are read
+-- into arrays first), and by id alone, which finds the match's queue with a
+-- plain read and calls the first (on Citus that read visits every shard).
+
+-- Releases the claims a match's tickets hold (the match ended): the
+-- players are read from the queue's shard, their claims deleted on theirs.
+CREATE FUNCTION mm.release_match_players(queue text, match_id bigint)
 RETURNS void
-LANGUAGE sql
+LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
-	DELETE FROM mm.active_players a
-	 USING mm.match_players mp
-	 WHERE mp.match_id = release_match_players.match_id
-	   AND a.player_id = mp.player_id AND a.ticket_id = mp.ticket_id
+DECLARE
+	player_ids text[];
+	ticket_ids bigint[];
+BEGIN
+	SELECT array_agg(mp.player_id ORDER BY mp.player_id), array_agg(mp.ticket_id ORDER BY mp.player_id)
+	  INTO player_ids, ticket_ids
+	  FROM mm.match_players mp
+	 WHERE mp.queue = release_match_players.queue AND mp.match_id = release_match_players.match_id;
+	PERFORM mm.release_claims(player_ids, ticket_ids);
+END
 $$;
-COMMENT ON FUNCTION mm.release_match_players(bigint) IS
+COMMENT ON FUNCTION mm.release_match_players(text, bigint) IS
 'Internal: releases the players of an ended match so they may search again';
-REVOKE ALL ON FUNCTION mm.release_match_players(bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.release_match_players(bigint) TO mm_admin;
+REVOKE ALL ON FUNCTION mm.release_match_players(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.release_match_players(text, bigint) TO mm_admin;
 
--- Locks a match for a lifecycle step and returns it; errors for a missing
--- match, one not in an allowed status, or a step dated before the match
--- was formed (now, when given).
-CREATE FUNCTION mm.lock_match(match_id bigint, allowed text[], action text,
+-- Locks a match of a queue for a lifecycle step and returns it; errors for
+-- a match missing from the queue, one not in an allowed status, or a step
+-- dated before the match was formed (now, when given).
+CREATE FUNCTION mm.lock_match(queue text, match_id bigint, allowed text[], action text,
 							  now timestamptz DEFAULT NULL)
 RETURNS mm.matches
 LANGUAGE plpgsql
@@ -43,9 +56,11 @@ BEGIN
 	IF lock_match.match_id IS NULL THEN
 		RAISE EXCEPTION 'match_id must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	SELECT * INTO m FROM mm.matches WHERE id = lock_match.match_id FOR UPDATE;
+	SELECT * INTO m FROM mm.matches x
+	 WHERE x.queue = lock_match.queue AND x.id = lock_match.match_id
+	   FOR UPDATE;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'match % does not exist', lock_match.match_id
+		RAISE EXCEPTION 'match % does not exist in queue "%"', lock_match.match_id, lock_match.queue
 			USING ERRCODE = 'undefined_object';
 	END IF;
 	IF NOT m.status = ANY (allowed) THEN
@@ -65,10 +80,69 @@ BEGIN
 	RETURN m;
 END
 $$;
-COMMENT ON FUNCTION mm.lock_match(bigint, text[], text, timestamptz) IS
-'Internal: locks a match row for a lifecycle step, refusing a missing match, one in another status, or a now before it was formed';
-REVOKE ALL ON FUNCTION mm.lock_match(bigint, text[], text, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.lock_match(bigint, text[], text, timestamptz) TO mm_admin;
+COMMENT ON FUNCTION mm.lock_match(text, bigint, text[], text, timestamptz) IS
+'Internal: locks a match row of a queue for a lifecycle step, refusing a missing match, one in another status, or a now before it was formed';
+REVOKE ALL ON FUNCTION mm.lock_match(text, bigint, text[], text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.lock_match(text, bigint, text[], text, timestamptz) TO mm_admin;
+
+-- The queue of a match, for the id-only forms: a plain read (no lock; on
+-- Citus it visits every shard).  NULL for a missing match.
+CREATE FUNCTION mm.match_queue(match_id bigint)
+RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	RETURN (SELECT m.queue FROM mm.matches m WHERE m.id = match_queue.match_id);
+END
+$$;
+COMMENT ON FUNCTION mm.match_queue(bigint) IS
+'Internal: the queue of a match (NULL when it does not exist), for the lifecycle functions called by id alone';
+REVOKE ALL ON FUNCTION mm.match_queue(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.match_queue(bigint) TO mm_admin;
+
+-- Refuses a NULL queue in the (queue, id) forms.
+CREATE FUNCTION mm.check_queue_arg(queue text)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF check_queue_arg.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.check_queue_arg(text) IS 'Internal: refuses a NULL queue (22004)';
+REVOKE ALL ON FUNCTION mm.check_queue_arg(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.check_queue_arg(text) TO mm_admin;
+
+-- The queues whose active tickets a proposed match of a queue may hold:
+-- the queue, and the own queues of the tickets that also search in it
+-- (mm.ticket_queues; on Citus these share the queue's shard).
+CREATE FUNCTION mm.match_ticket_queues(queue text)
+RETURNS text[]
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	others bigint[];
+BEGIN
+	others := ARRAY(SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue = match_ticket_queues.queue);
+	IF cardinality(others) = 0 THEN
+		RETURN ARRAY[match_ticket_queues.queue];
+	END IF;
+	-- a plain read by id (on Citus it visits every shard, for such tickets only)
+	RETURN ARRAY[match_ticket_queues.queue]
+		|| ARRAY(SELECT DISTINCT t.queue FROM mm.tickets_active t
+				  WHERE t.id = ANY (others) AND t.queue <> match_ticket_queues.queue
+				  ORDER BY t.queue);
+END
+$$;
+COMMENT ON FUNCTION mm.match_ticket_queues(text) IS
+'Internal: the queues whose active tickets a proposed match of the queue may hold (the queue and those of its tickets from other queues)';
+REVOKE ALL ON FUNCTION mm.match_ticket_queues(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.match_ticket_queues(text) TO mm_admin;
 
 CREATE FUNCTION mm.check_now(now timestamptz)
 RETURNS void
@@ -89,10 +163,10 @@ COMMENT ON FUNCTION mm.check_now(timestamptz) IS 'Internal: refuses a NULL or in
 REVOKE ALL ON FUNCTION mm.check_now(timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.check_now(timestamptz) TO mm_admin;
 
--- Cancels a proposed match: the tickets in cancel_tickets end as cancelled
--- (their players released); every other ticket of the match searches again
--- with its original creation time.
-CREATE FUNCTION mm.cancel_proposed_match(match_id bigint, reason text, cancel_tickets bigint[],
+-- Cancels a proposed match of a queue: the tickets in cancel_tickets end
+-- as cancelled (their players released); every other ticket of the match
+-- searches again with its original creation time.
+CREATE FUNCTION mm.cancel_proposed_match(queue text, match_id bigint, reason text, cancel_tickets bigint[],
 										 now timestamptz)
 RETURNS void
 LANGUAGE plpgsql
@@ -101,19 +175,24 @@ AS $$
 DECLARE
 	requeued bigint[];
 	cancelled bigint[];
+	ticket_queues text[] := mm.match_ticket_queues(cancel_proposed_match.queue);
 BEGIN
-	UPDATE mm.matches SET status = 'cancelled', cancel_reason = cancel_proposed_match.reason,
+	UPDATE mm.matches x SET status = 'cancelled', cancel_reason = cancel_proposed_match.reason,
 		   updated_at = cancel_proposed_match.now
-	 WHERE id = cancel_proposed_match.match_id;
+	 WHERE x.queue = cancel_proposed_match.queue AND x.id = cancel_proposed_match.match_id;
+	-- the ids first: a function called in a query of a sharded table would
+	-- run on the shard (Citus refuses the nested distributed queries)
+	cancelled := ARRAY(SELECT t.id FROM mm.tickets_active t
+						WHERE t.queue = ANY (ticket_queues)
+						  AND t.match_id = cancel_proposed_match.match_id
+						  AND t.id = ANY (cancel_tickets));
 	SELECT coalesce(array_agg(e ORDER BY e), '{}') INTO cancelled
-	  FROM mm.end_tickets(ARRAY(SELECT t.id FROM mm.tickets_active t
-								 WHERE t.match_id = cancel_proposed_match.match_id
-								   AND t.id = ANY (cancel_tickets)),
-						  'cancelled', cancel_proposed_match.now) e;
+	  FROM mm.end_tickets(ticket_queues, cancelled, 'cancelled', cancel_proposed_match.now) e;
 	WITH back AS (
 		UPDATE mm.tickets_active t
 		   SET status = 'searching', match_id = NULL, team = NULL, updated_at = cancel_proposed_match.now
-		 WHERE t.match_id = cancel_proposed_match.match_id AND t.status = 'proposed'
+		 WHERE t.queue = ANY (ticket_queues)
+		   AND t.match_id = cancel_proposed_match.match_id AND t.status = 'proposed'
 		RETURNING t.id)
 	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM back;
 	PERFORM mm.notify_match_event('match_cancelled', cancel_proposed_match.match_id,
@@ -122,12 +201,12 @@ BEGIN
 						   'cancelled_tickets', to_jsonb(cancelled)));
 END
 $$;
-COMMENT ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) IS
-'Internal: cancels a proposed match; the given tickets end as cancelled, the others search again with their age';
-REVOKE ALL ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.cancel_proposed_match(bigint, text, bigint[], timestamptz) TO mm_admin;
+COMMENT ON FUNCTION mm.cancel_proposed_match(text, bigint, text, bigint[], timestamptz) IS
+'Internal: cancels a proposed match of a queue; the given tickets end as cancelled, the others search again with their age';
+REVOKE ALL ON FUNCTION mm.cancel_proposed_match(text, bigint, text, bigint[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.cancel_proposed_match(text, bigint, text, bigint[], timestamptz) TO mm_admin;
 
-CREATE FUNCTION mm.accept_match(match_id bigint, player_id text, accept boolean,
+CREATE FUNCTION mm.accept_match(queue text, match_id bigint, player_id text, accept boolean,
 								now timestamptz DEFAULT pg_catalog.now())
 RETURNS text
 LANGUAGE plpgsql
@@ -139,18 +218,21 @@ DECLARE
 	answer boolean;
 	player_ticket bigint;
 	moved bigint[];
+	listed text[];
+	ticket_queues text[];
 BEGIN
+	PERFORM mm.check_queue_arg(accept_match.queue);
 	PERFORM mm.check_now(accept_match.now);
 	IF accept_match.player_id IS NULL OR accept_match.accept IS NULL THEN
 		RAISE EXCEPTION '% must not be null', CASE WHEN accept_match.player_id IS NULL
 												  THEN 'player_id' ELSE 'accept' END
 			USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	m := mm.lock_match(accept_match.match_id, ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'],
+	m := mm.lock_match(accept_match.queue, accept_match.match_id, ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'],
 					   'answer', accept_match.now);
 	SELECT mp.accepted, mp.ticket_id INTO answer, player_ticket
 	  FROM mm.match_players mp
-	 WHERE mp.match_id = m.id AND mp.player_id = accept_match.player_id;
+	 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.player_id = accept_match.player_id;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'player "%" is not in match %', accept_match.player_id, m.id
 			USING ERRCODE = 'invalid_parameter_value';
@@ -179,38 +261,73 @@ BEGIN
 	END IF;
 
 	UPDATE mm.match_players mp SET accepted = accept_match.accept
-	 WHERE mp.match_id = m.id AND mp.player_id = accept_match.player_id;
+	 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.player_id = accept_match.player_id;
 
 	IF NOT accept_match.accept THEN
 		-- the rejecting player's ticket (the whole party) is cancelled
-		PERFORM mm.cancel_proposed_match(m.id, 'rejected', ARRAY[player_ticket], accept_match.now);
+		PERFORM mm.cancel_proposed_match(m.queue, m.id, 'rejected', ARRAY[player_ticket], accept_match.now);
 		RETURN 'cancelled';
 	END IF;
 
 	IF EXISTS (SELECT FROM mm.match_players mp
-				WHERE mp.match_id = m.id AND mp.accepted IS NOT TRUE) THEN
+				WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.accepted IS NOT TRUE) THEN
 		RETURN 'proposed';
 	END IF;
 
 	-- everyone accepted: the tickets end as matched (under the match's
 	-- queue, for a ticket of several queues), the players stay claimed by
 	-- the live match
-	UPDATE mm.matches SET status = 'ready', updated_at = accept_match.now WHERE id = m.id;
+	UPDATE mm.matches x SET status = 'ready', updated_at = accept_match.now WHERE x.queue = m.queue AND x.id = m.id;
+	ticket_queues := mm.match_ticket_queues(m.queue);
 	WITH gone AS (
-		DELETE FROM mm.tickets_active t WHERE t.match_id = m.id
+		DELETE FROM mm.tickets_active t WHERE t.queue = ANY (ticket_queues) AND t.match_id = m.id
 		RETURNING t.*
-	), unlisted AS (
-		DELETE FROM mm.ticket_queues q USING gone g WHERE q.ticket_id = g.id AND g.queues IS NOT NULL
+	), ended AS (
+		INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at,
+									  match_id, team, queues)
+		SELECT g.id, m.queue, g.players, 'matched', g.created_at, accept_match.now, accept_match.now,
+			   g.match_id, g.team,
+			   CASE WHEN g.queue = m.queue THEN g.queues
+					ELSE array_append(array_remove(g.queues, m.queue), g.queue) END
+		  FROM gone g
+		RETURNING id, queues
 	)
-	INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at,
-								  match_id, team, queues)
-	SELECT g.id, m.queue, g.players, 'matched', g.created_at, accept_match.now, accept_match.now,
-		   g.match_id, g.team,
-		   CASE WHEN g.queue = m.queue THEN g.queues
-				ELSE array_append(array_remove(g.queues, m.queue), g.queue) END
-	  FROM gone g;
+	SELECT array_agg(e.id), array_agg(DISTINCT u.queue) FILTER (WHERE u.queue IS NOT NULL)
+	  INTO moved, listed
+	  FROM ended e LEFT JOIN LATERAL unnest(e.queues) u(queue) ON true;
+	-- the tickets of several queues leave the other queues' lists
+	IF listed IS NOT NULL THEN
+		DELETE FROM mm.ticket_queues o
+		 WHERE o.queue = ANY (listed || m.queue) AND o.ticket_id = ANY (moved);
+	END IF;
 	PERFORM mm.notify_match_event('match_ready', m.id, '{}');
 	RETURN 'ready';
+END
+$$;
+COMMENT ON FUNCTION mm.accept_match(text, bigint, text, boolean, timestamptz) IS
+'A player''s answer to a proposed match; returns the match status: proposed (waiting), ready (all accepted) or cancelled (rejected)';
+REVOKE ALL ON FUNCTION mm.accept_match(text, bigint, text, boolean, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.accept_match(text, bigint, text, boolean, timestamptz) TO mm_frontend, mm_director, mm_admin;
+
+-- By id alone: the match's queue found by a plain read.
+CREATE FUNCTION mm.accept_match(match_id bigint, player_id text, accept boolean,
+								now timestamptz DEFAULT pg_catalog.now())
+RETURNS text
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.match_queue(accept_match.match_id), '');
+BEGIN
+	RETURN mm.accept_match(q, accept_match.match_id, accept_match.player_id, accept_match.accept, accept_match.now);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without
+	-- a queue, after the checks of the other arguments
+	IF SQLERRM = format('match %s does not exist in queue "%s"', accept_match.match_id, q) THEN
+		RAISE EXCEPTION 'match % does not exist', accept_match.match_id USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
 END
 $$;
 COMMENT ON FUNCTION mm.accept_match(bigint, text, boolean, timestamptz) IS
@@ -230,25 +347,32 @@ DECLARE
 	expired integer := 0;
 	m record;
 	due bigint[];
+	due_queues text[];
+	silent bigint[];
 BEGIN
 	-- a match being answered right now is left for the next tick
 	IF expire_proposed_matches.queue IS NULL THEN
-		due := ARRAY(SELECT x.id FROM mm.matches x
-					  WHERE x.status = 'proposed' AND x.acceptance_deadline < expire_proposed_matches.now
-					  ORDER BY x.acceptance_deadline, x.id
-					  FOR UPDATE SKIP LOCKED);
+		SELECT coalesce(array_agg(x.id ORDER BY x.acceptance_deadline, x.id), '{}'),
+			   coalesce(array_agg(x.queue ORDER BY x.acceptance_deadline, x.id), '{}')
+		  INTO due, due_queues
+		  FROM (SELECT x.id, x.queue, x.acceptance_deadline FROM mm.matches x
+				 WHERE x.status = 'proposed' AND x.acceptance_deadline < expire_proposed_matches.now
+				 FOR UPDATE SKIP LOCKED) x;
 	ELSE
 		due := ARRAY(SELECT x.id FROM mm.matches x
 					  WHERE x.queue = expire_proposed_matches.queue AND x.status = 'proposed'
 						AND x.acceptance_deadline < expire_proposed_matches.now
 					  ORDER BY x.acceptance_deadline, x.id
 					  FOR UPDATE SKIP LOCKED);
+		due_queues := array_fill(expire_proposed_matches.queue, ARRAY[cardinality(due)]);
 	END IF;
-	FOR m IN SELECT u.id FROM unnest(due) WITH ORDINALITY AS u(id, ord) ORDER BY u.ord LOOP
-		-- the tickets with a player who did not answer are cancelled
-		PERFORM mm.cancel_proposed_match(m.id, 'acceptance_timeout',
-			ARRAY(SELECT DISTINCT mp.ticket_id FROM mm.match_players mp
-				   WHERE mp.match_id = m.id AND mp.accepted IS NOT TRUE),
+	FOR m IN SELECT u.id, u.queue FROM unnest(due, due_queues) WITH ORDINALITY AS u(id, queue, ord)
+			  ORDER BY u.ord LOOP
+		-- the tickets with a player who did not answer are cancelled (read
+		-- first: not a function call inside a query of a sharded table)
+		silent := ARRAY(SELECT DISTINCT mp.ticket_id FROM mm.match_players mp
+						 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.accepted IS NOT TRUE);
+		PERFORM mm.cancel_proposed_match(m.queue, m.id, 'acceptance_timeout', silent,
 			expire_proposed_matches.now);
 		expired := expired + 1;
 	END LOOP;
@@ -260,7 +384,7 @@ COMMENT ON FUNCTION mm.expire_proposed_matches(text, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.expire_proposed_matches(text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.expire_proposed_matches(text, timestamptz) TO mm_admin;
 
-CREATE FUNCTION mm.assign(match_id bigint, connection text, properties jsonb DEFAULT '{}')
+CREATE FUNCTION mm.assign(queue text, match_id bigint, connection text, properties jsonb DEFAULT '{}')
 RETURNS void
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -269,6 +393,7 @@ AS $$
 DECLARE
 	m mm.matches;
 BEGIN
+	PERFORM mm.check_queue_arg(assign.queue);
 	IF assign.connection IS NULL OR assign.connection = '' THEN
 		RAISE EXCEPTION 'connection must not be empty' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
@@ -283,18 +408,103 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'They travel in the match_assigned event; keep large data in your own tables.';
 	END IF;
-	m := mm.lock_match(assign.match_id, ARRAY['ready'], 'assign');
-	UPDATE mm.matches SET status = 'assigned', connection = assign.connection,
+	m := mm.lock_match(assign.queue, assign.match_id, ARRAY['ready'], 'assign');
+	UPDATE mm.matches x SET status = 'assigned', connection = assign.connection,
 		   properties = assign.properties, updated_at = pg_catalog.now()
-	 WHERE id = m.id;
+	 WHERE x.queue = m.queue AND x.id = m.id;
 	PERFORM mm.notify_match_event('match_assigned', m.id,
 		jsonb_build_object('connection', assign.connection, 'properties', assign.properties));
+END
+$$;
+COMMENT ON FUNCTION mm.assign(text, bigint, text, jsonb) IS
+'Hands a ready match its game server: status assigned, event match_assigned with the connection';
+REVOKE ALL ON FUNCTION mm.assign(text, bigint, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.assign(text, bigint, text, jsonb) TO mm_director, mm_admin;
+
+-- By id alone: the match's queue found by a plain read.
+CREATE FUNCTION mm.assign(match_id bigint, connection text, properties jsonb DEFAULT '{}')
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.match_queue(assign.match_id), '');
+BEGIN
+	PERFORM mm.assign(q, assign.match_id, assign.connection, assign.properties);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without
+	-- a queue, after the checks of the other arguments
+	IF SQLERRM = format('match %s does not exist in queue "%s"', assign.match_id, q) THEN
+		RAISE EXCEPTION 'match % does not exist', assign.match_id USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
 END
 $$;
 COMMENT ON FUNCTION mm.assign(bigint, text, jsonb) IS
 'Hands a ready match its game server: status assigned, event match_assigned with the connection';
 REVOKE ALL ON FUNCTION mm.assign(bigint, text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.assign(bigint, text, jsonb) TO mm_director, mm_admin;
+
+-- A ticket's assignment by (queue, id).  The ticket's queue is its own, or
+-- for a ticket of several queues one of them (once matched, the queue that
+-- matched it is its own); its match is in one of them.  The arguments are
+-- read by position: the output column ticket_id shadows the argument.
+CREATE FUNCTION mm.ticket_assignment(wanted_queue text, wanted_id bigint)
+RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
+			   team text, connection text, properties jsonb)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	t record;
+	m_id bigint;
+	m_status text;
+	m_connection text;
+	m_properties jsonb;
+BEGIN
+	IF wanted_queue IS NULL OR wanted_id IS NULL THEN
+		RETURN;
+	END IF;
+	SELECT x.id, x.status, x.match_id, x.team, x.queue, x.queues INTO t
+	  FROM mm.tickets x WHERE x.queue = wanted_queue AND x.id = wanted_id;
+	IF NOT FOUND THEN
+		-- a ticket of several queues that another of them matched (a plain
+		-- read; on Citus it visits every shard)
+		SELECT x.id, x.status, x.match_id, x.team, x.queue, x.queues INTO t
+		  FROM mm.tickets_ended x WHERE x.id = wanted_id AND wanted_queue = ANY (x.queues);
+		IF NOT FOUND THEN
+			RETURN;
+		END IF;
+	END IF;
+	IF t.match_id IS NOT NULL THEN
+		SELECT x.id, x.status, x.connection, x.properties INTO m_id, m_status, m_connection, m_properties
+		  FROM mm.matches x
+		 WHERE x.queue = ANY (array_prepend(t.queue, coalesce(t.queues, '{}'))) AND x.id = t.match_id;
+	END IF;
+	RETURN QUERY SELECT t.id, t.status, m_id, m_status, t.team, m_connection, m_properties;
+END
+$$;
+COMMENT ON FUNCTION mm.ticket_assignment(text, bigint) IS
+'Internal: a ticket''s assignment by (queue, id), read on the queue''s shard; no row for a ticket not in the queue';
+REVOKE ALL ON FUNCTION mm.ticket_assignment(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.ticket_assignment(text, bigint) TO mm_admin;
+
+-- The director's forms (SQL: an output column shares the name ticket_id).
+CREATE FUNCTION mm.get_assignment(queue text, ticket_id bigint)
+RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
+			   team text, connection text, properties jsonb)
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT mm.check_queue_arg(get_assignment.queue);
+	SELECT a.* FROM mm.ticket_assignment(get_assignment.queue, get_assignment.ticket_id) a
+$$;
+COMMENT ON FUNCTION mm.get_assignment(text, bigint) IS
+'For the director: a ticket''s status by (queue, id), its match and the match''s status, team, connection and properties; no row for a ticket not in the queue';
+REVOKE ALL ON FUNCTION mm.get_assignment(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.get_assignment(text, bigint) TO mm_director, mm_admin;
 
 CREATE FUNCTION mm.get_assignment(ticket_id bigint)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
@@ -303,10 +513,7 @@ LANGUAGE sql STABLE STRICT
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT t.id, t.status, m.id, m.status, t.team, m.connection, m.properties
-	  FROM mm.tickets t
-	  LEFT JOIN mm.matches m ON m.id = t.match_id
-	 WHERE t.id = get_assignment.ticket_id
+	SELECT a.* FROM mm.ticket_assignment(mm.ticket_queue(get_assignment.ticket_id), get_assignment.ticket_id) a
 $$;
 COMMENT ON FUNCTION mm.get_assignment(bigint) IS
 'For the director: any ticket''s status, its match and the match''s status, team, connection and properties (a frontend passes the ticket''s token)';
@@ -324,7 +531,7 @@ GRANT EXECUTE ON FUNCTION mm.get_assignment(bigint) TO mm_director, mm_admin;
 -- mm.claim_players, so a concurrent mm.create_ticket for the same player
 -- either waits and is refused, or wins and the requeue leaves that ticket
 -- ended.
-CREATE FUNCTION mm.requeue_match(match_id bigint, reason text,
+CREATE FUNCTION mm.requeue_match(queue text, match_id bigint, reason text,
 								 now timestamptz DEFAULT pg_catalog.now())
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -335,7 +542,16 @@ DECLARE
 	m mm.matches;
 	candidates bigint[];
 	requeued bigint[];
+	player_ids text[];
+	player_tickets bigint[];
+	candidate_players text[];
+	candidate_tickets bigint[];
+	stale_players text[];
+	stale_tickets bigint[];
+	held_players text[];
+	held_tickets bigint[];
 BEGIN
+	PERFORM mm.check_queue_arg(requeue_match.queue);
 	PERFORM mm.check_now(requeue_match.now);
 	IF requeue_match.reason IS NULL OR requeue_match.reason = '' OR length(requeue_match.reason) > 256 THEN
 		RAISE EXCEPTION 'reason must be 1 to 256 characters' USING ERRCODE = 'invalid_parameter_value';
@@ -347,57 +563,76 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'Name why the director requeues the match, e.g. server_crashed.';
 	END IF;
-	m := mm.lock_match(requeue_match.match_id, ARRAY['proposed', 'ready', 'assigned'], 'requeue',
+	m := mm.lock_match(requeue_match.queue, requeue_match.match_id, ARRAY['proposed', 'ready', 'assigned'], 'requeue',
 					   requeue_match.now);
 	IF m.status = 'proposed' THEN
 		-- nobody is cancelled: every ticket searches again (a proposed
 		-- ticket is active and holds its players)
-		PERFORM mm.cancel_proposed_match(m.id, requeue_match.reason, '{}', requeue_match.now);
+		PERFORM mm.cancel_proposed_match(m.queue, m.id, requeue_match.reason, '{}', requeue_match.now);
 		SELECT coalesce(array_agg(DISTINCT mp.ticket_id ORDER BY mp.ticket_id), '{}') INTO requeued
-		  FROM mm.match_players mp WHERE mp.match_id = m.id;
+		  FROM mm.match_players mp WHERE mp.queue = m.queue AND mp.match_id = m.id;
 		RETURN requeued;
 	END IF;
 
-	UPDATE mm.matches SET status = 'cancelled', cancel_reason = requeue_match.reason,
+	UPDATE mm.matches x SET status = 'cancelled', cancel_reason = requeue_match.reason,
 		   updated_at = requeue_match.now
-	 WHERE id = m.id;
+	 WHERE x.queue = m.queue AND x.id = m.id;
 	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = requeue_match.now
-	 WHERE b.match_id = m.id AND b.status = 'open';
+	 WHERE b.queue = m.queue AND b.match_id = m.id AND b.status = 'open';
 
 	-- the tickets that may search again: matched here, no player left
 	SELECT coalesce(array_agg(t.id ORDER BY t.id), '{}') INTO candidates
 	  FROM mm.tickets_ended t
-	 WHERE t.match_id = m.id AND t.status = 'matched'
+	 WHERE t.queue = m.queue AND t.match_id = m.id AND t.status = 'matched'
 	   AND NOT EXISTS (SELECT FROM mm.match_players mp
-						WHERE mp.match_id = m.id AND mp.ticket_id = t.id
+						WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.ticket_id = t.id
 						  AND mp.left_at IS NOT NULL);
+	-- the match's players and their tickets, read from the queue's shard:
+	-- the claims are written by player below
+	SELECT coalesce(array_agg(mp.player_id ORDER BY mp.player_id), '{}'),
+		   coalesce(array_agg(mp.ticket_id ORDER BY mp.player_id), '{}')
+	  INTO player_ids, player_tickets
+	  FROM mm.match_players mp
+	 WHERE mp.queue = m.queue AND mp.match_id = m.id;
+	SELECT coalesce(array_agg(u.p ORDER BY u.p), '{}'), coalesce(array_agg(u.t ORDER BY u.p), '{}')
+	  INTO candidate_players, candidate_tickets
+	  FROM unnest(player_ids, player_tickets) u(p, t)
+	 WHERE u.t = ANY (candidates);
 	-- their players: a claim by another ticket that holds nothing any more
 	-- goes (the match is cancelled now, so a claim by this match's own
 	-- tickets is kept by the ticket test), then the unclaimed are claimed
-	DELETE FROM mm.active_players a
-	 USING mm.match_players mp
-	 WHERE mp.match_id = m.id AND mp.ticket_id = ANY (candidates)
-	   AND a.player_id = mp.player_id AND a.ticket_id <> mp.ticket_id
-	   AND NOT mm.claim_is_live(a.player_id, a.ticket_id);
+	SELECT coalesce(array_agg(a.player_id), '{}'), coalesce(array_agg(a.ticket_id), '{}')
+	  INTO held_players, held_tickets
+	  FROM mm.active_players a
+	 WHERE a.player_id = ANY (candidate_players);
+	SELECT coalesce(array_agg(h.p ORDER BY h.p), '{}'), coalesce(array_agg(h.t ORDER BY h.p), '{}')
+	  INTO stale_players, stale_tickets
+	  FROM unnest(held_players, held_tickets) h(p, t)
+	  JOIN unnest(candidate_players, candidate_tickets) u(p, t) ON u.p = h.p AND u.t <> h.t
+	 WHERE NOT mm.claim_is_live(h.p, h.t);
+	PERFORM mm.release_claims(stale_players, stale_tickets);
 	INSERT INTO mm.active_players (player_id, ticket_id, queue)
-	SELECT mp.player_id, mp.ticket_id, mp.queue
-	  FROM mm.match_players mp
-	 WHERE mp.match_id = m.id AND mp.ticket_id = ANY (candidates)
-	 ORDER BY mp.player_id
+	SELECT u.p, u.t, m.queue
+	  FROM unnest(candidate_players, candidate_tickets) u(p, t)
+	 ORDER BY u.p
 	ON CONFLICT (player_id) DO NOTHING;
 	-- a ticket goes back only when it holds all of its players
+	SELECT coalesce(array_agg(a.player_id), '{}'), coalesce(array_agg(a.ticket_id), '{}')
+	  INTO held_players, held_tickets
+	  FROM mm.active_players a
+	 WHERE a.player_id = ANY (candidate_players);
 	SELECT coalesce(array_agg(c.id ORDER BY c.id), '{}') INTO candidates
 	  FROM unnest(candidates) c(id)
-	 WHERE NOT EXISTS (SELECT FROM mm.match_players mp
-						WHERE mp.match_id = m.id AND mp.ticket_id = c.id
-						  AND NOT EXISTS (SELECT FROM mm.active_players a
-										   WHERE a.player_id = mp.player_id AND a.ticket_id = c.id));
+	 WHERE NOT EXISTS (SELECT FROM unnest(candidate_players, candidate_tickets) u(p, t)
+						WHERE u.t = c.id
+						  AND NOT EXISTS (SELECT FROM unnest(held_players, held_tickets) h(p, t)
+										   WHERE h.p = u.p AND h.t = c.id));
 
 	-- they go back to searching with their id and creation time (their
 	-- priority)
 	WITH back AS (
 		DELETE FROM mm.tickets_ended t
-		 WHERE t.id = ANY (candidates)
+		 WHERE t.queue = m.queue AND t.id = ANY (candidates)
 		RETURNING t.*
 	), ins AS (
 		INSERT INTO mm.tickets_active (id, queue, players, status, created_at, updated_at, queues)
@@ -412,14 +647,41 @@ BEGIN
 	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM ins;
 	-- their players stay claimed, by the same tickets, now searching; the
 	-- players of tickets that stay ended are released
-	DELETE FROM mm.active_players a
-	 USING mm.match_players mp
-	 WHERE mp.match_id = m.id AND a.player_id = mp.player_id AND a.ticket_id = mp.ticket_id
-	   AND NOT mp.ticket_id = ANY (requeued);
+	SELECT coalesce(array_agg(u.p ORDER BY u.p), '{}'), coalesce(array_agg(u.t ORDER BY u.p), '{}')
+	  INTO stale_players, stale_tickets
+	  FROM unnest(player_ids, player_tickets) u(p, t)
+	 WHERE NOT u.t = ANY (requeued);
+	PERFORM mm.release_claims(stale_players, stale_tickets);
 	PERFORM mm.notify_match_event('match_cancelled', m.id,
 		jsonb_build_object('reason', requeue_match.reason, 'requeued_tickets', to_jsonb(requeued),
 						   'cancelled_tickets', '[]'::jsonb));
 	RETURN requeued;
+END
+$$;
+COMMENT ON FUNCTION mm.requeue_match(text, bigint, text, timestamptz) IS
+'Cancels a live match whose allocation failed; its tickets search again with their original age and hold their players (a ticket with a player who left, or who holds another ticket, stays ended); returns their ids';
+REVOKE ALL ON FUNCTION mm.requeue_match(text, bigint, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.requeue_match(text, bigint, text, timestamptz) TO mm_director, mm_admin;
+
+-- By id alone: the match's queue found by a plain read.
+CREATE FUNCTION mm.requeue_match(match_id bigint, reason text,
+								 now timestamptz DEFAULT pg_catalog.now())
+RETURNS bigint[]
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.match_queue(requeue_match.match_id), '');
+BEGIN
+	RETURN mm.requeue_match(q, requeue_match.match_id, requeue_match.reason, requeue_match.now);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without
+	-- a queue, after the checks of the other arguments
+	IF SQLERRM = format('match %s does not exist in queue "%s"', requeue_match.match_id, q) THEN
+		RAISE EXCEPTION 'match % does not exist', requeue_match.match_id USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
 END
 $$;
 COMMENT ON FUNCTION mm.requeue_match(bigint, text, timestamptz) IS
@@ -427,7 +689,7 @@ COMMENT ON FUNCTION mm.requeue_match(bigint, text, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.requeue_match(bigint, text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.requeue_match(bigint, text, timestamptz) TO mm_director, mm_admin;
 
-CREATE FUNCTION mm.complete_match(match_id bigint, now timestamptz DEFAULT pg_catalog.now())
+CREATE FUNCTION mm.complete_match(queue text, match_id bigint, now timestamptz DEFAULT pg_catalog.now())
 RETURNS void
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -436,13 +698,39 @@ AS $$
 DECLARE
 	m mm.matches;
 BEGIN
+	PERFORM mm.check_queue_arg(complete_match.queue);
 	PERFORM mm.check_now(complete_match.now);
-	m := mm.lock_match(complete_match.match_id, ARRAY['ready', 'assigned'], 'complete', complete_match.now);
-	UPDATE mm.matches SET status = 'completed', updated_at = complete_match.now WHERE id = m.id;
+	m := mm.lock_match(complete_match.queue, complete_match.match_id, ARRAY['ready', 'assigned'], 'complete', complete_match.now);
+	UPDATE mm.matches x SET status = 'completed', updated_at = complete_match.now WHERE x.queue = m.queue AND x.id = m.id;
 	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = complete_match.now
-	 WHERE b.match_id = m.id AND b.status = 'open';
-	PERFORM mm.release_match_players(m.id);
+	 WHERE b.queue = m.queue AND b.match_id = m.id AND b.status = 'open';
+	PERFORM mm.release_match_players(m.queue, m.id);
 	PERFORM mm.notify_match_event('match_completed', m.id, '{}');
+END
+$$;
+COMMENT ON FUNCTION mm.complete_match(text, bigint, timestamptz) IS
+'Ends a played match (ready or assigned): status completed, its players may search again';
+REVOKE ALL ON FUNCTION mm.complete_match(text, bigint, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.complete_match(text, bigint, timestamptz) TO mm_director, mm_admin;
+
+-- By id alone: the match's queue found by a plain read.
+CREATE FUNCTION mm.complete_match(match_id bigint, now timestamptz DEFAULT pg_catalog.now())
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.match_queue(complete_match.match_id), '');
+BEGIN
+	PERFORM mm.complete_match(q, complete_match.match_id, complete_match.now);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without
+	-- a queue, after the checks of the other arguments
+	IF SQLERRM = format('match %s does not exist in queue "%s"', complete_match.match_id, q) THEN
+		RAISE EXCEPTION 'match % does not exist', complete_match.match_id USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
 END
 $$;
 COMMENT ON FUNCTION mm.complete_match(bigint, timestamptz) IS
@@ -450,7 +738,7 @@ COMMENT ON FUNCTION mm.complete_match(bigint, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.complete_match(bigint, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.complete_match(bigint, timestamptz) TO mm_director, mm_admin;
 
-CREATE FUNCTION mm.leave_match(match_id bigint, player_id text,
+CREATE FUNCTION mm.leave_match(queue text, match_id bigint, player_id text,
 							   now timestamptz DEFAULT pg_catalog.now())
 RETURNS void
 LANGUAGE plpgsql
@@ -465,14 +753,15 @@ DECLARE
 	request_id bigint;
 	slots jsonb;
 BEGIN
+	PERFORM mm.check_queue_arg(leave_match.queue);
 	PERFORM mm.check_now(leave_match.now);
 	IF leave_match.player_id IS NULL THEN
 		RAISE EXCEPTION 'player_id must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	m := mm.lock_match(leave_match.match_id, ARRAY['ready', 'assigned'], 'leave', leave_match.now);
+	m := mm.lock_match(leave_match.queue, leave_match.match_id, ARRAY['ready', 'assigned'], 'leave', leave_match.now);
 	SELECT mp.left_at, mp.ticket_id, mp.team INTO left_already, player_ticket, player_team
 	  FROM mm.match_players mp
-	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
+	 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.player_id = leave_match.player_id;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'player "%" is not in match %', leave_match.player_id, m.id
 			USING ERRCODE = 'invalid_parameter_value';
@@ -481,7 +770,7 @@ BEGIN
 		RETURN;
 	END IF;
 	UPDATE mm.match_players mp SET left_at = leave_match.now
-	 WHERE mp.match_id = m.id AND mp.player_id = leave_match.player_id;
+	 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.player_id = leave_match.player_id;
 	DELETE FROM mm.active_players a
 	 WHERE a.player_id = leave_match.player_id AND a.ticket_id = player_ticket;
 	PERFORM mm.notify_match_event('player_left', m.id,
@@ -493,14 +782,14 @@ BEGIN
 		   SET open_slots = jsonb_set(b.open_slots, ARRAY[coalesce(player_team, 'players')],
 									  to_jsonb(coalesce((b.open_slots ->> coalesce(player_team, 'players'))::integer, 0) + 1)),
 			   updated_at = leave_match.now
-		 WHERE b.match_id = m.id AND b.status = 'open'
+		 WHERE b.queue = m.queue AND b.match_id = m.id AND b.status = 'open'
 		RETURNING b.id, b.open_slots INTO request_id, slots;
 		IF request_id IS NOT NULL THEN
 			PERFORM mm.notify_match_event('backfill_requested', m.id,
 				jsonb_build_object('request_id', request_id, 'open_slots', slots));
 		ELSE
 			BEGIN
-				PERFORM mm.request_backfill(m.id, NULL, leave_match.now);
+				PERFORM mm.request_backfill(m.queue, m.id, NULL, leave_match.now);
 			EXCEPTION WHEN invalid_parameter_value THEN
 				-- "no open slot to fill": the queue's config shrank since the
 				-- match formed and leaves no room; the player leaves all the same
@@ -508,6 +797,32 @@ BEGIN
 			END;
 		END IF;
 	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.leave_match(text, bigint, text, timestamptz) IS
+'Records a player who left a running match (early quit) and releases them; requests backfill when the queue says auto_backfill';
+REVOKE ALL ON FUNCTION mm.leave_match(text, bigint, text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.leave_match(text, bigint, text, timestamptz) TO mm_director, mm_admin;
+
+-- By id alone: the match's queue found by a plain read.
+CREATE FUNCTION mm.leave_match(match_id bigint, player_id text,
+							   now timestamptz DEFAULT pg_catalog.now())
+RETURNS void
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.match_queue(leave_match.match_id), '');
+BEGIN
+	PERFORM mm.leave_match(q, leave_match.match_id, leave_match.player_id, leave_match.now);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without
+	-- a queue, after the checks of the other arguments
+	IF SQLERRM = format('match %s does not exist in queue "%s"', leave_match.match_id, q) THEN
+		RAISE EXCEPTION 'match % does not exist', leave_match.match_id USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
 END
 $$;
 COMMENT ON FUNCTION mm.leave_match(bigint, text, timestamptz) IS
@@ -518,7 +833,7 @@ GRANT EXECUTE ON FUNCTION mm.leave_match(bigint, text, timestamptz) TO mm_direct
 -- Backfill: open slots of a running match, served by the tick before it
 -- forms new matches (src/tick.c).  The request carries the match's current
 -- players: those of mm.match_players who have not left.
-CREATE FUNCTION mm.request_backfill(match_id bigint, open_slots jsonb DEFAULT NULL,
+CREATE FUNCTION mm.request_backfill(queue text, match_id bigint, open_slots jsonb DEFAULT NULL,
 									now timestamptz DEFAULT pg_catalog.now())
 RETURNS bigint
 LANGUAGE plpgsql
@@ -539,9 +854,10 @@ DECLARE
 	total integer := 0;
 	request_id bigint;
 BEGIN
+	PERFORM mm.check_queue_arg(request_backfill.queue);
 	PERFORM mm.check_now(request_backfill.now);
-	m := mm.lock_match(request_backfill.match_id, ARRAY['ready', 'assigned'], 'backfill', request_backfill.now);
-	IF EXISTS (SELECT FROM mm.backfill_requests b WHERE b.match_id = m.id AND b.status = 'open') THEN
+	m := mm.lock_match(request_backfill.queue, request_backfill.match_id, ARRAY['ready', 'assigned'], 'backfill', request_backfill.now);
+	IF EXISTS (SELECT FROM mm.backfill_requests b WHERE b.queue = m.queue AND b.match_id = m.id AND b.status = 'open') THEN
 		RAISE EXCEPTION 'match % already has an open backfill request', m.id
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  HINT = 'Cancel it first with mm.cancel_backfill.';
@@ -557,12 +873,12 @@ BEGIN
 		-- teams in order up to it, and more slots than it leaves are refused
 		match_max := (mm.validate_queue_config(config) #>> '{match_size,max}')::integer;
 		SELECT count(*) INTO match_present FROM mm.match_players mp
-		 WHERE mp.match_id = m.id AND mp.left_at IS NULL;
+		 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.left_at IS NULL;
 		FOR team IN SELECT value FROM jsonb_array_elements(config -> 'teams') LOOP
 			team_name := team ->> 'name';
 			team_max := (team ->> 'max')::integer;
 			SELECT count(*) INTO present FROM mm.match_players mp
-			 WHERE mp.match_id = m.id AND mp.team = team_name AND mp.left_at IS NULL;
+			 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.team = team_name AND mp.left_at IS NULL;
 			wanted := coalesce(request_backfill.open_slots -> team_name,
 							   CASE WHEN request_backfill.open_slots IS NULL
 									THEN to_jsonb(greatest(least(team_max - present, match_max - match_present - total), 0))
@@ -593,7 +909,7 @@ BEGIN
 		-- a free-for-all: {"players": n}
 		team_max := coalesce((config #>> '{match_size,max}')::integer, (config ->> 'match_size')::integer);
 		SELECT count(*) INTO present FROM mm.match_players mp
-		 WHERE mp.match_id = m.id AND mp.left_at IS NULL;
+		 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.left_at IS NULL;
 		wanted := coalesce(request_backfill.open_slots -> 'players', to_jsonb(greatest(team_max - present, 0)));
 		IF jsonb_typeof(wanted) <> 'number' OR wanted::numeric <> trunc(wanted::numeric)
 		   OR wanted::numeric < 0 OR wanted::numeric > greatest(team_max - present, 0) THEN
@@ -621,12 +937,38 @@ BEGIN
 	RETURN request_id;
 END
 $$;
+COMMENT ON FUNCTION mm.request_backfill(text, bigint, jsonb, timestamptz) IS
+'Asks the tick to fill open slots of a running match (default: each team up to its max); returns the request id';
+REVOKE ALL ON FUNCTION mm.request_backfill(text, bigint, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.request_backfill(text, bigint, jsonb, timestamptz) TO mm_director, mm_admin;
+
+-- By id alone: the match's queue found by a plain read.
+CREATE FUNCTION mm.request_backfill(match_id bigint, open_slots jsonb DEFAULT NULL,
+									now timestamptz DEFAULT pg_catalog.now())
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.match_queue(request_backfill.match_id), '');
+BEGIN
+	RETURN mm.request_backfill(q, request_backfill.match_id, request_backfill.open_slots, request_backfill.now);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without
+	-- a queue, after the checks of the other arguments
+	IF SQLERRM = format('match %s does not exist in queue "%s"', request_backfill.match_id, q) THEN
+		RAISE EXCEPTION 'match % does not exist', request_backfill.match_id USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
+END
+$$;
 COMMENT ON FUNCTION mm.request_backfill(bigint, jsonb, timestamptz) IS
 'Asks the tick to fill open slots of a running match (default: each team up to its max); returns the request id';
 REVOKE ALL ON FUNCTION mm.request_backfill(bigint, jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.request_backfill(bigint, jsonb, timestamptz) TO mm_director, mm_admin;
 
-CREATE FUNCTION mm.cancel_backfill(match_id bigint, now timestamptz DEFAULT pg_catalog.now())
+CREATE FUNCTION mm.cancel_backfill(queue text, match_id bigint, now timestamptz DEFAULT pg_catalog.now())
 RETURNS boolean
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -635,11 +977,12 @@ AS $$
 DECLARE
 	request_id bigint;
 BEGIN
+	PERFORM mm.check_queue_arg(cancel_backfill.queue);
 	PERFORM mm.check_now(cancel_backfill.now);
-	PERFORM mm.lock_match(cancel_backfill.match_id,
+	PERFORM mm.lock_match(cancel_backfill.queue, cancel_backfill.match_id,
 						  ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'], 'backfill');
 	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = cancel_backfill.now
-	 WHERE b.match_id = cancel_backfill.match_id AND b.status = 'open'
+	 WHERE b.queue = cancel_backfill.queue AND b.match_id = cancel_backfill.match_id AND b.status = 'open'
 	RETURNING b.id INTO request_id;
 	IF request_id IS NULL THEN
 		RETURN false;
@@ -649,13 +992,39 @@ BEGIN
 	RETURN true;
 END
 $$;
+COMMENT ON FUNCTION mm.cancel_backfill(text, bigint, timestamptz) IS
+'Cancels a match''s open backfill request (true), or returns false when it had none';
+REVOKE ALL ON FUNCTION mm.cancel_backfill(text, bigint, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.cancel_backfill(text, bigint, timestamptz) TO mm_director, mm_admin;
+
+-- By id alone: the match's queue found by a plain read.
+CREATE FUNCTION mm.cancel_backfill(match_id bigint, now timestamptz DEFAULT pg_catalog.now())
+RETURNS boolean
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.match_queue(cancel_backfill.match_id), '');
+BEGIN
+	RETURN mm.cancel_backfill(q, cancel_backfill.match_id, cancel_backfill.now);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without
+	-- a queue, after the checks of the other arguments
+	IF SQLERRM = format('match %s does not exist in queue "%s"', cancel_backfill.match_id, q) THEN
+		RAISE EXCEPTION 'match % does not exist', cancel_backfill.match_id USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
+END
+$$;
 COMMENT ON FUNCTION mm.cancel_backfill(bigint, timestamptz) IS
 'Cancels a match''s open backfill request (true), or returns false when it had none';
 REVOKE ALL ON FUNCTION mm.cancel_backfill(bigint, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.cancel_backfill(bigint, timestamptz) TO mm_director, mm_admin;
 
--- The frontend's form: the token first, then the same row as the id-only
--- form (no row for a ticket that does not exist, or no longer does).
+-- The frontend's forms: the token first, then the same row as the form
+-- without a token (no row for a ticket that does not exist, or no longer
+-- does).
 CREATE FUNCTION mm.get_assignment(ticket_id bigint, token text)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
 			   team text, connection text, properties jsonb)
@@ -664,10 +1033,25 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 	SELECT mm.check_ticket_token(get_assignment.ticket_id, get_assignment.token);
-	SELECT a.ticket_id, a.ticket_status, a.match_id, a.match_status, a.team, a.connection, a.properties
-	  FROM mm.get_assignment(get_assignment.ticket_id) a
+	SELECT a.* FROM mm.get_assignment(get_assignment.ticket_id) a
 $$;
 COMMENT ON FUNCTION mm.get_assignment(bigint, text) IS
 'For a polling client holding its ticket''s token: the ticket''s status, its match and the match''s status, team, connection and properties; 42501 for a wrong token';
 REVOKE ALL ON FUNCTION mm.get_assignment(bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.get_assignment(bigint, text) TO mm_frontend, mm_director;
+
+CREATE FUNCTION mm.get_assignment(queue text, ticket_id bigint, token text)
+RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
+			   team text, connection text, properties jsonb)
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT mm.check_queue_arg(get_assignment.queue);
+	SELECT mm.check_ticket_token(get_assignment.ticket_id, get_assignment.token);
+	SELECT a.* FROM mm.ticket_assignment(get_assignment.queue, get_assignment.ticket_id) a
+$$;
+COMMENT ON FUNCTION mm.get_assignment(text, bigint, text) IS
+'For a polling client holding its ticket''s token: the ticket''s status by (queue, id), its match and the match''s status, team, connection and properties; 42501 for a wrong token';
+REVOKE ALL ON FUNCTION mm.get_assignment(text, bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.get_assignment(text, bigint, text) TO mm_frontend, mm_director;

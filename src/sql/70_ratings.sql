@@ -130,8 +130,9 @@ GRANT EXECUTE ON FUNCTION mm.rating_option(jsonb, text) TO mm_admin;
 --   openskill  mm.openskill_rate over the whole match
 -- Concurrency: the match row is locked first, so a second report waits and
 -- then finds the match completed; rating rows are locked in player order.
-CREATE FUNCTION mm.report_result(match_id bigint, ranks jsonb,
-								 now timestamptz DEFAULT pg_catalog.now())
+-- now has no default here: with one, a call of the id-only form with
+-- untyped literals (report_result(NULL, '{...}', '...')) would be ambiguous.
+CREATE FUNCTION mm.report_result(queue text, match_id bigint, ranks jsonb, now timestamptz)
 RETURNS TABLE (player_id text, team text, rank integer, rating_before float8, rating_after float8)
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -193,6 +194,9 @@ DECLARE
 	leaver_sigma float8[];
 	event_details jsonb;
 BEGIN
+	IF report_result.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	IF report_result.match_id IS NULL THEN
 		RAISE EXCEPTION 'match_id must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
@@ -202,12 +206,13 @@ BEGIN
 	PERFORM mm.check_now(report_result.now);
 
 	-- The match first: a concurrent report waits here, then sees it completed.
-	SELECT * INTO m FROM mm.matches mt WHERE mt.id = report_result.match_id FOR UPDATE;
+	SELECT * INTO m FROM mm.matches mt
+	 WHERE mt.queue = report_result.queue AND mt.id = report_result.match_id FOR UPDATE;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'match % does not exist', report_result.match_id
+		RAISE EXCEPTION 'match % does not exist in queue "%"', report_result.match_id, report_result.queue
 			USING ERRCODE = 'undefined_object';
 	END IF;
-	IF EXISTS (SELECT FROM mm.match_results r WHERE r.match_id = m.id) THEN
+	IF EXISTS (SELECT FROM mm.match_results r WHERE r.queue = m.queue AND r.match_id = m.id) THEN
 		RAISE EXCEPTION 'match % already has a result', m.id
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = 'A match gets one result; the first report stands.';
@@ -230,7 +235,7 @@ BEGIN
 		   array_agg(mp.left_at IS NOT NULL ORDER BY mp.player_id),
 		   bool_and(mp.team IS NULL), bool_or(mp.team IS NULL)
 	  INTO ids, teams, sides, scored_loss, free_for_all, some_without_team
-	  FROM mm.match_players mp WHERE mp.match_id = m.id;
+	  FROM mm.match_players mp WHERE mp.queue = m.queue AND mp.match_id = m.id;
 	IF ids IS NULL THEN
 		RAISE EXCEPTION 'match % has no players', m.id USING ERRCODE = 'object_not_in_prerequisite_state';
 	END IF;
@@ -316,14 +321,17 @@ BEGIN
 		  FROM unnest(ids) u(id)
 		 ORDER BY u.id
 		ON CONFLICT ON CONSTRAINT ratings_pkey DO NOTHING;
-		-- lock the rows in player order (as mm.decay_ratings does)
+		-- lock the rows in player order (as mm.decay_ratings does), one
+		-- player at a time (on Citus each on its player's shard)
+		FOREACH rank_key IN ARRAY ids LOOP
+			PERFORM FROM mm.ratings rt WHERE rt.player_id = rank_key AND rt.pool = pool_name FOR UPDATE;
+		END LOOP;
 		SELECT array_agg(r.rating ORDER BY r.player_id), array_agg(r.rd ORDER BY r.player_id),
 			   array_agg(r.volatility ORDER BY r.player_id), array_agg(r.mu ORDER BY r.player_id),
 			   array_agg(r.sigma ORDER BY r.player_id), array_agg(r.games ORDER BY r.player_id)
 		  INTO old_rating, old_rd, old_volatility, old_mu, old_sigma, games
-		  FROM (SELECT rt.* FROM mm.ratings rt
-				 WHERE rt.pool = pool_name AND rt.player_id = ANY (ids)
-				 ORDER BY rt.player_id FOR UPDATE) r;
+		  FROM mm.ratings r
+		 WHERE r.pool = pool_name AND r.player_id = ANY (ids);
 		-- a row another system wrote in the same pool lacks fields: defaults
 		cur_rating := ARRAY(SELECT coalesce(x, 1500) FROM unnest(old_rating) WITH ORDINALITY u(x, i) ORDER BY u.i);
 		cur_rd := ARRAY(SELECT coalesce(x, 350) FROM unnest(old_rd) WITH ORDINALITY u(x, i) ORDER BY u.i);
@@ -473,7 +481,7 @@ BEGIN
 			report_result.now - m.created_at, report_result.now);
 
 	-- completed, players released, match_completed; then the result's event
-	PERFORM mm.complete_match(m.id, report_result.now);
+	PERFORM mm.complete_match(m.queue, m.id, report_result.now);
 	event_details := jsonb_build_object('winner', winner, 'ranks', report_result.ranks);
 	IF length(event_details::text) > 6000 THEN
 		-- a big free-for-all: the compact form (the ranks are in mm.match_results)
@@ -488,6 +496,32 @@ BEGIN
 	  FROM unnest(ids, teams, player_ranks, old_rating, new_rating, old_mu, new_mu)
 		   WITH ORDINALITY u(id, team, rank, rating_before, rating_after, mu_before, mu_after, i)
 	 ORDER BY u.i;
+END
+$$;
+COMMENT ON FUNCTION mm.report_result(text, bigint, jsonb, timestamptz) IS
+'Reports the ranks of a ready or assigned match (by team, or by player in a free-for-all): completes it, writes mm.match_results and updates every player''s stored rating in the queue''s pool; returns each player''s rating before and after';
+REVOKE ALL ON FUNCTION mm.report_result(text, bigint, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.report_result(text, bigint, jsonb, timestamptz) TO mm_director, mm_admin;
+
+-- By id alone: the match's queue found by a plain read.
+CREATE FUNCTION mm.report_result(match_id bigint, ranks jsonb,
+								 now timestamptz DEFAULT pg_catalog.now())
+RETURNS TABLE (player_id text, team text, rank integer, rating_before float8, rating_after float8)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	q text := coalesce(mm.match_queue($1), '');
+BEGIN
+	RETURN QUERY SELECT * FROM mm.report_result(q, $1, $2, $3);
+EXCEPTION WHEN undefined_object THEN
+	-- missing (or gone while waiting for its lock): the error without
+	-- a queue, after the checks of the other arguments
+	IF SQLERRM = format('match %s does not exist in queue "%s"', $1, q) THEN
+		RAISE EXCEPTION 'match % does not exist', $1 USING ERRCODE = 'undefined_object';
+	END IF;
+	RAISE;
 END
 $$;
 COMMENT ON FUNCTION mm.report_result(bigint, jsonb, timestamptz) IS

@@ -66,8 +66,9 @@ GRANT EXECUTE ON FUNCTION mm.tables_are_distributed() TO mm_director, mm_admin, 
 
 -- Turns a matchmaking database into a Citus deployment, on the
 -- coordinator: every table placed as mm.sharding says (existing rows move
--- into the shards), mm.tick distributed by its queue (Citus runs a call on
--- the coordinator on the queue's node), ids drawn on different nodes kept
+-- into the shards), mm.tick, its loop and the lifecycle's forms by queue
+-- distributed by their queue (Citus runs a call on the coordinator on the
+-- queue's node, which sends the events), ids drawn on different nodes kept
 -- apart (each node draws from its own range of 2^48), and one event key on
 -- every node (the coordinator's, copied: run it again after adding a node
 -- or changing the key).  Safe to run again: what is done already
@@ -120,10 +121,21 @@ BEGIN
 	FOR t IN SELECT u.table_name FROM unnest(moved) AS u(table_name) LOOP
 		PERFORM pg_catalog.truncate_local_data_after_distributing_table(t.table_name);
 	END LOOP;
-	-- a queue's tick, and its per-minute loop (pg_cron's job, on the
-	-- coordinator), run on the node that holds the queue
-	FOR t IN SELECT u.routine FROM unnest(ARRAY[CAST('mm.tick(text, timestamptz)' AS regprocedure),
-												CAST('mm.tick_loop(text)' AS regprocedure)]) AS u(routine) LOOP
+	-- a queue's tick, its per-minute loop (pg_cron's job, on the
+	-- coordinator) and the lifecycle's calls by queue run on the node that
+	-- holds the queue, and send their events from there
+	FOR t IN SELECT CAST(u.routine AS regprocedure) AS routine
+			   FROM unnest(ARRAY['mm.tick(text, timestamptz)', 'mm.tick_loop(text)',
+								 'mm.accept_match(text, bigint, text, boolean, timestamptz)',
+								 'mm.assign(text, bigint, text, jsonb)',
+								 'mm.requeue_match(text, bigint, text, timestamptz)',
+								 'mm.complete_match(text, bigint, timestamptz)',
+								 'mm.leave_match(text, bigint, text, timestamptz)',
+								 'mm.request_backfill(text, bigint, jsonb, timestamptz)',
+								 'mm.cancel_backfill(text, bigint, timestamptz)',
+								 'mm.report_result(text, bigint, jsonb, timestamptz)',
+								 'mm.cancel_ticket(text, bigint)',
+								 'mm.heartbeat(text, bigint, timestamptz)']) AS u(routine) LOOP
 		CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.pg_dist_object o
 							   WHERE o.classid = CAST('pg_catalog.pg_proc' AS regclass)
 								 AND o.objid = t.routine AND o.distribution_argument_index IS NOT NULL);
@@ -300,3 +312,47 @@ COMMENT ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz)
 'Internal: mm.create_ticket on Citus (mm.create_tickets_on_shards for one ticket)';
 REVOKE ALL ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) TO mm_admin;
+
+-- On Citus, the rows of a queue mm.drop_queue removes (on one node the
+-- triggers of mm.queues do it, which on Citus fire on the reference table's
+-- copies and cannot reach the shards): its tickets with their claims, its
+-- matches with their players, results and backfill requests, its rule
+-- statistics and pg_cron jobs, and its name in the other queues of tickets.
+-- Every statement names the queues it reaches (the dropped one, and the
+-- queues of the tickets listed in it: on Citus, one shard).
+CREATE FUNCTION mm.delete_queue_rows(queue text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	listing text[];
+	player_ids text[];
+	ticket_ids bigint[];
+BEGIN
+	-- the queues of the tickets that also search in this one
+	listing := ARRAY(SELECT DISTINCT t.queue FROM mm.tickets_active t
+					  WHERE t.id IN (SELECT l.ticket_id FROM mm.ticket_queues l
+									  WHERE l.queue = delete_queue_rows.queue));
+	WITH gone AS (
+		DELETE FROM mm.tickets_ended t WHERE t.queue = delete_queue_rows.queue
+		RETURNING t.id, t.players
+	)
+	SELECT array_agg(p.value ->> 'id'), array_agg(g.id) INTO player_ids, ticket_ids
+	  FROM gone g, jsonb_array_elements(g.players) p;
+	-- the claims of the players of its live matches
+	PERFORM mm.release_claims(player_ids, ticket_ids);
+	DELETE FROM mm.match_players mp WHERE mp.queue = delete_queue_rows.queue;
+	DELETE FROM mm.matches m WHERE m.queue = delete_queue_rows.queue;
+	DELETE FROM mm.rule_evaluations e WHERE e.queue = delete_queue_rows.queue;
+	DELETE FROM mm.ticket_queues l WHERE l.queue = delete_queue_rows.queue;
+	UPDATE mm.tickets_active t
+	   SET queues = nullif(array_remove(t.queues, delete_queue_rows.queue), '{}')
+	 WHERE t.queue = ANY (listing) AND t.queues @> ARRAY[delete_queue_rows.queue];
+	DELETE FROM mm.schedule_jobs j WHERE j.queue = delete_queue_rows.queue;
+END
+$$;
+COMMENT ON FUNCTION mm.delete_queue_rows(text) IS
+'Internal: on Citus, deletes the rows of a queue mm.drop_queue removes (its tickets, claims, matches, statistics, jobs)';
+REVOKE ALL ON FUNCTION mm.delete_queue_rows(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.delete_queue_rows(text) TO mm_admin;

@@ -246,9 +246,23 @@ for my $try (1 .. 50)
 	last if @payloads >= 2;
 	usleep(100_000);
 }
-$listener->quit;
 is(scalar(grep { /"event": ?"match_found"/ } @payloads), 2,
 	"a LISTEN on the node of $qa receives its match_found events");
+# a lifecycle call by queue on the coordinator runs on the queue's node too
+my ($match) = $coord->safe_psql('postgres',
+	"SELECT max(id) FROM mm.matches WHERE queue = '$qa' AND status = 'ready'");
+$coord->safe_psql('postgres', "SELECT mm.assign('$qa', $match, 'game-1:7777')");
+for my $try (1 .. 50)
+{
+	my $got = $listener->query_safe('SELECT 1');
+	push @payloads, $1
+	  while $got =~ /^Asynchronous notification "mm_events" with payload "(.*)" received from server process with PID \d+\.$/mg;
+	last if grep { /"event": ?"match_assigned"/ } @payloads;
+	usleep(100_000);
+}
+$listener->quit;
+is(scalar(grep { /"event": ?"match_assigned"/ && /"match_id": ?$match\b/ } @payloads), 1,
+	"mm.assign('$qa', ...) on the coordinator sends match_assigned on the node of $qa");
 for my $node ($coord, @workers)
 {
 	my $list = join ', ', map { my $p = $_; $p =~ s/'/''/g; "'$p'" } @payloads;
