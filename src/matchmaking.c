@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "citus_guard.h"
 #include "events.h"
 
 PG_MODULE_MAGIC;
@@ -21,7 +22,8 @@ void		_PG_init(void);
 double		MmMaxNotifyQueueUsage = 0.9;
 
 /*
- * Module load callback: the matchmaking.* settings.
+ * Module load callback: the matchmaking.* settings, and the hooks that guard
+ * Citus's delegation of the distributed functions (citus_guard.c).
  */
 void
 _PG_init(void)
@@ -36,4 +38,5 @@ _PG_init(void)
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("matchmaking");
+	MmInstallCitusGuard();
 }

@@ -242,7 +242,8 @@ NewQueueContext(MemoryContext parent)
  * resource owner are restored on both paths.
  */
 static int
-TickQueueGuarded(const char *queue, TimestampTz now, MemoryContext caller_context)
+TickQueueGuarded(const char *queue, TimestampTz now, bool expire_proposals,
+				 MemoryContext caller_context)
 {
 	MemoryContext old_context = CurrentMemoryContext;
 	ResourceOwner old_owner = CurrentResourceOwner;
@@ -256,7 +257,7 @@ TickQueueGuarded(const char *queue, TimestampTz now, MemoryContext caller_contex
 	MemoryContextSwitchTo(old_context);
 	PG_TRY();
 	{
-		matches = TickQueue(queue, now, false, false, queue_context);
+		matches = TickQueue(queue, now, false, expire_proposals, queue_context);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(old_context);
 		CurrentResourceOwner = old_owner;
@@ -388,6 +389,7 @@ RunTick(FunctionCallInfo fcinfo, TimestampTz now, MemoryContext caller_context)
 	else
 	{
 		char	  **names;
+		bool		sharded;
 		int			n,
 					i;
 
@@ -401,9 +403,15 @@ RunTick(FunctionCallInfo fcinfo, TimestampTz now, MemoryContext caller_context)
 										   SPI_getvalue(SPI_tuptable->vals[i],
 														SPI_tuptable->tupdesc, 1));
 		SPI_freetuptable(SPI_tuptable);
-		MmTickExpireProposals(NULL, now);
+		/*
+		 * The expired proposals of every queue at once; on Citus queue by
+		 * queue, each on its shard (the queues of other nodes are skipped)
+		 */
+		sharded = MmTickTablesAreSharded();
+		if (!sharded)
+			MmTickExpireProposals(NULL, now);
 		for (i = 0; i < n; i++)
-			total += TickQueueGuarded(names[i], now, caller_context);
+			total += TickQueueGuarded(names[i], now, sharded, caller_context);
 	}
 
 	AtEOXact_GUC(true, guc_nest_level);

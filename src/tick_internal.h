@@ -122,6 +122,7 @@ extern MmTickPlans *MmTickCurrentPlans;
 #define MmTickPlan (*MmTickCurrentPlans)
 
 /* tick_shards.c */
+extern bool MmTickTablesAreSharded(void);
 extern bool MmTickUseRelationsOf(const char *queue);
 extern Oid	MmTickTicketsActiveRelid(void);
 extern char *MmTickStatementFor(const char *sql);

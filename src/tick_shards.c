@@ -54,8 +54,8 @@ static RelationSet *Current = &LocalTables;
 MmTickPlans *MmTickCurrentPlans = &LocalTables.plans;
 
 /* Whether mm.tickets_active is a Citus distributed table in this database. */
-static bool
-TablesAreSharded(void)
+bool
+MmTickTablesAreSharded(void)
 {
 	Oid			catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
 	Datum		arg;
@@ -93,7 +93,7 @@ MmTickUseRelationsOf(const char *queue)
 	int			i,
 				rc;
 
-	if (!TablesAreSharded())
+	if (!MmTickTablesAreSharded())
 	{
 		Current = &LocalTables;
 		MmTickCurrentPlans = &Current->plans;

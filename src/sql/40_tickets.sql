@@ -569,6 +569,30 @@ COMMENT ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_ticket(text, jsonb, timestamptz) TO mm_frontend, mm_admin;
 
+-- The id-only forms of the lifecycle call the form by queue with the queue
+-- they found.  Its "does not exist in queue" (the id is missing, or its row
+-- went while the call waited for its lock) is reported as the id-only forms
+-- always did, without a queue: called in their handler, it raises that and
+-- returns for any other error (which the handler raises again).
+CREATE FUNCTION mm.raise_missing_without_queue(kind text, id bigint, queue text, message text)
+	RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF raise_missing_without_queue.message
+	   = format('%s %s does not exist in queue "%s"', raise_missing_without_queue.kind,
+				raise_missing_without_queue.id, raise_missing_without_queue.queue) THEN
+		RAISE EXCEPTION '% % does not exist', raise_missing_without_queue.kind, raise_missing_without_queue.id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) IS
+	'Internal: an id-only lifecycle form''s "does not exist" error, raised from the form by queue''s';
+REVOKE ALL ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) TO mm_admin;
+
 -- The queue of a ticket, for the id-only forms: a plain read (no lock; on
 -- Citus it visits every shard).  NULL for a missing ticket.
 CREATE FUNCTION mm.ticket_queue(ticket_id bigint)
@@ -669,10 +693,7 @@ BEGIN
 	RETURN mm.cancel_ticket(q, cancel_ticket.ticket_id);
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without a queue
-	IF SQLERRM = format('ticket %s does not exist in queue "%s"', cancel_ticket.ticket_id, q) THEN
-		RAISE EXCEPTION 'ticket % does not exist', cancel_ticket.ticket_id
-			USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('ticket', cancel_ticket.ticket_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -1063,10 +1084,7 @@ BEGIN
 	RETURN mm.heartbeat(q, heartbeat.ticket_id, heartbeat.now);
 EXCEPTION WHEN undefined_object THEN
 	-- missing (after the checks of now): the error without a queue
-	IF SQLERRM = format('ticket %s does not exist in queue "%s"', heartbeat.ticket_id, q) THEN
-		RAISE EXCEPTION 'ticket % does not exist', heartbeat.ticket_id
-			USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('ticket', heartbeat.ticket_id, q, SQLERRM);
 	RAISE;
 END
 $$;

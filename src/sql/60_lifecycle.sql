@@ -324,9 +324,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', accept_match.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', accept_match.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', accept_match.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -435,9 +433,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', assign.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', assign.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', assign.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -678,9 +674,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', requeue_match.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', requeue_match.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', requeue_match.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -727,9 +721,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', complete_match.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', complete_match.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', complete_match.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -819,9 +811,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', leave_match.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', leave_match.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', leave_match.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -957,9 +947,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', request_backfill.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', request_backfill.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', request_backfill.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -1011,9 +999,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', cancel_backfill.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', cancel_backfill.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', cancel_backfill.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;

@@ -518,9 +518,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', $1, q) THEN
-		RAISE EXCEPTION 'match % does not exist', $1 USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', $1, q, SQLERRM);
 	RAISE;
 END
 $$;

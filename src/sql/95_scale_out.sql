@@ -98,6 +98,21 @@ BEGIN
 		RAISE EXCEPTION 'mm.distribute runs on the Citus coordinator'
 			USING ERRCODE = 'object_not_in_prerequisite_state';
 	END IF;
+	-- every node preloads the library: its planner hook keeps a NULL queue
+	-- away from Citus's delegation of the distributed functions, on which
+	-- Citus 13 crashes (src/citus_guard.c)
+	SELECT s.node INTO failed
+	  FROM (SELECT 'the coordinator' AS node, current_setting('shared_preload_libraries') AS libraries
+			UNION ALL
+			SELECT r.nodename || ':' || r.nodeport, r.result
+			  FROM pg_catalog.run_command_on_workers('SHOW shared_preload_libraries') r) s
+	 WHERE NOT ('matchmaking' = ANY (string_to_array(replace(s.libraries, ' ', ''), ',')))
+	 LIMIT 1;
+	IF failed IS NOT NULL THEN
+		RAISE EXCEPTION 'matchmaking is not in shared_preload_libraries on %', failed
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Set shared_preload_libraries = ''citus,matchmaking,pg_cron'' on every node and restart (docs/scale-out.md).';
+	END IF;
 	FOR t IN SELECT s.table_name, s.placement, s.distribution_column FROM mm.sharding() s LOOP
 		CONTINUE WHEN t.placement = 'every node'
 			OR EXISTS (SELECT FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = t.table_name);

@@ -64,7 +64,7 @@ for p in "${ports[@]}"; do
 port = $p
 unix_socket_directories = '$sock'
 listen_addresses = ''
-shared_preload_libraries = 'citus'
+shared_preload_libraries = 'citus,matchmaking'
 max_prepared_transactions = 100
 citus.node_conninfo = 'sslmode=disable'
 citus.enable_statistics_collection = off

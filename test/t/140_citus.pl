@@ -202,6 +202,22 @@ for my $pair ([ $qa, $wa ], [ $qb, $wb ])
 		't', "the match ids of $q are in the range of " . $w->name);
 }
 
+# a NULL queue never reaches Citus's delegation, which crashes on one
+# (src/citus_guard.c): the calls answer as on one node, on every node
+for my $node ($coord, @workers)
+{
+	like($node->safe_psql('postgres', "SELECT mm.tick(now => '2026-01-01 00:00:10'); SELECT mm.tick(NULL, '2026-01-01 00:00:10')"),
+		qr/^\d+\n\d+$/, 'mm.tick with its queue left out or NULL answers on ' . $node->name);
+	my ($rc, $stdout, $stderr) = $node->psql(
+		'postgres', q{PREPARE c(text) AS SELECT mm.cancel_ticket($1, 1);
+		EXECUTE c(NULL); EXECUTE c(NULL); EXECUTE c(NULL); EXECUTE c(NULL); EXECUTE c(NULL); EXECUTE c(NULL);});
+	is(scalar(() = $stderr =~ /ERROR:  queue must not be null/g), 6,
+		'a NULL queue is refused (22004) on ' . $node->name . ', also as a bound parameter');
+	($rc, $stdout, $stderr) = $node->psql('postgres', 'CALL mm.tick_loop(NULL)');
+	like($stderr, qr/queue must not be null/, 'CALL mm.tick_loop(NULL) is refused on ' . $node->name);
+}
+is($_->safe_psql('postgres', 'SELECT 1'), '1', $_->name . ' is up, nothing crashed') for ($coord, @workers);
+
 # --- two queues on two workers tick at the same time ---
 load_tickets($coord, $_, 1001, 9000, '2026-01-01 00:01:00') for ($qa, $qb);
 my @runs;

@@ -1,5 +1,5 @@
 # A real Citus cluster for the TAP tests: a coordinator and workers, each a
-# PostgreSQL::Test::Cluster node with Citus and pg_cron preloaded and the
+# PostgreSQL::Test::Cluster node with Citus, matchmaking and pg_cron preloaded and the
 # citus extension created in database postgres, the workers registered with
 # the coordinator.
 #
@@ -82,7 +82,7 @@ sub mm_citus_cluster
 	return ($coord, @workers);
 }
 
-# A started node with Citus (first, as it requires) and pg_cron preloaded and
+# A started node with Citus (first, as it requires), matchmaking (its guard of Citus's delegation) and pg_cron preloaded and
 # CREATE EXTENSION citus done in postgres.
 sub _citus_node
 {
@@ -92,7 +92,7 @@ sub _citus_node
 	my $host = $node->host;
 	$node->append_conf(
 		'postgresql.conf', qq{
-shared_preload_libraries = 'citus,pg_cron'
+shared_preload_libraries = 'citus,matchmaking,pg_cron'
 cron.database_name = 'postgres'
 # pg_cron runs jobs over libpq; the node listens on its socket only
 cron.host = '$host'

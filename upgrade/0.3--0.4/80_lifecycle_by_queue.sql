@@ -227,6 +227,25 @@ COMMENT ON FUNCTION mm.cancel_proposed_match(text, bigint, text, bigint[], times
 REVOKE ALL ON FUNCTION mm.cancel_proposed_match(text, bigint, text, bigint[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.cancel_proposed_match(text, bigint, text, bigint[], timestamptz) TO mm_admin;
 
+CREATE OR REPLACE FUNCTION mm.raise_missing_without_queue(kind text, id bigint, queue text, message text)
+	RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF raise_missing_without_queue.message
+	   = format('%s %s does not exist in queue "%s"', raise_missing_without_queue.kind,
+				raise_missing_without_queue.id, raise_missing_without_queue.queue) THEN
+		RAISE EXCEPTION '% % does not exist', raise_missing_without_queue.kind, raise_missing_without_queue.id
+			USING ERRCODE = 'undefined_object';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) IS
+	'Internal: an id-only lifecycle form''s "does not exist" error, raised from the form by queue''s';
+REVOKE ALL ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) TO mm_admin;
+
 CREATE OR REPLACE FUNCTION mm.ticket_queue(ticket_id bigint)
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -416,10 +435,7 @@ BEGIN
 	RETURN mm.cancel_ticket(q, cancel_ticket.ticket_id);
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without a queue
-	IF SQLERRM = format('ticket %s does not exist in queue "%s"', cancel_ticket.ticket_id, q) THEN
-		RAISE EXCEPTION 'ticket % does not exist', cancel_ticket.ticket_id
-			USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('ticket', cancel_ticket.ticket_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -496,10 +512,7 @@ BEGIN
 	RETURN mm.heartbeat(q, heartbeat.ticket_id, heartbeat.now);
 EXCEPTION WHEN undefined_object THEN
 	-- missing (after the checks of now): the error without a queue
-	IF SQLERRM = format('ticket %s does not exist in queue "%s"', heartbeat.ticket_id, q) THEN
-		RAISE EXCEPTION 'ticket % does not exist', heartbeat.ticket_id
-			USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('ticket', heartbeat.ticket_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -516,6 +529,9 @@ DECLARE
 	active_count bigint;
 	cancelled_ids bigint[];
 	proposed_match record;
+	other_queues text[];
+	match_queues text[];
+	proposing bigint[];
 BEGIN
 	IF drop_queue.name IS NULL THEN
 		RAISE EXCEPTION 'queue name must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -529,18 +545,24 @@ BEGIN
 	-- and waits for the running ticks of the other queues its tickets search
 	-- in (a tick holds its queue FOR SHARE): one of them may be proposing one
 	-- of its tickets, and the statements below must see that match
-	PERFORM FROM mm.queues q
-	 WHERE q.name IN (SELECT l.queue FROM mm.ticket_queues l
-					   JOIN mm.tickets_active t ON t.id = l.ticket_id
-					  WHERE t.queue = drop_queue.name)
-	 ORDER BY q.name FOR UPDATE;
+	other_queues := ARRAY(SELECT DISTINCT u.queue FROM mm.tickets_active t, unnest(t.queues) u(queue)
+						   WHERE t.queue = drop_queue.name);
+	PERFORM FROM mm.queues q WHERE q.name = ANY (other_queues) ORDER BY q.name FOR UPDATE;
 
 	-- a proposed match of the queue may hold tickets of other queues (and
 	-- the queue's tickets may be proposed in other queues' matches)
+	-- (the queues these tickets and matches can be in: this one, the other
+	-- queues of its tickets, and the queues of the tickets that also search
+	-- in it; on Citus, those of one shard)
+	proposing := ARRAY(SELECT m.id FROM mm.matches m
+						WHERE m.queue = drop_queue.name AND m.status = 'proposed');
+	match_queues := drop_queue.name || other_queues
+					|| ARRAY(SELECT DISTINCT t.queue FROM mm.tickets_active t
+							  WHERE t.id IN (SELECT l.ticket_id FROM mm.ticket_queues l
+											  WHERE l.queue = drop_queue.name));
 	SELECT count(*) INTO active_count FROM mm.tickets_active t
-	 WHERE t.queue = drop_queue.name
-		OR t.match_id IN (SELECT m.id FROM mm.matches m
-						   WHERE m.queue = drop_queue.name AND m.status = 'proposed');
+	 WHERE t.queue = ANY (match_queues)
+	   AND (t.queue = drop_queue.name OR t.match_id = ANY (proposing));
 	IF active_count > 0 THEN
 		IF NOT coalesce(drop_queue.force, false) THEN
 			RAISE EXCEPTION 'queue "%" still has active tickets', drop_queue.name
@@ -553,12 +575,11 @@ BEGIN
 		-- the queue's tickets in them are cancelled, the others search again
 		-- in their own queues (none is left proposed in a match that goes
 		-- away, no match goes on without its tickets)
+		proposing := proposing || ARRAY(SELECT t.match_id FROM mm.tickets_active t
+										 WHERE t.queue = drop_queue.name AND t.status = 'proposed');
 		FOR proposed_match IN
 			SELECT m.id, m.queue FROM mm.matches m
-			 WHERE m.status = 'proposed'
-			   AND (m.queue = drop_queue.name
-					OR m.id IN (SELECT t.match_id FROM mm.tickets_active t
-								 WHERE t.queue = drop_queue.name AND t.status = 'proposed'))
+			 WHERE m.queue = ANY (match_queues) AND m.status = 'proposed' AND m.id = ANY (proposing)
 			 ORDER BY m.id FOR UPDATE
 		LOOP
 			cancelled_ids := ARRAY(SELECT t.id FROM mm.tickets_active t
@@ -580,7 +601,11 @@ BEGIN
 	END IF;
 
 	-- tickets, matches and everything hanging off them go with the queue
-	-- (mm.queues_after_delete)
+	-- (mm.queues_after_delete; on Citus, where that trigger cannot reach the
+	-- shards, mm.delete_queue_rows does it first)
+	IF mm.tables_are_distributed() THEN
+		PERFORM mm.delete_queue_rows(drop_queue.name);
+	END IF;
 	DELETE FROM mm.queues q WHERE q.name = drop_queue.name;
 END
 $$;
@@ -706,9 +731,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', accept_match.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', accept_match.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', accept_match.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -813,9 +836,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', assign.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', assign.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', assign.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -1040,9 +1061,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', requeue_match.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', requeue_match.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', requeue_match.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -1088,9 +1107,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', complete_match.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', complete_match.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', complete_match.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -1179,9 +1196,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', leave_match.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', leave_match.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', leave_match.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -1313,9 +1328,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', request_backfill.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', request_backfill.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', request_backfill.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -1366,9 +1379,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', cancel_backfill.match_id, q) THEN
-		RAISE EXCEPTION 'match % does not exist', cancel_backfill.match_id USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', cancel_backfill.match_id, q, SQLERRM);
 	RAISE;
 END
 $$;
@@ -1793,9 +1804,7 @@ BEGIN
 EXCEPTION WHEN undefined_object THEN
 	-- missing (or gone while waiting for its lock): the error without
 	-- a queue, after the checks of the other arguments
-	IF SQLERRM = format('match %s does not exist in queue "%s"', $1, q) THEN
-		RAISE EXCEPTION 'match % does not exist', $1 USING ERRCODE = 'undefined_object';
-	END IF;
+	PERFORM mm.raise_missing_without_queue('match', $1, q, SQLERRM);
 	RAISE;
 END
 $$;
