@@ -529,15 +529,18 @@ GRANT EXECUTE ON FUNCTION mm.report_result(bigint, jsonb, timestamptz) TO mm_dir
 
 -- Whether a rating pool exists: a queue rates into it, or a player has a
 -- rating in it.
+-- PL/pgSQL: Citus cannot plan a SQL function's query with parameters.
 CREATE FUNCTION mm.rating_pool_exists(pool text)
 RETURNS boolean
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT EXISTS (SELECT FROM mm.ratings r WHERE r.pool = rating_pool_exists.pool)
-		OR EXISTS (SELECT FROM mm.queues q
+BEGIN
+	RETURN EXISTS (SELECT 1 FROM mm.ratings r WHERE r.pool = rating_pool_exists.pool)
+		OR EXISTS (SELECT 1 FROM mm.queues q
 					WHERE q.config ? 'rating'
-					  AND coalesce(q.config #>> '{rating,pool}', q.name) = rating_pool_exists.pool)
+					  AND coalesce(q.config #>> '{rating,pool}', q.name) = rating_pool_exists.pool);
+END
 $$;
 COMMENT ON FUNCTION mm.rating_pool_exists(text) IS
 'Internal: true when a queue rates into the pool or a player has a rating in it';
@@ -584,17 +587,23 @@ BEGIN
 				  DETAIL = 'No queue rates into it and no player has a rating in it.';
 	END IF;
 
+	-- the idle players locked in player order, as mm.report_result locks
+	-- them; on Citus, which cannot lock across shards in one order, the
+	-- update below skips a rating that changed since it was read
+	IF NOT mm.tables_are_distributed() THEN
+		PERFORM FROM mm.ratings r
+		 WHERE r.pool = decay_ratings.pool AND r.updated_at <= since
+		 ORDER BY r.player_id
+		   FOR UPDATE;
+	END IF;
 	WITH idle_players AS (
-		-- locked in player order, as mm.report_result locks them
-		SELECT r.player_id, r.rating, r.rd, r.volatility, r.sigma,
+		SELECT r.player_id, r.rating, r.rd, r.volatility, r.sigma, r.updated_at,
 			   -- at least one: selected by calendar time, counted in seconds
 			   -- (a month is 30 days there, and February has fewer)
 			   greatest(least(floor(extract(epoch FROM decay_ratings.now - r.updated_at) / idle_seconds),
 							  1000000), 1)::integer AS periods
 		  FROM mm.ratings r
 		 WHERE r.pool = decay_ratings.pool AND r.updated_at <= since
-		 ORDER BY r.player_id
-		   FOR UPDATE
 	), decayed AS (
 		SELECT i.*,
 			   CASE WHEN i.rd IS NOT NULL
@@ -608,7 +617,7 @@ BEGIN
 		UPDATE mm.ratings r
 		   SET rd = d.new_rd, sigma = d.new_sigma, updated_at = decay_ratings.now
 		  FROM decayed d
-		 WHERE r.pool = decay_ratings.pool AND r.player_id = d.player_id
+		 WHERE r.pool = decay_ratings.pool AND r.player_id = d.player_id AND r.updated_at = d.updated_at
 		   AND (d.new_rd IS DISTINCT FROM d.rd OR d.new_sigma IS DISTINCT FROM d.sigma)
 		RETURNING r.player_id, r.rating, r.mu, r.volatility, d.rd AS rd_before, r.rd AS rd_after,
 				  d.sigma AS sigma_before, r.sigma AS sigma_after

@@ -1,11 +1,12 @@
 # The lifecycle by (queue, id) on a real Citus cluster (MmCitus.pm): a
 # coordinator and two workers after mm.distribute(8), two queues whose
 # shards are on different workers.  Through the coordinator: accept (and a
-# reject), assign, get_assignment (both forms), report_result, leave +
-# backfill filled by a tick, cancel_backfill, heartbeat, cancel_ticket,
-# requeue, complete; then no player is in two live matches and every live
-# match's players are claimed; a proposal past its deadline is expired by
-# the tick on the queue's worker.  Skipped without Citus.
+# reject), assign, get_assignment (both forms), report_result and a decay
+# of the pool, leave + backfill filled by a tick, cancel_backfill,
+# heartbeat, cancel_ticket, requeue, complete; then no player is in two
+# live matches and every live match's players are claimed; a proposal past
+# its deadline is expired by the tick on the queue's worker.  Skipped
+# without Citus.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -59,6 +60,13 @@ is(q1(qq{SELECT count(*) FROM mm.rating_history WHERE match_id = $ma}), '2', 'on
 my ($ok, $out, $err) = $coord->psql('postgres',
 	qq{SELECT mm.report_result('$qa', $ma, '{"red": 1, "blue": 2}', '2026-05-01 00:11:00+00')});
 like($err, qr/already has a result/, 'a second result is refused');
+# a Glicko-2 pool's idle ratings decay on their shards, once
+q1(q{INSERT INTO mm.ratings (player_id, pool, rating, rd, volatility, updated_at)
+	 SELECT 'd' || i, 'decay', 1500, 100, 0.06, '2026-05-01' FROM generate_series(1, 20) i});
+is(q1(q{SELECT mm.decay_ratings('decay', '7 days', '2026-06-01 00:00:00+00')}), '20', 'decay_ratings on Citus');
+is(q1(q{SELECT count(*) FROM mm.rating_history WHERE pool = 'decay' AND match_id IS NULL AND rd_after > rd_before}),
+	'20', 'one decay row per idle player, its RD grown');
+is(q1(q{SELECT mm.decay_ratings('decay', '7 days', '2026-06-01 00:00:00+00')}), '0', 'and nothing idle is left');
 ($ok, $out, $err) = $coord->psql('postgres', qq{SELECT mm.complete_match('$qb', $ma, '2026-05-01 00:11:00+00')});
 like($err, qr/match $ma does not exist in queue "$qb"/, 'a match of another queue is missing');
 
