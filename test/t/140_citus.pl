@@ -3,12 +3,15 @@
 # table), CREATE EXTENSION propagated, then mm.distribute and what a
 # deployment must do: queues on both workers form the same matches as one
 # node for the same tickets; mm.tick called on the coordinator runs on the
-# queue's worker (its log), with ids from the worker's range; ticks of two
-# queues on two workers overlap without lock waits; a LISTEN on the queue's
-# node receives its events and mm.verify_event is true on every node; a
-# worker killed (kill -9) in the middle of a tick loses and doubles nothing
-# (tickets, matches, the player claims on both workers).  Skipped when Citus
-# is not installed and test/run-tests.sh had no archive to build it.
+# queue's worker (its log), with ids from the worker's range; a NULL queue
+# never reaches Citus's delegation (which would crash the backend); ticks of
+# two queues on two workers overlap without lock waits; a LISTEN on the
+# queue's node receives its events (the tick's and a lifecycle call's) and
+# mm.verify_event is true on every node; a worker killed (kill -9) in the
+# middle of a tick loses and doubles nothing (tickets, matches, the player
+# claims on both workers); mm.schedule's job runs on the queue's node; a
+# ticket across shards is refused.  Skipped when Citus is not installed and
+# test/run-tests.sh had no archive to build it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -354,6 +357,35 @@ check_invariants('after the crash');
 like($coord->safe_psql('postgres', "SELECT mm.tick('$qa', '2026-01-01 00:05:00')"),
 	qr/^\d+$/, 'the queue ticks again once its worker is back');
 check_invariants('after the next tick');
+
+# --- scheduling: pg_cron's job on the coordinator, the loop on the queue's node ---
+$coord->safe_psql('postgres', 'CREATE EXTENSION pg_cron');
+$coord->safe_psql('postgres', "SELECT mm.schedule('$qb', '5 seconds')");
+is($coord->safe_psql('postgres', "SELECT command FROM cron.job WHERE jobname = 'mm_tick:$qb'"),
+	"CALL mm.tick_loop('$qb')", 'mm.schedule creates the pg_cron job on the coordinator');
+is($wb->safe_psql('postgres', "SELECT mm.tick_loop_every('$qb')"), '00:00:05',
+	'the node of the queue reads the loop\'s interval from its copy of mm.schedule_jobs');
+$coord->safe_psql('postgres', "SELECT mm.unschedule('$qb')");
+# the job's call (a loop that ends at once, the queue being unscheduled) runs on the queue's node
+$coord->safe_psql('postgres', "CALL mm.tick_loop('$qb')");
+ok($wb->log_contains(qr/CALL mm\.tick_loop\('$qb'::text\)/), "CALL mm.tick_loop('$qb') ran on " . $wb->name);
+
+# --- a ticket may combine the queues of one shard only ---
+my ($same, $other) = split /\|/, $coord->safe_psql(
+	'postgres', qq{SELECT (SELECT q FROM unnest(ARRAY['q0','q1','q2','q3','q4','q5','q6','q7']) q
+				   WHERE q <> '$qa' AND get_shard_id_for_distribution_column('mm.tickets', q)
+						 = get_shard_id_for_distribution_column('mm.tickets', '$qa') LIMIT 1),
+				  '$qb'});
+($ret, $out, $err) = $coord->psql('postgres',
+	qq{SELECT mm.create_ticket(ARRAY['$qa', '$other'], '[{"id": "multi1", "attributes": {"skill": 5}}]')});
+like($err, qr/queues "$qa" and "$other" are on different shards/, 'a ticket across shards is refused');
+SKIP:
+{
+	skip "no other queue on the shard of $qa", 1 unless $same;
+	like($coord->safe_psql('postgres',
+			qq{SELECT mm.create_ticket(ARRAY['$qa', '$same'], '[{"id": "multi2", "attributes": {"skill": 5}}]')}),
+		qr/^\d+$/, "a ticket in $qa and $same (one shard) is taken");
+}
 
 $listener = undef;
 $_->stop for reverse($coord, @workers);
