@@ -191,12 +191,10 @@ PrepareReadsAndExpiry(void)
 			 " m.heartbeat_at, 'heartbeat_missed' FROM moved m"
 			 " RETURNING id, queue, players"
 			 ")"
-			 " SELECT queue, pg_catalog.array_agg(id ORDER BY id),"
-			 " (SELECT pg_catalog.array_agg(p.value OPERATOR(pg_catalog.->>) 'id') FROM ended x,"
-			 " pg_catalog.jsonb_array_elements(x.players) p WHERE x.queue OPERATOR(pg_catalog.=) e.queue),"
-			 " (SELECT pg_catalog.array_agg(x.id) FROM ended x, pg_catalog.jsonb_array_elements(x.players) p"
-			 " WHERE x.queue OPERATOR(pg_catalog.=) e.queue)"
-			 " FROM ended e GROUP BY queue ORDER BY queue COLLATE pg_catalog.\"C\"",
+			 " SELECT e.queue, pg_catalog.array_agg(DISTINCT e.id ORDER BY e.id),"
+			 " pg_catalog.array_agg(p.value OPERATOR(pg_catalog.->>) 'id'), pg_catalog.array_agg(e.id)"
+			 " FROM ended e, pg_catalog.jsonb_array_elements(e.players) p"
+			 " GROUP BY e.queue ORDER BY e.queue COLLATE pg_catalog.\"C\"",
 			 3, queue_cutoff_now);
 }
 

@@ -314,20 +314,6 @@ COMMENT ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamp
 REVOKE ALL ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) TO mm_admin;
 
--- One ticket on Citus (mm.create_ticket): the batch of one.
-CREATE FUNCTION mm.create_ticket_on_shards(queue text, other_queues text[], players jsonb,
-										   now timestamptz)
-RETURNS bigint
-LANGUAGE sql
-SET search_path = pg_catalog, pg_temp
-AS $$
-	SELECT (mm.create_tickets_on_shards(queue, other_queues, ARRAY[players], now))[1]
-$$;
-COMMENT ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) IS
-'Internal: mm.create_ticket on Citus (mm.create_tickets_on_shards for one ticket)';
-REVOKE ALL ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) TO mm_admin;
-
 -- On Citus, the rows of a queue mm.drop_queue removes (on one node the
 -- triggers of mm.queues do it, which on Citus fire on the reference table's
 -- copies and cannot reach the shards): its tickets with their claims, its

@@ -34,23 +34,9 @@ ALTER TABLE mm.rating_history DROP CONSTRAINT rating_history_pkey,
 	ADD CONSTRAINT rating_history_pkey PRIMARY KEY (id, player_id);
 
 -- mm.queues may become a Citus reference table, which a local table cannot
--- reference: the queue's jobs go with it through mm.queues_after_delete.
+-- reference: the queue's jobs go with it through mm.queues_after_delete
+-- (90_queues_on_citus.sql).
 ALTER TABLE mm.schedule_jobs DROP CONSTRAINT schedule_jobs_queue_fkey;
-CREATE OR REPLACE FUNCTION mm.queues_after_delete() RETURNS trigger
-	LANGUAGE plpgsql
-	SET search_path = pg_catalog, pg_temp
-	AS $$
-BEGIN
-	DELETE FROM mm.tickets t USING old_queues q WHERE t.queue = q.name;
-	DELETE FROM mm.match_players mp USING old_queues q WHERE mp.queue = q.name;
-	DELETE FROM mm.matches m USING old_queues q WHERE m.queue = q.name;
-	-- their pg_cron jobs too (mm.schedule_jobs_after_delete unschedules them)
-	DELETE FROM mm.schedule_jobs j USING old_queues q WHERE j.queue = q.name;
-	RETURN NULL;
-END
-$$;
-COMMENT ON FUNCTION mm.queues_after_delete() IS
-	'Trigger: deletes the tickets, matches and scheduled jobs of deleted queues';
 
 -- On a Citus shard a result row that names its queue is checked by the new
 -- foreign key on (match_id, queue): a shard cannot look a match up by id.

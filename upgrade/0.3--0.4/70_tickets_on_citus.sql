@@ -3,10 +3,11 @@
 -- Section: tickets on Citus (docs/scale-out.md)
 -- ===================================================================
 --
--- mm.create_ticket writes through mm.create_ticket_on_shards once
+-- mm.create_ticket writes through mm.create_tickets_on_shards once
 -- mm.distribute sharded the tables (95_scale_out.sql of the source tree,
 -- which this upgrade includes as it is); the ticket triggers refuse plain
--- writes on a shard, where they could not claim the players.
+-- writes on a shard, where they could not claim the players (the update
+-- trigger is in 80_lifecycle_by_queue.sql, which changes it again).
 
 CREATE OR REPLACE FUNCTION mm.tickets_after_insert() RETURNS trigger
 	LANGUAGE plpgsql
@@ -78,58 +79,6 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION mm.tickets_after_update() RETURNS trigger
-	LANGUAGE plpgsql
-	SECURITY DEFINER
-	SET search_path = pg_catalog, pg_temp
-	SET jit = off
-	AS $$
-DECLARE
-	final record;
-	left_match record;
-	m mm.matches;
-BEGIN
-	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
-	-- the players' claims: tickets go through mm.create_ticket there
-	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
-		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
-	END IF;
-	-- a matched ticket's status is final: it sits in its match's players
-	SELECT o.id, n.status INTO final
-	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
-	 WHERE o.status = 'matched' AND n.status <> 'matched'
-	 LIMIT 1;
-	IF FOUND THEN
-		RAISE EXCEPTION 'ticket % is matched: its status cannot become %', final.id, final.status
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  HINT = 'A matched ticket ends with its match.';
-	END IF;
-	DELETE FROM mm.active_players ap
-	 USING old_tickets o JOIN new_tickets n ON n.id = o.id, jsonb_array_elements(o.players) p
-	 WHERE ap.player_id = p.value ->> 'id' AND ap.ticket_id = o.id
-	   AND o.status IN ('searching', 'proposed') AND n.status NOT IN ('searching', 'proposed');
-	PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
-							 array_agg(n.players ORDER BY n.id))
-	  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
-	 WHERE o.status NOT IN ('searching', 'proposed') AND n.status IN ('searching', 'proposed')
-	HAVING count(*) > 0;
-	FOR left_match IN
-		SELECT o.match_id, array_agg(o.id) AS ticket_ids
-		  FROM old_tickets o JOIN new_tickets n ON n.id = o.id
-		 WHERE o.status = 'proposed' AND n.status IN ('searching', 'cancelled', 'timed_out')
-		   AND o.match_id IS NOT NULL
-		 GROUP BY o.match_id ORDER BY o.match_id
-	LOOP
-		UPDATE mm.tickets_active t SET match_id = NULL, team = NULL WHERE t.id = ANY (left_match.ticket_ids);
-		UPDATE mm.tickets_ended t SET match_id = NULL, team = NULL WHERE t.id = ANY (left_match.ticket_ids);
-		SELECT * INTO m FROM mm.matches x WHERE x.id = left_match.match_id FOR UPDATE;
-		IF m.status = 'proposed' THEN
-			PERFORM mm.cancel_proposed_match(m.id, 'ticket_cancelled', '{}', greatest(now(), m.created_at));
-		END IF;
-	END LOOP;
-	RETURN NULL;
-END
-$$;
 
 CREATE OR REPLACE FUNCTION mm.tickets_after_delete() RETURNS trigger
 	LANGUAGE plpgsql
@@ -187,8 +136,8 @@ BEGIN
 		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	IF mm.tables_are_distributed() THEN
-		RETURN mm.create_ticket_on_shards(create_ticket.queue, NULL, create_ticket.players,
-										  create_ticket.now);
+		RETURN (mm.create_tickets_on_shards(create_ticket.queue, NULL, ARRAY[create_ticket.players],
+											create_ticket.now))[1];
 	END IF;
 	-- the trigger validates and claims the players, as for a plain INSERT
 	INSERT INTO mm.tickets (queue, players, created_at)
@@ -228,9 +177,9 @@ BEGIN
 		RAISE EXCEPTION 'players must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	IF mm.tables_are_distributed() THEN
-		RETURN mm.create_ticket_on_shards(create_ticket.queues[array_lower(create_ticket.queues, 1)],
+		RETURN (mm.create_tickets_on_shards(create_ticket.queues[array_lower(create_ticket.queues, 1)],
 			nullif(create_ticket.queues[array_lower(create_ticket.queues, 1) + 1:], '{}'),
-			create_ticket.players, create_ticket.now);
+			ARRAY[create_ticket.players], create_ticket.now))[1];
 	END IF;
 	-- the first queue is the ticket's own; the triggers check the others
 	INSERT INTO mm.tickets (queue, queues, players, created_at)
