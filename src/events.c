@@ -118,7 +118,32 @@ MatchFoundPayload(StringInfo buf, const char *event, const char *queue, int64 ma
 				appendStringInfoString(buf, ", ");
 			escape_json(buf, teams[t].player_ids[p]);
 		}
-		appendStringInfoString(buf, "]}");
+		appendStringInfoChar(buf, ']');
+		if (teams[t].roles != NULL)
+		{
+			bool		first = true;
+
+			appendStringInfoString(buf, ", \"roles\": {");
+			for (p = 0; p < teams[t].nplayers; p++)
+			{
+				if (p > 0)
+					appendStringInfoString(buf, ", ");
+				escape_json(buf, teams[t].player_ids[p]);
+				appendStringInfoString(buf, ": ");
+				escape_json(buf, teams[t].roles[p]);
+			}
+			appendStringInfoString(buf, "}, \"autofilled\": [");
+			for (p = 0; p < teams[t].nplayers; p++)
+				if (teams[t].autofilled[p])
+				{
+					if (!first)
+						appendStringInfoString(buf, ", ");
+					escape_json(buf, teams[t].player_ids[p]);
+					first = false;
+				}
+			appendStringInfoChar(buf, ']');
+		}
+		appendStringInfoChar(buf, '}');
 	}
 	appendStringInfoChar(buf, ']');
 	AppendIdArray(buf, "tickets", ntickets, ticket_ids);

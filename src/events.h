@@ -43,12 +43,15 @@ typedef struct MmEventTeam
 	const char *name;			/* NULL: the single side of a free-for-all */
 	int			nplayers;
 	const char **player_ids;
+	const char **roles;			/* each player's role; NULL: no roles */
+	const bool *autofilled;		/* ... and whether autofilled */
 } MmEventTeam;
 
 /*
  * match_found (match_proposed when the queue asks for acceptance):
  * {"event", "queue", "match_id", "region", "quality",
- * "teams": [{"name", "players": [ids]}], "tickets": [ids]}.
+ * "teams": [{"name", "players": [ids]}], "tickets": [ids]}; in a role
+ * queue each team also has "roles": {id: role} and "autofilled": [ids].
  */
 extern void MmNotifyMatchFound(const char *event, const char *queue, int64 match_id, const char *region,
 							   double quality, int nteams, const MmEventTeam *teams,

@@ -338,7 +338,7 @@ ProposalHolds(const MmRuleContext *context, const MmTicket *tickets, Proposal *p
 			return false;
 	}
 	slots[Max(p->team[p->ntickets - 1], 0)] = last->nplayers;
-	res = MmSearchBackfill(context, members, p->ntickets - 1, member_team, slots, last, 1);
+	res = MmSearchBackfill(context, members, p->ntickets - 1, member_team, slots, last, 1, NULL, NULL);
 	if (res->ntickets != 1 || !res->filled ||
 		(config->nteams > 0 && res->ticket_team[0] != p->team[p->ntickets - 1]))
 		return false;

@@ -130,7 +130,8 @@ SearchAtAge(SearchState *s, double age)
 		bool		formed;
 
 		formed = MmSearchGather(s, config->match_max, NULL, &packing_skipped) >= s->match_min &&
-			MmSearchFinalHolds(s, s->states);
+			MmSearchFinalHolds(s, s->states) &&
+			(s->roles == NULL || MmSearchSeatRoles(s));
 		s->counting = false;
 		if (formed)
 		{
@@ -141,6 +142,8 @@ SearchAtAge(SearchState *s, double age)
 							   &closeness_sum, &weight_sum))
 		{
 			MmSearchExtendMatch(s);
+			if (s->roles != NULL && !MmSearchSeatRoles(s))
+				return false;
 			MmSearchEmitMatch(s, 0, 0);
 			return true;
 		}

@@ -32,6 +32,9 @@ typedef struct MmFoundMatch
 	int			region;			/* MmRuleContext region index, -1: none */
 	double		quality;
 	MmRuleStep *rule_steps;		/* one per rule of the queue */
+	/* a role queue's: each player's role and autofill, the tickets' players in order */
+	int		   *player_role;	/* NULL: no roles */
+	bool	   *player_autofilled;
 } MmFoundMatch;
 
 typedef struct MmSearchResult
@@ -95,6 +98,13 @@ extern MmSearchResult *MmSearchMatches(const MmRuleContext *context,
  * change of region is acceptable.  Cost: bounded by a node budget
  * (MM_BACKFILL_NODES), no more than O(candidates x open slots) in the usual
  * case where the oldest candidates fit.
+ *
+ * A role queue passes open_seats (nteams, or 1, x MM_MAX_ROLES): the roles
+ * the open slots ask for, the leavers' (the caller works them out); the
+ * chosen players are seated on them (roles.h: only a ticket whose players
+ * can take those roles joins; the team follows from the seat) and
+ * member_role gives each member player's role (members' players in order).
+ * NULL for both otherwise.
  */
 typedef struct MmBackfillResult
 {
@@ -106,6 +116,9 @@ typedef struct MmBackfillResult
 	int			region;			/* MmRuleContext region index, -1: none */
 	double		quality;		/* of the whole match, as MmFoundMatch's */
 	MmRuleStep *rule_steps;		/* one per rule of the queue */
+	/* a role queue's: each chosen player's role and autofill, in ticket order */
+	int		   *player_role;	/* NULL: no roles */
+	bool	   *player_autofilled;
 } MmBackfillResult;
 
 #define MM_BACKFILL_NODES 200000L
@@ -114,7 +127,8 @@ extern MmBackfillResult *MmSearchBackfill(const MmRuleContext *context,
 										  const MmTicket *members, int nmembers,
 										  const int *member_team,
 										  const int *open_slots,
-										  const MmTicket *candidates, int ncandidates);
+										  const MmTicket *candidates, int ncandidates,
+										  const int *open_seats, const int *member_role);
 
 /*
  * Whether tickets may all be in one match by the ticket rules, at the

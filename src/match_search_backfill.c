@@ -48,7 +48,86 @@ typedef struct BackfillState
 	const MmTicket **view_tickets;
 	int		   *view_team;
 	int		   *team_size;
+
+	/* a role queue's: the open seats, the members' roles, the seating */
+	const MmRolesConfig *roles; /* NULL: no roles */
+	const int  *open_seats;
+	const int  *member_role;
+	int			member_players;
+	int		   *view_role;		/* members' roles, then the chosen players' */
+	int		   *chosen_role;	/* the seating of the current set */
+	bool	   *chosen_autofilled;
+	int		   *best_role;
+	bool	   *best_autofilled;
+	MmRoleMask *role_accept;	/* the current set as a role problem */
+	const uint8 **role_rank;
+	int		   *role_ticket_of;
+	int		   *role_ticket_size;
 } BackfillState;
+
+/* The current set (and candidate extra, -1: none) as a role problem. */
+static void
+BackfillRoleProblem(BackfillState *b, int extra, MmRolePlayers *players)
+{
+	int			n = 0,
+				ntickets = 0;
+
+	for (int k = 0; k <= b->nchosen; k++)
+	{
+		const MmTicket *t;
+
+		if (k == b->nchosen && extra < 0)
+			break;
+		t = &b->candidates[k < b->nchosen ? b->chosen[k] : extra];
+		for (int p = 0; p < t->nplayers; p++)
+		{
+			b->role_accept[n] = t->role_accept[p];
+			b->role_rank[n] = &t->role_rank[p * MM_MAX_ROLES];
+			b->role_ticket_of[n++] = ntickets;
+		}
+		b->role_ticket_size[ntickets++] = t->nplayers;
+	}
+	players->nplayers = n;
+	players->accept = b->role_accept;
+	players->rank = b->role_rank;
+	players->ticket_of = b->role_ticket_of;
+	players->ntickets = ntickets;
+	players->ticket_size = b->role_ticket_size;
+}
+
+/* Whether candidate j can join the current set on the open seats. */
+static bool
+BackfillRolesFit(BackfillState *b, int j)
+{
+	MmRolePlayers players;
+
+	BackfillRoleProblem(b, j, &players);
+	return MmRolesFit(b->roles, &players, b->open_seats);
+}
+
+/* Seats the current set on the open seats: chosen_team and chosen_role. */
+static bool
+BackfillSeat(BackfillState *b)
+{
+	MmRolePlayers players;
+	MmRoleSeating seating;
+	int		   *group_of = palloc(sizeof(int) * Max(b->players, 1));
+	int			p = 0;
+	bool		seated;
+
+	BackfillRoleProblem(b, -1, &players);
+	seating.group_of = group_of;
+	seating.role_of = b->chosen_role;
+	seating.autofilled = b->chosen_autofilled;
+	seated = MmRolesSeat(b->roles, &players, b->open_seats, NULL, &seating);
+	for (int k = 0; seated && k < b->nchosen; k++)
+	{
+		b->chosen_team[k] = b->nteams > 0 ? group_of[p] : -1;
+		p += b->candidates[b->chosen[k]].nplayers;
+	}
+	pfree(group_of);
+	return seated;
+}
 
 /* A fresh state of every ticket rule, with the members joined. */
 static MmRuleState *
@@ -152,6 +231,15 @@ BackfillTeamRules(BackfillState *b, double *closeness_sum, double *weight_sum)
 	view.ntickets = n;
 	view.tickets = b->view_tickets;
 	view.ticket_team = b->view_team;
+	view.player_role = NULL;
+	view.nroles = 0;
+	if (b->roles != NULL)
+	{
+		memcpy(b->view_role, b->member_role, sizeof(int) * b->member_players);
+		memcpy(b->view_role + b->member_players, b->chosen_role, sizeof(int) * b->players);
+		view.player_role = b->view_role;
+		view.nroles = b->roles->nroles;
+	}
 	for (int r = 0; r < b->config->nrules; r++)
 	{
 		double		c;
@@ -181,10 +269,16 @@ BackfillDfs(BackfillState *b, int depth, int from)
 
 	if (b->nchosen > 0 && b->players > b->best_players &&
 		MmFinalHolds(b->context, states, b->rule_on, b->threshold) &&
+		(b->roles == NULL || BackfillSeat(b)) &&
 		BackfillTeamRules(b, NULL, NULL))
 	{
 		memcpy(b->best, b->chosen, sizeof(int) * b->nchosen);
 		memcpy(b->best_team, b->chosen_team, sizeof(int) * b->nchosen);
+		if (b->roles != NULL)
+		{
+			memcpy(b->best_role, b->chosen_role, sizeof(int) * b->players);
+			memcpy(b->best_autofilled, b->chosen_autofilled, sizeof(bool) * b->players);
+		}
 		b->nbest = b->nchosen;
 		b->best_players = b->players;
 		if (b->players == b->wanted)
@@ -201,18 +295,25 @@ BackfillDfs(BackfillState *b, int depth, int from)
 			CHECK_FOR_INTERRUPTS();
 		if (t->nplayers > b->wanted - b->players || !BackfillFits(b, states, t))
 			continue;
+		/* a role queue: the seats decide the team (BackfillSeat), one room */
+		if (b->roles != NULL)
+		{
+			if (!BackfillRolesFit(b, j))
+				continue;
+			nrooms = 1;
+		}
 		for (int team = 0; team < nrooms; team++)
 		{
 			MmRuleState *next;
 
-			if (b->room[team] < t->nplayers)
+			if (b->roles == NULL && b->room[team] < t->nplayers)
 				continue;
 			next = BackfillLevel(b, depth + 1);
 			BackfillCopy(b, next, states);
 			BackfillJoin(b, next, t);
 			b->room[team] -= t->nplayers;
 			b->chosen[b->nchosen] = j;
-			b->chosen_team[b->nchosen] = b->nteams > 0 ? team : -1;
+			b->chosen_team[b->nchosen] = b->nteams > 0 && b->roles == NULL ? team : -1;
 			b->nchosen++;
 			b->players += t->nplayers;
 			if (BackfillDfs(b, depth + 1, j + 1))
@@ -273,7 +374,8 @@ BackfillStartAt(BackfillState *b, double age)
 MmBackfillResult *
 MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmembers,
 				 const int *member_team, const int *open_slots,
-				 const MmTicket *candidates, int ncandidates)
+				 const MmTicket *candidates, int ncandidates,
+				 const int *open_seats, const int *member_role)
 {
 	const MmQueueConfig *config = context->config;
 	int			nrules = config->nrules;
@@ -335,6 +437,30 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 	b.view_tickets = palloc(sizeof(MmTicket *) * (nmembers + maxp + 1));
 	b.view_team = palloc(sizeof(int) * (nmembers + maxp + 1));
 	b.team_size = palloc(sizeof(int) * Max(b.nteams, 1));
+	if (open_seats != NULL && config->roles != NULL)
+	{
+		int			seats = 0;
+
+		b.roles = config->roles;
+		b.open_seats = open_seats;
+		b.member_role = member_role;
+		for (int k = 0; k < nmembers; k++)
+			b.member_players += members[k].nplayers;
+		b.view_role = palloc(sizeof(int) * (b.member_players + maxp + 1));
+		b.chosen_role = palloc(sizeof(int) * (maxp + 1));
+		b.chosen_autofilled = palloc(sizeof(bool) * (maxp + 1));
+		b.best_role = palloc(sizeof(int) * (maxp + 1));
+		b.best_autofilled = palloc(sizeof(bool) * (maxp + 1));
+		b.role_accept = palloc(sizeof(MmRoleMask) * (maxp + 1));
+		b.role_rank = palloc(sizeof(uint8 *) * (maxp + 1));
+		b.role_ticket_of = palloc(sizeof(int) * (maxp + 1));
+		b.role_ticket_size = palloc(sizeof(int) * (maxp + 1));
+		/* only the roles the open slots ask for */
+		for (int g = 0; g < b.roles->ngroups; g++)
+			for (int r = 0; r < b.roles->nroles; r++)
+				seats += open_seats[g * MM_MAX_ROLES + r];
+		b.wanted = Min(b.wanted, seats);
+	}
 	b.budget = MM_BACKFILL_NODES;
 	for (int k = 0; k < nmembers; k++)
 		member_age = Max(member_age, members[k].age_seconds);
@@ -360,20 +486,21 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 			const MmTicket *t = &candidates[first];
 			bool		done = false;
 
-			if (t->nplayers > b.wanted || !BackfillFits(&b, level0, t))
+			if (t->nplayers > b.wanted || !BackfillFits(&b, level0, t) ||
+				(b.roles != NULL && !BackfillRolesFit(&b, first)))
 				continue;
-			for (int team = 0; team < Max(b.nteams, 1) && !done && b.budget > 0; team++)
+			for (int team = 0; team < (b.roles != NULL ? 1 : Max(b.nteams, 1)) && !done && b.budget > 0; team++)
 			{
 				MmRuleState *next;
 
-				if (b.room[team] < t->nplayers)
+				if (b.roles == NULL && b.room[team] < t->nplayers)
 					continue;
 				next = BackfillLevel(&b, 1);
 				BackfillCopy(&b, next, level0);
 				BackfillJoin(&b, next, t);
 				b.room[team] -= t->nplayers;
 				b.chosen[0] = first;
-				b.chosen_team[0] = b.nteams > 0 ? team : -1;
+				b.chosen_team[0] = b.nteams > 0 && b.roles == NULL ? team : -1;
 				b.nchosen = 1;
 				b.players = t->nplayers;
 				done = BackfillDfs(&b, 1, first + 1);
@@ -405,6 +532,12 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 		memcpy(b.chosen, b.best, sizeof(int) * b.nbest);
 		memcpy(b.chosen_team, b.best_team, sizeof(int) * b.nbest);
 		b.nchosen = b.nbest;
+		b.players = b.best_players;
+		if (b.roles != NULL)
+		{
+			memcpy(b.chosen_role, b.best_role, sizeof(int) * b.best_players);
+			memcpy(b.chosen_autofilled, b.best_autofilled, sizeof(bool) * b.best_players);
+		}
 		(void) BackfillTeamRules(&b, &closeness_sum, &weight_sum);
 		for (int r = 0; r < nrules; r++)
 		{
@@ -434,6 +567,13 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 		/* chosen in ascending candidate order already (DFS goes forward) */
 		memcpy(result->tickets, b.best, sizeof(int) * b.nbest);
 		memcpy(result->ticket_team, b.best_team, sizeof(int) * b.nbest);
+		if (b.roles != NULL)
+		{
+			result->player_role = MemoryContextAlloc(result_context, sizeof(int) * b.best_players);
+			result->player_autofilled = MemoryContextAlloc(result_context, sizeof(bool) * b.best_players);
+			memcpy(result->player_role, b.best_role, sizeof(int) * b.best_players);
+			memcpy(result->player_autofilled, b.best_autofilled, sizeof(bool) * b.best_players);
+		}
 	}
 	(void) best_first;
 

@@ -65,8 +65,8 @@ TryTeamsExhaustive(SearchState *s, const int *sizes, double *closeness_sum, doub
 {
 	if (MmSearchTryTeams(s, sizes, closeness_sum, weight_sum))
 		return true;
-	/* strategy balanced: the teams are the balancer's */
-	if (s->config->balanced)
+	/* strategy balanced: the teams are the balancer's; roles: the seating's */
+	if (s->config->balanced || s->roles != NULL)
 		return false;
 	(void) MmSearchPreparePlayers(s);
 	for (int t = 0; t < s->config->nteams; t++)
@@ -164,8 +164,13 @@ Dfs(SearchState *s, int depth, int from, int lo, int hi, const int *sizes,
 			continue;
 		if (!MmSearchTicketFits(s, states, t))
 			continue;
+		if (s->roles != NULL)
+		{
+			if (!MmSearchRolesFit(s, i))
+				continue;
+		}
 		/* any sizes within the teams' bounds: the leaf may place freely */
-		if (sizes != NULL && np > 1 && !MmSearchPartiesFit(s, s->team_max, np))
+		else if (sizes != NULL && np > 1 && !MmSearchPartiesFit(s, s->team_max, np))
 			continue;
 		next = DfsStates(s, depth + 1);
 		StatesCopy(s, next, states);
@@ -204,7 +209,8 @@ MmSearchExhaustive(SearchState *s, int lo, int hi, const int *sizes,
 	s->chosen_players = 0;
 	if (!MmSearchTicketFits(s, level0, anchor))
 		return false;
-	if (sizes != NULL && anchor->nplayers > 1 && !MmSearchPartiesFit(s, s->team_max, anchor->nplayers))
+	if (s->roles != NULL ? !MmSearchRolesFit(s, s->anchor) :
+		sizes != NULL && anchor->nplayers > 1 && !MmSearchPartiesFit(s, s->team_max, anchor->nplayers))
 		return false;
 	MmSearchTicketJoin(s, level0, s->anchor);
 	s->dfs_suffix[s->nranked] = 0;
@@ -239,6 +245,8 @@ MmSearchExtendMatch(SearchState *s)
 			s->tickets[i].age_seconds < s->min_age)
 			continue;
 		if (!MmSearchTicketFits(s, s->states, &s->tickets[i]))
+			continue;
+		if (s->roles != NULL && !MmSearchRolesFit(s, i))
 			continue;
 		MmSearchTicketJoin(s, s->states, i);
 	}

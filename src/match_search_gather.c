@@ -169,7 +169,8 @@ MmSearchGather(SearchState *s, int target, const int *sizes, bool *packing_skipp
 		return 0;
 	}
 	s->checking_anchor = false;
-	if (sizes != NULL && s->tickets[s->anchor].nplayers > 1 &&
+	if (s->roles != NULL ? !MmSearchRolesFit(s, s->anchor) :
+		sizes != NULL && s->tickets[s->anchor].nplayers > 1 &&
 		!MmSearchPartiesFit(s, sizes, s->tickets[s->anchor].nplayers))
 		return 0;
 	MmSearchTicketJoin(s, s->states, s->anchor);
@@ -196,7 +197,16 @@ MmSearchGather(SearchState *s, int target, const int *sizes, bool *packing_skipp
 			continue;
 		if (!MmSearchTicketFits(s, s->states, &s->tickets[i]))
 			continue;
-		if (sizes != NULL && np > 1 && !MmSearchPartiesFit(s, sizes, np))
+		if (s->roles != NULL)
+		{
+			/* the roles place the parties too */
+			if (!MmSearchRolesFit(s, i))
+			{
+				*packing_skipped = true;
+				continue;
+			}
+		}
+		else if (sizes != NULL && np > 1 && !MmSearchPartiesFit(s, sizes, np))
 		{
 			*packing_skipped = true;
 			continue;
@@ -204,6 +214,72 @@ MmSearchGather(SearchState *s, int target, const int *sizes, bool *packing_skipp
 		MmSearchTicketJoin(s, s->states, i);
 	}
 	return s->chosen_players;
+}
+
+/* The chosen tickets (and extra, -1: none) as a role problem. */
+static void
+RoleProblemOf(SearchState *s, int extra, MmRolePlayers *players)
+{
+	int			n = 0,
+				ntickets = 0;
+
+	for (int k = 0; k <= s->nchosen; k++)
+	{
+		const MmTicket *t;
+
+		if (k == s->nchosen && extra < 0)
+			break;
+		t = &s->tickets[k < s->nchosen ? s->chosen[k] : extra];
+		for (int p = 0; p < t->nplayers; p++)
+		{
+			s->role_accept[n] = t->role_accept[p];
+			s->role_rank[n] = &t->role_rank[p * MM_MAX_ROLES];
+			s->role_ticket_of[n] = ntickets;
+			n++;
+		}
+		s->role_ticket_size[ntickets++] = t->nplayers;
+	}
+	players->nplayers = n;
+	players->accept = s->role_accept;
+	players->rank = s->role_rank;
+	players->ticket_of = s->role_ticket_of;
+	players->ntickets = ntickets;
+	players->ticket_size = s->role_ticket_size;
+}
+
+bool
+MmSearchRolesFit(SearchState *s, int extra)
+{
+	MmRolePlayers players;
+
+	RoleProblemOf(s, extra, &players);
+	return MmRolesFit(s->roles, &players, NULL);
+}
+
+bool
+MmSearchSeatRoles(SearchState *s)
+{
+	MmRolePlayers players;
+	MmRoleSeating seating;
+	int			n = MmSearchPreparePlayers(s);
+	int			p = 0;
+
+	RoleProblemOf(s, -1, &players);
+	seating.group_of = s->team_of;
+	seating.role_of = s->player_role;
+	seating.autofilled = s->player_autofilled;
+	if (!MmRolesSeat(s->roles, &players, NULL, s->balance_rule >= 0 ? s->ratings : NULL, &seating))
+		return false;
+	for (int t = 0; t < s->config->nteams; t++)
+		s->actual_size[t] = 0;
+	for (int k = 0; k < s->nchosen; k++)
+	{
+		s->ticket_team[k] = s->team_of[p];
+		p += s->chosen_tickets[k]->nplayers;
+	}
+	for (p = 0; p < n && s->config->nteams > 0; p++)
+		s->actual_size[s->team_of[p]]++;
+	return true;
 }
 
 /*
@@ -311,17 +387,26 @@ FormTeams(SearchState *s, const int *sizes, double *team_spread)
 				hi_avg = 0;
 	double		team_sum[MM_MAX_TEAMS];
 
-	input.n = n;
-	input.ratings = s->ratings;
-	/* every player alone on a ticket: the party ids all differ, as with none */
-	input.party = s->all_solo ? NULL : s->party;
-	input.team_count = config->nteams;
-	input.team_size = sizes;
-	if (!MmBalanceTeams(&input, s->team_of, NULL))
+	/* a role queue: the seating forms the teams */
+	if (s->roles != NULL)
 	{
-		input.team_size = NULL;
-		if (!MmBalanceTeams(&input, s->team_of, NULL))
+		if (!MmSearchSeatRoles(s))
 			return false;
+	}
+	else
+	{
+		input.n = n;
+		input.ratings = s->ratings;
+		/* every player alone on a ticket: the party ids all differ, as with none */
+		input.party = s->all_solo ? NULL : s->party;
+		input.team_count = config->nteams;
+		input.team_size = sizes;
+		if (!MmBalanceTeams(&input, s->team_of, NULL))
+		{
+			input.team_size = NULL;
+			if (!MmBalanceTeams(&input, s->team_of, NULL))
+				return false;
+		}
 	}
 
 	for (t = 0; t < config->nteams; t++)
@@ -368,6 +453,8 @@ MmSearchCheckTeamRules(SearchState *s, double *closeness_sum, double *weight_sum
 	view.ntickets = s->nchosen;
 	view.tickets = s->chosen_tickets;
 	view.ticket_team = s->ticket_team;
+	view.player_role = s->roles != NULL ? s->player_role : NULL;
+	view.nroles = s->roles != NULL ? s->roles->nroles : 0;
 	for (r = 0; r < s->config->nrules; r++)
 	{
 		const MmRuleConfig *rule = &s->config->rules[r];
@@ -414,23 +501,44 @@ MmSearchEmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 		s->result->matches = repalloc(s->result->matches,
 									  sizeof(MmFoundMatch) * s->matches_allocated);
 	}
+	/* each ticket's first player in the seating (role queues) */
+	for (k = 0; k < s->nchosen; k++)
+		s->party[k] = k == 0 ? 0 : s->party[k - 1] + s->tickets[s->chosen[k - 1]].nplayers;
 	/* the tickets in age order (the search chose them in ranked order) */
 	for (k = 1; k < s->nchosen; k++)
 	{
 		int			i = s->chosen[k];
 		int			team = s->ticket_team[k];
+		int			first = s->party[k];
 		int			j = k;
 
 		while (j > 0 && s->chosen[j - 1] > i)
 		{
 			s->chosen[j] = s->chosen[j - 1];
 			s->ticket_team[j] = s->ticket_team[j - 1];
+			s->party[j] = s->party[j - 1];
 			j--;
 		}
 		s->chosen[j] = i;
 		s->ticket_team[j] = team;
+		s->party[j] = first;
 	}
 	m = &s->result->matches[s->result->nmatches++];
+	m->player_role = NULL;
+	m->player_autofilled = NULL;
+	if (s->roles != NULL)
+	{
+		int			p = 0;
+
+		m->player_role = MemoryContextAlloc(s->result_context, sizeof(int) * s->chosen_players);
+		m->player_autofilled = MemoryContextAlloc(s->result_context, sizeof(bool) * s->chosen_players);
+		for (k = 0; k < s->nchosen; k++)
+			for (int q = 0; q < s->tickets[s->chosen[k]].nplayers; q++, p++)
+			{
+				m->player_role[p] = s->player_role[s->party[k] + q];
+				m->player_autofilled[p] = s->player_autofilled[s->party[k] + q];
+			}
+	}
 	m->ntickets = s->nchosen;
 	m->nplayers = s->chosen_players;
 	m->tickets = MemoryContextAlloc(s->result_context, sizeof(int) * 2 * s->nchosen);

@@ -119,6 +119,15 @@ typedef struct SearchState
 	int		   *ticket_team;
 	const MmTicket **chosen_tickets;
 
+	/* a role queue's (roles.h): the chosen players as a role problem */
+	const MmRolesConfig *roles; /* NULL: no roles */
+	MmRoleMask *role_accept;
+	const uint8 **role_rank;
+	int		   *role_ticket_of;
+	int		   *role_ticket_size;
+	int		   *player_role;	/* the seating: each chosen player's role */
+	bool	   *player_autofilled;
+
 	MemoryContext result_context;	/* the caller's: the matches live there */
 	MmSearchResult *result;
 	int64	   *rule_passed;	/* = result's: per rule, candidate checks passed */
@@ -187,6 +196,19 @@ extern bool MmSearchPartiesFit(const SearchState *s, const int *sizes, int extra
  * *packing_skipped tells whether a party was left out for that reason.
  */
 extern int	MmSearchGather(SearchState *s, int target, const int *sizes, bool *packing_skipped);
+
+/*
+ * A role queue: whether the chosen tickets, with ticket extra (-1: none),
+ * can still be seated on roles (roles.h MmRolesFit).
+ */
+extern bool MmSearchRolesFit(SearchState *s, int extra);
+
+/*
+ * A role queue: seats the chosen tickets (MmRolesSeat): ticket_team,
+ * team_of, actual_size, player_role and player_autofilled.  False when
+ * they cannot be seated.
+ */
+extern bool MmSearchSeatRoles(SearchState *s);
 
 /*
  * Team sizes for a total, as even as the teams' bounds allow (water

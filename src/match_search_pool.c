@@ -366,6 +366,16 @@ MmSearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, in
 	s->team_min = palloc(sizeof(int) * Max(config->nteams, 1));
 	for (i = 0; i < config->nteams; i++)
 		s->team_max[i] = config->teams[i].max;
+	s->roles = config->roles;
+	if (s->roles != NULL)
+	{
+		s->role_accept = palloc(sizeof(MmRoleMask) * maxp);
+		s->role_rank = palloc(sizeof(uint8 *) * maxp);
+		s->role_ticket_of = palloc(sizeof(int) * maxp);
+		s->role_ticket_size = palloc(sizeof(int) * maxp);
+		s->player_role = palloc(sizeof(int) * maxp);
+		s->player_autofilled = palloc(sizeof(bool) * maxp);
+	}
 
 	s->result = MemoryContextAllocZero(result_context, sizeof(MmSearchResult));
 	s->result->nrules = config->nrules;

@@ -6,7 +6,11 @@
  *	  stored rating in the queue's rating pool (mm.ratings; the system's
  *	  defaults for a player without one).  A client cannot send either.
  *
- * The tick loads them once per queue for all the players it loaded, in two
+ * A role queue's players also bring their autofill protection
+ * (mm.autofill_protection) and, with per-role ratings, their rating in each
+ * role (pool "<pool>.<role>").
+ *
+ * The tick loads them once per queue for all the players it loaded, in
  * set-based queries, and hands each player's containers to the rules
  * through MmPlayerInput.
  */
@@ -34,13 +38,25 @@ typedef struct SourceEntry
 	const char *player_id;		/* the key */
 	Jsonb	   *attributes;		/* NULL: no mm.players row */
 	Jsonb	   *rating;			/* NULL: unrated (the defaults apply) */
+	bool		autofill_protected;
+	Jsonb	   *role_rating[MM_MAX_ROLES];	/* NULL: unrated in that role */
 } SourceEntry;
 
 struct MmPlayerSources
 {
 	HTAB	   *players;
 	Jsonb	   *default_rating; /* the system's defaults, for the unrated */
+	const MmRolesConfig *roles; /* per-role ratings: the queue's roles */
 };
+
+/* What a lookup's rows are (column 1 the player id, 2 a jsonb, 3 a pool). */
+typedef enum SourceKind
+{
+	SOURCE_ATTRIBUTES,
+	SOURCE_RATINGS,
+	SOURCE_ROLE_RATINGS,
+	SOURCE_PROTECTION
+} SourceKind;
 
 static uint32
 IdHash(const void *key, Size keysize)
@@ -58,6 +74,8 @@ IdMatch(const void *key1, const void *key2, Size keysize)
 
 static SPIPlanPtr PlanAttributes = NULL;
 static SPIPlanPtr PlanRatings = NULL;
+static SPIPlanPtr PlanRoleRatings = NULL;
+static SPIPlanPtr PlanProtection = NULL;
 
 bool
 MmConfigReadsPlayerSources(const MmQueueConfig *config)
@@ -67,7 +85,7 @@ MmConfigReadsPlayerSources(const MmQueueConfig *config)
 	for (r = 0; r < config->nrules; r++)
 		if (config->rules[r].source != MM_SOURCE_TICKET)
 			return true;
-	return false;
+	return config->roles != NULL && config->roles->autofill && config->roles->protect_games > 0;
 }
 
 static bool
@@ -112,13 +130,15 @@ Entry(HTAB *players, const char *player_id)
 		e->player_id = player_id;
 		e->attributes = NULL;
 		e->rating = NULL;
+		e->autofill_protected = false;
+		memset(e->role_rating, 0, sizeof(e->role_rating));
 	}
 	return e;
 }
 
 /* Runs one of the lookups and files each row's jsonb (column 2) under its player. */
 static void
-Fill(MmPlayerSources *sources, SPIPlanPtr plan, Datum *values, bool ratings)
+Fill(MmPlayerSources *sources, SPIPlanPtr plan, Datum *values, SourceKind kind)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	uint64		i;
@@ -126,7 +146,9 @@ Fill(MmPlayerSources *sources, SPIPlanPtr plan, Datum *values, bool ratings)
 
 	MemoryContextSwitchTo(caller);
 	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading players' %s failed: %s", ratings ? "ratings" : "attributes",
+		elog(ERROR, "reading players' %s failed: %s",
+			 kind == SOURCE_ATTRIBUTES ? "attributes" :
+			 kind == SOURCE_PROTECTION ? "autofill protection" : "ratings",
 			 SPI_result_code_string(rc));
 	for (i = 0; i < SPI_processed; i++)
 	{
@@ -136,10 +158,26 @@ Fill(MmPlayerSources *sources, SPIPlanPtr plan, Datum *values, bool ratings)
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
 		SourceEntry *e = Entry(sources->players, id);
 
+		if (kind == SOURCE_PROTECTION)
+		{
+			e->autofill_protected = true;
+			continue;
+		}
 		if (isnull)
 			continue;
-		if (ratings)
+		if (kind == SOURCE_RATINGS)
 			e->rating = DatumGetJsonbPCopy(d);
+		else if (kind == SOURCE_ROLE_RATINGS)
+		{
+			/* the pool is "<pool>.<role>": the role follows the last '.' */
+			char	   *pool = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[i],
+																 SPI_tuptable->tupdesc, 3, &isnull));
+			char	   *dot = strrchr(pool, '.');
+			int			r = dot ? MmRoleIndex(sources->roles, dot + 1, strlen(dot + 1)) : -1;
+
+			if (r >= 0)
+				e->role_rating[r] = DatumGetJsonbPCopy(d);
+		}
 		else
 			e->attributes = DatumGetJsonbPCopy(d);
 	}
@@ -156,6 +194,8 @@ MmLoadPlayerSources(const MmQueueConfig *config, const char *queue,
 	Datum		values[2];
 	Oid			ids_arg[] = {TEXTARRAYOID};
 	Oid			ratings_args[] = {TEXTARRAYOID, TEXTOID};
+	Oid			role_ratings_args[] = {TEXTARRAYOID, TEXTARRAYOID};
+	const MmRolesConfig *roles = config->roles;
 	ArrayType  *ids = MmBuildTextArray(player_ids, nplayers);
 	const char *system = config->rating_system;
 
@@ -174,8 +214,38 @@ MmLoadPlayerSources(const MmQueueConfig *config, const char *queue,
 			 Prepare(&PlanAttributes,
 					 "SELECT id, attributes FROM mm.players WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
 					 1, ids_arg),
-			 values, false);
-	if (ConfigReads(config, MM_SOURCE_RATING) && system != NULL)
+			 values, SOURCE_ATTRIBUTES);
+	if (roles != NULL && roles->autofill && roles->protect_games > 0)
+	{
+		values[1] = CStringGetTextDatum(queue);
+		Fill(sources,
+			 Prepare(&PlanProtection,
+					 "SELECT player_id, NULL::pg_catalog.jsonb FROM mm.autofill_protection"
+					 " WHERE queue OPERATOR(pg_catalog.=) $2 AND games_left OPERATOR(pg_catalog.>) 0"
+					 " AND player_id OPERATOR(pg_catalog.=) ANY ($1)",
+					 2, ratings_args),
+			 values, SOURCE_PROTECTION);
+	}
+	if (ConfigReads(config, MM_SOURCE_RATING) && system != NULL && roles != NULL &&
+		roles->per_role_rating)
+	{
+		const char *pool = config->rating_pool ? config->rating_pool : queue;
+		const char *pools[MM_MAX_ROLES];
+
+		for (int r = 0; r < roles->nroles; r++)
+			pools[r] = psprintf("%s.%s", pool, roles->names[r]);
+		sources->roles = roles;
+		values[1] = PointerGetDatum(MmBuildTextArray(pools, roles->nroles));
+		Fill(sources,
+			 Prepare(&PlanRoleRatings,
+					 "SELECT player_id, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+					 "'rating', COALESCE(rating, mu), 'rd', rd, 'mu', mu, 'sigma', sigma)), pool"
+					 " FROM mm.ratings WHERE pool OPERATOR(pg_catalog.=) ANY ($2)"
+					 " AND player_id OPERATOR(pg_catalog.=) ANY ($1)",
+					 2, role_ratings_args),
+			 values, SOURCE_ROLE_RATINGS);
+	}
+	else if (ConfigReads(config, MM_SOURCE_RATING) && system != NULL)
 	{
 		/* OpenSkill stores mu and sigma: its "rating" is mu */
 		values[1] = CStringGetTextDatum(config->rating_pool ? config->rating_pool : queue);
@@ -186,7 +256,10 @@ MmLoadPlayerSources(const MmQueueConfig *config, const char *queue,
 					 " FROM mm.ratings WHERE pool OPERATOR(pg_catalog.=) $2"
 					 " AND player_id OPERATOR(pg_catalog.=) ANY ($1)",
 					 2, ratings_args),
-			 values, true);
+			 values, SOURCE_RATINGS);
+	}
+	if (ConfigReads(config, MM_SOURCE_RATING) && system != NULL)
+	{
 		/* the defaults mm.report_result starts a player from */
 		sources->default_rating = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
 			strcmp(system, "glicko2") == 0 ? "{\"rating\": 1500, \"rd\": 350}" :
@@ -204,6 +277,9 @@ MmApplyPlayerSources(const MmPlayerSources *sources, MmPlayerInput *player)
 
 	player->server_attributes = NULL;
 	player->rating = sources->default_rating ? &sources->default_rating->root : NULL;
+	player->autofill_protected = false;
+	for (int r = 0; r < MM_MAX_ROLES; r++)
+		player->role_rating[r] = player->rating;
 	e = hash_search(sources->players, &key, HASH_FIND, NULL);
 	if (e == NULL)
 		return;
@@ -211,4 +287,27 @@ MmApplyPlayerSources(const MmPlayerSources *sources, MmPlayerInput *player)
 		player->server_attributes = &e->attributes->root;
 	if (e->rating)
 		player->rating = &e->rating->root;
+	player->autofill_protected = e->autofill_protected;
+	if (sources->roles != NULL)
+	{
+		int			first = -1;
+
+		for (int r = 0; r < sources->roles->nroles; r++)
+			if (e->role_rating[r])
+				player->role_rating[r] = &e->role_rating[r]->root;
+		/* the rating of the role being considered: the first listed */
+		if (player->roles != NULL)
+		{
+			JsonbValue *v = getIthJsonbValueFromContainer(player->roles, 0);
+
+			if (v != NULL && v->type == jbvString)
+				first = MmRoleIndex(sources->roles, v->val.string.val, v->val.string.len);
+		}
+		/* any role: the first one rated */
+		for (int r = 0; first < 0 && r < sources->roles->nroles; r++)
+			if (e->role_rating[r])
+				first = r;
+		if (first >= 0)
+			player->rating = player->role_rating[first];
+	}
 }

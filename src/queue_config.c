@@ -23,6 +23,7 @@
 
 #include "json_walk.h"
 #include "queue_config_internal.h"
+#include "roles.h"
 
 /*
  * What is wrong with a name (queue, team, rule, rating pool), or NULL when it
@@ -101,9 +102,9 @@ ReadMatchSize(MmJsonPath *path, JsonbValue *value, MmQueueConfig *config)
 
 /* Parses one element of "teams". */
 static void
-ReadTeam(MmJsonPath *path, JsonbValue *value, MmTeamConfig *team)
+ReadTeam(MmJsonPath *path, JsonbValue *value, MmTeamConfig *team, JsonbValue **roles)
 {
-	MmJsonField f[] = {{"name"}, {"min"}, {"max"}, {"expansion"}};
+	MmJsonField f[] = {{"name"}, {"min"}, {"max"}, {"expansion"}, {"roles"}};
 	JsonbValue *v;
 
 	MmJsonReadObject(path, value, f, lengthof_fields(f));
@@ -120,6 +121,13 @@ ReadTeam(MmJsonPath *path, JsonbValue *value, MmTeamConfig *team)
 			 if (team->max < team->min)
 				 MmJsonError(path, "must be >= the team's min (%d)", team->min));
 	team->min_expansion.kind = MM_EXPANSION_NONE;
+	/* read once every team is: the role names are the queue's */
+	*roles = NULL;
+	if ((v = MmJsonGet(f, lengthof(f), "roles")))
+	{
+		*roles = palloc(sizeof(JsonbValue));
+		**roles = *v;
+	}
 	if ((v = MmJsonGet(f, lengthof(f), "expansion")))
 	{
 		MmJsonField ef[] = {{"every_seconds"}, {"steps"}};
@@ -299,13 +307,15 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 		{"match_size"}, {"teams"}, {"ticket_timeout_seconds"},
 		{"acceptance_timeout_seconds"}, {"rating"}, {"statistics"}, {"rules"},
 		{"min_tickets"}, {"auto_backfill"}, {"match_function"}, {"rules_apply_to_proposals"},
-		{"algorithm"}, {"live_match_timeout_seconds"}, {"heartbeat_timeout_seconds"}
+		{"algorithm"}, {"live_match_timeout_seconds"}, {"heartbeat_timeout_seconds"},
+		{"roles"}, {"autofill"}
 	};
 	MmJsonPath	pathbuf;
 	MmJsonPath *path = &pathbuf;
 	MmQueueConfig *config = palloc0(sizeof(MmQueueConfig));
 	JsonbValue	root;
 	JsonbValue *v;
+	JsonbValue **team_roles = NULL;
 	int			i,
 				j;
 
@@ -330,11 +340,12 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 		o = MmJsonPathPushKey(path, "teams", 5);
 		teams = MmJsonArray(path, v, 2, MM_MAX_TEAMS, &config->nteams);
 		config->teams = palloc0(sizeof(MmTeamConfig) * config->nteams);
+		team_roles = palloc0(sizeof(JsonbValue *) * config->nteams);
 		for (i = 0; i < config->nteams; i++)
 		{
 			int			o2 = MmJsonPathPushIndex(path, i);
 
-			ReadTeam(path, getIthJsonbValueFromContainer(teams, i), &config->teams[i]);
+			ReadTeam(path, getIthJsonbValueFromContainer(teams, i), &config->teams[i], &team_roles[i]);
 			for (j = 0; j < i; j++)
 				if (strcmp(config->teams[j].name, config->teams[i].name) == 0)
 					WITH_KEY(path, "name",
@@ -382,6 +393,8 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 	}
 	else
 		config->max_party_size = config->match_max;
+	MmConfigReadRoles(path, config, team_roles, MmJsonGet(f, lengthof(f), "roles"),
+					  MmJsonGet(f, lengthof(f), "autofill"));
 
 	if ((v = MmJsonGet(f, lengthof(f), "ticket_timeout_seconds")))
 		WITH_KEY(path, "ticket_timeout_seconds",
@@ -399,7 +412,7 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 
 	if ((v = MmJsonGet(f, lengthof(f), "rating")))
 	{
-		MmJsonField rf[] = {{"system"}, {"pool"}, {"boost"}, {"leavers_lose"}};
+		MmJsonField rf[] = {{"system"}, {"pool"}, {"boost"}, {"leavers_lose"}, {"per_role"}};
 		JsonbValue *rv;
 		int			o = MmJsonPathPushKey(path, "rating", 6);
 
@@ -419,6 +432,14 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 			WITH_KEY(path, "boost", (void) MmJsonBool(path, rv));
 		if ((rv = MmJsonGet(rf, lengthof(rf), "leavers_lose")))
 			WITH_KEY(path, "leavers_lose", (void) MmJsonBool(path, rv));
+		if ((rv = MmJsonGet(rf, lengthof(rf), "per_role")))
+			WITH_KEY(path, "per_role",
+					 if (MmJsonBool(path, rv))
+					 {
+						 if (config->roles == NULL)
+							 MmJsonError(path, "needs roles: give the teams \"roles\"");
+						 config->roles->per_role_rating = true;
+					 });
 		MmJsonPathPop(path, o);
 	}
 
@@ -448,6 +469,11 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 			int			o2 = MmJsonPathPushIndex(path, i);
 
 			MmConfigReadRule(path, getIthJsonbValueFromContainer(rules, i), &config->rules[i]);
+			if (config->rules[i].type == MM_RULE_ROLE_DIFFERENCE &&
+				(config->roles == NULL || config->nteams == 0))
+				WITH_KEY(path, "type",
+						 MmJsonErrorHint(path, "Give each team \"roles\".",
+										 "rule type role_difference requires teams with roles"));
 			/* the tick would skip them silently in a free-for-all */
 			if (config->nteams == 0 &&
 				(config->rules[i].type == MM_RULE_TEAM_DIFFERENCE ||

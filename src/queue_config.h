@@ -39,7 +39,8 @@ typedef enum MmRuleType
 	MM_RULE_TEAM_TICKET_SIZE_SIMILARITY,
 	MM_RULE_COMPOUND,
 	MM_RULE_SET_INTERSECTION,
-	MM_RULE_BLOCKLIST
+	MM_RULE_BLOCKLIST,
+	MM_RULE_ROLE_DIFFERENCE
 } MmRuleType;
 
 /* A comparison rule's operator. */
@@ -247,6 +248,9 @@ typedef struct MmQueueConfig
 	int			nsort;			/* sorted: sort_by_attributes */
 	MmRuleConfig *sort_rules;	/* ... each read like a difference rule's */
 	int			latency_rule;	/* the first latency rule, -1: none */
+
+	/* teams[].roles (or a free-for-all's "roles") and "autofill"; NULL: none */
+	struct MmRolesConfig *roles;
 } MmQueueConfig;
 
 /*

@@ -117,7 +117,7 @@ ParseStatement(StatementParser *p, int depth)
 			StatementError(p, psprintf("rule \"%s\" is a compound: compounds do not nest (write the terms out)", word));
 		}
 		if (leaf->type == MM_RULE_TEAM_DIFFERENCE || leaf->type == MM_RULE_TEAM_SIZE_BALANCE ||
-			leaf->type == MM_RULE_TEAM_TICKET_SIZE_SIMILARITY)
+			leaf->type == MM_RULE_TEAM_TICKET_SIZE_SIMILARITY || leaf->type == MM_RULE_ROLE_DIFFERENCE)
 		{
 			p->pos = start;
 			StatementError(p, psprintf("rule \"%s\" is a team rule: a compound combines rules on the tickets", word));

@@ -54,6 +54,15 @@ extern const char *MmRuleThresholdKey(MmRuleType type);
 /* queue_config_rule.c: parses one element of "rules". */
 extern void MmConfigReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule);
 
+/*
+ * queue_config_roles.c: the roles of the teams (team_roles[t]: a team's
+ * "roles", NULL when absent) or of a free-for-all (match_roles), and
+ * "autofill"; sets config->roles.
+ */
+extern void MmConfigReadRoles(MmJsonPath *path, MmQueueConfig *config,
+							  JsonbValue *const *team_roles, JsonbValue *match_roles,
+							  JsonbValue *autofill);
+
 /* queue_config_compound.c: every compound's statement, once all rule names are known. */
 extern void MmConfigParseCompounds(MmJsonPath *path, MmQueueConfig *config);
 

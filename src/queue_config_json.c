@@ -13,6 +13,7 @@
 #include "utils/jsonb.h"
 
 #include "queue_config_internal.h"
+#include "roles.h"
 
 /*
  * The rule named name, or NULL.
@@ -90,6 +91,33 @@ AppendGivenKey(StringInfo buf, JsonbContainer *source, const char *key)
 	appendStringInfoString(buf, JsonbToCString(NULL, &JsonbValueToJsonb(v)->root, -1));
 }
 
+/* ", "roles": [{role: seats, ...}, ...]": a group's compositions, as a list. */
+static void
+AppendCompositions(StringInfo buf, const MmRolesConfig *roles, int group)
+{
+	appendStringInfoString(buf, ", \"roles\": [");
+	for (int c = 0; c < roles->ncompositions[group]; c++)
+	{
+		bool		first = true;
+
+		appendStringInfoString(buf, c > 0 ? ", {" : "{");
+		for (int r = 0; r < roles->nroles; r++)
+		{
+			int			seats = roles->compositions[group][c].seats[r];
+
+			if (seats == 0)
+				continue;
+			if (!first)
+				appendStringInfoString(buf, ", ");
+			escape_json(buf, roles->names[r]);
+			appendStringInfo(buf, ": %d", seats);
+			first = false;
+		}
+		appendStringInfoChar(buf, '}');
+	}
+	appendStringInfoChar(buf, ']');
+}
+
 /*
  * The parsed config as jsonb with every default filled in: what the tick
  * will use (effective match_size, max_party_size, each rule's options),
@@ -125,9 +153,22 @@ MmQueueConfigToJsonb(const MmQueueConfig *config, Jsonb *source)
 				appendStringInfo(&buf, "%s%d", k > 0 ? ", " : "", (int) e->steps[k]);
 			appendStringInfoString(&buf, "]}");
 		}
+		if (config->roles != NULL)
+			AppendCompositions(&buf, config->roles, i);
 		appendStringInfoChar(&buf, '}');
 	}
 	appendStringInfo(&buf, "], \"max_party_size\": %d", config->max_party_size);
+	if (config->roles != NULL)
+	{
+		if (config->nteams == 0)
+			AppendCompositions(&buf, config->roles, 0);
+		if (config->roles->autofill)
+		{
+			appendStringInfoString(&buf, ", \"autofill\": {\"after_seconds\": ");
+			AppendNumber(&buf, config->roles->autofill_after_seconds);
+			appendStringInfo(&buf, ", \"protect_games\": %d}", config->roles->protect_games);
+		}
+	}
 	/* keys added in 0.3 appear when not at their default */
 	if (config->min_tickets > 1)
 		appendStringInfo(&buf, ", \"min_tickets\": %d", config->min_tickets);
@@ -180,6 +221,8 @@ MmQueueConfigToJsonb(const MmQueueConfig *config, Jsonb *source)
 			AppendGivenKey(&buf, rating_source->val.binary.data, "boost");
 			AppendGivenKey(&buf, rating_source->val.binary.data, "leavers_lose");
 		}
+		if (config->roles != NULL && config->roles->per_role_rating)
+			appendStringInfoString(&buf, ", \"per_role\": true");
 		appendStringInfoChar(&buf, '}');
 	}
 	else

@@ -133,7 +133,7 @@ ReadExpansion(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 const char *const MmRuleTypeNames[] = {
 	"string_equality", "difference", "latency", "team_difference", "team_size_balance",
 	"match_total", "comparison", "team_ticket_size_similarity", "compound",
-	"set_intersection", "blocklist"
+	"set_intersection", "blocklist", "role_difference"
 };
 
 const char *const MmCompareOpNames[] = {
@@ -145,7 +145,7 @@ static bool
 RuleHasAttribute(MmRuleType type)
 {
 	return type == MM_RULE_STRING_EQUALITY || type == MM_RULE_DIFFERENCE ||
-		type == MM_RULE_TEAM_DIFFERENCE || type == MM_RULE_MATCH_TOTAL ||
+		type == MM_RULE_TEAM_DIFFERENCE || type == MM_RULE_ROLE_DIFFERENCE || type == MM_RULE_MATCH_TOTAL ||
 		type == MM_RULE_COMPARISON || type == MM_RULE_SET_INTERSECTION ||
 		type == MM_RULE_BLOCKLIST;
 }
@@ -174,6 +174,7 @@ MmRuleThresholdKey(MmRuleType type)
 	{
 		case MM_RULE_DIFFERENCE:
 		case MM_RULE_TEAM_DIFFERENCE:
+		case MM_RULE_ROLE_DIFFERENCE:
 			return "max";
 		case MM_RULE_LATENCY:
 			return "max_ms";
@@ -342,7 +343,7 @@ MmConfigReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 				 if (strcmp(s, MmRuleTypeNames[i]) == 0)
 					 break;
 			 if (i == (int) lengthof(MmRuleTypeNames))
-				 MmJsonError(path, "must be one of string_equality, difference, latency, team_difference, team_size_balance, match_total, comparison, team_ticket_size_similarity, compound, set_intersection, blocklist"));
+				 MmJsonError(path, "must be one of string_equality, difference, latency, team_difference, team_size_balance, match_total, comparison, team_ticket_size_similarity, compound, set_intersection, blocklist, role_difference"));
 	rule->type = (MmRuleType) i;
 	type_name = MmRuleTypeNames[i];
 	threshold_key = MmRuleThresholdKey(rule->type);
@@ -413,8 +414,9 @@ MmConfigReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 					 MmJsonError(path, "is not allowed for rule type %s (it reads no attribute)", type_name);
 				 if (rule->source == MM_SOURCE_RATING &&
 					 rule->type != MM_RULE_DIFFERENCE && rule->type != MM_RULE_TEAM_DIFFERENCE &&
+					 rule->type != MM_RULE_ROLE_DIFFERENCE &&
 					 rule->type != MM_RULE_MATCH_TOTAL && rule->type != MM_RULE_COMPARISON)
-					 MmJsonError(path, "\"rating\" is a number: it suits difference, team_difference, match_total and comparison rules"));
+					 MmJsonError(path, "\"rating\" is a number: it suits difference, team_difference, role_difference, match_total and comparison rules"));
 
 	if (RuleHasAttribute(rule->type) && rule->source == MM_SOURCE_RATING)
 	{

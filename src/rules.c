@@ -336,6 +336,7 @@ static const MmRuleHandler *const RuleHandlers[] = {
 	&MmRuleCompound,
 	&MmRuleSetIntersection,
 	&MmRuleBlocklist,
+	&MmRuleRoleDifference,
 };
 
 /* The handler of a rule type, from the table above. */

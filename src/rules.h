@@ -22,6 +22,7 @@
 #include "utils/jsonb.h"
 
 #include "queue_config.h"
+#include "roles.h"
 
 /* One player of a ticket, as the tick parsed it from the players jsonb. */
 typedef struct MmPlayerInput
@@ -32,7 +33,11 @@ typedef struct MmPlayerInput
 	JsonbContainer *server_attributes;	/* mm.players.attributes ("source": "player") */
 	JsonbContainer *rating;		/* the stored rating in the queue's pool, defaults
 								 * for the unrated: {"rating", "rd", "mu", "sigma"}
-								 * ("source": "rating") */
+								 * ("source": "rating"); with per-role ratings, the
+								 * rating of the player's first listed role */
+	JsonbContainer *roles;		/* the player's "roles" list; NULL: any role */
+	bool		autofill_protected; /* autofilled within protect_games games */
+	JsonbContainer *role_rating[MM_MAX_ROLES];	/* per-role ratings: each role's */
 } MmPlayerInput;
 
 /* Whether a ticket has a value for a rule. */
@@ -90,6 +95,9 @@ typedef struct MmTicket
 	int			nplayers;
 	const char **player_ids;
 	MmRuleValue *values;		/* one per rule of the queue, in config order */
+	/* a role queue's (NULL otherwise): per player, see roles.h */
+	uint8	   *role_rank;		/* nplayers x MM_MAX_ROLES ranks */
+	MmRoleMask *role_accept;	/* roles each player may take now */
 } MmTicket;
 
 /*
@@ -168,6 +176,9 @@ typedef struct MmTeamsView
 	int			ntickets;
 	const MmTicket *const *tickets;
 	const int  *ticket_team;	/* team of each ticket (parties stay together) */
+	/* a role queue's: each player's role, the tickets' players in order */
+	const int  *player_role;	/* NULL: no roles */
+	int			nroles;
 } MmTeamsView;
 
 typedef enum MmRuleScope

@@ -30,6 +30,7 @@ extern const MmRuleHandler MmRuleTeamTicketSizeSimilarity;
 extern const MmRuleHandler MmRuleCompound;
 extern const MmRuleHandler MmRuleSetIntersection;
 extern const MmRuleHandler MmRuleBlocklist;
+extern const MmRuleHandler MmRuleRoleDifference;
 
 /*
  * 1 - used/allowed, in [0,1]; a zero threshold met exactly is a perfect 1,

@@ -121,6 +121,19 @@ MmBuildFloat8Array(const double *values, int count)
 }
 
 ArrayType *
+MmBuildBoolArray(const bool *values, int count)
+{
+	Datum	   *datums = (Datum *) palloc(sizeof(Datum) * Max(count, 1));
+	ArrayType  *result;
+
+	for (int i = 0; i < count; i++)
+		datums[i] = BoolGetDatum(values[i]);
+	result = construct_array(datums, count, BOOLOID, sizeof(bool), true, TYPALIGN_CHAR);
+	pfree(datums);
+	return result;
+}
+
+ArrayType *
 MmBuildInt4Array(const int32 *values, int count)
 {
 	Datum	   *datums = (Datum *) palloc(sizeof(Datum) * Max(count, 1));

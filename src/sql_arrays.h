@@ -33,6 +33,7 @@ extern int64 *MmInt8Array(ArrayType *array, const char *argname,
 /* Build one-dimensional arrays from C values (NULL strings: NULL elements). */
 extern ArrayType *MmBuildFloat8Array(const double *values, int count);
 extern ArrayType *MmBuildInt4Array(const int32 *values, int count);
+extern ArrayType *MmBuildBoolArray(const bool *values, int count);
 extern ArrayType *MmBuildInt8Array(const int64 *values, int count);
 extern ArrayType *MmBuildTextArray(const char **values, int count);
 

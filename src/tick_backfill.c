@@ -9,7 +9,9 @@
  * (match_search.c) picks tickets that satisfy the queue's rules together
  * with the players in the match.  The chosen tickets join the match and
  * end matched; their players are held by the live match.  A request the
- * queue's current teams cannot serve is cancelled.
+ * queue's current teams cannot serve is cancelled.  In a role queue the
+ * open slots ask for the leavers' roles (OpenSeats), and only a ticket
+ * whose players can take them joins.
  */
 #include "postgres.h"
 
@@ -40,6 +42,102 @@ TicketHasPlayer(const MmTicket *ticket, Datum player)
 	return found;
 }
 
+/* The index of a role name (a text datum), -1 when the queue has no such role. */
+static int
+RoleOf(const MmRolesConfig *roles, Datum name)
+{
+	text	   *t = DatumGetTextPP(name);
+
+	return MmRoleIndex(roles, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+}
+
+/*
+ * A role queue's open seats (groups x MM_MAX_ROLES): per team, the
+ * composition that holds the players still in the match and gives back
+ * most of the leavers' roles, less those players; cut down to the slots the
+ * request asks for, other roles than the leavers' going first.  False when
+ * a player of the match has no role (it formed before the queue had roles):
+ * then the backfill does without.
+ */
+static bool
+OpenSeats(const MmQueueConfig *config, const MmTicket *members, int nmembers,
+		  const int *member_team, const int *member_role, const Datum *leaver_team,
+		  const Datum *leaver_role, int nleft, const int32 *slots, int *seats)
+{
+	const MmRolesConfig *roles = config->roles;
+	int			occupied[MM_MAX_TEAMS * MM_MAX_ROLES];
+	int			left[MM_MAX_TEAMS * MM_MAX_ROLES];
+	int			p = 0;
+
+	memset(occupied, 0, sizeof(int) * roles->ngroups * MM_MAX_ROLES);
+	memset(left, 0, sizeof(int) * roles->ngroups * MM_MAX_ROLES);
+	memset(seats, 0, sizeof(int) * roles->ngroups * MM_MAX_ROLES);
+	for (int k = 0; k < nmembers; k++)
+		for (int q = 0; q < members[k].nplayers; q++, p++)
+		{
+			if (member_role[p] < 0)
+				return false;
+			occupied[Max(member_team[k], 0) * MM_MAX_ROLES + member_role[p]]++;
+		}
+	for (int k = 0; k < nleft; k++)
+	{
+		int			r = RoleOf(roles, leaver_role[k]);
+		int			g = 0;
+
+		if (config->nteams > 0)
+		{
+			char	   *name = TextDatumGetCString(leaver_team[k]);
+
+			for (g = 0; g < config->nteams && strcmp(config->teams[g].name, name) != 0; g++)
+				;
+		}
+		if (r >= 0 && g < roles->ngroups)
+			left[g * MM_MAX_ROLES + r]++;
+	}
+	for (int g = 0; g < roles->ngroups; g++)
+	{
+		int		   *open = &seats[g * MM_MAX_ROLES];
+		int			best = -1,
+					best_score = -1,
+					total = 0;
+
+		for (int c = 0; c < roles->ncompositions[g]; c++)
+		{
+			const int  *s = roles->compositions[g][c].seats;
+			int			score = 0;
+			int			r;
+
+			for (r = 0; r < roles->nroles && s[r] >= occupied[g * MM_MAX_ROLES + r]; r++)
+				score += Min(s[r] - occupied[g * MM_MAX_ROLES + r], left[g * MM_MAX_ROLES + r]);
+			if (r == roles->nroles && score > best_score)
+			{
+				best = c;
+				best_score = score;
+			}
+		}
+		if (best < 0)
+			continue;
+		for (int r = 0; r < roles->nroles; r++)
+		{
+			open[r] = roles->compositions[g][best].seats[r] - occupied[g * MM_MAX_ROLES + r];
+			total += open[r];
+		}
+		while (total > Max(slots[g], 0))
+		{
+			int			r;
+
+			for (r = 0; r < roles->nroles && open[r] <= left[g * MM_MAX_ROLES + r]; r++)
+				;
+			if (r == roles->nroles)
+				for (r = 0; open[r] == 0; r++)
+					;
+			open[r]--;
+			total--;
+		}
+	}
+	return true;
+}
+
 /*
  * Writes one backfill: the chosen candidate tickets join the match (its
  * match_players rows, the tickets moved to tickets_ended as matched with
@@ -58,13 +156,18 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 	int64	   *mp_ticket = palloc(sizeof(int64) * res->nplayers);
 	const char **mp_player = palloc(sizeof(char *) * res->nplayers);
 	const char **mp_team = palloc(sizeof(char *) * res->nplayers);
+	const char **mp_role = palloc0(sizeof(char *) * res->nplayers);
+	bool	   *mp_autofilled = palloc0(sizeof(bool) * res->nplayers);
+	const char **autofilled_ids = palloc(sizeof(char *) * res->nplayers);
+	int			nautofilled = 0;
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', 'n', 'n'};
 	int		   *t_index = palloc(sizeof(int) * res->ntickets);
 	int64	   *t_match = palloc(sizeof(int64) * res->ntickets);
 	int64	   *t_ids = palloc(sizeof(int64) * res->ntickets);
 	const char **t_team = palloc(sizeof(char *) * res->ntickets);
 	StringInfoData slots_json;
 	StringInfoData details;
-	Datum		values[5];
+	Datum		values[7];
 	int			np = 0,
 				k,
 				p,
@@ -87,6 +190,13 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 			mp_match[np] = match_id;
 			mp_ticket[np] = tk->id;
 			mp_player[np] = tk->player_ids[p];
+			if (res->player_role != NULL)
+			{
+				mp_role[np] = config->roles->names[res->player_role[np]];
+				mp_autofilled[np] = res->player_autofilled[np];
+				if (mp_autofilled[np])
+					autofilled_ids[nautofilled++] = tk->player_ids[p];
+			}
 			mp_team[np++] = team_name;
 		}
 	}
@@ -95,8 +205,24 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 	values[2] = PointerGetDatum(MmBuildTextArray(mp_player, np));
 	values[3] = PointerGetDatum(MmBuildInt8Array(mp_ticket, np));
 	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, np));
-	MmTickRunWrite(q, MmTickPlan.insert_players, values, SPI_OK_INSERT, np,
-				   "inserting backfilled match players");
+	if (res->player_role != NULL)
+	{
+		values[5] = PointerGetDatum(MmBuildTextArray(mp_role, np));
+		values[6] = PointerGetDatum(MmBuildBoolArray(mp_autofilled, np));
+		nulls[5] = nulls[6] = ' ';
+	}
+	rc = SPI_execute_plan(MmTickPlan.insert_players, values, nulls, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_INSERT || SPI_processed != (uint64) np)
+		elog(ERROR, "inserting backfilled match players failed: %s", SPI_result_code_string(rc));
+	if (nautofilled > 0 && config->roles->protect_games > 0)
+	{
+		values[1] = PointerGetDatum(MmBuildTextArray(autofilled_ids, nautofilled));
+		values[2] = Int32GetDatum(config->roles->protect_games);
+		values[3] = TimestampTzGetDatum(q->now);
+		MmTickRunWrite(q, MmTickPlan.protect_autofilled, values, SPI_OK_INSERT, nautofilled,
+					   "protecting autofilled players");
+	}
 	MmTickMoveMatchedTickets(q, res->ntickets, t_index, t_ids, t_match, t_team);
 
 	/* what is still open, as the request stores it */
@@ -134,6 +260,12 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 			escape_json(&details, mp_team[p]);
 		else
 			appendStringInfoString(&details, "null");
+		if (mp_role[p] != NULL)
+		{
+			appendStringInfoString(&details, ", \"role\": ");
+			escape_json(&details, mp_role[p]);
+			appendStringInfo(&details, ", \"autofilled\": %s", mp_autofilled[p] ? "true" : "false");
+		}
 		appendStringInfoChar(&details, '}');
 	}
 	/* too many to list: the client reads them from mm.match_players */
@@ -200,6 +332,9 @@ MmTickServeBackfills(MmTickQueue *q)
 	int32	  **slots;
 	Datum	  **leavers;
 	int		   *nleavers;
+	Datum	  **leaver_teams = NULL;
+	Datum	  **leaver_roles = NULL;
+	int		   *nleft_roles = NULL;
 	Datum		values[3];
 	int			nrequests,
 				r,
@@ -230,6 +365,12 @@ MmTickServeBackfills(MmTickQueue *q)
 	slots = palloc(sizeof(int32 *) * nrequests);
 	leavers = palloc(sizeof(Datum *) * nrequests);
 	nleavers = palloc(sizeof(int) * nrequests);
+	if (config->roles != NULL)
+	{
+		leaver_teams = palloc(sizeof(Datum *) * nrequests);
+		leaver_roles = palloc(sizeof(Datum *) * nrequests);
+		nleft_roles = palloc(sizeof(int) * nrequests);
+	}
 	for (r = 0; r < nrequests; r++)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[r];
@@ -249,6 +390,22 @@ MmTickServeBackfills(MmTickQueue *q)
 				 request_ids[r], count, nteams);
 		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
 						  false, TYPALIGN_INT, &leavers[r], NULL, &nleavers[r]);
+		if (config->roles != NULL)
+		{
+			int			nteams_left,
+						nroles_left;
+			bool	   *team_nulls;
+
+			/* a free-for-all's leavers have no team (NULLs, not read) */
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 6, &isnull)), TEXTOID, -1,
+							  false, TYPALIGN_INT, &leaver_teams[r], &team_nulls, &nteams_left);
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 7, &isnull)), TEXTOID, -1,
+							  false, TYPALIGN_INT, &leaver_roles[r], NULL, &nroles_left);
+			if (nteams_left != nroles_left)
+				elog(ERROR, "backfill request " INT64_FORMAT " lists %d leaver teams for %d roles",
+					 request_ids[r], nteams_left, nroles_left);
+			nleft_roles[r] = nroles_left;
+		}
 	}
 	SPI_freetuptable(SPI_tuptable);
 
@@ -260,6 +417,9 @@ MmTickServeBackfills(MmTickQueue *q)
 		MmTicket   *members;
 		Jsonb	  **member_players;
 		int		   *member_team;
+		int		   *member_role = NULL;
+		int			member_players_count = 0;
+		int		   *open_seats = NULL;
 		int			nmembers,
 					ncandidates = 0;
 		MmBackfillResult *res;
@@ -293,6 +453,8 @@ MmTickServeBackfills(MmTickQueue *q)
 		nmembers = (int) SPI_processed;
 		members = palloc(sizeof(MmTicket) * Max(nmembers, 1));
 		member_team = palloc(sizeof(int) * Max(nmembers, 1));
+		if (config->roles != NULL)
+			member_role = palloc(sizeof(int) * MM_MAX_MATCH_SIZE);
 		member_players = palloc(sizeof(Jsonb *) * Max(nmembers, 1));
 		for (i = 0; i < nmembers; i++)
 		{
@@ -326,6 +488,18 @@ MmTickServeBackfills(MmTickQueue *q)
 			 */
 			if (isnull ? config->nteams > 0 : member_team[i] < 0)
 				unservable = true;
+			if (member_role != NULL)
+			{
+				Datum	   *roles;
+				bool	   *role_nulls;
+				int			n;
+
+				deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
+								  false, TYPALIGN_INT, &roles, &role_nulls, &n);
+				for (int k = 0; k < n && member_players_count < MM_MAX_MATCH_SIZE; k++)
+					member_role[member_players_count++] =
+						role_nulls[k] ? -1 : RoleOf(config->roles, roles[k]);
+			}
 		}
 		SPI_freetuptable(SPI_tuptable);
 		if (unservable)
@@ -339,8 +513,15 @@ MmTickServeBackfills(MmTickQueue *q)
 		if (nmembers == 0)
 			continue;
 
+		if (member_role != NULL)
+		{
+			open_seats = palloc(sizeof(int) * config->roles->ngroups * MM_MAX_ROLES);
+			if (!OpenSeats(config, members, nmembers, member_team, member_role, leaver_teams[r],
+						   leaver_roles[r], nleft_roles[r], slots[r], open_seats))
+				open_seats = NULL;
+		}
 		res = MmSearchBackfill(context, members, nmembers, member_team, slots[r],
-							   candidates, ncandidates);
+							   candidates, ncandidates, open_seats, member_role);
 		if (res->ntickets == 0)
 			continue;
 		if (match_regions[r] != NULL && res->region >= 0 &&

@@ -100,6 +100,7 @@ typedef struct MmTickPlans
 	SPIPlanPtr	match_ids;
 	SPIPlanPtr	insert_matches;
 	SPIPlanPtr	insert_players;
+	SPIPlanPtr	protect_autofilled;
 	SPIPlanPtr	end_tickets_by_ctid;
 	SPIPlanPtr	end_tickets_from_arrays;
 	SPIPlanPtr	delete_active;

@@ -246,7 +246,9 @@ PrepareWrites(void)
 	Oid			int4_1[] = {INT4OID};
 	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID,
 	INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID};
-	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID,
+	TEXTARRAYOID, BOOLARRAYOID};
+	Oid			protect_args[] = {TEXTOID, TEXTARRAYOID, INT4OID, TIMESTAMPTZOID};
 	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID};
 	Oid			ended_from_arrays_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID,
 	JSONBARRAYOID, TIMESTAMPTZARRAYOID};
@@ -274,10 +276,21 @@ PrepareWrites(void)
 			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5),"
 			 " pg_catalog.unnest($9)) AS u(id, region, quality, steps, props)",
 			 9, matches_args);
+	/* $6 and $7: the roles and autofills of a role queue, else NULL */
 	KeepPlan(&MmTickPlan.insert_players,
-			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team)"
-			 " SELECT pg_catalog.unnest($2), $1, pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)",
-			 5, players_args);
+			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team, role, autofilled)"
+			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team, u.role, COALESCE(u.autofilled, false)"
+			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4),"
+			 " pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7))"
+			 " AS u(match_id, player_id, ticket_id, team, role, autofilled)",
+			 7, players_args);
+	/* an autofilled player is not autofilled again for protect_games games */
+	KeepPlan(&MmTickPlan.protect_autofilled,
+			 "INSERT INTO mm.autofill_protection AS p (queue, player_id, games_left, updated_at)"
+			 " SELECT $1, pg_catalog.unnest($2), $3, $4"
+			 " ON CONFLICT (queue, player_id) DO UPDATE SET games_left = excluded.games_left,"
+			 " updated_at = excluded.updated_at",
+			 4, protect_args);
 
 	/*
 	 * A matched ticket leaves the active partition for the ended one: its
@@ -377,7 +390,14 @@ PrepareBackfill(void)
 			  */
 			 " ARRAY(SELECT mp.player_id FROM mm.match_players mp"
 			 " WHERE mp.queue OPERATOR(pg_catalog.=) $1 AND mp.match_id OPERATOR(pg_catalog.=) b.match_id"
-			 " AND mp.left_at IS NOT NULL)"
+			 " AND mp.left_at IS NOT NULL),"
+			 /* a role queue: the leavers' teams and roles, the seats to fill */
+			 " ARRAY(SELECT mp.team FROM mm.match_players mp"
+			 " WHERE mp.queue OPERATOR(pg_catalog.=) $1 AND mp.match_id OPERATOR(pg_catalog.=) b.match_id"
+			 " AND mp.left_at IS NOT NULL AND mp.role IS NOT NULL ORDER BY mp.player_id),"
+			 " ARRAY(SELECT mp.role FROM mm.match_players mp"
+			 " WHERE mp.queue OPERATOR(pg_catalog.=) $1 AND mp.match_id OPERATOR(pg_catalog.=) b.match_id"
+			 " AND mp.left_at IS NOT NULL AND mp.role IS NOT NULL ORDER BY mp.player_id)"
 			 " FROM mm.backfill_requests b JOIN mm.matches m ON m.queue OPERATOR(pg_catalog.=) $1"
 			 " AND m.id OPERATOR(pg_catalog.=) b.match_id"
 			 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.status OPERATOR(pg_catalog.=) 'open'"
@@ -389,7 +409,8 @@ PrepareBackfill(void)
 	/* a match's tickets, each with its players still in the match */
 	KeepPlan(&MmTickPlan.load_members,
 			 "SELECT t.id, t.created_at,"
-			 " pg_catalog.jsonb_agg(p.value ORDER BY p.ord), pg_catalog.min(mp.team)"
+			 " pg_catalog.jsonb_agg(p.value ORDER BY p.ord), pg_catalog.min(mp.team),"
+			 " pg_catalog.array_agg(mp.role ORDER BY p.ord)"
 			 " FROM mm.match_players mp"
 			 " JOIN mm.tickets_ended t ON t.id OPERATOR(pg_catalog.=) mp.ticket_id"
 			 " CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(t.players) WITH ORDINALITY AS p(value, ord)"

@@ -32,7 +32,7 @@
 static const char *const QueueTables[] = {
 	/* first: a set is known by it */
 	"tickets_active", "tickets_ended", "ticket_queues", "matches", "match_players",
-	"backfill_requests", "rule_evaluations",
+	"backfill_requests", "rule_evaluations", "autofill_protection",
 	/* a reference table: its copy on this node, locked here only */
 	"queues"
 };

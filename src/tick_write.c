@@ -333,7 +333,12 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 			   *t_match;
 	const char **mp_player,
 			  **mp_team,
+			  **mp_role = NULL,
 			  **t_team;
+	bool	   *mp_autofilled = NULL;
+	const char **autofilled_ids = NULL;
+	int			nautofilled = 0;
+	const MmRolesConfig *roles = config->roles;
 	int		   *t_index;
 	Datum		values[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -398,6 +403,12 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	mp_ticket = palloc(sizeof(int64) * nplayers);
 	mp_player = palloc(sizeof(char *) * nplayers);
 	mp_team = palloc(sizeof(char *) * nplayers);
+	if (roles != NULL)
+	{
+		mp_role = palloc(sizeof(char *) * nplayers);
+		mp_autofilled = palloc(sizeof(bool) * nplayers);
+		autofilled_ids = palloc(sizeof(char *) * nplayers);
+	}
 	t_ids = palloc(sizeof(int64) * ntickets);
 	t_match = palloc(sizeof(int64) * ntickets);
 	t_team = palloc(sizeof(char *) * ntickets);
@@ -406,6 +417,7 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	for (i = 0; i < nm; i++)
 	{
 		const MmFoundMatch *m = &result->matches[i];
+		int			mp = 0;
 
 		for (k = 0; k < m->ntickets; k++)
 		{
@@ -416,11 +428,23 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 			t_ids[ntickets] = t->id;
 			t_team[ntickets] = team;
 			t_match[ntickets++] = match_ids[i];
-			for (p = 0; p < t->nplayers; p++)
+			for (p = 0; p < t->nplayers; p++, mp++)
 			{
 				mp_match[nplayers] = match_ids[i];
 				mp_ticket[nplayers] = t->id;
 				mp_player[nplayers] = t->player_ids[p];
+				if (roles != NULL && m->player_role != NULL)
+				{
+					mp_role[nplayers] = roles->names[m->player_role[mp]];
+					mp_autofilled[nplayers] = m->player_autofilled[mp];
+					if (m->player_autofilled[mp])
+						autofilled_ids[nautofilled++] = t->player_ids[p];
+				}
+				else if (roles != NULL)
+				{
+					mp_role[nplayers] = NULL;
+					mp_autofilled[nplayers] = false;
+				}
 				mp_team[nplayers++] = team;
 			}
 		}
@@ -433,12 +457,24 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	pfree(mp_ticket);
 	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, nplayers));
 	pfree(mp_team);
-	MmTickRunWrite(q, MmTickPlan.insert_players, values, SPI_OK_INSERT, nplayers, "inserting match players");
+	memset(nulls, ' ', sizeof(nulls));
+	nulls[5] = nulls[6] = roles != NULL ? ' ' : 'n';
+	values[5] = roles != NULL ? PointerGetDatum(MmBuildTextArray(mp_role, nplayers)) : (Datum) 0;
+	values[6] = roles != NULL ? PointerGetDatum(MmBuildBoolArray(mp_autofilled, nplayers)) : (Datum) 0;
+	RunWriteWithNulls(q, MmTickPlan.insert_players, values, nulls, SPI_OK_INSERT, nplayers,
+					  "inserting match players");
 	/* the arrays are as long as the queue: free them before the next ones */
-	pfree(DatumGetPointer(values[1]));
-	pfree(DatumGetPointer(values[2]));
-	pfree(DatumGetPointer(values[3]));
-	pfree(DatumGetPointer(values[4]));
+	for (i = 1; i <= 6; i++)
+		if (nulls[i] == ' ')
+			pfree(DatumGetPointer(values[i]));
+	if (nautofilled > 0 && roles->protect_games > 0)
+	{
+		values[1] = PointerGetDatum(MmBuildTextArray(autofilled_ids, nautofilled));
+		values[2] = Int32GetDatum(roles->protect_games);
+		values[3] = TimestampTzGetDatum(now);
+		MmTickRunWrite(q, MmTickPlan.protect_autofilled, values, SPI_OK_INSERT, nautofilled,
+					   "protecting autofilled players");
+	}
 
 	if (deadline != 0)
 		ProposeTickets(q, ntickets, t_index, t_match, t_team);
@@ -454,11 +490,20 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 		int64	   *ids = palloc(sizeof(int64) * m->ntickets);
 		int			t;
 
+		int			mp = 0;
+
 		for (t = 0; t < nteams; t++)
 		{
 			teams[t].name = config->nteams > 0 ? config->teams[t].name : NULL;
 			teams[t].nplayers = 0;
 			teams[t].player_ids = palloc(sizeof(char *) * m->nplayers);
+			teams[t].roles = NULL;
+			teams[t].autofilled = NULL;
+			if (m->player_role != NULL)
+			{
+				teams[t].roles = palloc(sizeof(char *) * m->nplayers);
+				teams[t].autofilled = palloc(sizeof(bool) * m->nplayers);
+			}
 		}
 		for (k = 0; k < m->ntickets; k++)
 		{
@@ -466,8 +511,15 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 			MmEventTeam *team = &teams[Max(m->ticket_team[k], 0)];
 
 			ids[k] = tk->id;
-			for (p = 0; p < tk->nplayers; p++)
+			for (p = 0; p < tk->nplayers; p++, mp++)
+			{
+				if (m->player_role != NULL)
+				{
+					((const char **) team->roles)[team->nplayers] = roles->names[m->player_role[mp]];
+					((bool *) team->autofilled)[team->nplayers] = m->player_autofilled[mp];
+				}
 				team->player_ids[team->nplayers++] = tk->player_ids[p];
+			}
 		}
 		MmNotifyMatchFound(deadline != 0 ? "match_proposed" : "match_found", queue, match_ids[i], regions[i], m->quality,
 						   nteams, teams, m->ntickets, ids);

@@ -24,6 +24,67 @@ BadPlayers(int64 ticket_id, const char *why)
 }
 
 /*
+ * A role queue's ticket: each player's rank of every role (the "roles"
+ * list, most preferred first; "fill" ranks every role not listed before
+ * it; no list: every role first) and the roles they may take now, those
+ * ranked, or every role once the ticket waited autofill.after_seconds and
+ * the player is not protected.  Roles of other queues (a ticket searching
+ * in several) are skipped.
+ */
+static void
+ParseRoles(const MmRolesConfig *roles, MmTicket *ticket, const MmPlayerInput *players)
+{
+	int			n = ticket->nplayers;
+	bool		autofill_now = roles->autofill &&
+		ticket->age_seconds >= roles->autofill_after_seconds;
+
+	ticket->role_rank = palloc(sizeof(uint8) * n * MM_MAX_ROLES);
+	ticket->role_accept = palloc(sizeof(MmRoleMask) * n);
+	for (int i = 0; i < n; i++)
+	{
+		uint8	   *rank = &ticket->role_rank[i * MM_MAX_ROLES];
+		MmRoleMask	listed = 0;
+
+		memset(rank, MM_ROLE_UNLISTED, MM_MAX_ROLES);
+		if (players[i].roles == NULL)
+		{
+			memset(rank, 0, roles->nroles);
+			listed = MmAllRoles(roles);
+		}
+		else
+		{
+			int			count = JsonContainerSize(players[i].roles);
+			int			position = 0;
+
+			for (int k = 0; k < count; k++)
+			{
+				JsonbValue *v = getIthJsonbValueFromContainer(players[i].roles, k);
+				int			r;
+
+				if (v == NULL || v->type != jbvString)
+					continue;
+				if (v->val.string.len == 4 && memcmp(v->val.string.val, "fill", 4) == 0)
+				{
+					for (r = 0; r < roles->nroles; r++)
+						if (rank[r] == MM_ROLE_UNLISTED)
+							rank[r] = position;
+					listed = MmAllRoles(roles);
+					break;
+				}
+				r = MmRoleIndex(roles, v->val.string.val, v->val.string.len);
+				if (r < 0 || rank[r] != MM_ROLE_UNLISTED)
+					continue;
+				rank[r] = position++;
+				listed |= 1 << r;
+			}
+		}
+		ticket->role_accept[i] = listed;
+		if (autofill_now && !players[i].autofill_protected)
+			ticket->role_accept[i] = MmAllRoles(roles);
+	}
+}
+
+/*
  * Parses a ticket's players jsonb into MmPlayerInput (the containers point
  * into the jsonb, which must outlive the use of players) and extracts the
  * rule values, with each player's server-side attributes and stored rating
@@ -66,13 +127,23 @@ MmParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 		if (getKeyJsonValueFromContainer(obj, "latencies", 9, &v) != NULL &&
 			v.type == jbvBinary)
 			players[i].latencies = v.val.binary.data;
+		players[i].roles = NULL;
+		if (getKeyJsonValueFromContainer(obj, "roles", 5, &v) != NULL &&
+			v.type == jbvBinary && JsonContainerIsArray(v.val.binary.data))
+			players[i].roles = v.val.binary.data;
 		players[i].server_attributes = NULL;
 		players[i].rating = NULL;
+		players[i].autofill_protected = false;
+		memset(players[i].role_rating, 0, sizeof(players[i].role_rating));
 		if (sources)
 			MmApplyPlayerSources(sources, &players[i]);
 		pfree(elem);
 	}
 	MmExtractTicketValues(context, ticket, players, n);
+	ticket->role_rank = NULL;
+	ticket->role_accept = NULL;
+	if (context->config->roles != NULL)
+		ParseRoles(context->config->roles, ticket, players);
 }
 
 /* The id of each player of these tickets, in order. */

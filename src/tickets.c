@@ -37,6 +37,7 @@
 #include "event_signing.h"
 #include "json_walk.h"
 #include "queue_config.h"
+#include "roles.h"
 #include "schema_version.h"
 
 PG_FUNCTION_INFO_V1(mm_tickets_validate);
@@ -322,6 +323,58 @@ CheckLatencies(MmJsonPath *path, JsonbValue *latencies)
 }
 
 /*
+ * Checks a player's "roles": the roles they accept, most preferred first,
+ * each a role of the queue at most once, "fill" (any role) only last.  A
+ * queue without roles ignores the list (a ticket may search several
+ * queues), but it must still be a list of names.
+ */
+static void
+CheckRoles(MmJsonPath *path, JsonbValue *value, const MmQueueConfig *config, const char *queue)
+{
+	const MmRolesConfig *roles = config->roles;
+	JsonbContainer *list;
+	int			n;
+	MmRoleMask	seen = 0;
+
+	list = MmJsonArray(path, value, 1, MM_MAX_ROLES + 1, &n);
+	for (int k = 0; k < n; k++)
+	{
+		JsonbValue *v = getIthJsonbValueFromContainer(list, k);
+		int			o = MmJsonPathPushIndex(path, k);
+		char	   *name = MmJsonString(path, v, 1, MM_MAX_NAME_LENGTH);
+		int			r;
+
+		if (strcmp(name, "fill") == 0)
+		{
+			if (k != n - 1)
+				MmJsonError(path, "\"fill\" (any role) must come last");
+			MmJsonPathPop(path, o);
+			break;
+		}
+		if (roles == NULL)
+		{
+			MmJsonPathPop(path, o);
+			continue;
+		}
+		r = MmRoleIndex(roles, name, strlen(name));
+		if (r < 0)
+		{
+			StringInfoData known;
+
+			initStringInfo(&known);
+			for (int j = 0; j < roles->nroles; j++)
+				appendStringInfo(&known, "%s%s", j > 0 ? ", " : "", roles->names[j]);
+			MmJsonErrorHint(path, psprintf("The roles of queue \"%s\": %s, or \"fill\".", queue, known.data),
+							"unknown role \"%s\"", name);
+		}
+		if (seen & (1 << r))
+			MmJsonError(path, "role \"%s\" is listed twice", name);
+		seen |= 1 << r;
+		MmJsonPathPop(path, o);
+	}
+}
+
+/*
  * Validates a ticket's players against its queue's config and returns the
  * number of players.  Errors read "invalid ticket at players[1].id: ...".
  */
@@ -363,7 +416,7 @@ ValidatePlayers(Jsonb *players, const MmQueueConfig *config, const char *queue)
 	ids = palloc(sizeof(char *) * count);
 	for (i = 0; i < count; i++)
 	{
-		MmJsonField f[] = {{"id"}, {"attributes"}, {"latencies"}};
+		MmJsonField f[] = {{"id"}, {"attributes"}, {"latencies"}, {"roles"}};
 		JsonbValue *player = getIthJsonbValueFromContainer(array, i);
 		JsonbValue *v;
 		int			old = MmJsonPathPushIndex(path, i);
@@ -404,6 +457,13 @@ ValidatePlayers(Jsonb *players, const MmQueueConfig *config, const char *queue)
 		if (needs_latencies && (v == NULL || JsonContainerSize(v->val.binary.data) == 0))
 			MmJsonError(path, "at least one region is required by rule \"%s\"", latency_rule);
 		MmJsonPathPop(path, old2);
+
+		if ((v = MmJsonGet(f, lengthof(f), "roles")))
+		{
+			old2 = MmJsonPathPushKey(path, "roles", 5);
+			CheckRoles(path, v, config, queue);
+			MmJsonPathPop(path, old2);
+		}
 
 		MmJsonPathPop(path, old);
 	}
