@@ -276,6 +276,85 @@ AppendEstimate(StringInfo out, const MmRuleContext *context, const MmRuleHandler
 	}
 }
 
+/*
+ * A role queue's "roles": per role, the seats a match has (the fewest of
+ * its compositions), and among the searching players the ticket's pair
+ * rules let it play with (itself included) those who may take the role and
+ * those who want it first; "blocking_role" is the role most short of
+ * players for one match (null when none is), and "autofill_from" when the
+ * ticket may be given any role (null without autofill).
+ */
+static void
+AppendRoles(StringInfo out, MmRuleContext *context, const MmRuleHandler **handlers,
+			MmRuleState *states, const MmTicket *tickets, int ntickets, int self, TimestampTz now)
+{
+	const MmQueueConfig *config = context->config;
+	const MmRolesConfig *roles = config->roles;
+	int			seats[MM_MAX_ROLES] = {0};
+	int			willing[MM_MAX_ROLES] = {0};
+	int			first[MM_MAX_ROLES] = {0};
+	int			blocking = -1,
+				worst = 0;
+
+	for (int g = 0; g < roles->ngroups; g++)
+		for (int r = 0; r < roles->nroles; r++)
+		{
+			int			fewest = roles->compositions[g][0].seats[r];
+
+			for (int c = 1; c < roles->ncompositions[g]; c++)
+				fewest = Min(fewest, roles->compositions[g][c].seats[r]);
+			seats[r] += fewest;
+		}
+	for (int i = 0; i < ntickets; i++)
+	{
+		const MmTicket *t = &tickets[i];
+		bool		compatible = true;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int r = 0; r < config->nrules && compatible && i != self; r++)
+			if (PairRule(&config->rules[r], handlers[r]))
+				compatible = PairPasses(context, r, handlers[r], &states[r], &tickets[self], t);
+		if (!compatible)
+			continue;
+		for (int p = 0; p < t->nplayers; p++)
+			for (int r = 0; r < roles->nroles; r++)
+			{
+				if (t->role_accept[p] & (1 << r))
+					willing[r]++;
+				if (t->role_rank[p * MM_MAX_ROLES + r] == 0)
+					first[r]++;
+			}
+	}
+	appendStringInfoString(out, ", \"roles\": {\"per_role\": [");
+	for (int r = 0; r < roles->nroles; r++)
+	{
+		appendStringInfoString(out, r > 0 ? ", {\"role\": " : "{\"role\": ");
+		escape_json(out, roles->names[r]);
+		appendStringInfo(out, ", \"seats_per_match\": %d, \"players_who_may_take_it\": %d"
+						 ", \"players_who_want_it_first\": %d}", seats[r], willing[r], first[r]);
+		if (seats[r] - willing[r] > worst)
+		{
+			worst = seats[r] - willing[r];
+			blocking = r;
+		}
+	}
+	appendStringInfoString(out, "], \"blocking_role\": ");
+	if (blocking >= 0)
+		escape_json(out, roles->names[blocking]);
+	else
+		appendStringInfoString(out, "null");
+	appendStringInfoString(out, ", \"autofill_from\": ");
+	if (roles->autofill)
+	{
+		double		wait = Max(0.0, roles->autofill_after_seconds - tickets[self].age_seconds);
+
+		escape_json(out, timestamptz_to_str(now + (int64) (wait * USECS_PER_SEC)));
+	}
+	else
+		appendStringInfoString(out, "null");
+	appendStringInfoChar(out, '}');
+}
+
 PG_FUNCTION_INFO_V1(mm_explain_ticket);
 
 Datum
@@ -554,7 +633,10 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 			appendStringInfoString(&out, "]}");
 		}
 	}
-	appendStringInfoString(&out, "], \"recent_median_wait_seconds\": ");
+	appendStringInfoChar(&out, ']');
+	if (config->roles != NULL)
+		AppendRoles(&out, &context, handlers, states, tickets, ntickets, self, now);
+	appendStringInfoString(&out, ", \"recent_median_wait_seconds\": ");
 	if (median >= 0)
 		appendStringInfo(&out, "%.3f", median);
 	else

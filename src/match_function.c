@@ -348,6 +348,50 @@ ProposalHolds(const MmRuleContext *context, const MmTicket *tickets, Proposal *p
 	return true;
 }
 
+/*
+ * A role queue: seats a proposal's players on its teams' roles (each
+ * ticket on the team the function chose).  False when they cannot be.
+ */
+static bool
+SeatProposal(const MmRolesConfig *roles, const MmTicket *tickets, Proposal *p)
+{
+	int			n = p->match.nplayers;
+	MmRoleMask *accept = palloc(sizeof(MmRoleMask) * n);
+	const uint8 **rank = palloc(sizeof(uint8 *) * n);
+	int		   *ticket_of = palloc(sizeof(int) * n);
+	int		   *ticket_size = palloc(sizeof(int) * p->ntickets);
+	int		   *group_of = palloc(sizeof(int) * n);
+	MmRolePlayers players;
+	MmRoleSeating seating;
+	int			i = 0;
+
+	for (int k = 0; k < p->ntickets; k++)
+	{
+		const MmTicket *t = &tickets[p->tickets[k]];
+
+		for (int q = 0; q < t->nplayers; q++, i++)
+		{
+			accept[i] = t->role_accept[q];
+			rank[i] = &t->role_rank[q * MM_MAX_ROLES];
+			ticket_of[i] = k;
+		}
+		ticket_size[k] = t->nplayers;
+	}
+	players.nplayers = n;
+	players.accept = accept;
+	players.rank = rank;
+	players.ticket_of = ticket_of;
+	players.ntickets = p->ntickets;
+	players.ticket_size = ticket_size;
+	players.ticket_group = p->team;
+	p->match.player_role = palloc(sizeof(int) * n);
+	p->match.player_autofilled = palloc(sizeof(bool) * n);
+	seating.group_of = group_of;
+	seating.role_of = p->match.player_role;
+	seating.autofilled = p->match.player_autofilled;
+	return MmRolesSeat(roles, &players, NULL, NULL, &seating);
+}
+
 /* Checks one proposal; returns the rejection, or -1 when it may be committed. */
 static int
 CheckProposal(const MmRuleContext *context, const MmTicket *tickets, const IdIndex *ix,
@@ -486,6 +530,10 @@ CheckProposal(const MmRuleContext *context, const MmTicket *tickets, const IdInd
 	p->match.nplayers = total;
 	p->match.quality = 1.0;
 	p->match.region = -1;
+	p->match.player_role = NULL;
+	p->match.player_autofilled = NULL;
+	if (config->roles != NULL && !SeatProposal(config->roles, tickets, p))
+		return MM_REJECT_TEAMS;
 	p->match.rule_steps = palloc0(sizeof(MmRuleStep) * Max(config->nrules, 1));
 	if (rules_apply && config->nrules > 0 && !ProposalHolds(context, tickets, p))
 		return MM_REJECT_RULES;

@@ -93,6 +93,7 @@ BackfillRoleProblem(BackfillState *b, int extra, MmRolePlayers *players)
 	players->ticket_of = b->role_ticket_of;
 	players->ntickets = ntickets;
 	players->ticket_size = b->role_ticket_size;
+	players->ticket_group = NULL;
 }
 
 /* Whether candidate j can join the current set on the open seats. */

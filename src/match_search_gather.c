@@ -245,6 +245,7 @@ RoleProblemOf(SearchState *s, int extra, MmRolePlayers *players)
 	players->ticket_of = s->role_ticket_of;
 	players->ntickets = ntickets;
 	players->ticket_size = s->role_ticket_size;
+	players->ticket_group = NULL;
 }
 
 bool

@@ -341,7 +341,9 @@ PlaceParties(RoleProblem *p, int t)
 {
 	const MmRolePlayers *pl = p->players;
 
-	while (t < pl->ntickets && pl->ticket_size[t] == 1)
+	/* solo players of no fixed group go wherever the flow seats them */
+	while (t < pl->ntickets && pl->ticket_size[t] == 1 &&
+		   (pl->ticket_group == NULL || pl->ticket_group[t] < 0))
 		t++;
 	if (t == pl->ntickets)
 	{
@@ -357,9 +359,10 @@ PlaceParties(RoleProblem *p, int t)
 		int			counts[1 << MM_MAX_ROLES];
 		bool		same = false;
 
-		if (p->party_room[g] < pl->ticket_size[t])
+		if (p->party_room[g] < pl->ticket_size[t] ||
+			(pl->ticket_group != NULL && pl->ticket_group[t] >= 0 && pl->ticket_group[t] != g))
 			continue;
-		for (int u = 0; u < g && !same; u++)
+		for (int u = 0; u < g && !same && (pl->ticket_group == NULL || pl->ticket_group[t] < 0); u++)
 			same = p->party_room[u] == p->party_room[g] &&
 				memcmp(&p->seats[u * MM_MAX_ROLES], &p->seats[g * MM_MAX_ROLES],
 					   sizeof(int) * MM_MAX_ROLES) == 0 &&
@@ -496,7 +499,9 @@ ProblemInit(RoleProblem *p, const MmRolesConfig *roles, const MmRolePlayers *pla
 	for (int t = 0; t < players->ntickets; t++)
 	{
 		p->party_group[t] = -1;
-		if (players->ticket_size[t] > 1 && p->ngroups > 1)
+		if (p->ngroups > 1 &&
+			(players->ticket_size[t] > 1 ||
+			 (players->ticket_group != NULL && players->ticket_group[t] >= 0)))
 			p->any_party = true;
 	}
 	/* level[j] = base^(nroles-1-j): players <= MM_MAX_MATCH_SIZE keeps it in int64 */

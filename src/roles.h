@@ -83,6 +83,8 @@ typedef struct MmRolePlayers
 	const int  *ticket_of;
 	int			ntickets;
 	const int  *ticket_size;
+	const int  *ticket_group;	/* per ticket: the group it sits on (a match
+								 * function chose it), -1: any; NULL: all any */
 } MmRolePlayers;
 
 /* A seating: each player's group and role, and whether autofilled. */
