@@ -129,9 +129,18 @@ SearchAtAge(SearchState *s, double age)
 					weight_sum;
 		bool		formed;
 
-		formed = MmSearchGather(s, config->match_max, NULL, &packing_skipped) >= s->match_min &&
-			MmSearchFinalHolds(s, s->states) &&
+		/* a role queue: first choices first, as with teams below */
+		s->first_choices_only = s->roles != NULL;
+		formed = MmSearchGather(s, config->match_max, NULL, &packing_skipped) >= s->match_min;
+		s->first_choices_only = false;
+		formed = formed && MmSearchFinalHolds(s, s->states) &&
 			(s->roles == NULL || MmSearchSeatRoles(s));
+		if (!formed && s->roles != NULL)
+		{
+			s->counting = false;
+			formed = MmSearchGather(s, config->match_max, NULL, &packing_skipped) >= s->match_min &&
+				MmSearchFinalHolds(s, s->states) && MmSearchSeatRoles(s);
+		}
 		s->counting = false;
 		if (formed)
 		{
@@ -160,6 +169,26 @@ SearchAtAge(SearchState *s, double age)
 
 		if (total > reachable || !MmSearchEvenTeamSizes(config, s->team_min, total, max_spread, s->team_size))
 			continue;
+		/*
+		 * A role queue first gathers players who can all have their first
+		 * choice, skipping those who could not; only when that fills no match
+		 * does it gather anyone who can be seated.
+		 */
+		if (s->roles != NULL)
+		{
+			s->first_choices_only = true;
+			got = MmSearchGather(s, total, s->team_size, &packing_skipped);
+			s->first_choices_only = false;
+			if (got == total && MmSearchFinalHolds(s, s->states) &&
+				MmSearchTryTeams(s, s->team_size, &closeness_sum, &weight_sum))
+			{
+				s->counting = false;
+				MmSearchEmitMatch(s, closeness_sum, weight_sum);
+				return true;
+			}
+			s->counting = false;
+			closeness_sum = weight_sum = 0;
+		}
 		got = MmSearchGather(s, total, s->team_size, &packing_skipped);
 		if (got < total)
 		{

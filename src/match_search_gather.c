@@ -233,6 +233,15 @@ RoleProblemOf(SearchState *s, int extra, MmRolePlayers *players)
 		for (int p = 0; p < t->nplayers; p++)
 		{
 			s->role_accept[n] = t->role_accept[p];
+			if (s->first_choices_only)
+			{
+				const uint8 *rank = &t->role_rank[p * MM_MAX_ROLES];
+
+				s->role_accept[n] = 0;
+				for (int r = 0; r < s->roles->nroles; r++)
+					if (rank[r] == 0)
+						s->role_accept[n] |= 1 << r;
+			}
 			s->role_rank[n] = &t->role_rank[p * MM_MAX_ROLES];
 			s->role_ticket_of[n] = ntickets;
 			n++;

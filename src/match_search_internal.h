@@ -127,6 +127,7 @@ typedef struct SearchState
 	int		   *role_ticket_size;
 	int		   *player_role;	/* the seating: each chosen player's role */
 	bool	   *player_autofilled;
+	bool		first_choices_only; /* gathering: each player on a first choice */
 
 	MemoryContext result_context;	/* the caller's: the matches live there */
 	MmSearchResult *result;

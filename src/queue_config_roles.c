@@ -180,7 +180,7 @@ MmConfigReadRoles(MmJsonPath *path, MmQueueConfig *config, JsonbValue *const *te
 		if (!(v = MmJsonGet(af, lengthof(af), "after_seconds")))
 			MmConfigMissingKey(path, "after_seconds", "(how long a ticket waits before it may be given any role)");
 		WITH_KEY(path, "after_seconds",
-				 roles->autofill_after_seconds = MmJsonNumber(path, v, 0, true, MM_MAX_LIFETIME_SECONDS));
+				 roles->autofill_after_seconds = MmJsonNumber(path, v, 0, false, MM_MAX_LIFETIME_SECONDS));
 		if ((v = MmJsonGet(af, lengthof(af), "protect_games")))
 			WITH_KEY(path, "protect_games",
 					 roles->protect_games = MmJsonInteger(path, v, 0, 1000));
