@@ -75,9 +75,17 @@ CREATE TABLE mm.match_players (
 	team text,
 	accepted boolean,
 	left_at timestamptz,
+	-- the role the search gave the player in a role queue (NULL in a queue
+	-- without roles), and whether it was outside the player's list (autofill)
+	role text,
+	autofilled boolean NOT NULL DEFAULT false,
 	PRIMARY KEY (match_id, player_id, queue)
 );
 COMMENT ON TABLE mm.match_players IS 'Who plays in each match, on which team';
+COMMENT ON COLUMN mm.match_players.role IS
+	'The role the player was given in a role queue; NULL in a queue without roles';
+COMMENT ON COLUMN mm.match_players.autofilled IS
+	'True when the role was outside the player''s list of roles (autofill)';
 GRANT SELECT ON TABLE mm.match_players TO mm_director, mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.match_players TO mm_admin;
 SELECT pg_catalog.pg_extension_config_dump('mm.match_players', '');
@@ -114,6 +122,24 @@ GRANT SELECT ON TABLE mm.match_results TO mm_director, mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.match_results TO mm_admin;
 CREATE INDEX match_results_queue_reported ON mm.match_results (queue, reported_at);
 SELECT pg_catalog.pg_extension_config_dump('mm.match_results', '');
+
+-- Autofill protection (role queues): a player the tick autofilled gets
+-- games_left = the queue's autofill.protect_games; the tick never autofills
+-- a player whose games_left is above 0, and mm.report_result counts it down
+-- for each reported match the player played without being autofilled.
+CREATE TABLE mm.autofill_protection (
+	queue text NOT NULL,
+	player_id text NOT NULL,
+	games_left integer NOT NULL
+		CONSTRAINT autofill_protection_games_left CHECK (games_left OPERATOR(pg_catalog.>=) 0),
+	updated_at timestamptz NOT NULL,
+	PRIMARY KEY (queue, player_id)
+);
+COMMENT ON TABLE mm.autofill_protection IS
+	'Per queue and player: how many more reported matches keep a recently autofilled player from being autofilled again';
+GRANT SELECT ON TABLE mm.autofill_protection TO mm_director, mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.autofill_protection TO mm_admin;
+SELECT pg_catalog.pg_extension_config_dump('mm.autofill_protection', '');
 
 -- Backfill: open slots of a running match that the tick fills from searching
 -- tickets before it forms new matches.  At most one open request per match.
@@ -190,3 +216,25 @@ REVOKE ALL ON FUNCTION mm.match_results_set_queue() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.match_results_set_queue() TO mm_admin;
 CREATE TRIGGER match_results_queue BEFORE INSERT OR UPDATE OF match_id, queue ON mm.match_results
 	FOR EACH ROW EXECUTE FUNCTION mm.match_results_set_queue();
+
+-- A deleted queue's autofill protection goes with it (on Citus, where this
+-- fires on the reference table's copies, mm.delete_queue_rows does it).
+CREATE FUNCTION mm.queues_after_delete_autofill() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
+		RETURN NULL;
+	END IF;
+	DELETE FROM mm.autofill_protection a USING old_queues q WHERE a.queue = q.name;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.queues_after_delete_autofill() IS
+	'Trigger: deletes the autofill protection of deleted queues';
+REVOKE ALL ON FUNCTION mm.queues_after_delete_autofill() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.queues_after_delete_autofill() TO mm_admin;
+CREATE TRIGGER queues_after_delete_autofill AFTER DELETE ON mm.queues
+	REFERENCING OLD TABLE AS old_queues
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.queues_after_delete_autofill();

@@ -444,20 +444,24 @@ GRANT EXECUTE ON FUNCTION mm.assign(bigint, text, jsonb) TO mm_director, mm_admi
 
 -- A ticket's assignment by (queue, id).  The ticket's queue is its own, or
 -- for a ticket of several queues one of them (once matched, the queue that
--- matched it is its own); its match is in one of them.  The arguments are
--- read by position: the output column ticket_id shadows the argument.
+-- matched it is its own); its match is in one of them.  roles: the role of
+-- each of the ticket's players in the match ({"p1": "tank"}), NULL in a match
+-- without roles.  The arguments are read by position: the output column
+-- ticket_id shadows the argument.
 CREATE FUNCTION mm.ticket_assignment(wanted_queue text, wanted_id bigint)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
-			   team text, connection text, properties jsonb)
+			   team text, connection text, properties jsonb, roles jsonb)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	t record;
 	m_id bigint;
+	m_queue text;
 	m_status text;
 	m_connection text;
 	m_properties jsonb;
+	m_roles jsonb;
 BEGIN
 	IF wanted_queue IS NULL OR wanted_id IS NULL THEN
 		RETURN;
@@ -474,11 +478,17 @@ BEGIN
 		END IF;
 	END IF;
 	IF t.match_id IS NOT NULL THEN
-		SELECT x.id, x.status, x.connection, x.properties INTO m_id, m_status, m_connection, m_properties
+		SELECT x.id, x.queue, x.status, x.connection, x.properties
+		  INTO m_id, m_queue, m_status, m_connection, m_properties
 		  FROM mm.matches x
 		 WHERE x.queue = ANY (array_prepend(t.queue, coalesce(t.queues, '{}'))) AND x.id = t.match_id;
+		IF m_id IS NOT NULL THEN
+			SELECT jsonb_object_agg(mp.player_id, mp.role) FILTER (WHERE mp.role IS NOT NULL) INTO m_roles
+			  FROM mm.match_players mp
+			 WHERE mp.queue = m_queue AND mp.match_id = m_id AND mp.ticket_id = t.id;
+		END IF;
 	END IF;
-	RETURN QUERY SELECT t.id, t.status, m_id, m_status, t.team, m_connection, m_properties;
+	RETURN QUERY SELECT t.id, t.status, m_id, m_status, t.team, m_connection, m_properties, m_roles;
 END
 $$;
 COMMENT ON FUNCTION mm.ticket_assignment(text, bigint) IS
@@ -489,7 +499,7 @@ GRANT EXECUTE ON FUNCTION mm.ticket_assignment(text, bigint) TO mm_admin;
 -- The director's forms (SQL: an output column shares the name ticket_id).
 CREATE FUNCTION mm.get_assignment(queue text, ticket_id bigint)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
-			   team text, connection text, properties jsonb)
+			   team text, connection text, properties jsonb, roles jsonb)
 LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -498,13 +508,13 @@ AS $$
 	SELECT a.* FROM mm.ticket_assignment(get_assignment.queue, get_assignment.ticket_id) a
 $$;
 COMMENT ON FUNCTION mm.get_assignment(text, bigint) IS
-'For the director: a ticket''s status by (queue, id), its match and the match''s status, team, connection and properties; no row for a ticket not in the queue';
+'For the director: a ticket''s status by (queue, id), its match and the match''s status, team, connection, properties and its players'' roles; no row for a ticket not in the queue';
 REVOKE ALL ON FUNCTION mm.get_assignment(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.get_assignment(text, bigint) TO mm_director, mm_admin;
 
 CREATE FUNCTION mm.get_assignment(ticket_id bigint)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
-			   team text, connection text, properties jsonb)
+			   team text, connection text, properties jsonb, roles jsonb)
 LANGUAGE sql STABLE STRICT
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -512,7 +522,7 @@ AS $$
 	SELECT a.* FROM mm.ticket_assignment(mm.ticket_queue(get_assignment.ticket_id), get_assignment.ticket_id) a
 $$;
 COMMENT ON FUNCTION mm.get_assignment(bigint) IS
-'For the director: any ticket''s status, its match and the match''s status, team, connection and properties (a frontend passes the ticket''s token)';
+'For the director: any ticket''s status, its match and the match''s status, team, connection, properties and its players'' roles (a frontend passes the ticket''s token)';
 -- The id-only form reads any ticket: the director's (and the admin's).
 REVOKE ALL ON FUNCTION mm.get_assignment(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.get_assignment(bigint) TO mm_director, mm_admin;
@@ -1013,7 +1023,7 @@ GRANT EXECUTE ON FUNCTION mm.cancel_backfill(bigint, timestamptz) TO mm_director
 -- does).
 CREATE FUNCTION mm.get_assignment(ticket_id bigint, token text)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
-			   team text, connection text, properties jsonb)
+			   team text, connection text, properties jsonb, roles jsonb)
 LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1022,13 +1032,13 @@ AS $$
 	SELECT a.* FROM mm.get_assignment(get_assignment.ticket_id) a
 $$;
 COMMENT ON FUNCTION mm.get_assignment(bigint, text) IS
-'For a polling client holding its ticket''s token: the ticket''s status, its match and the match''s status, team, connection and properties; 42501 for a wrong token';
+'For a polling client holding its ticket''s token: the ticket''s status, its match and the match''s status, team, connection, properties and its players'' roles; 42501 for a wrong token';
 REVOKE ALL ON FUNCTION mm.get_assignment(bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.get_assignment(bigint, text) TO mm_frontend, mm_director;
 
 CREATE FUNCTION mm.get_assignment(queue text, ticket_id bigint, token text)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
-			   team text, connection text, properties jsonb)
+			   team text, connection text, properties jsonb, roles jsonb)
 LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1038,6 +1048,6 @@ AS $$
 	SELECT a.* FROM mm.ticket_assignment(get_assignment.queue, get_assignment.ticket_id) a
 $$;
 COMMENT ON FUNCTION mm.get_assignment(text, bigint, text) IS
-'For a polling client holding its ticket''s token: the ticket''s status by (queue, id), its match and the match''s status, team, connection and properties; 42501 for a wrong token';
+'For a polling client holding its ticket''s token: the ticket''s status by (queue, id), its match and the match''s status, team, connection, properties and its players'' roles; 42501 for a wrong token';
 REVOKE ALL ON FUNCTION mm.get_assignment(text, bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.get_assignment(text, bigint, text) TO mm_frontend, mm_director;

@@ -120,6 +120,35 @@ COMMENT ON FUNCTION mm.rating_option(jsonb, text) IS
 REVOKE ALL ON FUNCTION mm.rating_option(jsonb, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.rating_option(jsonb, text) TO mm_admin;
 
+-- The roles a queue config names, sorted, NULL for a queue without roles:
+-- the keys of every composition of teams[i].roles and of a free-for-all's
+-- top-level roles (each an object, or a list of objects).
+CREATE FUNCTION mm.config_roles(config jsonb)
+RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH sets AS (
+		SELECT config -> 'roles' AS s
+		UNION ALL
+		SELECT t.value -> 'roles'
+		  FROM jsonb_array_elements(CASE WHEN jsonb_typeof(config -> 'teams') = 'array'
+										 THEN config -> 'teams' ELSE '[]' END) t
+	), compositions AS (
+		SELECT x.s AS c FROM sets x WHERE jsonb_typeof(x.s) = 'object'
+		UNION ALL
+		SELECT e.value
+		  FROM sets x, jsonb_array_elements(CASE WHEN jsonb_typeof(x.s) = 'array' THEN x.s ELSE '[]' END) e
+		 WHERE jsonb_typeof(e.value) = 'object'
+	)
+	SELECT array_agg(DISTINCT k.key ORDER BY k.key)
+	  FROM compositions c, jsonb_object_keys(c.c) k(key)
+$$;
+COMMENT ON FUNCTION mm.config_roles(jsonb) IS
+'Internal: the roles a queue config names (teams[i].roles, a free-for-all''s roles), sorted; NULL without roles';
+REVOKE ALL ON FUNCTION mm.config_roles(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.config_roles(jsonb) TO mm_analyst, mm_admin;
+
 -- Reports the outcome of a ready or assigned match.  See docs/ratings.md for
 -- the methods; in short, per side (a team, or a player in a free-for-all):
 --   glicko2    each player is one Glicko-2 period against every opposing
@@ -128,8 +157,13 @@ GRANT EXECUTE ON FUNCTION mm.rating_option(jsonb, text) TO mm_admin;
 --   elo        team Elo: the side's mean rating against each opposing side's,
 --              K = mm.elo_k_factor of the player, averaged over the opponents
 --   openskill  mm.openskill_rate over the whole match
+-- With "per_role": true in the queue's rating object, each player is rated
+-- in the pool <pool>.<role> of the role they played (mm.match_players.role;
+-- a player without a role in the plain pool).  Each player of the match who
+-- was not autofilled in it counts one game off their autofill protection.
 -- Concurrency: the match row is locked first, so a second report waits and
--- then finds the match completed; rating rows are locked in player order.
+-- then finds the match completed; rating rows are locked in player order,
+-- and so are the autofill protection rows.
 -- now has no default here: with one, a call of the id-only form with
 -- untyped literals (report_result(NULL, '{...}', '...')) would be ambiguous.
 CREATE FUNCTION mm.report_result(queue text, match_id bigint, ranks jsonb, now timestamptz)
@@ -144,6 +178,7 @@ DECLARE
 	config jsonb;
 	rating_system text;
 	pool_name text;
+	per_role boolean;
 	leavers_lose boolean;
 	boost_on boolean;
 	free_for_all boolean;
@@ -151,6 +186,12 @@ DECLARE
 	-- per player, in player_id order
 	ids text[];
 	teams text[];
+	roles text[];
+	-- the pool each player is rated in
+	pools text[];
+	-- the players who were not autofilled in the match
+	counted_ids text[];
+	player_index integer;
 	sides text[];
 	player_ranks integer[];
 	dense_ranks integer[];
@@ -233,8 +274,10 @@ BEGIN
 		   array_agg(mp.team ORDER BY mp.player_id),
 		   array_agg(coalesce(mp.team, mp.player_id) ORDER BY mp.player_id),
 		   array_agg(mp.left_at IS NOT NULL ORDER BY mp.player_id),
-		   bool_and(mp.team IS NULL), bool_or(mp.team IS NULL)
-	  INTO ids, teams, sides, scored_loss, free_for_all, some_without_team
+		   bool_and(mp.team IS NULL), bool_or(mp.team IS NULL),
+		   array_agg(mp.role ORDER BY mp.player_id),
+		   coalesce(array_agg(mp.player_id ORDER BY mp.player_id) FILTER (WHERE NOT mp.autofilled), '{}')
+	  INTO ids, teams, sides, scored_loss, free_for_all, some_without_team, roles, counted_ids
 	  FROM mm.match_players mp WHERE mp.queue = m.queue AND mp.match_id = m.id;
 	IF ids IS NULL THEN
 		RAISE EXCEPTION 'match % has no players', m.id USING ERRCODE = 'object_not_in_prerequisite_state';
@@ -299,6 +342,12 @@ BEGIN
 	SELECT q.config INTO config FROM mm.queues q WHERE q.name = m.queue;
 	rating_system := config #>> '{rating,system}';
 	pool_name := coalesce(config #>> '{rating,pool}', m.queue);
+	-- per role: the pool of the role each player played (a configured pool
+	-- name has no '.', so <pool>.<role> never names another queue's pool)
+	per_role := mm.rating_option(config, 'per_role');
+	pools := ARRAY(SELECT CASE WHEN per_role AND u.role IS NOT NULL THEN pool_name || '.' || u.role
+							   ELSE pool_name END
+					 FROM unnest(roles) WITH ORDINALITY u(role, i) ORDER BY u.i);
 	leavers_lose := mm.rating_option(config, 'leavers_lose');
 	boost_on := mm.rating_option(config, 'boost');
 	IF rating_system NOT IN ('glicko2', 'elo', 'openskill') OR side_count < 2 THEN
@@ -311,27 +360,28 @@ BEGIN
 	IF rating_system IS NOT NULL THEN
 		-- unrated players start at the system's defaults
 		INSERT INTO mm.ratings AS r (player_id, pool, rating, rd, volatility, mu, sigma, games, wins, updated_at)
-		SELECT u.id, pool_name,
+		SELECT u.id, u.pool,
 			   CASE WHEN rating_system IN ('glicko2', 'elo') THEN 1500 END,
 			   CASE WHEN rating_system = 'glicko2' THEN 350 END,
 			   CASE WHEN rating_system = 'glicko2' THEN 0.06 END,
 			   CASE WHEN rating_system = 'openskill' THEN 25 END,
 			   CASE WHEN rating_system = 'openskill' THEN 25 / 3.0 END,
 			   0, 0, report_result.now
-		  FROM unnest(ids) u(id)
+		  FROM unnest(ids, pools) u(id, pool)
 		 ORDER BY u.id
 		ON CONFLICT ON CONSTRAINT ratings_pkey DO NOTHING;
 		-- lock the rows in player order (as mm.decay_ratings does), one
 		-- player at a time (on Citus each on its player's shard)
-		FOREACH rank_key IN ARRAY ids LOOP
-			PERFORM FROM mm.ratings rt WHERE rt.player_id = rank_key AND rt.pool = pool_name FOR UPDATE;
+		FOR player_index IN 1 .. cardinality(ids) LOOP
+			PERFORM FROM mm.ratings rt
+			 WHERE rt.player_id = ids[player_index] AND rt.pool = pools[player_index] FOR UPDATE;
 		END LOOP;
-		SELECT array_agg(r.rating ORDER BY r.player_id), array_agg(r.rd ORDER BY r.player_id),
-			   array_agg(r.volatility ORDER BY r.player_id), array_agg(r.mu ORDER BY r.player_id),
-			   array_agg(r.sigma ORDER BY r.player_id), array_agg(r.games ORDER BY r.player_id)
+		SELECT array_agg(r.rating ORDER BY u.i), array_agg(r.rd ORDER BY u.i),
+			   array_agg(r.volatility ORDER BY u.i), array_agg(r.mu ORDER BY u.i),
+			   array_agg(r.sigma ORDER BY u.i), array_agg(r.games ORDER BY u.i)
 		  INTO old_rating, old_rd, old_volatility, old_mu, old_sigma, games
-		  FROM mm.ratings r
-		 WHERE r.pool = pool_name AND r.player_id = ANY (ids);
+		  FROM unnest(ids, pools) WITH ORDINALITY u(id, pool, i)
+		  JOIN mm.ratings r ON r.player_id = u.id AND r.pool = u.pool;
 		-- a row another system wrote in the same pool lacks fields: defaults
 		cur_rating := ARRAY(SELECT coalesce(x, 1500) FROM unnest(old_rating) WITH ORDINALITY u(x, i) ORDER BY u.i);
 		cur_rd := ARRAY(SELECT coalesce(x, 350) FROM unnest(old_rd) WITH ORDINALITY u(x, i) ORDER BY u.i);
@@ -356,14 +406,14 @@ BEGIN
 						   mm.attribute_number(pl.attributes, 'mvp_rate', 0, 1),
 						   h.recent,
 						   mm.attribute_number(pl.attributes, 'headshot_rate', 0, 1)), 0), u.g)
-				  FROM unnest(ids, games) WITH ORDINALITY u(id, g, i)
-				  JOIN mm.ratings rt ON rt.pool = pool_name AND rt.player_id = u.id
+				  FROM unnest(ids, games, pools) WITH ORDINALITY u(id, g, pool, i)
+				  JOIN mm.ratings rt ON rt.pool = u.pool AND rt.player_id = u.id
 				  LEFT JOIN mm.players pl ON pl.id = u.id
 				 CROSS JOIN LATERAL (
 					SELECT coalesce(array_agg(x.v ORDER BY x.created_at, x.id), '{}') AS recent
 					  FROM (SELECT coalesce(rh.rating_after, rh.mu_after) AS v, rh.created_at, rh.id
 							  FROM mm.rating_history rh
-							 WHERE rh.player_id = u.id AND rh.pool = pool_name AND rh.match_id IS NOT NULL
+							 WHERE rh.player_id = u.id AND rh.pool = u.pool AND rh.match_id IS NOT NULL
 							 ORDER BY rh.created_at DESC, rh.id DESC LIMIT 10) x
 					 WHERE x.v IS NOT NULL) h
 				 ORDER BY u.i);
@@ -460,18 +510,18 @@ BEGIN
 		UPDATE mm.ratings r
 		   SET rating = u.rating, rd = u.rd, volatility = u.volatility, mu = u.mu, sigma = u.sigma,
 			   games = r.games + 1, wins = r.wins + u.win, updated_at = report_result.now
-		  FROM unnest(ids, new_rating, new_rd, new_volatility, new_mu, new_sigma, win_counts)
-			   u(id, rating, rd, volatility, mu, sigma, win)
-		 WHERE r.pool = pool_name AND r.player_id = u.id;
+		  FROM unnest(ids, pools, new_rating, new_rd, new_volatility, new_mu, new_sigma, win_counts)
+			   u(id, pool, rating, rd, volatility, mu, sigma, win)
+		 WHERE r.pool = u.pool AND r.player_id = u.id;
 		INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
 									   mu_before, mu_after, sigma_before, sigma_after,
 									   volatility_before, volatility_after, created_at)
-		SELECT u.id, pool_name, m.id, u.rating_before, u.rating_after, u.rd_before, u.rd_after,
+		SELECT u.id, u.pool, m.id, u.rating_before, u.rating_after, u.rd_before, u.rd_after,
 			   u.mu_before, u.mu_after, u.sigma_before, u.sigma_after, u.volatility_before, u.volatility_after,
 			   report_result.now
-		  FROM unnest(ids, old_rating, new_rating, old_rd, new_rd, old_mu, new_mu, old_sigma, new_sigma,
+		  FROM unnest(ids, pools, old_rating, new_rating, old_rd, new_rd, old_mu, new_mu, old_sigma, new_sigma,
 					  old_volatility, new_volatility)
-			   u(id, rating_before, rating_after, rd_before, rd_after, mu_before, mu_after, sigma_before,
+			   u(id, pool, rating_before, rating_after, rd_before, rd_after, mu_before, mu_after, sigma_before,
 				 sigma_after, volatility_before, volatility_after);
 	END IF;
 
@@ -482,6 +532,21 @@ BEGIN
 
 	-- completed, players released, match_completed; then the result's event
 	PERFORM mm.complete_match(m.queue, m.id, report_result.now);
+
+	-- Autofill protection: a match played in a role of one's list counts
+	-- one game off (never below 0).  The rows locked in player order first,
+	-- so two reports sharing players wait for each other without deadlock;
+	-- the update re-checks games_left on a row another report changed.
+	IF cardinality(counted_ids) > 0 THEN
+		PERFORM FROM mm.autofill_protection a
+		 WHERE a.queue = m.queue AND a.player_id = ANY (counted_ids) AND a.games_left > 0
+		 ORDER BY a.player_id
+		   FOR UPDATE;
+		UPDATE mm.autofill_protection a
+		   SET games_left = a.games_left - 1, updated_at = report_result.now
+		 WHERE a.queue = m.queue AND a.player_id = ANY (counted_ids) AND a.games_left > 0;
+	END IF;
+
 	event_details := jsonb_build_object('winner', winner, 'ranks', report_result.ranks);
 	IF length(event_details::text) > 6000 THEN
 		-- a big free-for-all: the compact form (the ranks are in mm.match_results)
@@ -499,7 +564,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION mm.report_result(text, bigint, jsonb, timestamptz) IS
-'Reports the ranks of a ready or assigned match (by team, or by player in a free-for-all): completes it, writes mm.match_results and updates every player''s stored rating in the queue''s pool; returns each player''s rating before and after';
+'Reports the ranks of a ready or assigned match (by team, or by player in a free-for-all): completes it, writes mm.match_results and updates every player''s stored rating in the queue''s pool (per role: the pool of the role played); returns each player''s rating before and after';
 REVOKE ALL ON FUNCTION mm.report_result(text, bigint, jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.report_result(text, bigint, jsonb, timestamptz) TO mm_director, mm_admin;
 
@@ -523,12 +588,12 @@ EXCEPTION WHEN undefined_object THEN
 END
 $$;
 COMMENT ON FUNCTION mm.report_result(bigint, jsonb, timestamptz) IS
-'Reports the ranks of a ready or assigned match (by team, or by player in a free-for-all): completes it, writes mm.match_results and updates every player''s stored rating in the queue''s pool; returns each player''s rating before and after';
+'Reports the ranks of a ready or assigned match (by team, or by player in a free-for-all): completes it, writes mm.match_results and updates every player''s stored rating in the queue''s pool (per role: the pool of the role played); returns each player''s rating before and after';
 REVOKE ALL ON FUNCTION mm.report_result(bigint, jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.report_result(bigint, jsonb, timestamptz) TO mm_director, mm_admin;
 
--- Whether a rating pool exists: a queue rates into it, or a player has a
--- rating in it.
+-- Whether a rating pool exists: a queue rates into it (a queue rating per
+-- role: <pool>.<role> for each of its roles), or a player has a rating in it.
 -- PL/pgSQL: Citus cannot plan a SQL function's query with parameters.
 CREATE FUNCTION mm.rating_pool_exists(pool text)
 RETURNS boolean
@@ -539,7 +604,12 @@ BEGIN
 	RETURN EXISTS (SELECT 1 FROM mm.ratings r WHERE r.pool = rating_pool_exists.pool)
 		OR EXISTS (SELECT 1 FROM mm.queues q
 					WHERE q.config ? 'rating'
-					  AND coalesce(q.config #>> '{rating,pool}', q.name) = rating_pool_exists.pool);
+					  AND coalesce(q.config #>> '{rating,pool}', q.name) = rating_pool_exists.pool)
+		OR EXISTS (SELECT 1 FROM mm.queues q
+					WHERE q.config ? 'rating' AND mm.rating_option(q.config, 'per_role')
+					  AND rating_pool_exists.pool = ANY (
+						  SELECT coalesce(q.config #>> '{rating,pool}', q.name) || '.' || r.role
+							FROM unnest(mm.config_roles(q.config)) r(role)));
 END
 $$;
 COMMENT ON FUNCTION mm.rating_pool_exists(text) IS

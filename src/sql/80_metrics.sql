@@ -718,9 +718,13 @@ GRANT EXECUTE ON FUNCTION mm.queue_stats_by_minute(text, timestamptz, timestampt
 -- What players may see about a queue: the searching players (when the
 -- queue's statistics.show_player_count is true) and an estimated wait for a
 -- new ticket (when statistics.show_time_to_match is true): the median time to
--- match of the tickets matched in the last 15 minutes, in whole seconds.
+-- match of the tickets matched in the last 15 minutes, in whole seconds; in
+-- a role queue also per role (roles), the median of the players who got that
+-- role from their list (not autofilled) and how many they were:
+-- {"tank": {"estimated_wait_seconds": 12, "players_matched": 40}, ...}, every
+-- role of the config (a role nobody got: null and 0).
 CREATE FUNCTION mm.queue_statistics(queue text, now timestamptz DEFAULT now())
-RETURNS TABLE (players_searching bigint, estimated_wait_s float8)
+RETURNS TABLE (players_searching bigint, estimated_wait_s float8, roles jsonb)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -729,10 +733,13 @@ DECLARE
 	covered text[] := mm.metrics_scope(queue_statistics.queue, '15 minutes', queue_statistics.now, true);
 	show_player_count boolean;
 	show_time_to_match boolean;
+	queue_roles text[];
+	role_waits jsonb;
 BEGIN
 	SELECT coalesce((q.config #>> '{statistics,show_player_count}')::boolean, false),
-		   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false)
-	  INTO show_player_count, show_time_to_match
+		   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false),
+		   mm.config_roles(q.config)
+	  INTO show_player_count, show_time_to_match, queue_roles
 	  FROM mm.queues q
 	 WHERE q.name = ANY (covered);
 	IF show_player_count THEN
@@ -748,13 +755,105 @@ BEGIN
 		   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
 		   AND t.matched_at <= queue_statistics.now;
 	END IF;
+	IF show_time_to_match AND queue_roles IS NOT NULL THEN
+		-- the same tickets, one row per player with the role they got (in
+		-- the match that matched the ticket)
+		SELECT jsonb_object_agg(w.role, jsonb_build_object('estimated_wait_seconds', w.wait,
+														   'players_matched', w.n))
+		  INTO role_waits
+		  FROM (SELECT mp.role, count(*) AS n,
+					   round(percentile_cont(0.5) WITHIN GROUP (
+							 ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8))
+						   AS wait
+				  FROM mm.tickets t
+				  JOIN mm.match_players mp
+					ON mp.queue = t.queue AND mp.match_id = t.match_id AND mp.ticket_id = t.id
+				 WHERE t.queue = queue_statistics.queue
+				   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
+				   AND t.matched_at <= queue_statistics.now
+				   AND mp.role IS NOT NULL AND NOT mp.autofilled
+				 GROUP BY mp.role) w;
+		-- every role of the queue, the ones nobody got too
+		SELECT jsonb_object_agg(r.role, coalesce(role_waits -> r.role,
+												 '{"estimated_wait_seconds": null, "players_matched": 0}'))
+		  INTO roles
+		  FROM unnest(queue_roles) r(role);
+	END IF;
 	RETURN NEXT;
 END
 $$;
 COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
-'What players may see about a queue: searching players and estimated wait, as the queue''s statistics flags allow';
+'What players may see about a queue: searching players and estimated wait (per role in a role queue), as the queue''s statistics flags allow';
 REVOKE ALL ON FUNCTION mm.queue_statistics(text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.queue_statistics(text, timestamptz) TO mm_analyst, mm_admin;
+
+-- Per queue and role, over the matches formed in (now - time_window, now]
+-- (the view mm.role_stats is the last hour): the players given the role,
+-- the share of them on their first choice (the first of the player's
+-- "roles" in the ticket; no list, or "fill" first, accepts any role, so it
+-- counts as a first choice; a player whose ticket is gone is left out of
+-- the share), the share autofilled, and their average wait (ticket created
+-- to matched, for the tickets matched into that match).  Players without a
+-- role (queues without roles) are not counted.  Rounded to 3 decimals.
+CREATE FUNCTION mm.role_stats(time_window interval, now timestamptz DEFAULT now())
+RETURNS TABLE (queue text, role text, players bigint, first_choice_share float8,
+			   autofill_rate float8, avg_wait_seconds float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	covered text[] := mm.metrics_scope(NULL, role_stats.time_window, role_stats.now);
+BEGIN
+	-- the window's matches, their players with a role (same queue: by the
+	-- match_players key), then the players' tickets by id (a ticket may
+	-- belong to another queue, on Citus one sharded apart)
+	RETURN QUERY
+	WITH w AS (
+		SELECT m.id, m.queue
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (covered)
+		   AND m.created_at > role_stats.now - role_stats.time_window AND m.created_at <= role_stats.now
+	), p AS (
+		SELECT mp.queue, mp.match_id, mp.player_id, mp.ticket_id, mp.role, mp.autofilled
+		  FROM mm.match_players mp
+		 WHERE mp.queue = ANY (covered) AND mp.role IS NOT NULL
+		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+	), tp AS (
+		SELECT t.id, t.match_id, t.created_at, t.matched_at, e.value ->> 'id' AS player_id,
+			   e.value -> 'roles' AS wanted
+		  FROM mm.tickets t, jsonb_array_elements(t.players) e
+		 WHERE t.id IN (SELECT p.ticket_id FROM p)
+	), v AS (
+		SELECT p.queue, p.role, p.autofilled,
+			   CASE WHEN tp.id IS NULL THEN NULL
+					WHEN jsonb_typeof(tp.wanted) IS DISTINCT FROM 'array'
+						 OR jsonb_array_length(tp.wanted) = 0 THEN true
+					ELSE tp.wanted ->> 0 IN ('fill', p.role) END AS first_choice,
+			   CASE WHEN tp.match_id = p.match_id
+					THEN (extract(epoch FROM tp.matched_at) - extract(epoch FROM tp.created_at))::float8
+			   END AS wait
+		  FROM p
+		  LEFT JOIN tp ON tp.id = p.ticket_id AND tp.player_id = p.player_id
+	)
+	SELECT v.queue, v.role, count(*),
+		   mm.metrics_round(avg(v.first_choice::integer::float8)),
+		   mm.metrics_round(avg(v.autofilled::integer::float8)),
+		   mm.metrics_round(avg(v.wait))
+	  FROM v
+	 GROUP BY v.queue, v.role
+	 ORDER BY v.queue, v.role;
+END
+$$;
+COMMENT ON FUNCTION mm.role_stats(interval, timestamptz) IS
+'Per queue and role, over the matches formed in the window: players given the role, share on their first choice, share autofilled, average wait';
+REVOKE ALL ON FUNCTION mm.role_stats(interval, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.role_stats(interval, timestamptz) TO mm_analyst;
+
+CREATE VIEW mm.role_stats AS
+	SELECT * FROM mm.role_stats('1 hour'::interval, pg_catalog.now());
+COMMENT ON VIEW mm.role_stats IS 'mm.role_stats(time_window) over the last hour';
+GRANT SELECT ON TABLE mm.role_stats TO mm_analyst;
 
 -- The analysts' report: one row per figure with what it measures, its value
 -- (rounded to 3 decimals), the target and whether it is met.  The targets

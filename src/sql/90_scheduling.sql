@@ -84,7 +84,9 @@ CREATE TABLE mm.match_players_archive (
 	team text,
 	accepted boolean,
 	left_at timestamptz,
-	archived_at timestamptz NOT NULL
+	archived_at timestamptz NOT NULL,
+	role text,
+	autofilled boolean NOT NULL
 );
 COMMENT ON TABLE mm.match_players_archive IS 'Players of archived matches';
 GRANT SELECT ON TABLE mm.match_players_archive TO mm_analyst;
@@ -637,8 +639,11 @@ BEGIN
 				   m.rule_steps, m.connection, m.properties, m.acceptance_deadline,
 				   m.cancel_reason, now, m.ready_at
 			  FROM mm.matches m WHERE m.queue = q AND m.id = ANY (match_ids);
-			INSERT INTO mm.match_players_archive
-				SELECT mp.*, now FROM mm.match_players mp WHERE mp.queue = q AND mp.match_id = ANY (match_ids);
+			INSERT INTO mm.match_players_archive (match_id, queue, player_id, ticket_id, team, accepted, left_at,
+												  archived_at, role, autofilled)
+			SELECT mp.match_id, mp.queue, mp.player_id, mp.ticket_id, mp.team, mp.accepted, mp.left_at,
+				   now, mp.role, mp.autofilled
+			  FROM mm.match_players mp WHERE mp.queue = q AND mp.match_id = ANY (match_ids);
 			INSERT INTO mm.match_results_archive
 				SELECT r.*, now FROM mm.match_results r WHERE r.queue = q AND r.match_id = ANY (match_ids);
 			INSERT INTO mm.tickets_archive (id, queue, players, status, created_at, updated_at, matched_at,

@@ -28,6 +28,7 @@ AS $$
 				   ('mm.match_players', 'queue', 'queue'),
 				   ('mm.match_results', 'queue', 'queue'),
 				   ('mm.backfill_requests', 'queue', 'queue'),
+				   ('mm.autofill_protection', 'queue', 'queue'),
 				   ('mm.rule_evaluations', 'queue', 'queue'),
 				   ('mm.tickets_archive', 'queue', 'queue'),
 				   ('mm.matches_archive', 'queue', 'queue'),
@@ -318,7 +319,8 @@ GRANT EXECUTE ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], tim
 -- triggers of mm.queues do it, which on Citus fire on the reference table's
 -- copies and cannot reach the shards): its tickets with their claims, its
 -- matches with their players, results and backfill requests, its rule
--- statistics and pg_cron jobs, and its name in the other queues of tickets.
+-- statistics, autofill protection and pg_cron jobs, and its name in the
+-- other queues of tickets.
 -- Every statement names the queues it reaches (the dropped one, and the
 -- queues of the tickets listed in it: on Citus, one shard).
 CREATE FUNCTION mm.delete_queue_rows(queue text)
@@ -346,6 +348,7 @@ BEGIN
 	DELETE FROM mm.match_players mp WHERE mp.queue = delete_queue_rows.queue;
 	DELETE FROM mm.matches m WHERE m.queue = delete_queue_rows.queue;
 	DELETE FROM mm.rule_evaluations e WHERE e.queue = delete_queue_rows.queue;
+	DELETE FROM mm.autofill_protection a WHERE a.queue = delete_queue_rows.queue;
 	DELETE FROM mm.ticket_queues l WHERE l.queue = delete_queue_rows.queue;
 	UPDATE mm.tickets_active t
 	   SET queues = nullif(array_remove(t.queues, delete_queue_rows.queue), '{}')
@@ -354,6 +357,6 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION mm.delete_queue_rows(text) IS
-'Internal: on Citus, deletes the rows of a queue mm.drop_queue removes (its tickets, claims, matches, statistics, jobs)';
+'Internal: on Citus, deletes the rows of a queue mm.drop_queue removes (its tickets, claims, matches, statistics, autofill protection, jobs)';
 REVOKE ALL ON FUNCTION mm.delete_queue_rows(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.delete_queue_rows(text) TO mm_admin;
