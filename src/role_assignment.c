@@ -220,6 +220,9 @@ HallHolds(int nroles, const int *counts, const int *seats)
 {
 	int			nsets = 1 << nroles;
 
+	/* a player who may take no role (their list names other queues' roles) */
+	if (counts[0] > 0)
+		return false;
 	for (int set = 1; set < nsets; set++)
 	{
 		int			room = 0,
