@@ -821,7 +821,7 @@ mm_search_backfill(PG_FUNCTION_ARGS)
 		open_slots[i] = slot_nulls[i] ? 0 : DatumGetInt32(slot_datums[i]);
 
 	r = MmSearchBackfill(&members->context, members->tickets, members->n, member_team,
-						 open_slots, candidates->tickets, candidates->n);
+						 open_slots, candidates->tickets, candidates->n, NULL, NULL);
 
 	initStringInfo(&out);
 	appendStringInfoString(&out, "{\"tickets\": [");
