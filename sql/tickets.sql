@@ -234,6 +234,11 @@ ROLLBACK;
 -- has its own primary key)
 SELECT pg_temp.try(format($$INSERT INTO mm.tickets (id, queue, players) VALUES (%s, 'tk-teams', '[{"id": "tk-r1"}]')$$,
 						  :a1_ticket)) AS reused_id;
+-- and so is one an active ticket of another queue has (the keys hold the queue)
+SELECT mm.create_ticket('tk-mode', '[{"id": "tk-r3", "attributes": {"prefs": {"mode": "ctf"}}}]', '2026-01-01 10:00') AS r3_ticket \gset
+SELECT pg_temp.try(format($$INSERT INTO mm.tickets (id, queue, players) VALUES (%s, 'tk-teams', '[{"id": "tk-r4"}]')$$,
+						  :r3_ticket)) AS id_of_another_queue;
+SELECT mm.cancel_ticket(:r3_ticket);
 -- an explicit id ahead of the sequence would collide with a later default one
 SELECT pg_temp.try($$INSERT INTO mm.tickets (id, queue, players)
 	VALUES ((SELECT last_value + 10 FROM mm.tickets_id_seq), 'tk-teams', '[{"id": "tk-r2"}]')$$) AS id_ahead;

@@ -240,12 +240,18 @@ CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
 	AS $$
 DECLARE
 	bad record;
+	taken bigint[];
 BEGIN
 	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
 	-- the players' claims: tickets go through mm.create_ticket there
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
 	END IF;
+	-- an explicit id an active ticket of another queue holds (the key holds
+	-- the queue); = ANY of an array stays linear whatever the statistics say
+	taken := ARRAY(SELECT a.id FROM mm.tickets_active a
+					WHERE a.id = ANY (ARRAY(SELECT n.id FROM new_tickets n))
+					GROUP BY a.id HAVING count(*) > 1);
 	-- ids come from mm.tickets_id_seq: an explicit one must be one it has
 	-- handed out (an id ahead of it would collide with a later default) and
 	-- not an ended ticket's (the partitions' primary keys are separate)
@@ -261,6 +267,7 @@ BEGIN
 					 FROM mm.tickets_id_seq)
 		OR (n.id <= (SELECT max(e.id) FROM mm.tickets_ended e)
 			AND EXISTS (SELECT FROM mm.tickets_ended e WHERE e.id = n.id))
+		OR n.id = ANY (taken)
 	 LIMIT 1;
 	IF FOUND AND bad.fresh AND bad.ahead THEN
 		RAISE EXCEPTION 'ticket id % was not drawn from mm.tickets_id_seq', bad.id

@@ -184,7 +184,8 @@ my @junk_keys = (
 	  teams rules match_size ticket_timeout_seconds acceptance_timeout_seconds rating
 	  live_match_timeout_seconds heartbeat_timeout_seconds
 	  statistics system pool show_player_count show_time_to_match id attributes
-	  latencies skill mode stats eu us),
+	  latencies skill mode stats eu us roles autofill after_seconds protect_games per_role
+	  tank dps fill),
 	'', 'x' x 300, "\xc3\xa9t\xc3\xa9", 'a.b', 'NAME', ' name');
 
 # Every (container, key) slot of a structure, in a reproducible order.
@@ -382,10 +383,22 @@ my @bases = (
 			{   name => 'even', type => 'team_size_balance', max_difference => 2 },
 			{   name => 'mode', type => 'string_equality', attribute => 'mode', default => 'ctf',
 				seconds_until_optional => 60 } ] },
+	{   # a role queue: 3v3, two compositions on one side, autofill, per-role ratings
+		teams => [
+			{ name => 'r', min => 3, max => 3, roles => [ { tank => 1, dps => 2 }, { tank => 2, dps => 1 } ] },
+			{ name => 'b', min => 3, max => 3, roles => { tank => 1, dps => 2 } } ],
+		autofill => { after_seconds => 10, protect_games => 2 },
+		rating => { system => 'glicko2', pool => 'fzroles', per_role => raw('true') },
+		rules => [
+			{   name => 'lane', type => 'role_difference', attribute => 'rating', source => 'rating',
+				max => 300 },
+			{   name => 'skill', type => 'difference', attribute => 'skill', max => 200,
+				expansion => { every_seconds => 10, delta => 100 } } ] },
 );
-my @base_rules = ([qw(skill ping)], [qw(mode skill)], [qw(avg even skill)], ['ping'], [qw(skill even mode)]);
-my @base_party = (1, 3, 3, 2, 4);
-my @stable = qw(s_duel s_ffa s_squads s_trio s_teams4);    # never altered or dropped
+my @base_rules = ([qw(skill ping)], [qw(mode skill)], [qw(avg even skill)], ['ping'], [qw(skill even mode)],
+	[qw(lane skill)]);
+my @base_party = (1, 3, 3, 2, 4, 3);
+my @stable = qw(s_duel s_ffa s_squads s_trio s_teams4 s_roles);    # never altered or dropped
 my %is_stable = map { $_ => 1 } @stable;
 my %queue_base = map { $stable[$_] => $_ } 0 .. $#stable;   # queues believed to exist
 my $fz_next = 0;
@@ -405,7 +418,9 @@ sub valid_player
 			skill => 900 + R(300),
 			mode => pick('ctf', 'koth'),
 			stats => { skill => 900 + R(300) } },
-		latencies => { eu => 10 + R(100), us => 10 + R(100) } };
+		latencies => { eu => 10 + R(100), us => 10 + R(100) },
+		# role preferences (the role queue's roles; the others ignore them)
+		(chance(0.6) ? (roles => pick([qw(tank)], [qw(dps)], [qw(dps tank)], [qw(tank fill)], [qw(fill)])) : ()) };
 }
 
 sub valid_players
@@ -699,7 +714,7 @@ sub gen_metrics
 	my $now = chance(0.5) ? ts($clock) : some_time();
 	my $valid = $w eq "'1 hour'::interval" && $now eq ts($clock);
 	my $valid_q = $valid && defined $queue && $is_stable{$queue};
-	my $k = R(9);
+	my $k = R(10);
 	return [ 'metrics', "SELECT * FROM mm.queue_stats($w, $now)", undef, $valid ] if $k == 0;
 	return [ 'metrics', "SELECT * FROM mm.match_stats($w, $now)", undef, $valid ] if $k == 1;
 	return [ 'metrics', "SELECT * FROM mm.ticket_metrics($q, $w, $now)", undef, $valid_q ] if $k == 2;
@@ -711,6 +726,7 @@ sub gen_metrics
 	}
 	return [ 'metrics', "SELECT * FROM mm.health_report($q, $w, $now)", undef, $valid_q ] if $k == 5;
 	return [ 'metrics', "SELECT * FROM mm.queue_statistics($q, $now)", undef, $valid_q ] if $k == 6;
+	return [ 'metrics', "SELECT * FROM mm.role_stats($w, $now)", undef, $valid ] if $k == 9;
 	my ($from, $to);
 	my $m = R(10);
 	if ($m < 4)
