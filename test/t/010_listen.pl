@@ -2,7 +2,8 @@
 # connection: match_found for a match formed by a committed tick (with the
 # queue, match id, players and tickets), nothing for a tick that was rolled
 # back, ticket_cancelled and ticket_timed_out, and a match_found over 8000
-# bytes sent compact with "truncated": true.
+# bytes sent compact with "truncated": true; in a role queue, each team's
+# roles and autofilled players, as mm.match_players has them.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -149,6 +150,45 @@ ok(!exists $ev->{teams}, 'compact event drops the teams and player ids');
 # the client reads the rest with SQL
 is($node->safe_psql('postgres', "SELECT count(*) FROM mm.match_players m JOIN mm.matches x ON x.id = m.match_id WHERE x.queue = 'ffa200'"),
 	'200', 'the match has its 200 players in mm.match_players');
+
+# 5. a role queue: each team says who plays which role and who was
+# autofilled, the same as mm.match_players, and the payload verifies
+$node->safe_psql('postgres', qq{
+	SELECT mm.create_queue('lanes', '{"teams": [
+		{"name": "red", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}},
+		{"name": "blue", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}}],
+		"autofill": {"after_seconds": 0}}');
+	SELECT mm.create_ticket('lanes', '[{"id": "r1", "roles": ["tank"]}]', $t0);
+	SELECT mm.create_ticket('lanes', '[{"id": "r2", "roles": ["dps"]}]', $t0);
+	SELECT mm.create_ticket('lanes', '[{"id": "r3", "roles": ["dps"]}]', $t0);
+	SELECT mm.create_ticket('lanes', '[{"id": "r4", "roles": ["dps"]}]', $t0);
+});
+is($node->safe_psql('postgres', "SELECT mm.tick('lanes', $t10)"), '1', 'the role queue forms its match');
+@events = received(1);
+is(scalar(@events), 1, 'one event for the role match');
+$ev = decode_json($events[0]);
+my (%role, @autofilled);
+for my $team (@{ $ev->{teams} // [] })
+{
+	is(join(',', sort keys %{ $team->{roles} // {} }), join(',', sort @{ $team->{players} }),
+		"team $team->{name} gives a role to each of its players");
+	%role = (%role, %{ $team->{roles} // {} });
+	push @autofilled, @{ $team->{autofilled} // [] };
+}
+is(join(',', map { "$_=$role{$_}" } sort keys %role),
+	$node->safe_psql('postgres', q{
+		SELECT string_agg(player_id || '=' || role, ',' ORDER BY player_id) FROM mm.match_players
+		 WHERE queue = 'lanes'}),
+	'the event\'s roles are mm.match_players\' roles');
+is(join(',', sort @autofilled),
+	$node->safe_psql('postgres', q{
+		SELECT string_agg(player_id, ',' ORDER BY player_id) FROM mm.match_players
+		 WHERE queue = 'lanes' AND autofilled}),
+	'the event names the autofilled player');
+is(scalar(@autofilled), 1, 'one player was autofilled (a dps-only player tanks)');
+my $payload = $events[0];
+$payload =~ s/'/''/g;
+is($node->safe_psql('postgres', "SELECT mm.verify_event('$payload')"), 't', 'the role event verifies');
 
 $listener->quit;
 $node->stop;
