@@ -188,6 +188,34 @@ my $nmatches = () = $citus_rosters =~ /\n/g;
 cmp_ok($nmatches, '>', 100, "the two queues formed matches ($nmatches)");
 is($citus_rosters, $single_rosters, 'the same matches as one node, for the same tickets');
 
+# a role queue ticks on its worker as on one node: the same seats, the same
+# autofills, and the protection written to its shard
+for my $node ($coord, $single)
+{
+	$node->safe_psql('postgres', q{
+		SELECT mm.create_queue('lanes', '{"teams": [
+			{"name": "red", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}},
+			{"name": "blue", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}}],
+			"autofill": {"after_seconds": 30, "protect_games": 2}}');
+		SELECT cardinality(mm.create_tickets('lanes', ARRAY(
+			SELECT jsonb_build_array(jsonb_build_object('id', 'lane-' || i,
+				'roles', CASE WHEN i % 6 = 0 THEN '["tank"]'::jsonb WHEN i % 6 = 1 THEN '["dps", "tank"]'
+							  ELSE '["dps"]' END))
+			  FROM generate_series(1, 24) i ORDER BY i), '2026-01-01 00:00:00'));
+		SELECT mm.tick('lanes', '2026-01-01 00:01:00');});
+}
+my $seats = q{SELECT string_agg(mp.team || ':' || mp.role || ':' || mp.player_id
+							|| CASE WHEN mp.autofilled THEN '*' ELSE '' END, ',' ORDER BY mp.match_id, mp.team, mp.player_id)
+				FROM mm.match_players mp WHERE mp.queue = 'lanes'};
+my $citus_seats = $coord->safe_psql('postgres', $seats);
+like($citus_seats, qr/\*/, 'the role queue autofilled players on the cluster');
+is($citus_seats, $single->safe_psql('postgres', $seats), 'the same seats and autofills as one node');
+is( $coord->safe_psql('postgres',
+		q{SELECT string_agg(player_id || '=' || games_left, ',' ORDER BY player_id) FROM mm.autofill_protection}),
+	$single->safe_psql('postgres',
+		q{SELECT string_agg(player_id || '=' || games_left, ',' ORDER BY player_id) FROM mm.autofill_protection}),
+	'and the same autofill protection');
+
 # the tick ran on the worker that holds the queue, against its shards
 ok($wa->log_contains(qr/SELECT .*mm\.tick\('$qa'::text/), "mm.tick('$qa') ran on " . $wa->name);
 ok(!$wb->log_contains(qr/mm\.tick\('$qa'::text/), 'and not on ' . $wb->name);
