@@ -96,6 +96,19 @@ SearchAtAge(SearchState *s, double age)
 	int			max_spread = MmSearchSetStepsAt(s, age);
 	int			total;
 	int			reachable;
+	bool		first_choices = false;
+
+	/*
+	 * A role queue whose pool cannot fill the seats has no match around
+	 * this anchor: nothing to scan (once the tanks are gone, every anchor
+	 * would otherwise walk the whole pool).
+	 */
+	if (s->roles != NULL)
+	{
+		if (!MmSearchPoolCanSeat(s, false))
+			return false;
+		first_choices = MmSearchPoolCanSeat(s, true);
+	}
 
 	s->nfit = 0;
 	s->nrank_rules = 0;
@@ -130,12 +143,12 @@ SearchAtAge(SearchState *s, double age)
 		bool		formed;
 
 		/* a role queue: first choices first, as with teams below */
-		s->first_choices_only = s->roles != NULL;
+		s->first_choices_only = first_choices;
 		formed = MmSearchGather(s, config->match_max, NULL, &packing_skipped) >= s->match_min;
 		s->first_choices_only = false;
 		formed = formed && MmSearchFinalHolds(s, s->states) &&
 			(s->roles == NULL || MmSearchSeatRoles(s));
-		if (!formed && s->roles != NULL)
+		if (!formed && first_choices)
 		{
 			s->counting = false;
 			formed = MmSearchGather(s, config->match_max, NULL, &packing_skipped) >= s->match_min &&
@@ -174,7 +187,7 @@ SearchAtAge(SearchState *s, double age)
 		 * choice, skipping those who could not; only when that fills no match
 		 * does it gather anyone who can be seated.
 		 */
-		if (s->roles != NULL)
+		if (first_choices)
 		{
 			s->first_choices_only = true;
 			got = MmSearchGather(s, total, s->team_size, &packing_skipped);

@@ -176,9 +176,17 @@ MmSearchGather(SearchState *s, int target, const int *sizes, bool *packing_skipp
 	MmSearchTicketJoin(s, s->states, s->anchor);
 	for (k = 0; s->chosen_players < target; k++)
 	{
-		int			i = MmSearchRankedCandidateAt(s, k);
+		int			i;
 		int			np;
 
+		/*
+		 * First choices only: among the nearest candidates, a few times the
+		 * match's size; beyond them the pass would walk the whole window
+		 * for every anchor once a role's first choices are scarce.
+		 */
+		if (s->first_choices_only && k >= MM_FIRST_CHOICE_CANDIDATES * target)
+			break;
+		i = MmSearchRankedCandidateAt(s, k);
 		if (i < 0)
 		{
 			/*

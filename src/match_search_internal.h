@@ -16,6 +16,8 @@
 #define MM_EXHAUSTIVE_SEARCH_NODES 8000000L
 /* a leaf that forms teams costs as much as this many nodes */
 #define MM_EXHAUSTIVE_LEAF_COST 64
+/* the first-choices pass of a role queue looks at this many candidates per seat */
+#define MM_FIRST_CHOICE_CANDIDATES 8
 
 /* A ticket rule's can_add and add (see MmRuleHandler), called per candidate. */
 typedef bool (*CanAddFunction) (const MmRuleContext *context, const MmRuleState *state,
@@ -128,6 +130,9 @@ typedef struct SearchState
 	int		   *player_role;	/* the seating: each chosen player's role */
 	bool	   *player_autofilled;
 	bool		first_choices_only; /* gathering: each player on a first choice */
+	/* the alive players by the roles they may take, and by their first choices */
+	int		   *pool_accept;	/* 1 << nroles counts */
+	int		   *pool_first;
 
 	MemoryContext result_context;	/* the caller's: the matches live there */
 	MmSearchResult *result;
@@ -154,6 +159,18 @@ typedef struct SearchState
 
 /* Takes a ticket out of the pool. */
 extern void MmSearchRemoveTicket(SearchState *s, int i);
+
+/* A player's first choices as a mask (the roles ranked first). */
+extern MmRoleMask MmSearchFirstChoices(const SearchState *s, const MmTicket *t, int player);
+
+/*
+ * A role queue: whether the anchor and the alive pool hold players enough
+ * for some composition's seats (Hall's condition on the seats, parties
+ * and rules left aside): when not, no match can form around the anchor and
+ * the search does not scan the pool for one.  first_only: counting only
+ * first choices.
+ */
+extern bool MmSearchPoolCanSeat(const SearchState *s, bool first_only);
 
 /* Builds the pool structures. */
 extern void MmSearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int ntickets,

@@ -85,6 +85,12 @@ MmSearchRemoveTicket(SearchState *s, int i)
 	s->dead[i] = true;
 	s->alive--;
 	s->next_age[i] = i + 1;
+	if (s->roles != NULL)
+		for (int p = 0; p < s->tickets[i].nplayers; p++)
+		{
+			s->pool_accept[s->tickets[i].role_accept[p]]--;
+			s->pool_first[MmSearchFirstChoices(s, &s->tickets[i], p)]--;
+		}
 	if (s->main_rule >= 0)
 	{
 		int			pos = s->pos_of[i];
@@ -97,6 +103,86 @@ MmSearchRemoveTicket(SearchState *s, int i)
 		else if (s->main_kind[i] == MM_VALUE_ANY)
 			s->alive_any--;
 	}
+}
+
+MmRoleMask
+MmSearchFirstChoices(const SearchState *s, const MmTicket *t, int player)
+{
+	const uint8 *rank = &t->role_rank[player * MM_MAX_ROLES];
+	MmRoleMask	first = 0;
+
+	for (int r = 0; r < s->roles->nroles; r++)
+		if (rank[r] == 0)
+			first |= 1 << r;
+	return first;
+}
+
+/* Whether players counted by mask can fill seats per role (every seat). */
+static bool
+CountsFillSeats(int nroles, const int *counts, const int *seats, int players)
+{
+	int			all = (1 << nroles) - 1;
+
+	for (int set = 1; set <= all; set++)
+	{
+		int			need = 0,
+					outside = 0;
+		int			rest = all & ~set;
+
+		for (int r = 0; r < nroles; r++)
+			if (set & (1 << r))
+				need += seats[r];
+		/* the players who may take no role of set: their masks lie in the rest */
+		for (int mask = rest;; mask = (mask - 1) & rest)
+		{
+			outside += counts[mask];
+			if (mask == 0)
+				break;
+		}
+		if (players - outside < need)
+			return false;
+	}
+	return true;
+}
+
+bool
+MmSearchPoolCanSeat(const SearchState *s, bool first_only)
+{
+	const MmRolesConfig *roles = s->roles;
+	const MmTicket *anchor = &s->tickets[s->anchor];
+	int			counts[1 << MM_MAX_ROLES];
+	int			nmasks = 1 << roles->nroles;
+	int			players = 0;
+	int			choice[MM_MAX_TEAMS];
+
+	memcpy(counts, first_only ? s->pool_first : s->pool_accept, sizeof(int) * nmasks);
+	/* the anchor left the pool when its turn came */
+	if (s->dead[s->anchor])
+		for (int p = 0; p < anchor->nplayers; p++)
+			counts[first_only ? MmSearchFirstChoices(s, anchor, p) : anchor->role_accept[p]]++;
+	for (int m = 0; m < nmasks; m++)
+		players += counts[m];
+	memset(choice, 0, sizeof(int) * roles->ngroups);
+	for (int tried = 0; tried < MM_MAX_COMPOSITION_CHOICES; tried++)
+	{
+		int			seats[MM_MAX_ROLES] = {0};
+		int			g;
+
+		for (g = 0; g < roles->ngroups; g++)
+			for (int r = 0; r < roles->nroles; r++)
+				seats[r] += roles->compositions[g][choice[g]].seats[r];
+		if (CountsFillSeats(roles->nroles, counts, seats, players))
+			return true;
+		for (g = 0; g < roles->ngroups; g++)
+		{
+			if (++choice[g] < roles->ncompositions[g])
+				break;
+			choice[g] = 0;
+		}
+		if (g == roles->ngroups)
+			break;
+	}
+	return false;
 }
 
 /* A ticket's main value, for the one sort by value. */
@@ -375,6 +461,14 @@ MmSearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, in
 		s->role_ticket_size = palloc(sizeof(int) * maxp);
 		s->player_role = palloc(sizeof(int) * maxp);
 		s->player_autofilled = palloc(sizeof(bool) * maxp);
+		s->pool_accept = palloc0(sizeof(int) << s->roles->nroles);
+		s->pool_first = palloc0(sizeof(int) << s->roles->nroles);
+		for (i = 0; i < ntickets; i++)
+			for (int p = 0; p < tickets[i].nplayers; p++)
+			{
+				s->pool_accept[tickets[i].role_accept[p]]++;
+				s->pool_first[MmSearchFirstChoices(s, &tickets[i], p)]++;
+			}
 	}
 
 	s->result = MemoryContextAllocZero(result_context, sizeof(MmSearchResult));

@@ -4,6 +4,7 @@
 #   bash test/bench/run.sh              # every benchmark
 #   bash test/bench/run.sh ratings      # those whose file name starts with "ratings"
 #   bash test/bench/run.sh citus        # scale-out on Citus (builds Citus if needed)
+#   bash test/bench/run.sh roles        # a 5v5 role queue vs the same queue without roles (roles.sh)
 source "$(dirname "$0")/../scripts/common.sh"
 
 mm_init 54331

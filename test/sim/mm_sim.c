@@ -21,6 +21,7 @@
  *   mm_sim --flexmatch --seed 1                      # the replay, simulated time
  *   mm_sim --flexmatch --rule-sets classic,survival,practice,all
  *   mm_sim --realtime --queues ranked_5v5,casual --seconds 60
+ *   mm_sim --roles --acceptance-timeout 0            # a 5v5 role queue, with and without autofill
  *
  * All figures are read back from the extension's tables at the end; the
  * simulator's own state lives in schema mm_sim (players: true skill and
@@ -66,7 +67,17 @@ typedef struct SimPlayer
 	double		latency[SIM_REGIONS];
 	double		ready_at;		/* idle players rejoin a queue from this time on */
 	PlayerState state;
+	/* role queues: the roles the player lists, most preferred first (SIM_ROLE_*) */
+	int			nroles;			/* 0: not drawn yet (drawn on their first role-queue ticket) */
+	signed char roles[4];
 } SimPlayer;
+
+/* The roles of the role queues (--roles), and "fill" (any role) as the last element of a list. */
+#define SIM_ROLE_TANK 0
+#define SIM_ROLE_HEALER 1
+#define SIM_ROLE_DPS 2
+#define SIM_ROLE_FILL 3
+static const char *const role_names[] = {"tank", "healer", "dps", "fill"};
 
 /* A ticket still searching or proposed (as far as the simulator knows). */
 typedef struct SimTicket
@@ -118,6 +129,8 @@ typedef struct SimOptions
 	const char *conninfo;
 	SimClock	clock;
 	bool		flexmatch;
+	bool		roles;			/* the role queues: roles_5v5 and roles_5v5_autofill */
+	double		role_second;	/* --roles: share of players who name a second role */
 	const char *rule_sets;		/* --flexmatch: which of classic,survival,practice,all */
 	const char *queue_list;
 	const char *prefix;
@@ -540,6 +553,70 @@ CreateFlexMatchQueues(void)
 	free(list);
 }
 
+/*
+ * The role queue (--roles): FlexMatch's Classic rules at 5v5 (fair teams and
+ * latency with their expansions, 120 s timeout, acceptance as
+ * --acceptance-timeout says), each team one tank, one healer and three dps.
+ * With `autofill`, a ticket that waited 60 s may be given a role outside its
+ * list, and a player autofilled is not autofilled again within 3 games.
+ */
+static const char *
+RoleQueueConfig(bool autofill)
+{
+	static char config[2048];
+	char		acceptance[64] = "";
+	char		rating[160] = "";
+
+	if (have_report_result)
+		snprintf(rating, sizeof(rating), " \"rating\": {\"system\": \"glicko2\", \"pool\": \"roles_ranked\"},");
+	if (opt.acceptance_timeout > 0)
+		snprintf(acceptance, sizeof(acceptance), " \"acceptance_timeout_seconds\": %g,",
+				 opt.acceptance_timeout);
+	snprintf(config, sizeof(config),
+			 "{\"match_size\": {\"min\": 10, \"max\": 10},%s"
+			 " \"teams\": [{\"name\": \"radiant\", \"min\": 5, \"max\": 5,"
+			 "              \"roles\": {\"tank\": 1, \"healer\": 1, \"dps\": 3}},"
+			 "             {\"name\": \"dire\", \"min\": 5, \"max\": 5,"
+			 "              \"roles\": {\"tank\": 1, \"healer\": 1, \"dps\": 3}}],"
+			 " \"ticket_timeout_seconds\": 120,%s%s"
+			 " \"rules\": ["
+			 "  {\"name\": \"fair_teams\", \"type\": \"team_difference\", \"attribute\": \"skill\","
+			 "   \"max\": 40, \"expansion\": {\"every_seconds\": 20, \"steps\": [400, 2000]}},"
+			 "  {\"name\": \"fast_connection\", \"type\": \"latency\", \"max_ms\": 80,"
+			 "   \"expansion\": {\"every_seconds\": 30, \"steps\": [120, 120, 120, 2000]}}]}",
+			 acceptance, rating,
+			 autofill ? " \"autofill\": {\"after_seconds\": 60, \"protect_games\": 3}," : "");
+	return config;
+}
+
+/*
+ * Creates (or re-creates) the two role queues: roles_5v5 without autofill,
+ * roles_5v5_autofill with it.  Each gets its own arrivals; the players are
+ * shared, and keep their role preferences from ticket to ticket.
+ */
+static void
+CreateRoleQueues(void)
+{
+	static const char *const names[] = {"roles_5v5", "roles_5v5_autofill"};
+	int			i;
+
+	for (i = 0; i < 2; i++)
+	{
+		const char *params[2];
+		SimQueue   *q;
+
+		params[0] = names[i];
+		params[1] = RoleQueueConfig(i == 1);
+		PQclear(SimExec(conn, "SELECT mm.drop_queue(q.name, force => true)"
+						"  FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
+						1, params, PGRES_TUPLES_OK));
+		PQclear(SimExec(conn, "SELECT mm.create_queue($1, $2::jsonb)", 2, params,
+						PGRES_TUPLES_OK));
+		q = AddQueue(names[i]);
+		q->roles = true;
+	}
+}
+
 /* Reads the largest team of each queue (parties must fit in one team). */
 static void
 LoadQueueShapes(void)
@@ -597,6 +674,7 @@ NewPlayer(void)
 	}
 	p->ready_at = 0;
 	p->state = PLAYER_IDLE;
+	p->nroles = 0;
 	return nplayers++;
 }
 
@@ -700,6 +778,37 @@ MultiModeChoice(int party, char *buf, size_t size)
 }
 
 /*
+ * A player's role preferences, drawn on their first role-queue ticket and
+ * kept: supports are scarce, as in the games that queue by role.  First
+ * choice tank 20 %, healer 15 %, dps 65 % (a match needs 20 / 20 / 60 %);
+ * --role-second (60 %) of the players name a second role (a tank's or a healer's: dps 70 %,
+ * the other 30 %; a dps player's: tank or healer, even odds); 10 % end
+ * their list with "fill" (any role).
+ */
+static void
+DrawRoles(SimPlayer *p)
+{
+	double		u = RandomUniform();
+	int			first = u < 0.20 ? SIM_ROLE_TANK : u < 0.35 ? SIM_ROLE_HEALER : SIM_ROLE_DPS;
+
+	p->nroles = 0;
+	p->roles[p->nroles++] = first;
+	if (RandomUniform() < opt.role_second)
+	{
+		double		v = RandomUniform();
+
+		if (first == SIM_ROLE_DPS)
+			p->roles[p->nroles++] = v < 0.5 ? SIM_ROLE_TANK : SIM_ROLE_HEALER;
+		else if (v < 0.7)
+			p->roles[p->nroles++] = SIM_ROLE_DPS;
+		else
+			p->roles[p->nroles++] = first == SIM_ROLE_TANK ? SIM_ROLE_HEALER : SIM_ROLE_TANK;
+	}
+	if (RandomUniform() < 0.1)
+		p->roles[p->nroles++] = SIM_ROLE_FILL;
+}
+
+/*
  * One ticket arrives in a queue at time `at`: a party of returning players
  * (or newcomers when too few are ready), with a chosen game mode for the
  * queues whose rules read one.  New players are stored in mm_sim.players in
@@ -760,7 +869,18 @@ ArriveTicket(int qi, double at)
 		for (r = 0; r < SIM_REGIONS; r++)
 			plen = Append(&pjson, &pcap, plen, "%s\"%s\": %.0f", r > 0 ? ", " : "",
 						  sim_region_names[r], p->latency[r]);
-		plen = Append(&pjson, &pcap, plen, "}}");
+		plen = Append(&pjson, &pcap, plen, "}");
+		if (q->roles)
+		{
+			if (p->nroles == 0)
+				DrawRoles(p);
+			plen = Append(&pjson, &pcap, plen, ", \"roles\": [");
+			for (r = 0; r < p->nroles; r++)
+				plen = Append(&pjson, &pcap, plen, "%s\"%s\"", r > 0 ? ", " : "",
+							  role_names[(int) p->roles[r]]);
+			plen = Append(&pjson, &pcap, plen, "]");
+		}
+		plen = Append(&pjson, &pcap, plen, "}");
 	}
 	Append(&pjson, &pcap, plen, "]");
 	Append(&njson, &ncap, nlen, "]");
@@ -2007,6 +2127,12 @@ Usage(FILE *out)
 			"                          a list of modes per ticket and a compound rule; queue\n"
 			"                          <prefix>all); default classic,survival,practice\n"
 			"  --prefix TEXT           queue name prefix for --flexmatch (default flexmatch_)\n"
+			"  --roles                 create two 5v5 role queues (one tank, one healer, three dps\n"
+			"                          a team; FlexMatch's Classic rules): roles_5v5, and\n"
+			"                          roles_5v5_autofill with autofill after 60 s (protect 3\n"
+			"                          games); print time to match per role\n"
+			"  --role-second P         --roles: share of players who name a second role\n"
+			"                          (default 0.6)\n"
 			"  --queues A,B,...        feed these existing queues instead\n"
 			"  --realtime              real clock: tickets arrive as time passes and pg_cron\n"
 			"                          ticks the queues (mm.schedule); default: simulated time,\n"
@@ -2015,7 +2141,7 @@ Usage(FILE *out)
 			"  --seconds N             arrivals stop after N seconds (default: simulated 0 =\n"
 			"                          unlimited with --tickets, real time 60)\n"
 			"  --tickets N             arrivals stop after N tickets per queue (default 840 with\n"
-			"                          --flexmatch: the article's 829 + 11 Classic tickets)\n"
+			"                          --flexmatch or --roles: the article's 829 + 11 Classic tickets)\n"
 			"  --interval MIN-MAX      seconds between two tickets of a queue (default 2-6)\n"
 			"  --party MIN-MAX         party size, capped by the queue's largest team (default 1-5)\n"
 			"  --match-seconds N       average game length (default 600 simulated, 20 real time)\n"
@@ -2025,7 +2151,7 @@ Usage(FILE *out)
 			"                          mm.leave_match)\n"
 			"  --accept-rate P         in queues that ask for acceptance: the chance that a player\n"
 			"                          accepts a proposed match (default 0.9)\n"
-			"  --acceptance-timeout S  --flexmatch queues: seconds to accept (default 10;\n"
+			"  --acceptance-timeout S  --flexmatch and --roles queues: seconds to accept (default 10;\n"
 			"                          0 = no acceptance step)\n"
 			"  --tick-interval S       seconds between ticks (default 1)\n"
 			"  --drain N               real time: seconds the last tickets may still wait before\n"
@@ -2077,7 +2203,7 @@ TakesValue(const char *option)
 	static const char *const with_value[] = {
 		"--prefix", "--rule-sets", "--queues", "--seconds", "--tickets", "--interval", "--party",
 		"--match-seconds", "--break", "--leave-rate", "--accept-rate", "--acceptance-timeout",
-		"--tick-interval", "--drain", "--seed",
+		"--tick-interval", "--drain", "--seed", "--role-second",
 		"--run", "--chart", "--dsn"
 	};
 	size_t		i;
@@ -2107,6 +2233,7 @@ ParseOptions(int argc, char **argv)
 	opt.party_min = 1;
 	opt.party_max = 5;
 	opt.leave_rate = 0.04;
+	opt.role_second = 0.6;
 	opt.accept_rate = 0.9;
 	opt.acceptance_timeout = 10;
 	opt.tick_interval = 1;
@@ -2127,6 +2254,8 @@ ParseOptions(int argc, char **argv)
 		}
 		else if (strcmp(a, "--flexmatch") == 0)
 			opt.flexmatch = true, takes_value = false;
+		else if (strcmp(a, "--roles") == 0)
+			opt.roles = true, takes_value = false;
 		else if (strcmp(a, "--realtime") == 0)
 			opt.clock = SIM_CLOCK_REAL, takes_value = false;
 		else if (strcmp(a, "--self-tick") == 0)
@@ -2164,6 +2293,8 @@ ParseOptions(int argc, char **argv)
 			match_seconds = ParseNumber(a, v, 0, 1e6);
 		else if (strcmp(a, "--break") == 0)
 			ParseRange(a, v, 0, 1e6, &break_min, &break_max);
+		else if (strcmp(a, "--role-second") == 0)
+			opt.role_second = ParseNumber(a, v, 0, 1);
 		else if (strcmp(a, "--leave-rate") == 0)
 			opt.leave_rate = ParseNumber(a, v, 0, 1);
 		else if (strcmp(a, "--accept-rate") == 0)
@@ -2188,15 +2319,15 @@ ParseOptions(int argc, char **argv)
 			i++;
 	}
 
-	if (!opt.flexmatch && opt.queue_list == NULL)
-		SimFatal("say which queues to feed: --flexmatch or --queues A,B,... (see --help)");
+	if (!opt.flexmatch && !opt.roles && opt.queue_list == NULL)
+		SimFatal("say which queues to feed: --flexmatch, --roles or --queues A,B,... (see --help)");
 	if (strlen(opt.run) == 0 || strlen(opt.run) > 40 || strchr(opt.run, '"') || strchr(opt.run, '\\'))
 		SimFatal("--run: a tag of 1 to 40 characters without quotes or backslashes");
 	opt.match_seconds = match_seconds >= 0 ? match_seconds : (opt.clock == SIM_CLOCK_SIMULATED ? 600 : 20);
 	opt.break_min = break_min >= 0 ? break_min : (opt.clock == SIM_CLOCK_SIMULATED ? 10 : 2);
 	opt.break_max = break_max >= 0 ? break_max : (opt.clock == SIM_CLOCK_SIMULATED ? 60 : 8);
 	opt.seconds = seconds >= 0 ? seconds : (opt.clock == SIM_CLOCK_REAL ? 60 : 0);
-	opt.tickets = tickets >= 0 ? (int) tickets : (opt.flexmatch && seconds < 0 ? 840 : 0);
+	opt.tickets = tickets >= 0 ? (int) tickets : ((opt.flexmatch || opt.roles) && seconds < 0 ? 840 : 0);
 	if (opt.seconds <= 0 && opt.tickets <= 0)
 		SimFatal("the run would never end: give --seconds or --tickets");
 	if (opt.clock == SIM_CLOCK_SIMULATED && opt.self_tick)
@@ -2259,6 +2390,8 @@ main(int argc, char **argv)
 	PrepareSchema();
 	if (opt.flexmatch)
 		CreateFlexMatchQueues();
+	if (opt.roles)
+		CreateRoleQueues();
 	if (opt.queue_list)
 	{
 		char	   *list = StrDup(opt.queue_list);
@@ -2275,6 +2408,7 @@ main(int argc, char **argv)
 
 	SimPrintFigures(conn, queues, nqueues, opt.flexmatch, opt.accept_rate,
 					opt.flexmatch ? opt.acceptance_timeout : 0, command_line);
+	SimPrintRoleFigures(conn, queues, nqueues);
 	PrintRatingSummary();
 	if (opt.chart)
 		SimWriteChart(conn, queues, nqueues, epoch, 0, opt.chart);

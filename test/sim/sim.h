@@ -26,6 +26,7 @@ typedef struct SimQueue
 	int			max_party;		/* the largest team of the queue caps the party */
 	int			max_team;
 	bool		multi_mode;		/* FlexMatch's "All" queue: tickets list their game modes */
+	bool		roles;			/* a role queue: each player lists the roles they will play */
 	double		next_arrival;	/* simulation seconds */
 	int			tickets_made;
 	/* every ticket this run created in the queue (for the final figures) */
@@ -68,6 +69,7 @@ extern void SimQueueFiguresLoad(PGconn *conn, const SimQueue *queue, SimQueueFig
 extern void SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 							double accept_rate, double acceptance_timeout,
 							const char *command_line);
+extern void SimPrintRoleFigures(PGconn *conn, SimQueue *queues, int nqueues);
 extern void SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
 						  double run_seconds, const char *path);
 

@@ -239,6 +239,126 @@ SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool flexmatch,
 			   " whether FlexMatch's times include the answers is not published.\n");
 }
 
+/*
+ * The role queues: time to match of this run's players by the role they
+ * played (median and p90 of their tickets' waits) and by their first choice
+ * (how many were matched or timed out, on which of their choices, and their
+ * waits).  A player's first choice is the first element of the list the
+ * ticket sent ("fill" when it sent none).
+ */
+static void
+PrintRoleQueue(PGconn *conn, const SimQueue *queue)
+{
+	char	   *ids = SimIdArray(queue->ticket_ids, queue->nticket_ids);
+	const char *params[1] = {ids};
+	static const char *const players_sql =
+		"WITH p AS ("
+		"  SELECT t.status, extract(epoch FROM t.matched_at OPERATOR(pg_catalog.-) t.created_at)::float8 AS wait,"
+		"         coalesce(pl.value OPERATOR(pg_catalog.->) 'roles', '[\"fill\"]') AS prefs,"
+		"         coalesce(pl.value OPERATOR(pg_catalog.->) 'roles' OPERATOR(pg_catalog.->>) 0, 'fill') AS first,"
+		"         mp.role, coalesce(mp.autofilled, false) AS autofilled"
+		"    FROM mm.tickets t"
+		"   CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(t.players) pl"
+		"    LEFT JOIN mm.match_players mp ON t.status OPERATOR(pg_catalog.=) 'matched'"
+		"         AND mp.match_id OPERATOR(pg_catalog.=) t.match_id"
+		"         AND mp.player_id OPERATOR(pg_catalog.=) (pl.value OPERATOR(pg_catalog.->>) 'id')"
+		"   WHERE t.id OPERATOR(pg_catalog.=) ANY ($1::bigint[]))";
+	PGresult   *res;
+	char	   *sql;
+	size_t		len;
+	int			row;
+
+	printf("\n%s: time to match by role (this run's players; %s)\n", queue->name,
+		   strstr(queue->name, "autofill") ? "autofill after 60 s, protection 3 games" : "no autofill");
+	len = strlen(players_sql) + 2048;
+	sql = malloc(len);
+	if (sql == NULL)
+		SimFatal("out of memory");
+
+	/* by the role played */
+	snprintf(sql, len, "%s"
+			 "SELECT role, pg_catalog.count(*),"
+			 "       pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),"
+			 "       pg_catalog.percentile_cont(0.9) WITHIN GROUP (ORDER BY wait),"
+			 "       pg_catalog.count(*) FILTER (WHERE autofilled),"
+			 "       pg_catalog.count(*) FILTER (WHERE role OPERATOR(pg_catalog.=) first)"
+			 "  FROM p WHERE status OPERATOR(pg_catalog.=) 'matched' AND role IS NOT NULL"
+			 " GROUP BY role"
+			 " ORDER BY pg_catalog.array_position(ARRAY['tank', 'healer', 'dps'], role), role",
+			 players_sql);
+	res = SimExec(conn, sql, 1, params, PGRES_TUPLES_OK);
+	printf("  %-14s %8s %9s %9s %12s %10s\n", "role played", "players", "median", "p90",
+		   "first choice", "autofilled");
+	for (row = 0; row < PQntuples(res); row++)
+	{
+		long		n = atol(PQgetvalue(res, row, 1));
+
+		printf("  %-14s %8ld", PQgetvalue(res, row, 0), n);
+		PrintSeconds(atof(PQgetvalue(res, row, 2)));
+		PrintSeconds(atof(PQgetvalue(res, row, 3)));
+		printf(" %11.0f%% %10s\n", 100.0 * atol(PQgetvalue(res, row, 5)) / n, PQgetvalue(res, row, 4));
+	}
+	PQclear(res);
+
+	/* by the first choice */
+	snprintf(sql, len, "%s"
+			 "SELECT first, pg_catalog.count(*),"
+			 "       pg_catalog.count(*) FILTER (WHERE status OPERATOR(pg_catalog.=) 'matched'),"
+			 "       pg_catalog.count(*) FILTER (WHERE status OPERATOR(pg_catalog.=) 'timed_out'),"
+			 "       pg_catalog.count(*) FILTER (WHERE role OPERATOR(pg_catalog.=) first),"
+			 "       pg_catalog.count(*) FILTER (WHERE role OPERATOR(pg_catalog.<>) first"
+			 "                                  AND role OPERATOR(pg_catalog.=) (prefs OPERATOR(pg_catalog.->>) 1)),"
+			 "       pg_catalog.count(*) FILTER (WHERE NOT autofilled AND role IS NOT NULL"
+			 "                                  AND NOT prefs OPERATOR(pg_catalog.?) role),"
+			 "       pg_catalog.count(*) FILTER (WHERE autofilled),"
+			 "       coalesce(pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY wait)"
+			 "                FILTER (WHERE status OPERATOR(pg_catalog.=) 'matched'), 'NaN'),"
+			 "       coalesce(pg_catalog.percentile_cont(0.9) WITHIN GROUP (ORDER BY wait)"
+			 "                FILTER (WHERE status OPERATOR(pg_catalog.=) 'matched'), 'NaN')"
+			 "  FROM p GROUP BY first"
+			 " ORDER BY pg_catalog.array_position(ARRAY['tank', 'healer', 'dps', 'fill'], first), first",
+			 players_sql);
+	res = SimExec(conn, sql, 1, params, PGRES_TUPLES_OK);
+	printf("  %-14s %8s %8s %9s %9s %9s %9s %10s %9s %9s\n", "first choice", "players", "matched",
+		   "timed out", "on 1st", "on 2nd", "via fill", "autofilled", "median", "p90");
+	for (row = 0; row < PQntuples(res); row++)
+	{
+		long		matched = atol(PQgetvalue(res, row, 2));
+		int			col;
+
+		printf("  %-14s %8s %8ld %9s", PQgetvalue(res, row, 0), PQgetvalue(res, row, 1), matched,
+			   PQgetvalue(res, row, 3));
+		for (col = 4; col <= 7; col++)
+		{
+			if (col == 7)
+				printf(" %10s", PQgetvalue(res, row, col));
+			else if (matched > 0)
+				printf(" %8.0f%%", 100.0 * atol(PQgetvalue(res, row, col)) / matched);
+			else
+				printf(" %9s", "-");
+		}
+		PrintSeconds(atof(PQgetvalue(res, row, 8)));
+		PrintSeconds(atof(PQgetvalue(res, row, 9)));
+		printf("\n");
+	}
+	PQclear(res);
+	printf("  (waits: matched tickets, created to matched; on 1st / on 2nd / via fill: of the matched;"
+		   " via fill: a role outside the list that its \"fill\" allowed)\n");
+	free(sql);
+	free(ids);
+}
+
+/* The per-role figures of every role queue of the run. */
+void
+SimPrintRoleFigures(PGconn *conn, SimQueue *queues, int nqueues)
+{
+	int			i;
+
+	for (i = 0; i < nqueues; i++)
+		if (queues[i].roles)
+			PrintRoleQueue(conn, &queues[i]);
+}
+
 /* ------------------------------------------------------------------ chart */
 
 #define CHART_W 760

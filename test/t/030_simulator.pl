@@ -8,7 +8,8 @@
 # completed it; early quits through mm.leave_match), that no player is left
 # held at the end, and that the simulated outcomes moved the stored ratings
 # (mm_sim.players through mm.glicko2_update, mm.ratings through
-# mm.report_result).
+# mm.report_result).  Then a short run of the role queues (mm_sim --roles):
+# compositions kept, nobody outside their list unless autofilled.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -137,6 +138,42 @@ SKIP:
 cmp_ok($node->safe_psql($db, q{
 	SELECT count(*) FROM mm_sim.players WHERE games > 0 AND rating <> initial_rating}), '>', 0,
 	'outcomes moved stored ratings');
+
+# The role queues (mm_sim --roles): every team holds one tank, one healer and
+# three dps; a player is seated outside their list exactly when marked
+# autofilled, only in the queue with autofill, and only after its 60 s.
+SKIP:
+{
+	skip 'no role queues (mm.match_players.role)', 3
+	  unless $node->safe_psql($db, q{
+		SELECT count(*) FROM pg_catalog.pg_attribute
+		 WHERE attrelid = 'mm.match_players'::regclass AND attname = 'role' AND NOT attisdropped}) eq '1';
+	my ($stdout, $stderr);
+	my $ok = IPC::Run::run(
+		[ $sim, '--roles', '--seed', '7', '--tickets', '120', '--acceptance-timeout', '0',
+		  '--run', 'roles', '--quiet', '--dsn', $node->connstr($db) ],
+		'>', \$stdout, '2>', \$stderr);
+	ok($ok && $stdout =~ /^roles_5v5_autofill: time to match by role/m,
+		'mm_sim --roles ran and printed the times to match per role') or diag($stderr);
+	is($node->safe_psql($db, q{
+		SELECT count(*) FROM (
+		  SELECT mp.match_id, mp.team FROM mm.match_players mp
+		   WHERE mp.queue LIKE 'roles_5v5%'
+		   GROUP BY 1, 2
+		  HAVING count(*) <> 5 OR count(*) FILTER (WHERE mp.role = 'tank') <> 1
+		      OR count(*) FILTER (WHERE mp.role = 'healer') <> 1
+		      OR count(*) FILTER (WHERE mp.role = 'dps') <> 3) x}), 0,
+		'every team of a role match: one tank, one healer, three dps');
+	is($node->safe_psql($db, q{
+		SELECT count(*) FROM mm.match_players mp
+		  JOIN mm.tickets t ON t.id = mp.ticket_id
+		 CROSS JOIN LATERAL jsonb_array_elements(t.players) pl
+		 WHERE mp.queue LIKE 'roles_5v5%' AND pl ->> 'id' = mp.player_id
+		   AND (mp.autofilled <> NOT (pl -> 'roles' ? mp.role OR pl -> 'roles' ? 'fill')
+		        OR (mp.autofilled AND (mp.queue = 'roles_5v5'
+		                               OR t.matched_at - t.created_at < interval '60 seconds')))}), 0,
+		'a player is outside their list exactly when autofilled, with autofill, after 60 s');
+}
 
 $node->stop;
 done_testing();
