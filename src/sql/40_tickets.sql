@@ -240,18 +240,12 @@ CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
 	AS $$
 DECLARE
 	bad record;
-	taken bigint[];
 BEGIN
 	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
 	-- the players' claims: tickets go through mm.create_ticket there
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
 	END IF;
-	-- an explicit id an active ticket of another queue holds (the key holds
-	-- the queue); = ANY of an array stays linear whatever the statistics say
-	taken := ARRAY(SELECT a.id FROM mm.tickets_active a
-					WHERE a.id = ANY (ARRAY(SELECT n.id FROM new_tickets n))
-					GROUP BY a.id HAVING count(*) > 1);
 	-- ids come from mm.tickets_id_seq: an explicit one must be one it has
 	-- handed out (an id ahead of it would collide with a later default) and
 	-- not an ended ticket's (the partitions' primary keys are separate)
@@ -267,7 +261,6 @@ BEGIN
 					 FROM mm.tickets_id_seq)
 		OR (n.id <= (SELECT max(e.id) FROM mm.tickets_ended e)
 			AND EXISTS (SELECT FROM mm.tickets_ended e WHERE e.id = n.id))
-		OR n.id = ANY (taken)
 	 LIMIT 1;
 	IF FOUND AND bad.fresh AND bad.ahead THEN
 		RAISE EXCEPTION 'ticket id % was not drawn from mm.tickets_id_seq', bad.id
@@ -289,6 +282,19 @@ BEGIN
 	PERFORM FROM mm.queues q WHERE q.name IN (SELECT n.queue FROM new_tickets n) FOR KEY SHARE OF q;
 	-- in the order the rows came: the first invalid one is reported
 	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n;
+	-- an explicit id an active ticket of another queue holds (the key holds
+	-- the queue): ids drawn from the sequence are above every older one, so
+	-- only the active ids from the lowest new one up can repeat; planned
+	-- with that id (EXECUTE), an index range scan over about the new rows
+	EXECUTE 'SELECT pg_catalog.min(d.id) AS id FROM (SELECT a.id FROM mm.tickets_active a'
+			' WHERE a.id OPERATOR(pg_catalog.>=) $1 GROUP BY a.id'
+			' HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) d'
+		INTO bad USING (SELECT pg_catalog.min(n.id) FROM new_tickets n);
+	IF bad.id IS NOT NULL THEN
+		RAISE EXCEPTION 'ticket id % is already used', bad.id
+			USING ERRCODE = 'unique_violation',
+				  HINT = 'Leave id to its default (mm.tickets_id_seq).';
+	END IF;
 	-- one active ticket per player: a plain insert, in player order, so that
 	-- two statements claiming the same players in different orders queue up
 	-- on the first one they share instead of deadlocking; the rare refusal
