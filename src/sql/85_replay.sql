@@ -1,0 +1,90 @@
+-- ===================================================================
+-- What-if: a queue's recorded tickets replayed against a config (src/replay.c)
+-- ===================================================================
+--
+-- mm.replay and mm.replay_matches only read: they write nothing, send no
+-- event and take no lock a tick waits on, so they run in a read-only
+-- transaction and on a standby.  docs/metrics.md, "What-if: replay".
+
+CREATE FUNCTION mm.replay_matches(queue text, config jsonb, from_time timestamptz, to_time timestamptz,
+								  tick_every interval DEFAULT '1 second')
+RETURNS TABLE (match_number integer, formed_at timestamptz, quality float8, tickets bigint[], players jsonb)
+LANGUAGE C VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'mm_replay_matches';
+COMMENT ON FUNCTION mm.replay_matches(text, jsonb, timestamptz, timestamptz, interval) IS
+	'The matches a replay of the queue''s tickets recorded in [from_time, to_time) forms with config (NULL: the queue''s own), ticking every tick_every: one row per match with its tickets and players (team, role)';
+REVOKE ALL ON FUNCTION mm.replay_matches(text, jsonb, timestamptz, timestamptz, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_matches(text, jsonb, timestamptz, timestamptz, interval)
+	TO mm_analyst, mm_director, mm_admin;
+
+-- The replay's figures (mm.replay sets them beside the recorded ones).
+CREATE FUNCTION mm.replay_figures(queue text, config jsonb, from_time timestamptz, to_time timestamptz,
+								  tick_every interval)
+RETURNS jsonb
+LANGUAGE C VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'mm_replay_summary';
+COMMENT ON FUNCTION mm.replay_figures(text, jsonb, timestamptz, timestamptz, interval) IS
+	'Internal: the figures of a replay, for mm.replay';
+REVOKE ALL ON FUNCTION mm.replay_figures(text, jsonb, timestamptz, timestamptz, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_figures(text, jsonb, timestamptz, timestamptz, interval) TO mm_admin;
+
+-- What was recorded for the same tickets, in the replay's figures' shape.
+CREATE FUNCTION mm.recorded_figures(queue text, from_time timestamptz, to_time timestamptz)
+RETURNS jsonb
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH t AS (
+		SELECT t.id, t.status, t.match_id,
+			   EXTRACT(epoch FROM t.matched_at - t.created_at) AS wait
+		  FROM mm.tickets t
+		 WHERE t.queue = recorded_figures.queue
+		   AND t.created_at >= recorded_figures.from_time AND t.created_at < recorded_figures.to_time),
+	m AS (
+		SELECT m.quality FROM mm.matches m
+		 WHERE m.queue = recorded_figures.queue AND m.id IN (SELECT t.match_id FROM t))
+	SELECT jsonb_build_object(
+		'tickets', (SELECT count(*) FROM t),
+		'matched', (SELECT count(*) FROM t WHERE t.status = 'matched'),
+		'matched_share', (SELECT round(avg((t.status = 'matched')::int)::numeric, 3) FROM t),
+		'time_to_match_p50', (SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.wait)::numeric, 3)
+								FROM t WHERE t.status = 'matched'),
+		'time_to_match_p95', (SELECT round(percentile_cont(0.95) WITHIN GROUP (ORDER BY t.wait)::numeric, 3)
+								FROM t WHERE t.status = 'matched'),
+		'time_to_match_max', (SELECT round(max(t.wait)::numeric, 3) FROM t WHERE t.status = 'matched'),
+		'timed_out', (SELECT count(*) FROM t WHERE t.status = 'timed_out'),
+		'cancelled', (SELECT count(*) FROM t WHERE t.status = 'cancelled'),
+		'still_searching', (SELECT count(*) FROM t WHERE t.status IN ('searching', 'proposed')),
+		'matches', (SELECT count(*) FROM m),
+		'quality_mean', (SELECT round(avg(m.quality)::numeric, 3) FROM m),
+		'quality_p10', (SELECT round(percentile_cont(0.1) WITHIN GROUP (ORDER BY m.quality)::numeric, 3) FROM m))
+$$;
+COMMENT ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz) IS
+	'Internal: what happened to the queue''s tickets recorded in [from_time, to_time), for mm.replay';
+REVOKE ALL ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz) TO mm_admin;
+
+CREATE FUNCTION mm.replay(queue text, config jsonb, from_time timestamptz, to_time timestamptz,
+						  tick_every interval DEFAULT '1 second')
+RETURNS jsonb
+LANGUAGE sql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT jsonb_build_object(
+		'queue', replay.queue, 'from_time', replay.from_time, 'to_time', replay.to_time,
+		'tick_every', replay.tick_every, 'config', CASE WHEN replay.config IS NULL THEN 'current' ELSE 'given' END,
+		'replay', mm.replay_figures(replay.queue, replay.config, replay.from_time, replay.to_time,
+									replay.tick_every),
+		'recorded', mm.recorded_figures(replay.queue, replay.from_time, replay.to_time))
+$$;
+COMMENT ON FUNCTION mm.replay(text, jsonb, timestamptz, timestamptz, interval) IS
+	'What-if: the queue''s tickets recorded in [from_time, to_time) replayed against config (NULL: the queue''s own) in simulated time, ticking every tick_every, beside what really happened to them; writes nothing';
+REVOKE ALL ON FUNCTION mm.replay(text, jsonb, timestamptz, timestamptz, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay(text, jsonb, timestamptz, timestamptz, interval)
+	TO mm_analyst, mm_director, mm_admin;
