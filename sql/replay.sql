@@ -63,7 +63,8 @@ SELECT k, r.replay -> k AS replay, r.recorded -> k AS recorded
   FROM (SELECT x -> 'replay' AS replay, x -> 'recorded' AS recorded
 		  FROM mm.replay('rp', NULL, '2026-01-01 00:00:00+00', '2026-01-01 00:02:00+00') x) r,
 	   unnest(ARRAY['tickets', 'matched', 'matched_share', 'time_to_match_p50', 'time_to_match_p95',
-					'time_to_match_max', 'timed_out', 'cancelled', 'matches', 'quality_mean', 'quality_p10']) k
+					'time_to_match_max', 'timed_out', 'cancelled', 'matches', 'quality_mean', 'quality_p10',
+					'skill_attribute', 'skill_spread_mean', 'team_gap_mean']) k
  ORDER BY k;
 SELECT mm.replay('rp', NULL, '2026-01-01 00:00:00+00', '2026-01-01 00:02:00+00') -> 'replay' -> 'rules' AS rule_checks;
 
@@ -94,7 +95,29 @@ SELECT (SELECT count(*) FROM mm.tickets WHERE queue = 'rp') = l.tickets
   FROM rp_live l;
 UNLISTEN mm_events;
 
--- 4. bad arguments
+-- 4. a role queue: the same seats, per role, on both sides
+SELECT mm.create_queue('rp_roles', '{"teams": [{"name": "a", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}},
+  {"name": "b", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}}]}');
+DO $$
+BEGIN
+	FOR s IN 0..9 LOOP
+		PERFORM mm.create_ticket('rp_roles', jsonb_build_array(jsonb_build_object('id', 'rr' || (s * 4 + k),
+				'roles', CASE WHEN k = 1 THEN '["tank"]'::jsonb WHEN k = 2 THEN '["dps", "tank"]' ELSE '["dps"]' END)),
+			'2026-01-01 00:00:00.25+00'::timestamptz + make_interval(secs => s))
+		  FROM generate_series(1, 4) k;
+		PERFORM mm.tick('rp_roles', '2026-01-01 00:00:01+00'::timestamptz + make_interval(secs => s));
+	END LOOP;
+END
+$$;
+SELECT x -> 'replay' -> 'roles' = x -> 'recorded' -> 'roles' AS same_roles, x -> 'replay' -> 'roles' AS roles
+  FROM mm.replay('rp_roles', NULL, '2026-01-01 00:00:00+00', '2026-01-01 00:00:10+00') x;
+SELECT p ->> 'player' AS player, p ->> 'team' AS team, p ->> 'role' AS role
+  FROM mm.replay_matches('rp_roles', NULL, '2026-01-01 00:00:00+00', '2026-01-01 00:00:10+00') r,
+	   jsonb_array_elements(r.players) p
+ WHERE r.match_number = 1 ORDER BY 1;
+SELECT mm.drop_queue('rp_roles', true);
+
+-- 5. bad arguments
 SELECT mm.replay('rp', NULL, '2026-01-01', '2026-01-01 00:01', '0 seconds');
 SELECT mm.replay('rp', NULL, '2026-01-01', '2026-01-01 00:01', '1 day');
 SELECT mm.replay('rp', NULL, '2026-01-01 00:01', '2026-01-01', '1 second');

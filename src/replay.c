@@ -443,6 +443,85 @@ AppendNumberOrNull(StringInfo out, const char *key, double v)
 		appendStringInfo(out, "%.3f", v);
 }
 
+/*
+ * The skill spread (the match's highest value less its lowest) and the team
+ * gap (the teams' highest average less their lowest) of the first
+ * difference or team_difference rule's attribute, averaged over the matches
+ * (players without a value left out); null without such a rule.
+ */
+static void
+AppendSkillFigures(StringInfo out, const Replay *rp)
+{
+	const MmQueueConfig *config = rp->config;
+	int			rule = -1;
+	double		spread_sum = 0,
+				gap_sum = 0;
+	int			nspread = 0,
+				ngap = 0;
+
+	for (int r = 0; r < config->nrules && rule < 0; r++)
+		if (config->rules[r].type == MM_RULE_DIFFERENCE || config->rules[r].type == MM_RULE_TEAM_DIFFERENCE)
+			rule = r;
+	for (int m = 0; rule >= 0 && m < rp->nmatches; m++)
+	{
+		const ReplayMatch *rm = &rp->matches[m];
+		double		lo = INFINITY,
+					hi = -INFINITY;
+		double		team_sum[MM_MAX_TEAMS] = {0};
+		int			team_count[MM_MAX_TEAMS] = {0};
+
+		for (int k = 0; k < rm->ntickets; k++)
+		{
+			const MmTicket *t = &rp->tickets[rm->tickets[k]];
+			const MmRuleValue *v = &t->values[rule];
+
+			for (int p = 0; p < t->nplayers && v->player_values != NULL && p < v->nvalues; p++)
+			{
+				double		x = v->player_values[p];
+
+				if (isnan(x))
+					continue;
+				lo = Min(lo, x);
+				hi = Max(hi, x);
+				if (rm->ticket_team[k] >= 0)
+				{
+					team_sum[rm->ticket_team[k]] += x;
+					team_count[rm->ticket_team[k]]++;
+				}
+			}
+		}
+		if (hi >= lo)
+		{
+			spread_sum += hi - lo;
+			nspread++;
+		}
+		if (config->nteams > 1)
+		{
+			double		tlo = INFINITY,
+						thi = -INFINITY;
+
+			for (int t = 0; t < config->nteams; t++)
+				if (team_count[t] > 0)
+				{
+					tlo = Min(tlo, team_sum[t] / team_count[t]);
+					thi = Max(thi, team_sum[t] / team_count[t]);
+				}
+			if (thi >= tlo)
+			{
+				gap_sum += thi - tlo;
+				ngap++;
+			}
+		}
+	}
+	appendStringInfoString(out, ", \"skill_attribute\": ");
+	if (rule >= 0 && config->rules[rule].attribute != NULL)
+		escape_json(out, config->rules[rule].attribute);
+	else
+		appendStringInfoString(out, "null");
+	AppendNumberOrNull(out, "skill_spread_mean", nspread > 0 ? spread_sum / nspread : NAN);
+	AppendNumberOrNull(out, "team_gap_mean", ngap > 0 ? gap_sum / ngap : NAN);
+}
+
 PG_FUNCTION_INFO_V1(mm_replay_summary);
 
 /*
@@ -492,6 +571,7 @@ mm_replay_summary(PG_FUNCTION_ARGS)
 					 timed_out, cancelled, rp->ntickets - nmatched - timed_out - cancelled, rp->nmatches);
 	AppendNumberOrNull(&out, "quality_mean", rp->nmatches > 0 ? quality_sum / rp->nmatches : NAN);
 	AppendNumberOrNull(&out, "quality_p10", Percentile(qualities, rp->nmatches, 0.1));
+	AppendSkillFigures(&out, rp);
 	appendStringInfoString(&out, ", \"rules\": {");
 	for (int r = 0; r < config->nrules; r++)
 	{

@@ -32,22 +32,45 @@ COMMENT ON FUNCTION mm.replay_figures(text, jsonb, timestamptz, timestamptz, int
 REVOKE ALL ON FUNCTION mm.replay_figures(text, jsonb, timestamptz, timestamptz, interval) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.replay_figures(text, jsonb, timestamptz, timestamptz, interval) TO mm_admin;
 
--- What was recorded for the same tickets, in the replay's figures' shape.
-CREATE FUNCTION mm.recorded_figures(queue text, from_time timestamptz, to_time timestamptz)
+-- What was recorded for the same tickets, in the replay's figures' shape;
+-- skill_attribute: the dotted path the skill figures read (the replay's
+-- first difference or team_difference rule's), NULL: none.
+CREATE FUNCTION mm.recorded_figures(queue text, from_time timestamptz, to_time timestamptz,
+									skill_attribute text)
 RETURNS jsonb
 LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 	WITH t AS (
-		SELECT t.id, t.status, t.match_id,
+		SELECT t.id, t.status, t.match_id, t.players,
 			   EXTRACT(epoch FROM t.matched_at - t.created_at) AS wait
 		  FROM mm.tickets t
 		 WHERE t.queue = recorded_figures.queue
 		   AND t.created_at >= recorded_figures.from_time AND t.created_at < recorded_figures.to_time),
 	m AS (
-		SELECT m.quality FROM mm.matches m
-		 WHERE m.queue = recorded_figures.queue AND m.id IN (SELECT t.match_id FROM t))
+		SELECT m.id, m.quality FROM mm.matches m
+		 WHERE m.queue = recorded_figures.queue AND m.id IN (SELECT t.match_id FROM t)),
+	-- the matches' players, with their skill value and their list's first role
+	p AS (
+		SELECT mp.match_id, mp.team, mp.role,
+			   CASE WHEN jsonb_typeof(e.value -> 'attributes' #> string_to_array(recorded_figures.skill_attribute, '.'))
+						 = 'number'
+					THEN (e.value -> 'attributes' #>> string_to_array(recorded_figures.skill_attribute, '.'))::float8
+			   END AS skill,
+			   coalesce(e.value -> 'roles' ->> 0, 'fill') AS first_role
+		  FROM mm.match_players mp
+		  JOIN mm.tickets tk ON tk.id = mp.ticket_id
+		  CROSS JOIN LATERAL jsonb_array_elements(tk.players) e
+		 WHERE mp.queue = recorded_figures.queue AND mp.match_id IN (SELECT m.id FROM m)
+		   AND e.value ->> 'id' = mp.player_id),
+	spread AS (
+		SELECT max(p.skill) - min(p.skill) AS spread FROM p GROUP BY p.match_id HAVING count(p.skill) > 0),
+	gap AS (
+		SELECT max(a.avg) - min(a.avg) AS gap
+		  FROM (SELECT p.match_id, avg(p.skill) AS avg FROM p WHERE p.team IS NOT NULL AND p.skill IS NOT NULL
+				 GROUP BY p.match_id, p.team) a
+		 GROUP BY a.match_id HAVING count(*) > 1)
 	SELECT jsonb_build_object(
 		'tickets', (SELECT count(*) FROM t),
 		'matched', (SELECT count(*) FROM t WHERE t.status = 'matched'),
@@ -62,12 +85,21 @@ AS $$
 		'still_searching', (SELECT count(*) FROM t WHERE t.status IN ('searching', 'proposed')),
 		'matches', (SELECT count(*) FROM m),
 		'quality_mean', (SELECT round(avg(m.quality)::numeric, 3) FROM m),
-		'quality_p10', (SELECT round(percentile_cont(0.1) WITHIN GROUP (ORDER BY m.quality)::numeric, 3) FROM m))
+		'quality_p10', (SELECT round(percentile_cont(0.1) WITHIN GROUP (ORDER BY m.quality)::numeric, 3) FROM m),
+		'skill_attribute', recorded_figures.skill_attribute,
+		'skill_spread_mean', (SELECT round(avg(spread.spread)::numeric, 3) FROM spread),
+		'team_gap_mean', (SELECT round(avg(gap.gap)::numeric, 3) FROM gap))
+	|| coalesce((SELECT jsonb_build_object('roles', jsonb_object_agg(r.role, jsonb_build_object(
+					'players', r.players, 'first_choice_share', r.first_share)))
+				   FROM (SELECT p.role, count(*) AS players,
+								round(avg((p.first_role IN (p.role, 'fill'))::int)::numeric, 3) AS first_share
+						   FROM p WHERE p.role IS NOT NULL GROUP BY p.role) r
+				  HAVING count(*) > 0), '{}')
 $$;
-COMMENT ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz) IS
+COMMENT ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz, text) IS
 	'Internal: what happened to the queue''s tickets recorded in [from_time, to_time), for mm.replay';
-REVOKE ALL ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz) TO mm_admin;
+REVOKE ALL ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.recorded_figures(text, timestamptz, timestamptz, text) TO mm_admin;
 
 CREATE FUNCTION mm.replay(queue text, config jsonb, from_time timestamptz, to_time timestamptz,
 						  tick_every interval DEFAULT '1 second')
@@ -81,7 +113,13 @@ AS $$
 		'tick_every', replay.tick_every, 'config', CASE WHEN replay.config IS NULL THEN 'current' ELSE 'given' END,
 		'replay', mm.replay_figures(replay.queue, replay.config, replay.from_time, replay.to_time,
 									replay.tick_every),
-		'recorded', mm.recorded_figures(replay.queue, replay.from_time, replay.to_time))
+		'recorded', mm.recorded_figures(replay.queue, replay.from_time, replay.to_time,
+			(SELECT r.value ->> 'attribute'
+			   FROM jsonb_array_elements(coalesce(replay.config,
+						(SELECT q.config FROM mm.queues q WHERE q.name = replay.queue)) -> 'rules')
+					WITH ORDINALITY AS r(value, ord)
+			  WHERE r.value ->> 'type' IN ('difference', 'team_difference')
+			  ORDER BY r.ord LIMIT 1)))
 $$;
 COMMENT ON FUNCTION mm.replay(text, jsonb, timestamptz, timestamptz, interval) IS
 	'What-if: the queue''s tickets recorded in [from_time, to_time) replayed against config (NULL: the queue''s own) in simulated time, ticking every tick_every, beside what really happened to them; writes nothing';
