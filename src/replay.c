@@ -136,9 +136,11 @@ RunReplay(FunctionCallInfo fcinfo)
 	Datum		values[3];
 	MemoryContext caller = CurrentMemoryContext;
 	MemoryContext tick_context;
+	int		   *searching;		/* the tickets arrived and not ended, in order */
+	int			nsearching = 0,
+				next_arrival = 0;
 	int			rc,
-				i,
-				first = 0;
+				i;
 	bool		isnull;
 
 	if (PG_ARGISNULL(0))
@@ -246,6 +248,7 @@ RunReplay(FunctionCallInfo fcinfo)
 	rp->matches = palloc(sizeof(ReplayMatch) * rp->matches_allocated);
 
 	/* the ticks */
+	searching = palloc(sizeof(int) * Max(rp->ntickets, 1));
 	tick_context = AllocSetContextCreate(caller, "mm replay tick", ALLOCSET_DEFAULT_SIZES);
 	for (TimestampTz now = from_time; now <= to_time; now += step)
 	{
@@ -257,15 +260,29 @@ RunReplay(FunctionCallInfo fcinfo)
 		CHECK_FOR_INTERRUPTS();
 		rp->nticks++;
 		MemoryContextSwitchTo(tick_context);
-		pool = palloc(sizeof(MmTicket) * Max(rp->ntickets - first, 1));
-		pool_index = palloc(sizeof(int) * Max(rp->ntickets - first, 1));
-		for (i = first; i < rp->ntickets && rp->fate[i].created_at <= now; i++)
+		while (next_arrival < rp->ntickets && rp->fate[next_arrival].created_at <= now)
+			searching[nsearching++] = next_arrival++;
+		pool = palloc(sizeof(MmTicket) * Max(nsearching, 1));
+		pool_index = palloc(sizeof(int) * Max(nsearching, 1));
+		/* the searching list keeps the tickets still searching, in order */
 		{
-			ReplayTicket *f = &rp->fate[i];
+			int			kept = 0;
+
+			for (int k = 0; k < nsearching; k++)
+			{
+				i = searching[k];
+				if (TIMESTAMP_IS_NOEND(rp->fate[i].ended_at))
+					searching[kept++] = i;
+			}
+			nsearching = kept;
+		}
+		for (int k = 0; k < nsearching; k++)
+		{
+			ReplayTicket *f;
 			double		age;
 
-			if (!TIMESTAMP_IS_NOEND(f->ended_at))
-				continue;
+			i = searching[k];
+			f = &rp->fate[i];
 			/* reality's cancel, at the same time */
 			if (f->cancelled_at <= now)
 			{
@@ -289,9 +306,6 @@ RunReplay(FunctionCallInfo fcinfo)
 			}
 			pool_index[n++] = i;
 		}
-		/* the tickets before the first one still searching are done with */
-		while (first < rp->ntickets && !TIMESTAMP_IS_NOEND(rp->fate[first].ended_at))
-			first++;
 		if (n >= 1)
 		{
 			result = MmSearchMatches(&rp->context, pool, n);

@@ -5,6 +5,7 @@
 #   bash test/bench/run.sh ratings      # those whose file name starts with "ratings"
 #   bash test/bench/run.sh citus        # scale-out on Citus (builds Citus if needed)
 #   bash test/bench/run.sh roles        # a 5v5 role queue vs the same queue without roles (roles.sh)
+#   bash test/bench/run.sh replay       # a day of a busy queue ticked live, then replayed by mm.replay (replay.sh)
 source "$(dirname "$0")/../scripts/common.sh"
 
 mm_init 54331
