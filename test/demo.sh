@@ -11,8 +11,10 @@
 # (mm.report_result), while a LISTEN client prints the matches as they are
 # announced.  Meanwhile FlexMatch's benchmark is replayed in simulated time in
 # the background; its summary follows the live part.  Then the analysts'
-# report (each target: met or not, and why a miss is expected here) and the
-# charts.  The cluster is stopped at the end and on Ctrl-C.
+# report (each target: met or not, and why a miss is expected here), the
+# what-if (test/demo/whatif.sql: one queue's tickets of the run replayed by
+# mm.replay with its own config and with a looser one) and the charts.  The
+# cluster is stopped at the end and on Ctrl-C.
 #
 # Options (or environment):
 #   --seconds N        real-time traffic after the first tick (MM_DEMO_SECONDS, 60)
@@ -20,6 +22,8 @@
 #   --seed N           simulator seed (MM_DEMO_SEED, 1)
 #   --no-replay        skip the simulated-time FlexMatch replay (MM_DEMO_REPLAY=0)
 #   --ratings          also show the rating functions one by one (MM_DEMO_RATINGS=1)
+#   MM_DEMO_WHATIF_QUEUE, MM_DEMO_WHATIF_MAX  the what-if's queue (rd_practice) and
+#                      its candidate's max for the queue's first skill rule (400)
 source "$(dirname "$0")/scripts/common.sh"
 
 demo_started=$(date +%s)
@@ -35,7 +39,7 @@ while [ $# -gt 0 ]; do
 		--seed) demo_seed=$2; shift 2 ;;
 		--no-replay) demo_replay=0; shift ;;
 		--ratings) demo_ratings=1; shift ;;
-		-h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -77,6 +81,11 @@ listen=$MM_TREE/test/sim/mm_listen
 demo_queues="ranked_5v5,casual,rd_classic,rd_survival,rd_practice"
 chart=$MM_WORKDIR/demo-chart.html
 replay_chart=$MM_WORKDIR/flexmatch-chart.html
+# the what-if: a queue without an acceptance step (the replay has none), its
+# fair_teams rule at its first expansion step (400) from the start
+whatif_queue=${MM_DEMO_WHATIF_QUEUE:-rd_practice}
+whatif_max=${MM_DEMO_WHATIF_MAX:-400}
+whatif_chart=$MM_WORKDIR/whatif-chart.html
 
 mm_log "example queues (test/demo/queues.sql): ranked_5v5 asks its players to accept (10 s); every queue rates its players (Glicko-2, pool \"demo\")"
 demo_psql -q -f "$MM_TREE/test/demo/queues.sql"
@@ -217,6 +226,10 @@ SELECT m.queue,
  ORDER BY m.queue;
 SQL
 
+mm_log "what-if (mm.replay): $whatif_queue's tickets of this run replayed with its own config and with a looser one, beside what happened"
+demo_psql -q -v queue="$whatif_queue" -v max="$whatif_max" -v chart="$whatif_chart" -f "$MM_TREE/test/demo/whatif.sql"
+
 mm_log "chart of the live run (real time, the demo's queues): $chart"
+mm_log "chart of the what-if ($whatif_queue: recorded, replayed with its config, replayed with the candidate): $whatif_chart"
 [ "$demo_replay" = 1 ] && mm_log "chart of the FlexMatch replay (simulated time; FlexMatch's published times dashed): $replay_chart"
 mm_log "done in $(( $(date +%s) - demo_started )) s (the cluster stops now; the charts stay in $MM_WORKDIR until the next run)"
