@@ -240,16 +240,8 @@ RoleProblemOf(SearchState *s, int extra, MmRolePlayers *players)
 		t = &s->tickets[k < s->nchosen ? s->chosen[k] : extra];
 		for (int p = 0; p < t->nplayers; p++)
 		{
-			s->role_accept[n] = t->role_accept[p];
-			if (s->first_choices_only)
-			{
-				const uint8 *rank = &t->role_rank[p * MM_MAX_ROLES];
-
-				s->role_accept[n] = 0;
-				for (int r = 0; r < s->roles->nroles; r++)
-					if (rank[r] == 0)
-						s->role_accept[n] |= 1 << r;
-			}
+			s->role_accept[n] = s->first_choices_only ? MmSearchFirstChoices(s, t, p) :
+				t->role_accept[p];
 			s->role_rank[n] = &t->role_rank[p * MM_MAX_ROLES];
 			s->role_ticket_of[n] = ntickets;
 			n++;
@@ -519,8 +511,8 @@ MmSearchEmitMatch(SearchState *s, double closeness_sum, double weight_sum)
 		s->result->matches = repalloc(s->result->matches,
 									  sizeof(MmFoundMatch) * s->matches_allocated);
 	}
-	/* each ticket's first player in the seating (role queues) */
-	for (k = 0; k < s->nchosen; k++)
+	/* role queues: each ticket's first player in the seating */
+	for (k = 0; s->roles != NULL && k < s->nchosen; k++)
 		s->party[k] = k == 0 ? 0 : s->party[k - 1] + s->tickets[s->chosen[k - 1]].nplayers;
 	/* the tickets in age order (the search chose them in ranked order) */
 	for (k = 1; k < s->nchosen; k++)
