@@ -79,6 +79,9 @@ CREATE TABLE mm.match_players (
 	-- without roles), and whether it was outside the player's list (autofill)
 	role text,
 	autofilled boolean NOT NULL DEFAULT false,
+	-- the player's ticket was in the queue's low-priority pool (a penalised
+	-- player, docs/penalties.md) when the match formed
+	low_priority boolean NOT NULL DEFAULT false,
 	PRIMARY KEY (match_id, player_id, queue)
 );
 COMMENT ON TABLE mm.match_players IS 'Who plays in each match, on which team';
@@ -86,6 +89,8 @@ COMMENT ON COLUMN mm.match_players.role IS
 	'The role the player was given in a role queue; NULL in a queue without roles';
 COMMENT ON COLUMN mm.match_players.autofilled IS
 	'True when the role was outside the player''s list of roles (autofill)';
+COMMENT ON COLUMN mm.match_players.low_priority IS
+	'True when the player''s ticket was in the queue''s low-priority pool (penalties) when the match formed';
 GRANT SELECT ON TABLE mm.match_players TO mm_director, mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.match_players TO mm_admin;
 SELECT pg_catalog.pg_extension_config_dump('mm.match_players', '');

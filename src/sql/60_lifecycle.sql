@@ -264,8 +264,10 @@ BEGIN
 	 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.player_id = accept_match.player_id;
 
 	IF NOT accept_match.accept THEN
-		-- the rejecting player's ticket (the whole party) is cancelled
+		-- the rejecting player's ticket (the whole party) is cancelled; the
+		-- player, and only the player, has dodged (penalties, 65_penalties.sql)
 		PERFORM mm.cancel_proposed_match(m.queue, m.id, 'rejected', ARRAY[player_ticket], accept_match.now);
+		PERFORM mm.record_offences(m.queue, ARRAY[accept_match.player_id], 'dodge', m.id, accept_match.now);
 		RETURN 'cancelled';
 	END IF;
 
@@ -347,6 +349,7 @@ DECLARE
 	due bigint[];
 	due_queues text[];
 	silent bigint[];
+	silent_players text[];
 BEGIN
 	-- a match being answered right now is left for the next tick
 	IF expire_proposed_matches.queue IS NULL THEN
@@ -370,7 +373,12 @@ BEGIN
 		-- first: not a function call inside a query of a sharded table)
 		silent := ARRAY(SELECT DISTINCT mp.ticket_id FROM mm.match_players mp
 						 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.accepted IS NOT TRUE);
+		silent_players := ARRAY(SELECT mp.player_id FROM mm.match_players mp
+								 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.accepted IS NULL);
 		PERFORM mm.cancel_proposed_match(m.queue, m.id, 'acceptance_timeout', silent,
+			expire_proposed_matches.now);
+		-- the players who never answered let it time out (penalties)
+		PERFORM mm.record_offences(m.queue, silent_players, 'acceptance_timeout', m.id,
 			expire_proposed_matches.now);
 		expired := expired + 1;
 	END LOOP;
@@ -777,6 +785,8 @@ BEGIN
 	 WHERE a.player_id = leave_match.player_id AND a.ticket_id = player_ticket;
 	PERFORM mm.notify_match_event('player_left', m.id,
 		jsonb_build_object('player_id', leave_match.player_id));
+	-- leaving a live match early is an offence (penalties)
+	PERFORM mm.record_offences(m.queue, ARRAY[leave_match.player_id], 'leave', m.id, leave_match.now);
 	IF (SELECT coalesce(q.config -> 'auto_backfill' = 'true', false) FROM mm.queues q WHERE q.name = m.queue) THEN
 		-- an open request gains the leaver's slot (its team's, or a
 		-- free-for-all's "players"); without one, a request is opened

@@ -18,9 +18,23 @@ CREATE TABLE mm.ratings (
 	games integer NOT NULL DEFAULT 0,
 	wins integer NOT NULL DEFAULT 0,
 	updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	-- ranked play (75_ranked_play.sql): rated games in the current season,
+	-- placement games still to play (0: placed), the tier and division
+	-- shown, the progress through that division, and the games played in a
+	-- row below it (demotion protection)
+	season_games integer NOT NULL DEFAULT 0,
+	placement_games_left integer NOT NULL DEFAULT 0,
+	tier text,
+	division integer,
+	tier_progress float8,
+	games_below integer NOT NULL DEFAULT 0,
 	PRIMARY KEY (player_id, pool)
 );
 COMMENT ON TABLE mm.ratings IS 'Each player''s stored rating per rating pool';
+COMMENT ON COLUMN mm.ratings.placement_games_left IS
+	'Placement games the player still has to play in the pool (0: placed; see the pool''s placement settings)';
+COMMENT ON COLUMN mm.ratings.tier IS
+	'The visible tier over the hidden rating (the pool''s tiers); NULL while provisional or without tiers';
 GRANT SELECT ON TABLE mm.ratings TO mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.ratings TO mm_admin;
 SELECT pg_catalog.pg_extension_config_dump('mm.ratings', '');
@@ -42,11 +56,14 @@ CREATE TABLE mm.rating_history (
 	-- Glicko-2 volatility changes with every game: kept in the history too
 	volatility_before float8,
 	volatility_after float8,
+	-- what changed it: match, decay, import (mm.set_rating), seed (a first
+	-- rating from a ticket attribute), season_reset (mm.start_season)
+	reason text NOT NULL DEFAULT 'match',
 	-- the player in the key lets the table be sharded by player
 	CONSTRAINT rating_history_pkey PRIMARY KEY (id, player_id)
 );
 COMMENT ON TABLE mm.rating_history IS
-'Every change of a stored rating: one row per player per rated match (match_id), and one per decay step (match_id NULL)';
+'Every change of a stored rating: one row per player per rated match (match_id), and one per decay step, import, seed or season reset (reason)';
 GRANT SELECT ON TABLE mm.rating_history TO mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.rating_history TO mm_admin;
 CREATE INDEX rating_history_player ON mm.rating_history (player_id, pool, created_at);
@@ -234,6 +251,26 @@ DECLARE
 	leaver_mu float8[];
 	leaver_sigma float8[];
 	event_details jsonb;
+	-- ranked play: each player's ticket, whether they stayed to the end,
+	-- their pool's settings, a first rating seeded from the ticket, the
+	-- players whose rating row this report created, their standing
+	ticket_ids bigint[];
+	stayed boolean[];
+	settings jsonb[];
+	ticket_list bigint[];
+	ticket_players jsonb[];
+	seeds float8[];
+	seed_rds float8[];
+	created text[];
+	old_tier text[];
+	old_division integer[];
+	old_below integer[];
+	old_season_games integer[];
+	new_left integer[];
+	new_tier text[];
+	new_division integer[];
+	new_progress float8[];
+	new_below integer[];
 BEGIN
 	IF report_result.queue IS NULL THEN
 		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -276,8 +313,10 @@ BEGIN
 		   array_agg(mp.left_at IS NOT NULL ORDER BY mp.player_id),
 		   bool_and(mp.team IS NULL), bool_or(mp.team IS NULL),
 		   array_agg(mp.role ORDER BY mp.player_id),
-		   coalesce(array_agg(mp.player_id ORDER BY mp.player_id) FILTER (WHERE NOT mp.autofilled), '{}')
-	  INTO ids, teams, sides, scored_loss, free_for_all, some_without_team, roles, counted_ids
+		   coalesce(array_agg(mp.player_id ORDER BY mp.player_id) FILTER (WHERE NOT mp.autofilled), '{}'),
+		   array_agg(mp.ticket_id ORDER BY mp.player_id), array_agg(mp.left_at IS NULL ORDER BY mp.player_id)
+	  INTO ids, teams, sides, scored_loss, free_for_all, some_without_team, roles, counted_ids,
+		   ticket_ids, stayed
 	  FROM mm.match_players mp WHERE mp.queue = m.queue AND mp.match_id = m.id;
 	IF ids IS NULL THEN
 		RAISE EXCEPTION 'match % has no players', m.id USING ERRCODE = 'object_not_in_prerequisite_state';
@@ -358,18 +397,60 @@ BEGIN
 	END IF;
 
 	IF rating_system IS NOT NULL THEN
-		-- unrated players start at the system's defaults
-		INSERT INTO mm.ratings AS r (player_id, pool, rating, rd, volatility, mu, sigma, games, wins, updated_at)
-		SELECT u.id, u.pool,
-			   CASE WHEN rating_system IN ('glicko2', 'elo') THEN 1500 END,
-			   CASE WHEN rating_system = 'glicko2' THEN 350 END,
+		-- each player's pool settings (ranked play: seeding, placements, tiers)
+		settings := ARRAY(SELECT mm.rating_pool_settings(u.pool) FROM unnest(pools) WITH ORDINALITY u(pool, i)
+						   ORDER BY u.i);
+		-- a pool that seeds first ratings from a ticket attribute: each
+		-- player's value in their ticket (read first: the tickets of the
+		-- match's queue, on Citus on its shard), NULL when absent or not a number
+		IF EXISTS (SELECT FROM unnest(settings) x WHERE x ? 'seed') THEN
+			SELECT array_agg(t.id), array_agg(t.players) INTO ticket_list, ticket_players
+			  FROM mm.tickets t WHERE t.queue = m.queue AND t.id = ANY (ticket_ids);
+			SELECT array_agg(mm.attribute_number(tp.value -> 'attributes', u.cfg #>> '{seed,attribute}', -1e9, 1e9)
+							 ORDER BY u.i),
+				   array_agg((u.cfg #>> '{seed,rd}')::float8 ORDER BY u.i)
+			  INTO seeds, seed_rds
+			  FROM unnest(ids, ticket_ids, settings) WITH ORDINALITY u(id, ticket, cfg, i)
+			  LEFT JOIN LATERAL (SELECT e.value
+								   FROM unnest(ticket_list, ticket_players) tl(id, players),
+										jsonb_array_elements(tl.players) e
+								  WHERE tl.id = u.ticket AND e.value ->> 'id' = u.id AND u.cfg ? 'seed'
+								  LIMIT 1) tp ON true;
+		ELSE
+			seeds := array_fill(NULL::float8, ARRAY[cardinality(ids)]);
+			seed_rds := seeds;
+		END IF;
+		-- unrated players start at the system's defaults, or at their seed
+		WITH made AS (
+			INSERT INTO mm.ratings AS r (player_id, pool, rating, rd, volatility, mu, sigma, games, wins, updated_at,
+										 placement_games_left)
+			SELECT u.id, u.pool,
+				   CASE WHEN rating_system IN ('glicko2', 'elo') THEN coalesce(u.seed, 1500) END,
+				   CASE WHEN rating_system = 'glicko2' THEN coalesce(CASE WHEN u.seed IS NOT NULL THEN u.seed_rd END, 350) END,
+				   CASE WHEN rating_system = 'glicko2' THEN 0.06 END,
+				   CASE WHEN rating_system = 'openskill' THEN coalesce(u.seed, 25) END,
+				   CASE WHEN rating_system = 'openskill'
+						THEN coalesce(CASE WHEN u.seed IS NOT NULL THEN u.seed_rd END, 25 / 3.0) END,
+				   0, 0, report_result.now,
+				   coalesce((u.cfg #>> '{placement,games}')::integer, 0)
+			  FROM unnest(ids, pools, seeds, seed_rds, settings) u(id, pool, seed, seed_rd, cfg)
+			 ORDER BY u.id
+			ON CONFLICT ON CONSTRAINT ratings_pkey DO NOTHING
+			RETURNING r.player_id
+		)
+		SELECT coalesce(array_agg(made.player_id), '{}') INTO created FROM made;
+		-- a seeded first rating is recorded as such, before the match's change
+		INSERT INTO mm.rating_history (player_id, pool, match_id, rating_after, rd_after, mu_after, sigma_after,
+									   volatility_after, created_at, reason)
+		SELECT u.id, u.pool, NULL,
+			   CASE WHEN rating_system IN ('glicko2', 'elo') THEN u.seed END,
+			   CASE WHEN rating_system = 'glicko2' THEN coalesce(u.seed_rd, 350) END,
+			   CASE WHEN rating_system = 'openskill' THEN u.seed END,
+			   CASE WHEN rating_system = 'openskill' THEN coalesce(u.seed_rd, 25 / 3.0) END,
 			   CASE WHEN rating_system = 'glicko2' THEN 0.06 END,
-			   CASE WHEN rating_system = 'openskill' THEN 25 END,
-			   CASE WHEN rating_system = 'openskill' THEN 25 / 3.0 END,
-			   0, 0, report_result.now
-		  FROM unnest(ids, pools) u(id, pool)
-		 ORDER BY u.id
-		ON CONFLICT ON CONSTRAINT ratings_pkey DO NOTHING;
+			   report_result.now, 'seed'
+		  FROM unnest(ids, pools, seeds, seed_rds) u(id, pool, seed, seed_rd)
+		 WHERE u.seed IS NOT NULL AND u.id = ANY (created);
 		-- lock the rows in player order (as mm.decay_ratings does), one
 		-- player at a time (on Citus each on its player's shard)
 		FOR player_index IN 1 .. cardinality(ids) LOOP
@@ -378,8 +459,11 @@ BEGIN
 		END LOOP;
 		SELECT array_agg(r.rating ORDER BY u.i), array_agg(r.rd ORDER BY u.i),
 			   array_agg(r.volatility ORDER BY u.i), array_agg(r.mu ORDER BY u.i),
-			   array_agg(r.sigma ORDER BY u.i), array_agg(r.games ORDER BY u.i)
-		  INTO old_rating, old_rd, old_volatility, old_mu, old_sigma, games
+			   array_agg(r.sigma ORDER BY u.i), array_agg(r.games ORDER BY u.i),
+			   array_agg(r.tier ORDER BY u.i), array_agg(r.division ORDER BY u.i),
+			   array_agg(r.games_below ORDER BY u.i), array_agg(r.season_games ORDER BY u.i)
+		  INTO old_rating, old_rd, old_volatility, old_mu, old_sigma, games,
+			   old_tier, old_division, old_below, old_season_games
 		  FROM unnest(ids, pools) WITH ORDINALITY u(id, pool, i)
 		  JOIN mm.ratings r ON r.player_id = u.id AND r.pool = u.pool;
 		-- a row another system wrote in the same pool lacks fields: defaults
@@ -507,18 +591,33 @@ BEGIN
 
 		win_counts := ARRAY(SELECT (x.side IS NOT DISTINCT FROM winner AND NOT x.loss)::integer
 							  FROM unnest(sides, scored_loss) WITH ORDINALITY x(side, loss, i) ORDER BY x.i);
+		-- the standing after this game: placement games left, and the tier
+		-- moved by the pool's rules (promotion at once, demotion protected)
+		SELECT array_agg((x.s).placement_games_left ORDER BY x.i), array_agg((x.s).tier ORDER BY x.i),
+			   array_agg((x.s).division ORDER BY x.i), array_agg((x.s).tier_progress ORDER BY x.i),
+			   array_agg((x.s).games_below ORDER BY x.i)
+		  INTO new_left, new_tier, new_division, new_progress, new_below
+		  FROM (SELECT u.i, mm.rating_standing(u.cfg, CASE rating_system WHEN 'openskill' THEN u.mu ELSE u.rating END,
+											   CASE rating_system WHEN 'openskill' THEN u.sigma ELSE u.rd END,
+											   u.g + 1, u.sg + 1, u.tier, u.division, u.below, true) AS s
+				  FROM unnest(settings, new_rating, new_rd, new_mu, new_sigma, games, old_season_games, old_tier,
+							  old_division, old_below)
+					   WITH ORDINALITY u(cfg, rating, rd, mu, sigma, g, sg, tier, division, below, i)) x;
 		UPDATE mm.ratings r
 		   SET rating = u.rating, rd = u.rd, volatility = u.volatility, mu = u.mu, sigma = u.sigma,
-			   games = r.games + 1, wins = r.wins + u.win, updated_at = report_result.now
-		  FROM unnest(ids, pools, new_rating, new_rd, new_volatility, new_mu, new_sigma, win_counts)
-			   u(id, pool, rating, rd, volatility, mu, sigma, win)
+			   games = r.games + 1, wins = r.wins + u.win, updated_at = report_result.now,
+			   season_games = r.season_games + 1, placement_games_left = u.placement_left, tier = u.tier,
+			   division = u.division, tier_progress = u.progress, games_below = u.below
+		  FROM unnest(ids, pools, new_rating, new_rd, new_volatility, new_mu, new_sigma, win_counts,
+					  new_left, new_tier, new_division, new_progress, new_below)
+			   u(id, pool, rating, rd, volatility, mu, sigma, win, placement_left, tier, division, progress, below)
 		 WHERE r.pool = u.pool AND r.player_id = u.id;
 		INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
 									   mu_before, mu_after, sigma_before, sigma_after,
-									   volatility_before, volatility_after, created_at)
+									   volatility_before, volatility_after, created_at, reason)
 		SELECT u.id, u.pool, m.id, u.rating_before, u.rating_after, u.rd_before, u.rd_after,
 			   u.mu_before, u.mu_after, u.sigma_before, u.sigma_after, u.volatility_before, u.volatility_after,
-			   report_result.now
+			   report_result.now, 'match'
 		  FROM unnest(ids, pools, old_rating, new_rating, old_rd, new_rd, old_mu, new_mu, old_sigma, new_sigma,
 					  old_volatility, new_volatility)
 			   u(id, pool, rating_before, rating_after, rd_before, rd_after, mu_before, mu_after, sigma_before,
@@ -545,6 +644,13 @@ BEGIN
 		UPDATE mm.autofill_protection a
 		   SET games_left = a.games_left - 1, updated_at = report_result.now
 		 WHERE a.queue = m.queue AND a.player_id = ANY (counted_ids) AND a.games_left > 0;
+	END IF;
+
+	-- penalties: a match played to the end is a good game for each player
+	-- who stayed (low-priority games worked off, offences forgiven)
+	IF config ? 'penalties' THEN
+		PERFORM mm.count_good_games(m.queue, ARRAY(SELECT u.id FROM unnest(ids, stayed) u(id, stayed) WHERE u.stayed),
+									report_result.now);
 	END IF;
 
 	event_details := jsonb_build_object('winner', winner, 'ranks', report_result.ranks);
@@ -694,9 +800,9 @@ BEGIN
 	)
 	INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
 								   mu_before, mu_after, sigma_before, sigma_after,
-								   volatility_before, volatility_after, created_at)
+								   volatility_before, volatility_after, created_at, reason)
 	SELECT u.player_id, decay_ratings.pool, NULL, u.rating, u.rating, u.rd_before, u.rd_after,
-		   u.mu, u.mu, u.sigma_before, u.sigma_after, u.volatility, u.volatility, decay_ratings.now
+		   u.mu, u.mu, u.sigma_before, u.sigma_after, u.volatility, u.volatility, decay_ratings.now, 'decay'
 	  FROM updated u;
 	GET DIAGNOSTICS changed = ROW_COUNT;
 	RETURN changed;
@@ -765,15 +871,42 @@ COMMENT ON FUNCTION mm.unschedule_rating_decay(text) IS
 REVOKE ALL ON FUNCTION mm.unschedule_rating_decay(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.unschedule_rating_decay(text) TO mm_admin;
 
+-- Ranked play's settings per rating pool (placements, tiers, seeding,
+-- season reset: validated by mm.configure_rating_pool, 75_ranked_play.sql)
+-- and its current season.  A pool <pool>.<role> without a row of its own
+-- uses <pool>'s.  A reference table on Citus.
+CREATE TABLE mm.rating_pools (
+	pool text PRIMARY KEY,
+	settings jsonb NOT NULL DEFAULT '{}',
+	-- the season running (mm.start_season), NULL before the first
+	season text,
+	season_started_at timestamptz,
+	updated_at timestamptz NOT NULL
+);
+COMMENT ON TABLE mm.rating_pools IS
+	'Per rating pool: ranked play''s settings (placements, tiers, seeding, season reset) and the season running';
+GRANT SELECT ON TABLE mm.rating_pools TO mm_director, mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.rating_pools TO mm_admin;
+SELECT pg_catalog.pg_extension_config_dump('mm.rating_pools', '');
+
 -- Per pool, every rated player by a conservative rating, the value the
 -- player is very likely above: Glicko-2 rating - 2 RD, Elo the rating,
--- OpenSkill mu - 3 sigma.  Equal values share a rank.  Analysts read it; a
--- frontend does not (it would show every player's rating).
+-- OpenSkill mu - 3 sigma.  Equal values share a rank.  A provisional
+-- player (placement games left) is listed without a rank: the placed
+-- players are ranked among themselves.  The season is the pool's running
+-- one (a role pool's: its base pool's).  Analysts read it; a frontend does
+-- not (it would show every player's rating).
 CREATE VIEW mm.leaderboard AS
 SELECT s.pool, s.player_id, s.system, s.conservative_rating,
-	   pg_catalog.rank() OVER (PARTITION BY s.pool ORDER BY s.conservative_rating DESC NULLS LAST) AS rank,
-	   s.rating, s.rd, s.mu, s.sigma, s.games, s.wins, s.updated_at
+	   CASE WHEN NOT s.provisional
+			THEN pg_catalog.rank() OVER (PARTITION BY s.pool, s.provisional
+										 ORDER BY s.conservative_rating DESC NULLS LAST) END AS rank,
+	   s.rating, s.rd, s.mu, s.sigma, s.games, s.wins, s.updated_at,
+	   s.provisional, s.placement_games_left, s.tier, s.division, s.tier_progress, s.season, s.season_games
   FROM (SELECT r.pool, r.player_id, r.rating, r.rd, r.mu, r.sigma, r.games, r.wins, r.updated_at,
+			   r.placement_games_left OPERATOR(pg_catalog.>) 0 AS provisional, r.placement_games_left,
+			   r.tier, r.division, r.tier_progress, r.season_games,
+			   coalesce(own.season, base.season) AS season,
 			   CASE WHEN r.rating IS NOT NULL AND r.rd IS NOT NULL THEN 'glicko2'
 					WHEN r.rating IS NOT NULL THEN 'elo'
 					WHEN r.mu IS NOT NULL AND r.sigma IS NOT NULL THEN 'openskill' END AS system,
@@ -782,8 +915,11 @@ SELECT s.pool, s.player_id, s.system, s.conservative_rating,
 						 (2::pg_catalog.float8 OPERATOR(pg_catalog.*) coalesce(r.rd, 0::pg_catalog.float8))
 					ELSE r.mu OPERATOR(pg_catalog.-) (3::pg_catalog.float8 OPERATOR(pg_catalog.*) r.sigma)
 			   END AS conservative_rating
-		  FROM mm.ratings r) s;
+		  FROM mm.ratings r
+		  LEFT JOIN mm.rating_pools own ON own.pool OPERATOR(pg_catalog.=) r.pool
+		  LEFT JOIN mm.rating_pools base
+				 ON base.pool OPERATOR(pg_catalog.=) pg_catalog.split_part(r.pool, '.', 1)) s;
 COMMENT ON VIEW mm.leaderboard IS
-'Per rating pool, every rated player by conservative rating (Glicko-2 rating - 2 RD, Elo rating, OpenSkill mu - 3 sigma), with rank (ties share), games and wins';
+'Per rating pool, every rated player by conservative rating (Glicko-2 rating - 2 RD, Elo rating, OpenSkill mu - 3 sigma), with rank among the placed players (ties share), games, wins, placement, tier, division and progress';
 GRANT SELECT ON TABLE mm.leaderboard TO mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.leaderboard TO mm_admin;

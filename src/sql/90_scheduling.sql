@@ -86,7 +86,8 @@ CREATE TABLE mm.match_players_archive (
 	left_at timestamptz,
 	archived_at timestamptz NOT NULL,
 	role text,
-	autofilled boolean NOT NULL
+	autofilled boolean NOT NULL,
+	low_priority boolean NOT NULL DEFAULT false
 );
 COMMENT ON TABLE mm.match_players_archive IS 'Players of archived matches';
 GRANT SELECT ON TABLE mm.match_players_archive TO mm_analyst;
@@ -640,9 +641,9 @@ BEGIN
 				   m.cancel_reason, now, m.ready_at
 			  FROM mm.matches m WHERE m.queue = q AND m.id = ANY (match_ids);
 			INSERT INTO mm.match_players_archive (match_id, queue, player_id, ticket_id, team, accepted, left_at,
-												  archived_at, role, autofilled)
+												  archived_at, role, autofilled, low_priority)
 			SELECT mp.match_id, mp.queue, mp.player_id, mp.ticket_id, mp.team, mp.accepted, mp.left_at,
-				   now, mp.role, mp.autofilled
+				   now, mp.role, mp.autofilled, mp.low_priority
 			  FROM mm.match_players mp WHERE mp.queue = q AND mp.match_id = ANY (match_ids);
 			INSERT INTO mm.match_results_archive
 				SELECT r.*, now FROM mm.match_results r WHERE r.queue = q AND r.match_id = ANY (match_ids);

@@ -38,6 +38,11 @@ AS $$
 				   ('mm.players', 'player', 'id'),
 				   ('mm.ratings', 'player', 'player_id'),
 				   ('mm.rating_history', 'player', 'player_id'),
+				   ('mm.season_ratings', 'player', 'player_id'),
+				   ('mm.player_penalties', 'player', 'player_id'),
+				   ('mm.penalty_history', 'player', 'player_id'),
+				   ('mm.rating_pools', 'reference', NULL),
+				   ('mm.seasons', 'reference', NULL),
 				   ('mm.schedule_jobs', 'reference', NULL)) AS t(name, placement, distribution_column)
 $$;
 COMMENT ON FUNCTION mm.sharding() IS
@@ -166,7 +171,8 @@ BEGIN
 			g bigint := (SELECT groupid FROM pg_catalog.pg_dist_local_group);
 		BEGIN
 			FOREACH s IN ARRAY ARRAY['mm.tickets_id_seq', 'mm.matches_id_seq',
-									 'mm.backfill_requests_id_seq', 'mm.rating_history_id_seq'] LOOP
+									 'mm.backfill_requests_id_seq', 'mm.rating_history_id_seq',
+									 'mm.penalty_history_id_seq'] LOOP
 				IF pg_catalog.nextval(s) < g * 281474976710656 THEN
 					PERFORM pg_catalog.setval(s, g * 281474976710656);
 				END IF;
@@ -300,6 +306,13 @@ BEGIN
 	  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players),
 		   jsonb_array_elements(u.players) e
 	 ORDER BY 1;
+	-- a player cooling down after an offence may not queue (penalties), as
+	-- on one node: checked after the claim
+	PERFORM mm.refuse_cooled_down_players(array_agg(e.value ->> 'id'), array_agg(q.queue),
+										  array_agg(create_tickets_on_shards.now))
+	  FROM unnest(create_tickets_on_shards.players) AS u(players), jsonb_array_elements(u.players) e,
+		   unnest(array_prepend(create_tickets_on_shards.queue,
+								coalesce(create_tickets_on_shards.other_queues, '{}'))) q(queue);
 	INSERT INTO mm.tickets_active (id, queue, queues, players, created_at)
 	SELECT u.id, create_tickets_on_shards.queue, create_tickets_on_shards.other_queues, u.players,
 		   create_tickets_on_shards.now
