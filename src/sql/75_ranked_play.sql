@@ -334,7 +334,7 @@ BEGIN
 		lo := (tiers -> i ->> 'min')::float8;
 		hi := (tiers -> (i + 1) ->> 'min')::float8;
 		FOR j IN 0 .. n - 1 LOOP
-			lowers := lowers || (lo + j * (hi - lo) / n);
+			lowers := lowers || coalesce(lo + j * (hi - lo) / n, lo);
 			uppers := uppers || CASE WHEN hi IS NULL THEN NULL ELSE lo + (j + 1) * (hi - lo) / n END;
 			rung_tier := rung_tier || (tiers -> i ->> 'name');
 			rung_division := rung_division || (n - j);
@@ -812,8 +812,8 @@ CREATE VIEW mm.placement_progress AS
 SELECT r.pool, pg_catalog.count(*) AS players,
 	   pg_catalog.count(*) FILTER (WHERE r.placement_games_left OPERATOR(pg_catalog.=) 0) AS placed,
 	   pg_catalog.count(*) FILTER (WHERE r.placement_games_left OPERATOR(pg_catalog.>) 0) AS provisional,
-	   pg_catalog.avg(r.placement_games_left) FILTER (WHERE r.placement_games_left OPERATOR(pg_catalog.>) 0)
-		   AS avg_games_left,
+	   CAST(pg_catalog.avg(r.placement_games_left) FILTER (WHERE r.placement_games_left OPERATOR(pg_catalog.>) 0)
+			AS pg_catalog.float8) AS avg_games_left,
 	   pg_catalog.sum(r.placement_games_left) AS games_left
   FROM mm.ratings r
  GROUP BY r.pool;
