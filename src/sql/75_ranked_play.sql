@@ -719,11 +719,15 @@ BEGIN
 		   updated_at = start_season.now
 	 WHERE p.pool = start_season.pool;
 
-	-- the soft reset, per pool toward its mean; each row computed from its
-	-- own current values (a row a report changed meanwhile is re-read)
-	WITH means AS (
-		SELECT r.pool, coalesce(target, avg(r.rating)) AS mean_rating, coalesce(target, avg(r.mu)) AS mean_mu
-		  FROM mm.ratings r WHERE r.pool = ANY (pools) GROUP BY r.pool
+	-- the soft reset, per pool toward its mean; the values before are read
+	-- first and handed through (on Citus the statement's parts run one
+	-- after the other, so a read after the update would see its result)
+	WITH old AS (
+		SELECT r.player_id, r.pool, r.rating, r.rd, r.mu, r.sigma
+		  FROM mm.ratings r WHERE r.pool = ANY (pools)
+	), means AS (
+		SELECT o.pool, coalesce(target, avg(o.rating)) AS mean_rating, coalesce(target, avg(o.mu)) AS mean_mu
+		  FROM old o GROUP BY o.pool
 	), reset AS (
 		UPDATE mm.ratings r
 		   SET rating = CASE WHEN r.rating IS NOT NULL THEN m.mean_rating + (r.rating - m.mean_rating) * (1 - share) END,
@@ -731,17 +735,17 @@ BEGIN
 			   mu = CASE WHEN r.mu IS NOT NULL THEN m.mean_mu + (r.mu - m.mean_mu) * (1 - share) END,
 			   sigma = CASE WHEN r.sigma IS NOT NULL THEN r.sigma + (greatest(25 / 3.0 - r.sigma, 0)) * share END,
 			   season_games = 0, games_below = 0, updated_at = start_season.now
-		  FROM means m
-		 WHERE r.pool = m.pool
-		RETURNING r.player_id, r.pool, r.rating, r.rd, r.volatility, r.mu, r.sigma
+		  FROM means m, old o
+		 WHERE r.pool = m.pool AND o.pool = r.pool AND o.player_id = r.player_id
+		RETURNING r.player_id, r.pool, o.rating AS rating_before, r.rating, o.rd AS rd_before, r.rd, r.volatility,
+				  o.mu AS mu_before, r.mu, o.sigma AS sigma_before, r.sigma
 	)
 	INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
 								   mu_before, mu_after, sigma_before, sigma_after, volatility_before,
 								   volatility_after, created_at, reason)
-	SELECT x.player_id, x.pool, NULL, o.rating, x.rating, o.rd, x.rd, o.mu, x.mu, o.sigma, x.sigma,
-		   x.volatility, x.volatility, start_season.now, 'season_reset'
-	  FROM reset x
-	  JOIN mm.ratings o ON o.pool = x.pool AND o.player_id = x.player_id;
+	SELECT x.player_id, x.pool, NULL, x.rating_before, x.rating, x.rd_before, x.rd, x.mu_before, x.mu,
+		   x.sigma_before, x.sigma, x.volatility, x.volatility, start_season.now, 'season_reset'
+	  FROM reset x;
 	GET DIAGNOSTICS changed = ROW_COUNT;
 	-- placed anew under the settings (placements again with each_season)
 	PERFORM mm.place_pool_players(pools);
