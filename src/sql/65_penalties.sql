@@ -104,7 +104,7 @@ BEGIN
 		INSERT INTO mm.player_penalties AS p (player_id, queue, offences, cooldown_until, low_priority_games,
 											  good_games, updated_at)
 		VALUES (r.id, record_offences.queue, 1, NULL, 0, 0, record_offences.now)
-		ON CONFLICT (player_id, queue) DO UPDATE
+		ON CONFLICT ON CONSTRAINT player_penalties_pkey DO UPDATE
 		   SET offences = p.offences + 1, good_games = 0, updated_at = record_offences.now
 		RETURNING p.offences, p.cooldown_until, p.low_priority_games INTO offence_count, cooldown, lp_left;
 		IF base > 0 THEN
