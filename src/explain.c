@@ -31,6 +31,7 @@
 #include "queue_config.h"
 #include "rules.h"
 #include "schema_version.h"
+#include "sql_arrays.h"
 #include "ticket_parse.h"
 
 /* How far ahead a rule's next widening is looked for. */
@@ -355,6 +356,36 @@ AppendRoles(StringInfo out, MmRuleContext *context, const MmRuleHandler **handle
 	appendStringInfoChar(out, '}');
 }
 
+/*
+ * A queue with a low-priority pool (penalties): whether a player of the
+ * ticket has low-priority games left in the queue, as the tick marks it
+ * (tick_load.c).
+ */
+static bool
+TicketPenalised(const char *queue, const MmTicket *t, MemoryContext caller)
+{
+	Oid			argtypes[] = {TEXTOID, TEXTARRAYOID};
+	Datum		values[2];
+	bool		isnull;
+	bool		penalised;
+	int			rc;
+
+	values[0] = CStringGetTextDatum(queue);
+	values[1] = PointerGetDatum(MmBuildTextArray(t->player_ids, t->nplayers));
+	rc = SPI_execute_with_args("SELECT EXISTS (SELECT 1 FROM mm.player_penalties p"
+							   " WHERE p.queue OPERATOR(pg_catalog.=) $1"
+							   " AND p.low_priority_games OPERATOR(pg_catalog.>) 0"
+							   " AND p.player_id OPERATOR(pg_catalog.=) ANY ($2))",
+							   2, argtypes, values, NULL, true, 1);
+	MemoryContextSwitchTo(caller);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the ticket's penalties failed: %s", SPI_result_code_string(rc));
+	penalised = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	MemoryContextSwitchTo(caller);
+	return penalised;
+}
+
 PG_FUNCTION_INFO_V1(mm_explain_ticket);
 
 Datum
@@ -636,6 +667,12 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 	appendStringInfoChar(&out, ']');
 	if (config->roles != NULL)
 		AppendRoles(&out, &context, handlers, states, tickets, ntickets, self, now);
+	/* in the low-priority pool: it matches only its pool's tickets until this age */
+	if (config->low_priority_max_wait >= 0 &&
+		tickets[self].age_seconds < config->low_priority_max_wait &&
+		TicketPenalised(queue, &tickets[self], caller))
+		appendStringInfo(&out, ", \"low_priority\": {\"until_seconds\": %s}",
+						 float8out_internal(config->low_priority_max_wait));
 	appendStringInfoString(&out, ", \"recent_median_wait_seconds\": ");
 	if (median >= 0)
 		appendStringInfo(&out, "%.3f", median);

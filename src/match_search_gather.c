@@ -18,6 +18,12 @@
 bool
 MmSearchTicketFits(SearchState *s, MmRuleState *states, const MmTicket *t)
 {
+	/*
+	 * The low-priority pool's tickets match each other only; no rule failed
+	 * (the anchor is of its own class)
+	 */
+	if (t->low_priority != s->tickets[s->anchor].low_priority)
+		return false;
 	for (int k = 0; k < s->nfit; k++)
 	{
 		int			r = s->fit_rule[k];

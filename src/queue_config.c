@@ -297,6 +297,62 @@ ReadMatchFunction(MmJsonPath *path, JsonbValue *value, MmMatchFunctionCheck chec
 }
 
 /*
+ * "penalties": checked here on every write; the SQL side reads it from the
+ * stored config (65_penalties.sql), so only what the tick needs is kept:
+ * the low-priority pool's bound, or -1 without a pool.
+ */
+static void
+ReadPenalties(MmJsonPath *path, JsonbValue *value, MmQueueConfig *config)
+{
+	MmJsonField f[] = {{"cooldown_seconds"}, {"cooldown_growth"}, {"max_cooldown_seconds"},
+	{"low_priority"}, {"forgive_after_games"}};
+	JsonbValue *v;
+
+	MmJsonReadObject(path, value, f, lengthof_fields(f));
+	if ((v = MmJsonGet(f, lengthof(f), "cooldown_seconds")))
+	{
+		/* a reason absent here is no offence */
+		MmJsonField cf[] = {{"dodge"}, {"acceptance_timeout"}, {"leave"}};
+		JsonbValue *cv;
+		int			o = MmJsonPathPushKey(path, "cooldown_seconds", 16);
+
+		MmJsonReadObject(path, v, cf, lengthof_fields(cf));
+		for (int k = 0; k < lengthof_fields(cf); k++)
+			if ((cv = MmJsonGet(cf, lengthof(cf), cf[k].name)))
+				WITH_KEY(path, cf[k].name,
+						 (void) MmJsonNumber(path, cv, 0, false, MM_MAX_LIFETIME_SECONDS));
+		MmJsonPathPop(path, o);
+	}
+	if ((v = MmJsonGet(f, lengthof(f), "cooldown_growth")))
+		WITH_KEY(path, "cooldown_growth", (void) MmJsonNumber(path, v, 1, false, 10));
+	if ((v = MmJsonGet(f, lengthof(f), "max_cooldown_seconds")))
+		WITH_KEY(path, "max_cooldown_seconds",
+				 (void) MmJsonNumber(path, v, 0, false, MM_MAX_LIFETIME_SECONDS));
+	if ((v = MmJsonGet(f, lengthof(f), "low_priority")))
+	{
+		MmJsonField lf[] = {{"offences"}, {"games"}, {"max_wait_seconds"}};
+		JsonbValue *lv;
+		int			o = MmJsonPathPushKey(path, "low_priority", 12);
+
+		MmJsonReadObject(path, v, lf, lengthof_fields(lf));
+		if (!(lv = MmJsonGet(lf, lengthof(lf), "offences")))
+			MmConfigMissingKey(path, "offences", "(the offences that put a player in the low-priority pool)");
+		WITH_KEY(path, "offences", (void) MmJsonInteger(path, lv, 1, 1000));
+		if (!(lv = MmJsonGet(lf, lengthof(lf), "games")))
+			MmConfigMissingKey(path, "games", "(the games a player then plays in the low-priority pool)");
+		WITH_KEY(path, "games", (void) MmJsonInteger(path, lv, 1, 1000));
+		/* the pool must never starve: past this age a penalised ticket matches anyone */
+		if (!(lv = MmJsonGet(lf, lengthof(lf), "max_wait_seconds")))
+			MmConfigMissingKey(path, "max_wait_seconds", "(after it a penalised ticket matches anyone)");
+		WITH_KEY(path, "max_wait_seconds",
+				 config->low_priority_max_wait = MmJsonNumber(path, lv, 0, false, 86400));
+		MmJsonPathPop(path, o);
+	}
+	if ((v = MmJsonGet(f, lengthof(f), "forgive_after_games")))
+		WITH_KEY(path, "forgive_after_games", (void) MmJsonInteger(path, v, 1, 1000));
+}
+
+/*
  * Parses and validates a queue config, with the match function checked by
  * check; see queue_config.h.
  */
@@ -308,7 +364,7 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 		{"acceptance_timeout_seconds"}, {"rating"}, {"statistics"}, {"rules"},
 		{"min_tickets"}, {"auto_backfill"}, {"match_function"}, {"rules_apply_to_proposals"},
 		{"algorithm"}, {"live_match_timeout_seconds"}, {"heartbeat_timeout_seconds"},
-		{"roles"}, {"autofill"}
+		{"roles"}, {"autofill"}, {"penalties"}
 	};
 	MmJsonPath	pathbuf;
 	MmJsonPath *path = &pathbuf;
@@ -598,6 +654,10 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 		if (config->newest_age)
 			CheckStepsLoosen(path, config);
 	}
+
+	config->low_priority_max_wait = -1;
+	if ((v = MmJsonGet(f, lengthof(f), "penalties")))
+		WITH_KEY(path, "penalties", ReadPenalties(path, v, config));
 
 	config->min_tickets = 1;
 	/* read by mm.leave_match and the tick from the config itself: only checked here */

@@ -251,6 +251,13 @@ typedef struct MmQueueConfig
 
 	/* teams[].roles (or a free-for-all's "roles") and "autofill"; NULL: none */
 	struct MmRolesConfig *roles;
+
+	/*
+	 * "penalties": the rest of it is read by the SQL side (65_penalties.sql).
+	 * The low-priority pool's bound: a penalised ticket this old matches
+	 * anyone.  -1: the queue has no low-priority pool.
+	 */
+	double		low_priority_max_wait;
 } MmQueueConfig;
 
 /*

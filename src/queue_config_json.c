@@ -210,6 +210,8 @@ MmQueueConfigToJsonb(const MmQueueConfig *config, Jsonb *source)
 		AppendKeyNumber(&buf, "live_match_timeout_seconds", config->live_match_timeout_seconds);
 	if (config->heartbeat_timeout_seconds > 0)
 		AppendKeyNumber(&buf, "heartbeat_timeout_seconds", config->heartbeat_timeout_seconds);
+	/* read by the SQL side as given (65_penalties.sql): shown as given */
+	AppendGivenKey(&buf, &source->root, "penalties");
 	appendStringInfoString(&buf, ", \"rating\": ");
 	if (config->rating_system)
 	{

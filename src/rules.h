@@ -98,6 +98,14 @@ typedef struct MmTicket
 	/* a role queue's (NULL otherwise): per player, see roles.h */
 	uint8	   *role_rank;		/* nplayers x MM_MAX_ROLES ranks */
 	MmRoleMask *role_accept;	/* roles each player may take now */
+	/*
+	 * A queue with a low-priority pool (penalties): a player of the ticket
+	 * has low-priority games left (penalised), and the ticket is younger
+	 * than the pool's bound (low_priority): it then matches only tickets
+	 * that are low_priority too.  Set by the tick's load, false elsewhere.
+	 */
+	bool		penalised;
+	bool		low_priority;
 } MmTicket;
 
 /*

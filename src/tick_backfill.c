@@ -160,14 +160,15 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 	bool	   *mp_autofilled = palloc0(sizeof(bool) * res->nplayers);
 	const char **autofilled_ids = palloc(sizeof(char *) * res->nplayers);
 	int			nautofilled = 0;
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', 'n', 'n'};
+	bool	   *mp_low_priority = palloc0(sizeof(bool) * res->nplayers);
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', 'n', 'n', 'n'};
 	int		   *t_index = palloc(sizeof(int) * res->ntickets);
 	int64	   *t_match = palloc(sizeof(int64) * res->ntickets);
 	int64	   *t_ids = palloc(sizeof(int64) * res->ntickets);
 	const char **t_team = palloc(sizeof(char *) * res->ntickets);
 	StringInfoData slots_json;
 	StringInfoData details;
-	Datum		values[7];
+	Datum		values[8];
 	int			np = 0,
 				k,
 				p,
@@ -197,6 +198,8 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 				if (mp_autofilled[np])
 					autofilled_ids[nautofilled++] = tk->player_ids[p];
 			}
+			/* penalised past the pool's bound: it may join */
+			mp_low_priority[np] = tk->penalised;
 			mp_team[np++] = team_name;
 		}
 	}
@@ -210,6 +213,11 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 		values[5] = PointerGetDatum(MmBuildTextArray(mp_role, np));
 		values[6] = PointerGetDatum(MmBuildBoolArray(mp_autofilled, np));
 		nulls[5] = nulls[6] = ' ';
+	}
+	if (config->low_priority_max_wait >= 0)
+	{
+		values[7] = PointerGetDatum(MmBuildBoolArray(mp_low_priority, np));
+		nulls[7] = ' ';
 	}
 	rc = SPI_execute_plan(MmTickPlan.insert_players, values, nulls, false, 0);
 	MmTickBackToQueue(q);
@@ -430,7 +438,8 @@ MmTickServeBackfills(MmTickQueue *q)
 		{
 			int			k;
 
-			if (taken[i])
+			/* the low-priority pool's tickets do not join a normal match */
+			if (taken[i] || tickets[i].low_priority)
 				continue;
 			/* a leaver's new ticket does not join the match again */
 			for (k = 0; k < nleavers[r] && !TicketHasPlayer(&tickets[i], leavers[r][k]); k++)

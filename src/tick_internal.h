@@ -97,6 +97,7 @@ typedef struct MmTickPlans
 	SPIPlanPtr	has_other_tickets;
 	SPIPlanPtr	load;
 	SPIPlanPtr	load_with_others;
+	SPIPlanPtr	penalised_tickets;
 	SPIPlanPtr	match_ids;
 	SPIPlanPtr	insert_matches;
 	SPIPlanPtr	insert_players;

@@ -8,7 +8,9 @@
  * (ticket_parse.c), or once all are loaded when a rule reads server-side
  * player values (player_sources.c).  Each ticket's row location (ctid) is
  * kept: a matched ticket's row is copied to the ended partition and deleted
- * by ctid, which cannot change while the tick holds the row lock.
+ * by ctid, which cannot change while the tick holds the row lock.  In a
+ * queue with a low-priority pool (penalties) the tickets of penalised
+ * players are marked once all are loaded.
  */
 #include "postgres.h"
 
@@ -23,6 +25,64 @@
 
 /* Tickets fetched per round trip from the load cursor. */
 #define MM_LOAD_BATCH 1000
+
+static int
+CompareInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * A queue with a low-priority pool: marks the loaded tickets of players with
+ * low-priority games left in the queue (penalised), and those of them still
+ * younger than the pool's bound (low_priority: they match each other only).
+ * The tickets are in age order, the ids read sorted and looked up.
+ */
+static void
+MarkPenalisedTickets(MmTickQueue *q, MmTicket *tickets, int n)
+{
+	double		max_wait = q->config->low_priority_max_wait;
+	Datum		values[1];
+	int64	   *ids;
+	int			nids;
+	int			rc;
+
+	if (max_wait < 0 || n == 0)
+		return;
+	values[0] = CStringGetTextDatum(q->queue);
+	rc = SPI_execute_plan(MmTickPlan.penalised_tickets, values, NULL, true, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the penalised tickets failed: %s", SPI_result_code_string(rc));
+	nids = (int) SPI_processed;
+	if (nids == 0)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return;
+	}
+	ids = palloc(sizeof(int64) * nids);
+	for (int i = 0; i < nids; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	qsort(ids, nids, sizeof(int64), CompareInt64);
+	for (int i = 0; i < n; i++)
+	{
+		MmTicket   *t = &tickets[i];
+
+		if (bsearch(&t->id, ids, nids, sizeof(int64), CompareInt64) == NULL)
+			continue;
+		t->penalised = true;
+		t->low_priority = t->age_seconds < max_wait;
+	}
+	pfree(ids);
+}
 
 /*
  * Loads the queue's searching tickets (and those of other queues that
@@ -133,6 +193,7 @@ MmTickLoadTickets(MmTickQueue *q, bool keep_raw)
 		MmParseTicketsWithSources(&q->rules, q->queue, tickets, raw_players, n, !keep_raw);
 		MmTickBackToQueue(q);
 	}
+	MarkPenalisedTickets(q, tickets, n);
 	q->tickets = tickets;
 	q->ctids = ctids;
 	q->ntickets = n;

@@ -17,26 +17,33 @@
 
 #include "tick_internal.h"
 
-/* Prepares a statement once and keeps it for the backend's lifetime. */
+/* Prepares a statement once and keeps it, with the given cursor options. */
 static void
-KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
+KeepPlanWith(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes, int options)
 {
 	SPIPlanPtr	plan;
 
 	if (*slot != NULL)
 		return;
-	/*
-	 * Generic plans from the first call: the bulk statements take arrays of
-	 * up to the whole queue, and a custom plan would estimate every element
-	 * of them on each call.
-	 */
-	plan = SPI_prepare_cursor(MmTickStatementFor(sql), nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
+	plan = SPI_prepare_cursor(MmTickStatementFor(sql), nargs, argtypes, options);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql,
 			 SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	*slot = plan;
+}
+
+/*
+ * Prepares a statement once and keeps it for the backend's lifetime, with
+ * generic plans from the first call: the bulk statements take arrays of up
+ * to the whole queue, and a custom plan would estimate every element of
+ * them on each call.
+ */
+static void
+KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
+{
+	KeepPlanWith(slot, sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 }
 
 /* The queue's config, the queue names, and the steps before the search. */
@@ -237,6 +244,21 @@ PrepareLoad(void)
 			 " AND created_at OPERATOR(pg_catalog.<=) $2"
 			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
 			 2, queue_now);
+
+	/*
+	 * A queue with a low-priority pool (penalties): the active tickets of
+	 * its players with low-priority games left in it.  Read from the players
+	 * (mm.active_players) rather than from the tickets' jsonb.  Both tables
+	 * are sharded by player on Citus, so this one stays a distributed
+	 * statement, which Citus cannot plan generically with a parameter: the
+	 * plan cache's choice (custom plans) is kept.
+	 */
+	KeepPlanWith(&MmTickPlan.penalised_tickets,
+			 "SELECT DISTINCT a.ticket_id FROM mm.player_penalties p"
+			 " JOIN mm.active_players a ON a.player_id OPERATOR(pg_catalog.=) p.player_id"
+			 " WHERE p.queue OPERATOR(pg_catalog.=) $1"
+			 " AND p.low_priority_games OPERATOR(pg_catalog.>) 0",
+			 1, text1, 0);
 }
 
 /* Writing the matches, their players and tickets, and the rule counts. */
@@ -247,7 +269,7 @@ PrepareWrites(void)
 	Oid			matches_args[] = {TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID,
 	INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TEXTARRAYOID};
 	Oid			players_args[] = {TEXTOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID,
-	TEXTARRAYOID, BOOLARRAYOID};
+	TEXTARRAYOID, BOOLARRAYOID, BOOLARRAYOID};
 	Oid			protect_args[] = {TEXTOID, TEXTARRAYOID, INT4OID, TIMESTAMPTZOID};
 	Oid			ended_args[] = {TIMESTAMPTZOID, TIDARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID};
 	Oid			ended_from_arrays_args[] = {TIMESTAMPTZOID, INT8ARRAYOID, INT8ARRAYOID, TEXTARRAYOID, TEXTOID,
@@ -276,14 +298,20 @@ PrepareWrites(void)
 			 " FROM ROWS FROM (pg_catalog.unnest($6), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5),"
 			 " pg_catalog.unnest($9)) AS u(id, region, quality, steps, props)",
 			 9, matches_args);
-	/* $6 and $7: the roles and autofills of a role queue, else NULL */
+	/*
+	 * $6 and $7: the roles and autofills of a role queue, else NULL; $8
+	 * whether each player's ticket was penalised, in a queue with a
+	 * low-priority pool, else NULL
+	 */
 	KeepPlan(&MmTickPlan.insert_players,
-			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team, role, autofilled)"
-			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team, u.role, COALESCE(u.autofilled, false)"
+			 "INSERT INTO mm.match_players (match_id, queue, player_id, ticket_id, team, role, autofilled,"
+			 " low_priority)"
+			 " SELECT u.match_id, $1, u.player_id, u.ticket_id, u.team, u.role, COALESCE(u.autofilled, false),"
+			 " COALESCE(u.low_priority, false)"
 			 " FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4),"
-			 " pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7))"
-			 " AS u(match_id, player_id, ticket_id, team, role, autofilled)",
-			 7, players_args);
+			 " pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7), pg_catalog.unnest($8))"
+			 " AS u(match_id, player_id, ticket_id, team, role, autofilled, low_priority)",
+			 8, players_args);
 	/* an autofilled player is not autofilled again for protect_games games */
 	KeepPlan(&MmTickPlan.protect_autofilled,
 			 "INSERT INTO mm.autofill_protection AS p (queue, player_id, games_left, updated_at)"

@@ -336,6 +336,8 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 			  **mp_role = NULL,
 			  **t_team;
 	bool	   *mp_autofilled = NULL;
+	bool	   *mp_low_priority = NULL;
+	bool		low_priority_pool = config->low_priority_max_wait >= 0;
 	const char **autofilled_ids = NULL;
 	int			nautofilled = 0;
 	const MmRolesConfig *roles = config->roles;
@@ -409,6 +411,8 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 		mp_autofilled = palloc(sizeof(bool) * nplayers);
 		autofilled_ids = palloc(sizeof(char *) * nplayers);
 	}
+	if (low_priority_pool)
+		mp_low_priority = palloc(sizeof(bool) * nplayers);
 	t_ids = palloc(sizeof(int64) * ntickets);
 	t_match = palloc(sizeof(int64) * ntickets);
 	t_team = palloc(sizeof(char *) * ntickets);
@@ -445,6 +449,9 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 					mp_role[nplayers] = NULL;
 					mp_autofilled[nplayers] = false;
 				}
+				/* penalised, also past the pool's bound */
+				if (low_priority_pool)
+					mp_low_priority[nplayers] = t->penalised;
 				mp_team[nplayers++] = team;
 			}
 		}
@@ -461,10 +468,12 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	nulls[5] = nulls[6] = roles != NULL ? ' ' : 'n';
 	values[5] = roles != NULL ? PointerGetDatum(MmBuildTextArray(mp_role, nplayers)) : (Datum) 0;
 	values[6] = roles != NULL ? PointerGetDatum(MmBuildBoolArray(mp_autofilled, nplayers)) : (Datum) 0;
+	nulls[7] = low_priority_pool ? ' ' : 'n';
+	values[7] = low_priority_pool ? PointerGetDatum(MmBuildBoolArray(mp_low_priority, nplayers)) : (Datum) 0;
 	RunWriteWithNulls(q, MmTickPlan.insert_players, values, nulls, SPI_OK_INSERT, nplayers,
 					  "inserting match players");
 	/* the arrays are as long as the queue: free them before the next ones */
-	for (i = 1; i <= 6; i++)
+	for (i = 1; i <= 7; i++)
 		if (nulls[i] == ' ')
 			pfree(DatumGetPointer(values[i]));
 	if (nautofilled > 0 && roles->protect_games > 0)

@@ -140,6 +140,9 @@ MmParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 		pfree(elem);
 	}
 	MmExtractTicketValues(context, ticket, players, n);
+	/* the tick's load marks the penalised tickets after parsing */
+	ticket->penalised = false;
+	ticket->low_priority = false;
 	ticket->role_rank = NULL;
 	ticket->role_accept = NULL;
 	if (context->config->roles != NULL)

@@ -147,7 +147,7 @@ DECLARE
 	forgive integer;
 BEGIN
 	IF cardinality(count_good_games.player_ids) IS NULL
-	   OR NOT EXISTS (SELECT FROM mm.player_penalties p
+	   OR NOT EXISTS (SELECT 1 FROM mm.player_penalties p
 					   WHERE p.player_id = ANY (count_good_games.player_ids) AND p.queue = count_good_games.queue) THEN
 		RETURN;
 	END IF;
@@ -186,7 +186,7 @@ AS $$
 DECLARE
 	hit record;
 BEGIN
-	IF NOT EXISTS (SELECT FROM mm.player_penalties p
+	IF NOT EXISTS (SELECT 1 FROM mm.player_penalties p
 					WHERE p.cooldown_until > (SELECT min(t) FROM unnest(refuse_cooled_down_players.times) t)) THEN
 		RETURN;
 	END IF;

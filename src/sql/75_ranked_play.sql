@@ -687,11 +687,11 @@ BEGIN
 	INSERT INTO mm.rating_pools (pool, updated_at) VALUES (start_season.pool, start_season.now)
 	ON CONFLICT DO NOTHING;
 	SELECT p.season, p.settings INTO running, cfg FROM mm.rating_pools p WHERE p.pool = start_season.pool FOR UPDATE;
-	IF EXISTS (SELECT FROM mm.seasons s WHERE s.pool = start_season.pool AND s.name = start_season.name) THEN
+	IF EXISTS (SELECT 1 FROM mm.seasons s WHERE s.pool = start_season.pool AND s.name = start_season.name) THEN
 		RAISE EXCEPTION 'season "%" of rating pool "%" already exists', start_season.name, start_season.pool
 			USING ERRCODE = 'unique_violation';
 	END IF;
-	IF EXISTS (SELECT FROM mm.seasons s WHERE s.pool = start_season.pool AND s.started_at > start_season.now) THEN
+	IF EXISTS (SELECT 1 FROM mm.seasons s WHERE s.pool = start_season.pool AND s.started_at > start_season.now) THEN
 		RAISE EXCEPTION 'now (%) is before the start of the running season of rating pool "%"',
 			start_season.now, start_season.pool USING ERRCODE = 'invalid_parameter_value';
 	END IF;

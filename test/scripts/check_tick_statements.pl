@@ -21,7 +21,7 @@ my @queue_tables = qw(tickets tickets_active tickets_ended ticket_queues matches
 my $tables = join '|', @queue_tables;
 my ($count, @problems) = (0);
 
-while ($src =~ /KeepPlan\(&MmTickPlan\.(\w+),\s*((?:"(?:[^"\\]|\\.)*"\s*)+)/g)
+while ($src =~ /KeepPlan(?:With)?\(&MmTickPlan\.(\w+),\s*((?:"(?:[^"\\]|\\.)*"\s*)+)/g)
 {
 	my ($name, $literals) = ($1, $2);
 	my $sql = join '', $literals =~ /"((?:[^"\\]|\\.)*)"/g;

@@ -959,7 +959,7 @@ BEGIN
 	PERFORM mm.refuse_cooled_down_players(array_agg(p.value ->> 'id'), array_agg(q.queue), array_agg(n.created_at))
 	  FROM new_tickets n, jsonb_array_elements(n.players) p,
 		   unnest(array_prepend(n.queue, coalesce(n.queues, '{}'))) q(queue)
-	 WHERE EXISTS (SELECT FROM mm.player_penalties pp
+	 WHERE EXISTS (SELECT 1 FROM mm.player_penalties pp
 					WHERE pp.cooldown_until > (SELECT min(n2.created_at) FROM new_tickets n2));
 	RETURN NULL;
 END
