@@ -19,6 +19,7 @@ SELECT dblink_connect('pn_listener',
 SELECT dblink_exec('pn_listener', 'LISTEN mm_events');
 SELECT last_value AS ticket_seq_last, is_called AS ticket_seq_called FROM mm.tickets_id_seq \gset
 SELECT last_value AS match_seq_last, is_called AS match_seq_called FROM mm.matches_id_seq \gset
+SELECT last_value AS history_seq_last, is_called AS history_seq_called FROM mm.rating_history_id_seq \gset
 -- the player_penalised events sent since the last call, signature checked
 CREATE FUNCTION pg_temp.penalised() RETURNS TABLE (event jsonb, signed boolean)
 LANGUAGE plpgsql AS $$
@@ -187,5 +188,6 @@ DELETE FROM mm.rating_history WHERE pool LIKE 'pn\_%';
 DELETE FROM mm.ratings WHERE pool LIKE 'pn\_%';
 SELECT dblink_disconnect('pn_listener');
 SELECT setval('mm.tickets_id_seq', :ticket_seq_last, :'ticket_seq_called') > 0 AS sequence_restored,
-	   setval('mm.matches_id_seq', :match_seq_last, :'match_seq_called') > 0 AS match_sequence_restored;
+	   setval('mm.matches_id_seq', :match_seq_last, :'match_seq_called') > 0 AS match_sequence_restored,
+	   setval('mm.rating_history_id_seq', :history_seq_last, :'history_seq_called') > 0 AS history_sequence_restored;
 DROP EXTENSION dblink;
