@@ -181,9 +181,10 @@ SELECT count(*) AS standings FROM mm.player_penalties WHERE player_id IN ('pn5',
 -- ===================================================================
 -- Clean up
 -- ===================================================================
+-- dropping a queue drops its penalties
 SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['pn_duel', 'pn_other']) q;
-DELETE FROM mm.penalty_history WHERE queue LIKE 'pn\_%';
-DELETE FROM mm.player_penalties WHERE queue LIKE 'pn\_%';
+SELECT (SELECT count(*) FROM mm.player_penalties WHERE queue LIKE 'pn\_%') AS standings_left,
+	   (SELECT count(*) FROM mm.penalty_history WHERE queue LIKE 'pn\_%') AS offences_left;
 DELETE FROM mm.rating_history WHERE pool LIKE 'pn\_%';
 DELETE FROM mm.ratings WHERE pool LIKE 'pn\_%';
 SELECT dblink_disconnect('pn_listener');

@@ -340,3 +340,27 @@ COMMENT ON FUNCTION mm.low_priority_waits(interval, timestamptz) IS
 'Per queue, over the matches formed in the window: the waits of the players matched from the low-priority pool and of the others, with the queue''s bound';
 REVOKE ALL ON FUNCTION mm.low_priority_waits(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.low_priority_waits(interval, timestamptz) TO mm_analyst, mm_admin;
+
+-- A deleted queue's penalties go with it, as its matches do (on Citus,
+-- where this fires on the reference table's copies, mm.delete_queue_rows
+-- does it).
+CREATE FUNCTION mm.queues_after_delete_penalties() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
+		RETURN NULL;
+	END IF;
+	DELETE FROM mm.player_penalties p USING old_queues q WHERE p.queue = q.name;
+	DELETE FROM mm.penalty_history h USING old_queues q WHERE h.queue = q.name;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION mm.queues_after_delete_penalties() IS
+	'Trigger: deletes the penalties of deleted queues';
+REVOKE ALL ON FUNCTION mm.queues_after_delete_penalties() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.queues_after_delete_penalties() TO mm_admin;
+CREATE TRIGGER queues_after_delete_penalties AFTER DELETE ON mm.queues
+	REFERENCING OLD TABLE AS old_queues
+	FOR EACH STATEMENT EXECUTE FUNCTION mm.queues_after_delete_penalties();

@@ -362,6 +362,8 @@ BEGIN
 	DELETE FROM mm.matches m WHERE m.queue = delete_queue_rows.queue;
 	DELETE FROM mm.rule_evaluations e WHERE e.queue = delete_queue_rows.queue;
 	DELETE FROM mm.autofill_protection a WHERE a.queue = delete_queue_rows.queue;
+	DELETE FROM mm.player_penalties p WHERE p.queue = delete_queue_rows.queue;
+	DELETE FROM mm.penalty_history h WHERE h.queue = delete_queue_rows.queue;
 	DELETE FROM mm.ticket_queues l WHERE l.queue = delete_queue_rows.queue;
 	UPDATE mm.tickets_active t
 	   SET queues = nullif(array_remove(t.queues, delete_queue_rows.queue), '{}')
@@ -370,6 +372,6 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION mm.delete_queue_rows(text) IS
-'Internal: on Citus, deletes the rows of a queue mm.drop_queue removes (its tickets, claims, matches, statistics, autofill protection, jobs)';
+'Internal: on Citus, deletes the rows of a queue mm.drop_queue removes (its tickets, claims, matches, statistics, autofill protection, penalties, jobs)';
 REVOKE ALL ON FUNCTION mm.delete_queue_rows(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.delete_queue_rows(text) TO mm_admin;

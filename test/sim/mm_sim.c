@@ -22,6 +22,7 @@
  *   mm_sim --flexmatch --rule-sets classic,survival,practice,all
  *   mm_sim --realtime --queues ranked_5v5,casual --seconds 60
  *   mm_sim --roles --acceptance-timeout 0            # a 5v5 role queue, with and without autofill
+ *   mm_sim --penalties                               # dodgers, leavers and the low-priority pool
  *
  * All figures are read back from the extension's tables at the end; the
  * simulator's own state lives in schema mm_sim (players: true skill and
@@ -67,6 +68,7 @@ typedef struct SimPlayer
 	double		latency[SIM_REGIONS];
 	double		ready_at;		/* idle players rejoin a queue from this time on */
 	PlayerState state;
+	bool		stored;			/* has its row in mm_sim.players (a refused ticket inserts none) */
 	/* role queues: the roles the player lists, most preferred first (SIM_ROLE_*) */
 	int			nroles;			/* 0: not drawn yet (drawn on their first role-queue ticket) */
 	signed char roles[4];
@@ -95,6 +97,8 @@ typedef struct SimTicket
  * probability --accept-rate, after 1 to 5 seconds (never after the
  * deadline); one who does not accept rejects at that time (half of them) or
  * never answers (the other half: the tick's timeout ends the proposal).
+ * With --dodge-rate (--penalties) a player first rejects with that
+ * probability (a dodge), else accepts with --accept-rate, else never answers.
  */
 typedef struct SimProposal
 {
@@ -130,6 +134,8 @@ typedef struct SimOptions
 	SimClock	clock;
 	bool		flexmatch;
 	bool		roles;			/* the role queues: roles_5v5 and roles_5v5_autofill */
+	bool		penalties;		/* the penalties queue: penalties_3v3 */
+	double		dodge_rate;		/* a player rejects a proposal (a dodge); < 0: the old model */
 	double		role_second;	/* --roles: share of players who name a second role */
 	const char *rule_sets;		/* --flexmatch: which of classic,survival,practice,all */
 	const char *queue_list;
@@ -199,6 +205,8 @@ static double stat_wait_sum;
 static long stat_leavers;
 static long stat_proposals;
 static long stat_proposals_failed;
+static long stat_refused;
+static double run_end;			/* simulation second the run ended at */
 
 /* ---------------------------------------------------------------- random */
 
@@ -617,6 +625,75 @@ CreateRoleQueues(void)
 	}
 }
 
+/*
+ * The penalties queue (--penalties): FlexMatch's Classic rules at 3v3, fed
+ * solo players unless --party says otherwise (parties that need others to
+ * fill a team pile up, and their waits would hide the pool's), with
+ * acceptance (--acceptance-timeout), Glicko-2 ratings (mm.report_result
+ * counts the good games) and the penalties of docs/penalties.md: a dodge
+ * costs 60 s, an acceptance timeout 30 s, a leave 300 s, doubled at each
+ * offence up to an hour; from the second offence 3 games in the
+ * low-priority pool, which holds a ticket for at most 120 s; 5 good games
+ * forgive an offence.  Tickets time out after 300 s, well past that bound,
+ * so a starving penalised ticket would show as a long wait, not vanish.
+ */
+static const char *
+PenaltiesQueueConfig(void)
+{
+	static char config[2048];
+	char		acceptance[64] = "";
+	char		rating[160] = "";
+
+	if (have_report_result)
+		snprintf(rating, sizeof(rating), " \"rating\": {\"system\": \"glicko2\", \"pool\": \"penalties_ranked\"},");
+	if (opt.acceptance_timeout > 0)
+		snprintf(acceptance, sizeof(acceptance), " \"acceptance_timeout_seconds\": %g,",
+				 opt.acceptance_timeout);
+	snprintf(config, sizeof(config),
+			 "{\"match_size\": {\"min\": 6, \"max\": 6},%s"
+			 " \"teams\": [{\"name\": \"radiant\", \"min\": 3, \"max\": 3},"
+			 "             {\"name\": \"dire\", \"min\": 3, \"max\": 3}],"
+			 " \"ticket_timeout_seconds\": 300,%s"
+			 " \"penalties\": {\"cooldown_seconds\": {\"dodge\": 60, \"acceptance_timeout\": 30, \"leave\": 300},"
+			 "               \"cooldown_growth\": 2, \"max_cooldown_seconds\": 3600,"
+			 "               \"low_priority\": {\"offences\": 2, \"games\": 3, \"max_wait_seconds\": 120},"
+			 "               \"forgive_after_games\": 5},"
+			 " \"rules\": ["
+			 "  {\"name\": \"fair_teams\", \"type\": \"team_difference\", \"attribute\": \"skill\","
+			 "   \"max\": 40, \"expansion\": {\"every_seconds\": 20, \"steps\": [400, 2000]}},"
+			 "  {\"name\": \"fast_connection\", \"type\": \"latency\", \"max_ms\": 80,"
+			 "   \"expansion\": {\"every_seconds\": 30, \"steps\": [120, 120, 120, 2000]}}]}",
+			 acceptance, rating);
+	return config;
+}
+
+/*
+ * Creates (or re-creates) the penalties queue, penalties_3v3.  The players'
+ * standing in a queue of that name outlives the queue (mm.drop_queue keeps
+ * mm.player_penalties), so it goes too: each run starts with a clean slate.
+ */
+static void
+CreatePenaltiesQueue(void)
+{
+	const char *params[2];
+	SimQueue   *q;
+
+	if (!SimFunctionExists(conn, "mm.get_penalties(text,timestamptz)"))
+		SimFatal("--penalties: this version of the extension has no penalties (mm.get_penalties)");
+	params[0] = "penalties_3v3";
+	params[1] = PenaltiesQueueConfig();
+	PQclear(SimExec(conn, "SELECT mm.drop_queue(q.name, force => true)"
+					"  FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
+					1, params, PGRES_TUPLES_OK));
+	PQclear(SimExec(conn, "DELETE FROM mm.player_penalties WHERE queue OPERATOR(pg_catalog.=) $1",
+					1, params, PGRES_COMMAND_OK));
+	PQclear(SimExec(conn, "DELETE FROM mm.penalty_history WHERE queue OPERATOR(pg_catalog.=) $1",
+					1, params, PGRES_COMMAND_OK));
+	PQclear(SimExec(conn, "SELECT mm.create_queue($1, $2::jsonb)", 2, params, PGRES_TUPLES_OK));
+	q = AddQueue(params[0]);
+	q->penalties = true;
+}
+
 /* Reads the largest team of each queue (parties must fit in one team). */
 static void
 LoadQueueShapes(void)
@@ -629,7 +706,8 @@ LoadQueueShapes(void)
 		PGresult   *res = SimExec(conn,
 								  "SELECT coalesce((SELECT max((t->>'max')::int)"
 								  "                   FROM pg_catalog.jsonb_array_elements(q.config->'teams') t),"
-								  "                 (q.config->'match_size'->>'max')::int)"
+								  "                 (q.config->'match_size'->>'max')::int),"
+								  "       q.config OPERATOR(pg_catalog.?) 'penalties'"
 								  "  FROM mm.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
 								  1, params, PGRES_TUPLES_OK);
 
@@ -637,6 +715,8 @@ LoadQueueShapes(void)
 			SimFatal("queue \"%s\" does not exist (create it first, or use --flexmatch)",
 					 queues[i].name);
 		queues[i].max_team = atoi(PQgetvalue(res, 0, 0));
+		/* a queue with penalties may refuse a ticket (cooldown) */
+		queues[i].penalties = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
 		queues[i].max_party = queues[i].max_team < opt.party_max ? queues[i].max_team : opt.party_max;
 		if (queues[i].max_party > SIM_MAX_PARTY)
 			queues[i].max_party = SIM_MAX_PARTY;
@@ -674,6 +754,7 @@ NewPlayer(void)
 	}
 	p->ready_at = 0;
 	p->state = PLAYER_IDLE;
+	p->stored = false;
 	p->nroles = 0;
 	return nplayers++;
 }
@@ -809,12 +890,73 @@ DrawRoles(SimPlayer *p)
 }
 
 /*
+ * A ticket refused because a player is cooling down (55000 from
+ * mm.create_ticket): the party breaks up, and each player cooling down in
+ * the queue (mm.get_penalties) comes back 1 to 10 s after their cooldown
+ * ends; the others are ready again at once.  At least one must be cooling
+ * down, or the arrival would be retried forever.
+ */
+static void
+RefuseTicket(SimTicket *t, const char *message, double at)
+{
+	SimQueue   *q = &queues[t->queue];
+	size_t		cap = 256;
+	size_t		len = 0;
+	char	   *ids = malloc(cap);
+	char		when[32];
+	const char *params[3];
+	PGresult   *res;
+	int			ncooling = 0;
+	int			i,
+				row;
+
+	if (ids == NULL)
+		SimFatal("out of memory");
+	len = Append(&ids, &cap, len, "{");
+	for (i = 0; i < t->nplayers; i++)
+		len = Append(&ids, &cap, len, "%s\"%s-%d\"", i > 0 ? "," : "", opt.run, t->players[i]);
+	Append(&ids, &cap, len, "}");
+	FormatTime(when, sizeof(when), at);
+	params[0] = ids;
+	params[1] = q->name;
+	params[2] = when;
+	res = SimExec(conn,
+				  "SELECT u.id, extract(epoch FROM p.cooldown_until)::float8"
+				  "  FROM pg_catalog.unnest($1::text[]) AS u(id)"
+				  " CROSS JOIN LATERAL mm.get_penalties(u.id, pg_catalog.to_timestamp($3::float8)) p"
+				  " WHERE p.queue OPERATOR(pg_catalog.=) $2 AND p.cooling_down",
+				  3, params, PGRES_TUPLES_OK);
+	for (i = 0; i < t->nplayers; i++)
+	{
+		for (row = 0; row < PQntuples(res); row++)
+			if (PlayerIndexFromId(PQgetvalue(res, row, 0)) == t->players[i])
+				break;
+		if (row < PQntuples(res))
+		{
+			ncooling++;
+			MakeIdle(t->players[i], atof(PQgetvalue(res, row, 1)) - epoch + RandomBetween(1, 10));
+		}
+		else
+			MakeIdle(t->players[i], at);
+	}
+	if (ncooling == 0)
+		SimFatal("a ticket of %s was refused, but none of its players is cooling down: %s",
+				 ids, message);
+	PQclear(res);
+	free(ids);
+	q->refused++;
+	stat_refused++;
+}
+
+/*
  * One ticket arrives in a queue at time `at`: a party of returning players
  * (or newcomers when too few are ready), with a chosen game mode for the
  * queues whose rules read one.  New players are stored in mm_sim.players in
- * the same statement.
+ * the same statement.  In a queue with penalties a ticket is refused while
+ * one of its players is cooling down (55000): returns false, and the
+ * players who are cooling down stay away until their cooldown ends.
  */
-static void
+static bool
 ArriveTicket(int qi, double at)
 {
 	SimQueue   *q = &queues[qi];
@@ -837,6 +979,7 @@ ArriveTicket(int qi, double at)
 		SimFatal("out of memory");
 	if (q->multi_mode)
 		MultiModeChoice(size, mode_attrs, sizeof(mode_attrs));
+	/* a refused ticket leaves tickets[ntickets] unused */
 	tickets = GrowArray(tickets, &tickets_cap, ntickets + 1, sizeof(SimTicket));
 	t = &tickets[ntickets];
 	t->queue = qi;
@@ -851,8 +994,10 @@ ArriveTicket(int qi, double at)
 		int			r;
 
 		if (player < 0)
-		{
 			player = NewPlayer();
+		/* newcomers, and players whose first ticket was refused */
+		if (!players[player].stored)
+		{
 			nlen = Append(&njson, &ncap, nlen,
 						  "%s{\"id\": \"%s-%d\", \"true_skill\": %.3f, \"rating\": %.3f,"
 						  " \"rd\": %.3f, \"volatility\": %.6f}",
@@ -891,19 +1036,65 @@ ArriveTicket(int qi, double at)
 	params[2] = njson;
 	params[3] = opt.run;
 	params[4] = opt.clock == SIM_CLOCK_SIMULATED ? when : NULL;
-	res = SimExec(conn,
-				  "WITH newcomers AS ("
-				  "  INSERT INTO mm_sim.players (id, run, true_skill, initial_rating, rating, rd, volatility)"
-				  "  SELECT n.id, $4, n.true_skill, n.rating, n.rating, n.rd, n.volatility"
-				  "    FROM pg_catalog.jsonb_to_recordset($3::jsonb)"
-				  "         AS n(id text, true_skill float8, rating float8, rd float8, volatility float8))"
-				  "SELECT mm.create_ticket($1, $2::jsonb,"
-				  "       coalesce(pg_catalog.to_timestamp($5::float8), pg_catalog.now()))",
-				  5, params, PGRES_TUPLES_OK);
+	if (!q->penalties)
+		res = SimExec(conn,
+					  "WITH newcomers AS ("
+					  "  INSERT INTO mm_sim.players (id, run, true_skill, initial_rating, rating, rd, volatility)"
+					  "  SELECT n.id, $4, n.true_skill, n.rating, n.rating, n.rd, n.volatility"
+					  "    FROM pg_catalog.jsonb_to_recordset($3::jsonb)"
+					  "         AS n(id text, true_skill float8, rating float8, rd float8, volatility float8))"
+					  "SELECT mm.create_ticket($1, $2::jsonb,"
+					  "       coalesce(pg_catalog.to_timestamp($5::float8), pg_catalog.now()))",
+					  5, params, PGRES_TUPLES_OK);
+	else
+	{
+		/*
+		 * Whether a player is in the low-priority pool, read with the
+		 * ticket: it cannot change while the ticket searches (its players
+		 * play no game and answer no proposal of another ticket).
+		 */
+		res = PQexecParams(conn,
+						   "WITH newcomers AS ("
+						   "  INSERT INTO mm_sim.players (id, run, true_skill, initial_rating, rating, rd, volatility)"
+						   "  SELECT n.id, $4, n.true_skill, n.rating, n.rating, n.rd, n.volatility"
+						   "    FROM pg_catalog.jsonb_to_recordset($3::jsonb)"
+						   "         AS n(id text, true_skill float8, rating float8, rd float8, volatility float8))"
+						   "SELECT mm.create_ticket($1, $2::jsonb,"
+						   "       coalesce(pg_catalog.to_timestamp($5::float8), pg_catalog.now())),"
+						   "       EXISTS (SELECT FROM mm.player_penalties pp"
+						   "                WHERE pp.queue OPERATOR(pg_catalog.=) $1"
+						   "                  AND pp.low_priority_games OPERATOR(pg_catalog.>) 0"
+						   "                  AND pp.player_id OPERATOR(pg_catalog.=) ANY"
+						   "                      (SELECT x OPERATOR(pg_catalog.->>) 'id'"
+						   "                         FROM pg_catalog.jsonb_array_elements($2::jsonb) x))",
+						   5, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+			const char *message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+			if (state == NULL || strcmp(state, "55000") != 0 || message == NULL ||
+				strstr(message, "may not queue") == NULL)
+				SimFatal("query failed: %s", PQresultErrorMessage(res));
+			RefuseTicket(t, message, at);
+			PQclear(res);
+			free(pjson);
+			free(njson);
+			return false;
+		}
+		if (strcmp(PQgetvalue(res, 0, 1), "t") == 0)
+		{
+			q->penalised_ids = GrowArray(q->penalised_ids, &q->penalised_ids_cap,
+										 q->npenalised_ids + 1, sizeof(long long));
+			q->penalised_ids[q->npenalised_ids++] = atoll(PQgetvalue(res, 0, 0));
+		}
+	}
 	t->id = atoll(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	free(pjson);
 	free(njson);
+	for (i = 0; i < size; i++)
+		players[t->players[i]].stored = true;
 	ntickets++;
 
 	q->ticket_ids = GrowArray(q->ticket_ids, &q->ticket_ids_cap, q->nticket_ids + 1,
@@ -911,6 +1102,7 @@ ArriveTicket(int qi, double at)
 	q->ticket_ids[q->nticket_ids++] = t->id;
 	q->tickets_made++;
 	stat_tickets++;
+	return true;
 }
 
 /* True once a queue has had all its arrivals. */
@@ -938,8 +1130,9 @@ RunArrivals(double now)
 
 		while (q->next_arrival <= now && !ArrivalsDone(q, q->next_arrival))
 		{
-			ArriveTicket(qi, q->next_arrival);
-			q->next_arrival += RandomBetween(opt.interval_min, opt.interval_max);
+			/* refused (a player cooling down): another party arrives in its place */
+			if (ArriveTicket(qi, q->next_arrival))
+				q->next_arrival += RandomBetween(opt.interval_min, opt.interval_max);
 		}
 	}
 }
@@ -1608,11 +1801,24 @@ StartProposal(long long match_id)
 		if (delay > latest)
 			delay = latest > 0 ? latest : 0;
 		pr->player[i] = PlayerIndexFromId(PQgetvalue(res, i, 0));
-		pr->accept[i] = RandomUniform() < opt.accept_rate;
 		pr->answer_at[i] = created + delay;
-		/* half of those who do not accept say so; the others never answer */
-		if (!pr->accept[i] && RandomUniform() < 0.5)
-			pr->answer_at[i] = -1;
+		if (opt.dodge_rate >= 0)
+		{
+			/* a dodge (reject), else accept or never answer (an acceptance timeout) */
+			pr->accept[i] = RandomUniform() >= opt.dodge_rate;
+			if (pr->accept[i] && RandomUniform() >= opt.accept_rate)
+			{
+				pr->accept[i] = false;
+				pr->answer_at[i] = -1;
+			}
+		}
+		else
+		{
+			pr->accept[i] = RandomUniform() < opt.accept_rate;
+			/* half of those who do not accept say so; the others never answer */
+			if (!pr->accept[i] && RandomUniform() < 0.5)
+				pr->answer_at[i] = -1;
+		}
 		if (pr->player[i] < 0)
 			pr->answer_at[i] = -1;	/* not ours: someone else answers */
 	}
@@ -1872,6 +2078,7 @@ Progress(double now, bool final)
 	static double last_wall = -1e9;
 	static double last_now = -1e9;
 	static int	tty = -1;
+	char		refused[48];
 
 	if (opt.quiet)
 		return;
@@ -1887,16 +2094,17 @@ Progress(double now, bool final)
 	}
 	last_wall = WallClock();
 	last_now = now;
+	snprintf(refused, sizeof(refused), " | refused %ld", stat_refused);
 	fprintf(stderr, "%s[%s %2d:%02d] tickets %ld, waiting %d, matched %ld, timed out %ld | "
 			"proposals %ld, not accepted %ld | games %ld, playing %d, results %ld, quits %ld | "
-			"avg wait %.1f s%s",
+			"avg wait %.1f s%s%s",
 			tty ? "\r\033[K" : "",
 			opt.clock == SIM_CLOCK_SIMULATED ? "sim" : "live",
 			(int) (now / 60), (int) fmod(now, 60), stat_tickets, ntickets, stat_matched,
 			stat_timed_out, stat_proposals, stat_proposals_failed, stat_matches, ngames,
 			stat_results, stat_leavers,
 			stat_matched > 0 ? stat_wait_sum / stat_matched : 0.0,
-			tty && !final ? "" : "\n");
+			opt.penalties || stat_refused > 0 ? refused : "", tty && !final ? "" : "\n");
 	fflush(stderr);
 }
 
@@ -2102,6 +2310,7 @@ Run(void)
 		else
 			SleepSeconds(0.2);
 	}
+	run_end = now;
 	Progress(now, true);
 	if (opt.clock == SIM_CLOCK_SIMULATED)
 		fprintf(stderr, "simulated %.0f s of matchmaking in %.1f s of wall time\n",
@@ -2133,6 +2342,14 @@ Usage(FILE *out)
 			"                          games); print time to match per role\n"
 			"  --role-second P         --roles: share of players who name a second role\n"
 			"                          (default 0.6)\n"
+			"  --penalties             create a 3v3 queue with penalties (penalties_3v3: cooldowns\n"
+			"                          for dodges, acceptance timeouts and leaves, a low-priority\n"
+			"                          pool of at most 120 s); print the offences and the\n"
+			"                          pool's waits, and fail if a penalised ticket starved\n"
+			"  --dodge-rate P          the chance that a player rejects a proposed match (a dodge);\n"
+			"                          the others accept with --accept-rate or never answer\n"
+			"                          (default 0.05 with --penalties; without: --accept-rate\n"
+			"                          alone, half of the others rejecting)\n"
 			"  --queues A,B,...        feed these existing queues instead\n"
 			"  --realtime              real clock: tickets arrive as time passes and pg_cron\n"
 			"                          ticks the queues (mm.schedule); default: simulated time,\n"
@@ -2141,18 +2358,21 @@ Usage(FILE *out)
 			"  --seconds N             arrivals stop after N seconds (default: simulated 0 =\n"
 			"                          unlimited with --tickets, real time 60)\n"
 			"  --tickets N             arrivals stop after N tickets per queue (default 840 with\n"
-			"                          --flexmatch or --roles: the article's 829 + 11 Classic tickets)\n"
+			"                          --flexmatch, --roles or --penalties: the article's 829 + 11\n"
+			"                          Classic tickets)\n"
 			"  --interval MIN-MAX      seconds between two tickets of a queue (default 2-6)\n"
-			"  --party MIN-MAX         party size, capped by the queue's largest team (default 1-5)\n"
+			"  --party MIN-MAX         party size, capped by the queue's largest team (default 1-5;\n"
+			"                          1-1 with --penalties)\n"
 			"  --match-seconds N       average game length (default 600 simulated, 20 real time)\n"
 			"  --break MIN-MAX         rest between a game and the next ticket (default 10-60\n"
 			"                          simulated, 2-8 real time)\n"
 			"  --leave-rate P          share of players who leave a game early (default 0.04;\n"
 			"                          mm.leave_match)\n"
 			"  --accept-rate P         in queues that ask for acceptance: the chance that a player\n"
-			"                          accepts a proposed match (default 0.9)\n"
-			"  --acceptance-timeout S  --flexmatch and --roles queues: seconds to accept (default 10;\n"
-			"                          0 = no acceptance step)\n"
+			"                          accepts a proposed match (default 0.9; 0.98 with\n"
+			"                          --penalties, of the players who do not dodge)\n"
+			"  --acceptance-timeout S  --flexmatch, --roles and --penalties queues: seconds to\n"
+			"                          accept (default 10; 0 = no acceptance step)\n"
 			"  --tick-interval S       seconds between ticks (default 1)\n"
 			"  --drain N               real time: seconds the last tickets may still wait before\n"
 			"                          they are cancelled (default 30)\n"
@@ -2203,7 +2423,7 @@ TakesValue(const char *option)
 	static const char *const with_value[] = {
 		"--prefix", "--rule-sets", "--queues", "--seconds", "--tickets", "--interval", "--party",
 		"--match-seconds", "--break", "--leave-rate", "--accept-rate", "--acceptance-timeout",
-		"--tick-interval", "--drain", "--seed", "--role-second",
+		"--tick-interval", "--drain", "--seed", "--role-second", "--dodge-rate",
 		"--run", "--chart", "--dsn"
 	};
 	size_t		i;
@@ -2223,7 +2443,9 @@ ParseOptions(int argc, char **argv)
 				break_min = -1,
 				break_max = -1,
 				seconds = -1,
-				tickets = -1;
+				tickets = -1,
+				accept_rate = -1;
+	bool		party_given = false;
 
 	opt.prefix = "flexmatch_";
 	opt.rule_sets = "classic,survival,practice";
@@ -2234,7 +2456,7 @@ ParseOptions(int argc, char **argv)
 	opt.party_max = 5;
 	opt.leave_rate = 0.04;
 	opt.role_second = 0.6;
-	opt.accept_rate = 0.9;
+	opt.dodge_rate = -1;
 	opt.acceptance_timeout = 10;
 	opt.tick_interval = 1;
 	opt.drain_seconds = 30;
@@ -2256,6 +2478,8 @@ ParseOptions(int argc, char **argv)
 			opt.flexmatch = true, takes_value = false;
 		else if (strcmp(a, "--roles") == 0)
 			opt.roles = true, takes_value = false;
+		else if (strcmp(a, "--penalties") == 0)
+			opt.penalties = true, takes_value = false;
 		else if (strcmp(a, "--realtime") == 0)
 			opt.clock = SIM_CLOCK_REAL, takes_value = false;
 		else if (strcmp(a, "--self-tick") == 0)
@@ -2288,6 +2512,7 @@ ParseOptions(int argc, char **argv)
 				SimFatal("%s: \"%s\" is not a range of whole numbers", a, v);
 			opt.party_min = (int) lo;
 			opt.party_max = (int) hi;
+			party_given = true;
 		}
 		else if (strcmp(a, "--match-seconds") == 0)
 			match_seconds = ParseNumber(a, v, 0, 1e6);
@@ -2298,7 +2523,9 @@ ParseOptions(int argc, char **argv)
 		else if (strcmp(a, "--leave-rate") == 0)
 			opt.leave_rate = ParseNumber(a, v, 0, 1);
 		else if (strcmp(a, "--accept-rate") == 0)
-			opt.accept_rate = ParseNumber(a, v, 0, 1);
+			accept_rate = ParseNumber(a, v, 0, 1);
+		else if (strcmp(a, "--dodge-rate") == 0)
+			opt.dodge_rate = ParseNumber(a, v, 0, 1);
 		else if (strcmp(a, "--acceptance-timeout") == 0)
 			opt.acceptance_timeout = ParseNumber(a, v, 0, 86400);
 		else if (strcmp(a, "--tick-interval") == 0)
@@ -2319,15 +2546,27 @@ ParseOptions(int argc, char **argv)
 			i++;
 	}
 
-	if (!opt.flexmatch && !opt.roles && opt.queue_list == NULL)
-		SimFatal("say which queues to feed: --flexmatch, --roles or --queues A,B,... (see --help)");
+	if (!opt.flexmatch && !opt.roles && !opt.penalties && opt.queue_list == NULL)
+		SimFatal("say which queues to feed: --flexmatch, --roles, --penalties or --queues A,B,... (see --help)");
+	/* with penalties, players dodge; most of the others answer */
+	if (opt.penalties && opt.dodge_rate < 0)
+		opt.dodge_rate = 0.05;
+	opt.accept_rate = accept_rate >= 0 ? accept_rate : (opt.penalties ? 0.98 : 0.9);
+	/*
+	 * Solo players with penalties: in 3v3 a party of two needs a solo, and
+	 * the pool holding penalised solos apart tips the twos into piling up,
+	 * a wait that is the traffic's, not the pool's (--party 1-2 shows it)
+	 */
+	if (opt.penalties && !party_given)
+		opt.party_min = opt.party_max = 1;
 	if (strlen(opt.run) == 0 || strlen(opt.run) > 40 || strchr(opt.run, '"') || strchr(opt.run, '\\'))
 		SimFatal("--run: a tag of 1 to 40 characters without quotes or backslashes");
 	opt.match_seconds = match_seconds >= 0 ? match_seconds : (opt.clock == SIM_CLOCK_SIMULATED ? 600 : 20);
 	opt.break_min = break_min >= 0 ? break_min : (opt.clock == SIM_CLOCK_SIMULATED ? 10 : 2);
 	opt.break_max = break_max >= 0 ? break_max : (opt.clock == SIM_CLOCK_SIMULATED ? 60 : 8);
 	opt.seconds = seconds >= 0 ? seconds : (opt.clock == SIM_CLOCK_REAL ? 60 : 0);
-	opt.tickets = tickets >= 0 ? (int) tickets : ((opt.flexmatch || opt.roles) && seconds < 0 ? 840 : 0);
+	opt.tickets = tickets >= 0 ? (int) tickets
+		: ((opt.flexmatch || opt.roles || opt.penalties) && seconds < 0 ? 840 : 0);
 	if (opt.seconds <= 0 && opt.tickets <= 0)
 		SimFatal("the run would never end: give --seconds or --tickets");
 	if (opt.clock == SIM_CLOCK_SIMULATED && opt.self_tick)
@@ -2378,6 +2617,7 @@ int
 main(int argc, char **argv)
 {
 	char	   *command_line;
+	bool		starved;
 
 	ParseOptions(argc, argv);
 	command_line = CommandLine(argc, argv);
@@ -2392,6 +2632,8 @@ main(int argc, char **argv)
 		CreateFlexMatchQueues();
 	if (opt.roles)
 		CreateRoleQueues();
+	if (opt.penalties)
+		CreatePenaltiesQueue();
 	if (opt.queue_list)
 	{
 		char	   *list = StrDup(opt.queue_list);
@@ -2409,10 +2651,13 @@ main(int argc, char **argv)
 	SimPrintFigures(conn, queues, nqueues, opt.flexmatch, opt.accept_rate,
 					opt.flexmatch ? opt.acceptance_timeout : 0, command_line);
 	SimPrintRoleFigures(conn, queues, nqueues);
+	starved = !SimPrintPenaltyFigures(conn, queues, nqueues, opt.tick_interval, epoch, run_end);
 	PrintRatingSummary();
 	if (opt.chart)
 		SimWriteChart(conn, queues, nqueues, epoch, 0, opt.chart);
 	PQfinish(conn);
 	free(command_line);
-	return interrupted ? 130 : 0;
+	if (starved)
+		fprintf(stderr, "mm_sim: a penalised ticket waited past the low-priority pool's bound (see above)\n");
+	return interrupted ? 130 : starved ? 3 : 0;
 }

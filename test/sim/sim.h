@@ -27,12 +27,18 @@ typedef struct SimQueue
 	int			max_team;
 	bool		multi_mode;		/* FlexMatch's "All" queue: tickets list their game modes */
 	bool		roles;			/* a role queue: each player lists the roles they will play */
+	bool		penalties;		/* its config has "penalties" (dodgers, leavers, low-priority pool) */
 	double		next_arrival;	/* simulation seconds */
 	int			tickets_made;
 	/* every ticket this run created in the queue (for the final figures) */
 	long long  *ticket_ids;
 	int			nticket_ids;
 	int			ticket_ids_cap;
+	/* penalties: the tickets whose players were in the low-priority pool when created */
+	long long  *penalised_ids;
+	int			npenalised_ids;
+	int			penalised_ids_cap;
+	long		refused;		/* tickets refused: a player was cooling down (55000) */
 	/* FlexMatch's published figures; < 0 when not published */
 	double		published_completed;
 	double		published_failed;
@@ -70,6 +76,8 @@ extern void SimPrintFigures(PGconn *conn, SimQueue *queues, int nqueues, bool fl
 							double accept_rate, double acceptance_timeout,
 							const char *command_line);
 extern void SimPrintRoleFigures(PGconn *conn, SimQueue *queues, int nqueues);
+extern bool SimPrintPenaltyFigures(PGconn *conn, SimQueue *queues, int nqueues,
+								   double tick_interval, double epoch, double run_seconds);
 extern void SimWriteChart(PGconn *conn, SimQueue *queues, int nqueues, double epoch,
 						  double run_seconds, const char *path);
 

@@ -359,6 +359,228 @@ SimPrintRoleFigures(PGconn *conn, SimQueue *queues, int nqueues)
 			PrintRoleQueue(conn, &queues[i]);
 }
 
+/*
+ * A queue with penalties: the offences of the run by reason
+ * (mm.penalty_stats), the waits of the players matched from the
+ * low-priority pool and of the others (mm.low_priority_waits), and the
+ * check that the pool never starves: no penalised ticket waited longer than
+ * the bound + 60 s, and none timed out.  After max_wait_seconds a penalised
+ * ticket matches anyone, so the bound is max_wait_seconds + a tick + the
+ * time a match takes to fill among everyone (the others' p95 wait stands
+ * for it, an overestimate: past max_wait_seconds the ticket is at its
+ * widest rule steps); the 60 s leave room for failed proposals.
+ * The check leaves out the tickets created within that limit of the last
+ * arrival: once arrivals stop, the last tickets may lack players to fill a
+ * match (and time out) whatever their class.
+ * Also checks the tick's mark (mm.match_players.low_priority) against what
+ * the simulator read when each ticket was created.  Returns false when a
+ * check failed.
+ */
+static bool
+PrintPenaltyQueue(PGconn *conn, const SimQueue *queue, double tick_interval, double epoch,
+				  double run_seconds)
+{
+	char		now[32],
+				window[32];
+	char	   *ids = SimIdArray(queue->ticket_ids, queue->nticket_ids);
+	char	   *penalised = SimIdArray(queue->penalised_ids, queue->npenalised_ids);
+	const char *params[4];
+	PGresult   *res;
+	int			row;
+	double		bound = NAN,
+				low_max = NAN,
+				others_p95 = NAN;
+	long		cooling = 0,
+				low_now = 0;
+	long		created,
+				matched,
+				timed_out,
+				cancelled,
+				mismatched,
+				in_pool,
+				checked,
+				checked_timed_out;
+	double		checked_max;
+	double		fill,
+				limit;
+	bool		ok = true;
+
+	/* the whole run (and an hour before it: the queue is new) */
+	snprintf(now, sizeof(now), "%.6f", epoch + run_seconds);
+	snprintf(window, sizeof(window), "%.0f seconds", run_seconds + 3600);
+	params[0] = window;
+	params[1] = now;
+	params[2] = queue->name;
+
+	res = SimExec(conn,
+				  "SELECT coalesce(s.reason, '-'), s.offences, s.players, s.cooldowns, s.sent_to_low_priority,"
+				  "       s.cooling_down_now, s.low_priority_now"
+				  "  FROM mm.penalty_stats($1::interval, pg_catalog.to_timestamp($2::float8)) s"
+				  " WHERE s.queue OPERATOR(pg_catalog.=) $3"
+				  " ORDER BY s.reason",
+				  3, params, PGRES_TUPLES_OK);
+	printf("\n%s: offences (mm.penalty_stats over the run)\n", queue->name);
+	printf("  %-20s %8s %8s %9s %21s\n", "reason", "offences", "players", "cooldowns",
+		   "sent to low priority");
+	for (row = 0; row < PQntuples(res); row++)
+	{
+		cooling = atol(PQgetvalue(res, row, 5));
+		low_now = atol(PQgetvalue(res, row, 6));
+		if (strcmp(PQgetvalue(res, row, 0), "-") == 0)
+			continue;
+		printf("  %-20s %8s %8s %9s %21s\n", PQgetvalue(res, row, 0), PQgetvalue(res, row, 1),
+			   PQgetvalue(res, row, 2), PQgetvalue(res, row, 3), PQgetvalue(res, row, 4));
+	}
+	PQclear(res);
+	printf("  at the end: %ld players cooling down, %ld in the low-priority pool;"
+		   " tickets refused (a player cooling down): %ld\n", cooling, low_now, queue->refused);
+
+	res = SimExec(conn,
+				  "SELECT w.low_priority, w.players, coalesce(w.avg_wait_seconds, 'NaN'),"
+				  "       coalesce(w.p95_wait_seconds, 'NaN'), coalesce(w.max_wait_seconds, 'NaN'),"
+				  "       coalesce(w.wait_bound_seconds, 'NaN')"
+				  "  FROM mm.low_priority_waits($1::interval, pg_catalog.to_timestamp($2::float8)) w"
+				  " WHERE w.queue OPERATOR(pg_catalog.=) $3"
+				  " ORDER BY w.low_priority DESC",
+				  3, params, PGRES_TUPLES_OK);
+	printf("%s: waits (mm.low_priority_waits over the run: matched players, ticket created to matched)\n",
+		   queue->name);
+	printf("  %-20s %8s %9s %9s %9s\n", "players", "count", "avg wait", "p95 wait", "max wait");
+	for (row = 0; row < PQntuples(res); row++)
+	{
+		bool		low = strcmp(PQgetvalue(res, row, 0), "t") == 0;
+
+		printf("  %-20s %8s", low ? "low priority" : "others", PQgetvalue(res, row, 1));
+		PrintSeconds(atof(PQgetvalue(res, row, 2)));
+		PrintSeconds(atof(PQgetvalue(res, row, 3)));
+		PrintSeconds(atof(PQgetvalue(res, row, 4)));
+		printf("\n");
+		bound = atof(PQgetvalue(res, row, 5));
+		if (low)
+			low_max = atof(PQgetvalue(res, row, 4));
+		else
+			others_p95 = atof(PQgetvalue(res, row, 3));
+	}
+	PQclear(res);
+
+	/* this run's penalised tickets, as the simulator read them at creation */
+	params[0] = ids;
+	params[1] = penalised;
+	fill = isnan(others_p95) ? 0 : others_p95;
+	limit = isnan(bound) ? 0 : bound + tick_interval + fill + 60;
+	snprintf(window, sizeof(window), "%.6f", limit);
+	params[2] = window;
+	res = SimExec(conn,
+				  "WITH t AS ("
+				  "  SELECT t.status, t.created_at,"
+				  "         extract(epoch FROM t.matched_at OPERATOR(pg_catalog.-) t.created_at)::float8 AS wait"
+				  "    FROM mm.tickets t WHERE t.id OPERATOR(pg_catalog.=) ANY ($2::bigint[])"
+				  "     AND t.created_at OPERATOR(pg_catalog.<=)"
+				  "         ((SELECT pg_catalog.max(a.created_at) FROM mm.tickets a"
+				  "            WHERE a.id OPERATOR(pg_catalog.=) ANY ($1::bigint[]))"
+				  "          OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $3::float8)))"
+				  "SELECT pg_catalog.count(*),"
+				  "       pg_catalog.count(*) FILTER (WHERE status OPERATOR(pg_catalog.=) 'timed_out'),"
+				  "       coalesce(pg_catalog.max(wait) FILTER (WHERE status OPERATOR(pg_catalog.=) 'matched'), 'NaN')"
+				  "  FROM t",
+				  3, params, PGRES_TUPLES_OK);
+	checked = atol(PQgetvalue(res, 0, 0));
+	checked_timed_out = atol(PQgetvalue(res, 0, 1));
+	checked_max = atof(PQgetvalue(res, 0, 2));
+	PQclear(res);
+	snprintf(window, sizeof(window), "%.6f", isnan(bound) ? 0 : bound);
+	res = SimExec(conn,
+				  "SELECT pg_catalog.count(*) FILTER (WHERE t.id OPERATOR(pg_catalog.=) ANY ($2::bigint[])),"
+				  "       pg_catalog.count(*) FILTER (WHERE t.id OPERATOR(pg_catalog.=) ANY ($2::bigint[])"
+				  "                                  AND t.status OPERATOR(pg_catalog.=) 'matched'),"
+				  "       pg_catalog.count(*) FILTER (WHERE t.id OPERATOR(pg_catalog.=) ANY ($2::bigint[])"
+				  "                                  AND t.status OPERATOR(pg_catalog.=) 'timed_out'),"
+				  "       pg_catalog.count(*) FILTER (WHERE t.id OPERATOR(pg_catalog.=) ANY ($2::bigint[])"
+				  "                                  AND t.status OPERATOR(pg_catalog.=) 'cancelled'),"
+				  "       (SELECT pg_catalog.count(*) FROM mm.tickets t2"
+				  "          JOIN mm.match_players mp ON mp.match_id OPERATOR(pg_catalog.=) t2.match_id"
+				  "                                  AND mp.ticket_id OPERATOR(pg_catalog.=) t2.id"
+				  "         WHERE t2.id OPERATOR(pg_catalog.=) ANY ($1::bigint[])"
+				  "           AND t2.status OPERATOR(pg_catalog.=) 'matched'"
+				  "           AND mp.low_priority OPERATOR(pg_catalog.<>)"
+				  "               (t2.id OPERATOR(pg_catalog.=) ANY ($2::bigint[]))),"
+				  "       (SELECT pg_catalog.count(*) FROM mm.tickets t3"
+				  "          JOIN mm.matches m ON m.id OPERATOR(pg_catalog.=) t3.match_id"
+				  "         WHERE t3.id OPERATOR(pg_catalog.=) ANY ($2::bigint[])"
+				  "           AND t3.status OPERATOR(pg_catalog.=) 'matched'"
+				  "           AND m.created_at OPERATOR(pg_catalog.<)"
+				  "               (t3.created_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3::float8)))"
+				  "  FROM mm.tickets t WHERE t.id OPERATOR(pg_catalog.=) ANY ($1::bigint[])",
+				  3, params, PGRES_TUPLES_OK);
+	created = atol(PQgetvalue(res, 0, 0));
+	matched = atol(PQgetvalue(res, 0, 1));
+	timed_out = atol(PQgetvalue(res, 0, 2));
+	cancelled = atol(PQgetvalue(res, 0, 3));
+	mismatched = atol(PQgetvalue(res, 0, 4));
+	in_pool = atol(PQgetvalue(res, 0, 5));
+	PQclear(res);
+	printf("  penalised tickets (a player in the pool when it was created): %ld, matched %ld (%ld within the pool,"
+		   " %ld with anyone past max_wait_seconds), timed out %ld, cancelled %ld;"
+		   " mm.match_players.low_priority %s\n", created, matched, in_pool, matched - in_pool, timed_out,
+		   cancelled, mismatched == 0 ? "agrees for every matched player" : "DISAGREES");
+	if (mismatched > 0)
+	{
+		printf("  FAILED: %ld matched players marked otherwise than their ticket was\n", mismatched);
+		ok = false;
+	}
+
+	if (isnan(bound))
+		printf("  no bound: the queue has no low-priority pool\n");
+	else
+	{
+		printf("  bound: max_wait_seconds %.0f s + a tick %.0f s + a match filling among everyone"
+			   " (the others' p95 wait %.1f s) = %.1f s; the longest low-priority wait ",
+			   bound, tick_interval, fill, bound + tick_interval + fill);
+		if (isnan(low_max))
+			printf("- (none matched)\n");
+		else
+			printf("%.1f s\n", low_max);
+		printf("  checked: the %ld penalised tickets created at least %.0f s (the bound + 60 s) before"
+			   " the last arrival: longest wait ", checked, limit);
+		if (isnan(checked_max))
+			printf("-");
+		else
+			printf("%.1f s", checked_max);
+		printf(", timed out %ld\n", checked_timed_out);
+		if (!isnan(checked_max) && checked_max > limit)
+		{
+			printf("  FAILED (starved): a penalised ticket waited %.1f s > the bound + 60 s = %.0f s\n",
+				   checked_max, limit);
+			ok = false;
+		}
+		else if (checked_timed_out > 0)
+		{
+			printf("  FAILED (starved): %ld penalised tickets timed out\n", checked_timed_out);
+			ok = false;
+		}
+		else
+			printf("  never starves: no penalised ticket waited past the bound + 60 s = %.0f s,"
+				   " none timed out\n", limit);
+	}
+	free(ids);
+	free(penalised);
+	return ok;
+}
+
+/* The penalties figures of every queue with penalties; false when a check failed. */
+bool
+SimPrintPenaltyFigures(PGconn *conn, SimQueue *queues, int nqueues, double tick_interval,
+					   double epoch, double run_seconds)
+{
+	bool		ok = true;
+	int			i;
+
+	for (i = 0; i < nqueues; i++)
+		if (queues[i].penalties && !PrintPenaltyQueue(conn, &queues[i], tick_interval, epoch, run_seconds))
+			ok = false;
+	return ok;
+}
+
 /* ------------------------------------------------------------------ chart */
 
 #define CHART_W 760

@@ -9,7 +9,9 @@
 # held at the end, and that the simulated outcomes moved the stored ratings
 # (mm_sim.players through mm.glicko2_update, mm.ratings through
 # mm.report_result).  Then a short run of the role queues (mm_sim --roles):
-# compositions kept, nobody outside their list unless autofilled.
+# compositions kept, nobody outside their list unless autofilled; and one of
+# the penalties queue (mm_sim --penalties): offences, cooldowns kept, the
+# low-priority pool apart from the others until its bound.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -173,6 +175,48 @@ SKIP:
 		        OR (mp.autofilled AND (mp.queue = 'roles_5v5'
 		                               OR t.matched_at - t.created_at < interval '60 seconds')))}), 0,
 		'a player is outside their list exactly when autofilled, with autofill, after 60 s');
+}
+
+# Penalties (mm_sim --penalties): dodges, acceptance timeouts and leaves are
+# recorded as offences; no ticket was created while one of its players was
+# cooling down (the simulator retried after a refusal); a match puts a
+# player of the low-priority pool with the others only once that player's
+# ticket waited max_wait_seconds (120 s); and the simulator's own check that
+# no penalised ticket starved passed (it exits 3 otherwise).
+SKIP:
+{
+	skip 'no penalties (mm.get_penalties)', 5
+	  unless $node->safe_psql($db, q{
+		SELECT to_regprocedure('mm.get_penalties(text,timestamptz)') IS NOT NULL}) eq 't';
+	my ($stdout, $stderr);
+	my $ok = IPC::Run::run(
+		[ $sim, '--penalties', '--seed', '7', '--tickets', '200', '--dodge-rate', '0.1',
+		  '--run', 'pen', '--quiet', '--dsn', $node->connstr($db) ],
+		'>', \$stdout, '2>', \$stderr);
+	ok($ok && $stdout =~ /^  never starves: /m,
+		'mm_sim --penalties ran, and no penalised ticket starved') or diag($stdout . $stderr);
+	is($node->safe_psql($db, q{
+		SELECT string_agg(DISTINCT reason, ',' ORDER BY reason) FROM mm.penalty_history
+		 WHERE queue = 'penalties_3v3'}), 'acceptance_timeout,dodge,leave',
+		'offences of the three reasons recorded');
+	is($node->safe_psql($db, q{
+		SELECT count(*) FROM mm.tickets t
+		 CROSS JOIN LATERAL jsonb_array_elements(t.players) pl
+		  JOIN mm.penalty_history h ON h.player_id = pl ->> 'id' AND h.queue = t.queue
+		 WHERE t.queue = 'penalties_3v3'
+		   AND t.created_at >= h.created_at AND t.created_at < h.cooldown_until}), 0,
+		'no ticket was created while one of its players was cooling down');
+	cmp_ok($node->safe_psql($db, q{
+		SELECT count(*) FROM mm.match_players WHERE queue = 'penalties_3v3' AND low_priority}), '>', 0,
+		'players were matched from the low-priority pool');
+	is($node->safe_psql($db, q{
+		SELECT count(*) FROM mm.matches m
+		 WHERE m.queue = 'penalties_3v3'
+		   AND EXISTS (SELECT FROM mm.match_players mp WHERE mp.match_id = m.id AND NOT mp.low_priority)
+		   AND EXISTS (SELECT FROM mm.match_players mp JOIN mm.tickets t ON t.id = mp.ticket_id
+		                WHERE mp.match_id = m.id AND mp.low_priority
+		                  AND m.created_at - t.created_at < interval '120 seconds')}), 0,
+		'a player of the low-priority pool meets the others only after 120 s');
 }
 
 $node->stop;
