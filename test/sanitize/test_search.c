@@ -26,6 +26,19 @@
  * union-find pool and Fenwick counts must give exactly the same matches,
  * region and quality.
  *
+ * Some scenarios have a low-priority pool: a random share of the tickets is
+ * penalised, and those younger than the pool's bound are low_priority, as the
+ * tick's load marks them (src/tick_load.c).  A match is valid only when all
+ * its tickets have the same low_priority flag (the search's own check is in
+ * MmSearchTicketFits), for the checks of every match and for the reference.
+ *
+ * Small pools (up to LEFTOVER_MAX tickets, where the search's ranking covers
+ * every candidate and its exhaustive search tries every combination) are
+ * checked for completeness by brute force: the tickets the search left
+ * unmatched hold no valid match (every subset, with teams every placement of
+ * the parties), so the search formed every match it should, each of one
+ * class.
+ *
  * Last, pairs of tickets exactly max apart (decimal skills) must match in
  * either age order; see BoundaryPairs() for the inputs left out (a known
  * defect of the search's window).
@@ -58,6 +71,7 @@ typedef struct Scenario
 	double		max_age;
 	double		skill_sd;
 	bool		reference;		/* compare with the naive greedy (nteams 0) */
+	int			lowprio_pct;	/* penalised tickets: a random share up to this */
 } Scenario;
 
 /* Expansion steps kept alive for the whole run (the config points at them). */
@@ -238,6 +252,13 @@ static bool
 TicketRulesHold(const MmQueueConfig *config, const MmTicket *tickets, const int *list, int n,
 				const bool *on, const double *threshold, const char **why)
 {
+	/* the low-priority pool's tickets match each other only */
+	for (int i = 1; i < n; i++)
+		if (tickets[list[i]].low_priority != tickets[list[0]].low_priority)
+		{
+			*why = "low-priority tickets mixed with others";
+			return false;
+		}
 	for (int r = 0; r < config->nrules; r++)
 	{
 		const MmRuleConfig *rule = &config->rules[r];
@@ -313,6 +334,90 @@ TicketRulesHold(const MmQueueConfig *config, const MmTicket *tickets, const int 
 				}
 			default:
 				break;			/* team rules: checked with the teams */
+		}
+	}
+	return true;
+}
+
+/*
+ * Whether the team rules that are on hold over the tickets of list placed on
+ * teams team[] (team sizes within bounds are checked by the caller); why not
+ * in *why.
+ */
+static bool
+TeamRulesHold(const MmQueueConfig *config, const MmTicket *tickets, const int *list,
+			  const int *team, int n, const bool *on, const double *threshold,
+			  const char **why)
+{
+	static char buf[200];
+	int			team_size[4] = {0};
+
+	for (int k = 0; k < n; k++)
+		team_size[team[k]] += tickets[list[k]].nplayers;
+	for (int r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+
+		if (!on[r])
+			continue;
+		if (rule->type == MM_RULE_TEAM_SIZE_BALANCE)
+		{
+			int			lo = team_size[0],
+						hi = team_size[0];
+
+			for (int t = 1; t < config->nteams; t++)
+			{
+				lo = Min(lo, team_size[t]);
+				hi = Max(hi, team_size[t]);
+			}
+			if (!(hi - lo <= threshold[r]))
+			{
+				snprintf(buf, sizeof(buf), "team sizes differ by %d, max %g", hi - lo, threshold[r]);
+				*why = buf;
+				return false;
+			}
+		}
+		else if (rule->type == MM_RULE_TEAM_DIFFERENCE)
+		{
+			double		sums[4] = {0};
+			int			counts[4] = {0};
+			double		lo = 0,
+						hi = 0;
+			bool		first = true;
+
+			for (int k = 0; k < n; k++)
+			{
+				const MmTicket *t = &tickets[list[k]];
+
+				for (int p = 0; p < t->nplayers; p++)
+				{
+					double		v = t->values[r].player_values[p];
+
+					if (isnan(v))
+						continue;
+					sums[team[k]] += v;
+					counts[team[k]]++;
+				}
+			}
+			for (int t = 0; t < config->nteams; t++)
+			{
+				double		avg;
+
+				if (counts[t] == 0)
+					continue;
+				avg = sums[t] / counts[t];
+				if (first)
+					lo = hi = avg;
+				lo = Min(lo, avg);
+				hi = Max(hi, avg);
+				first = false;
+			}
+			if (!(hi - lo <= threshold[r]))
+			{
+				snprintf(buf, sizeof(buf), "team averages differ by %g, max %g", hi - lo, threshold[r]);
+				*why = buf;
+				return false;
+			}
 		}
 	}
 	return true;
@@ -485,9 +590,27 @@ MakeTickets(const Scenario *sc, const MmQueueConfig *config, int n)
 				case MM_RULE_SET_INTERSECTION:
 				case MM_RULE_BLOCKLIST:
 				case MM_RULE_TEAM_SIZE_BALANCE:
+				case MM_RULE_ROLE_DIFFERENCE:
 					v->kind = MM_VALUE_PRESENT;
 					break;
 			}
+		}
+	}
+
+	/*
+	 * The low-priority pool, as the tick's load marks it: a share of the
+	 * tickets penalised, those younger than the bound low_priority; the older
+	 * ones (penalised, past the bound) match anyone.
+	 */
+	if (sc->lowprio_pct > 0)
+	{
+		int			share = RandRange(1, sc->lowprio_pct);
+		double		max_wait = Chance(8) ? 0 : RandRange(1, (int) sc->max_age + 10);
+
+		for (int i = 0; i < n; i++)
+		{
+			tickets[i].penalised = RandInt(100) < share;
+			tickets[i].low_priority = tickets[i].penalised && tickets[i].age_seconds < max_wait;
 		}
 	}
 	return tickets;
@@ -746,65 +869,14 @@ CheckSearch(const Scenario *sc, const MmRuleContext *ctx, MmTicket *tickets, int
 			break;				/* the first latency rule picks the region */
 		}
 
-		/* team rules */
-		for (int r = 0; r < config->nrules && config->nteams > 0; r++)
-		{
-			const MmRuleConfig *rule = &config->rules[r];
-
-			if (!on[r])
-				continue;
-			if (rule->type == MM_RULE_TEAM_SIZE_BALANCE)
-			{
-				int			lo = team_size[0],
-							hi = team_size[0];
-
-				for (int t = 1; t < config->nteams; t++)
-				{
-					lo = Min(lo, team_size[t]);
-					hi = Max(hi, team_size[t]);
-				}
-				CHECK(hi - lo <= threshold[r], "%s match %d: team sizes differ by %d, max %g",
-					  sc->name, m, hi - lo, threshold[r]);
-			}
-			else if (rule->type == MM_RULE_TEAM_DIFFERENCE)
-			{
-				double		sums[4] = {0};
-				int			counts[4] = {0};
-				double		lo = 0,
-							hi = 0;
-				bool		first = true;
-
-				for (int k = 0; k < fm->ntickets; k++)
-				{
-					const MmTicket *t = &tickets[fm->tickets[k]];
-
-					for (int p = 0; p < t->nplayers; p++)
-					{
-						double		v = t->values[r].player_values[p];
-
-						if (isnan(v))
-							continue;
-						sums[fm->ticket_team[k]] += v;
-						counts[fm->ticket_team[k]]++;
-					}
-				}
-				for (int t = 0; t < config->nteams; t++)
-				{
-					double		avg;
-
-					if (counts[t] == 0)
-						continue;
-					avg = sums[t] / counts[t];
-					if (first)
-						lo = hi = avg;
-					lo = Min(lo, avg);
-					hi = Max(hi, avg);
-					first = false;
-				}
-				CHECK(hi - lo <= threshold[r], "%s match %d: team averages differ by %g, max %g",
-					  sc->name, m, hi - lo, threshold[r]);
-			}
-		}
+		/* team rules, over the search's teams */
+		for (int k = 0; k < fm->ntickets && config->nteams > 0; k++)
+			if (fm->ticket_team[k] < 0 || fm->ticket_team[k] >= config->nteams)
+				goto next;
+		CHECK(config->nteams == 0 ||
+			  TeamRulesHold(config, tickets, fm->tickets, fm->ticket_team, fm->ntickets, on,
+							threshold, &why),
+			  "%s match %d (anchor %d): %s", sc->name, m, anchor, why);
 next:	;
 	}
 
@@ -854,8 +926,169 @@ next:	;
 	free(used_by);
 }
 
+/* ------------------------------------------------------------------------
+ * Completeness on small pools: no valid match left unformed
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * Pools up to this size: the search ranks every candidate (it ranks the
+ * first max(16, 2 x match_size.max)) and its exhaustive search, well within
+ * its budget here, tries every combination and placement, so an anchor that
+ * can be matched is (docs/queues-and-tickets.md, "How the search chooses").
+ */
+#define LEFTOVER_MAX 12
+#define SMALL_POOLS 400
+
+typedef struct Brute
+{
+	const MmQueueConfig *config;
+	const MmTicket *tickets;
+	const int  *left;			/* the unmatched tickets, oldest first */
+	int			nleft;
+	bool		on[MAXR];
+	double		threshold[MAXR];
+	int			list[LEFTOVER_MAX];
+	int			team[LEFTOVER_MAX];
+	int			team_size[4];
+	int			n;
+} Brute;
+
+/* Some placement of list[k..] on teams within bounds where the team rules hold. */
+static bool
+BrutePlace(Brute *b, int k)
+{
+	const MmQueueConfig *config = b->config;
+	const char *why;
+
+	if (k == b->n)
+	{
+		for (int t = 0; t < config->nteams; t++)
+			if (b->team_size[t] < config->teams[t].min)
+				return false;
+		return TeamRulesHold(config, b->tickets, b->list, b->team, b->n, b->on, b->threshold, &why);
+	}
+	for (int t = 0; t < config->nteams; t++)
+	{
+		int			np = b->tickets[b->list[k]].nplayers;
+
+		if (b->team_size[t] + np > config->teams[t].max)
+			continue;
+		b->team[k] = t;
+		b->team_size[t] += np;
+		if (BrutePlace(b, k + 1))
+			return true;
+		b->team_size[t] -= np;
+	}
+	return false;
+}
+
+/* A valid match of list[0..n-1] and younger unmatched tickets from left[from..]. */
+static bool
+BruteExtend(Brute *b, int from, int players)
+{
+	const MmQueueConfig *config = b->config;
+	const char *why;
+
+	if (players >= config->match_min && players <= config->match_max &&
+		TicketRulesHold(config, b->tickets, b->list, b->n, b->on, b->threshold, &why))
+	{
+		if (config->nteams == 0)
+			return true;
+		memset(b->team_size, 0, sizeof(b->team_size));
+		if (BrutePlace(b, 0))
+			return true;
+	}
+	for (int j = from; j < b->nleft; j++)
+	{
+		int			i = b->left[j];
+
+		if (players + b->tickets[i].nplayers > config->match_max)
+			continue;
+		b->list[b->n++] = i;
+		/* a subset whose ticket rules fail fails with more tickets too */
+		if (TicketRulesHold(config, b->tickets, b->list, b->n, b->on, b->threshold, &why) &&
+			BruteExtend(b, j + 1, players + b->tickets[i].nplayers))
+			return true;		/* b->list holds the match */
+		b->n--;
+	}
+	return false;
+}
+
+static long small_pools_checked = 0;
+static long small_lowprio = 0;
+
+/*
+ * The tickets the search left unmatched hold no valid match (every subset,
+ * thresholds at its oldest ticket's age, one low_priority class): its oldest
+ * ticket was an anchor while all of them were alive.
+ */
 static void
-RunScenario(const Scenario *sc, int n)
+CheckUnformed(const Scenario *sc, const MmQueueConfig *config, const MmTicket *tickets, int n,
+			  const MmSearchResult *res)
+{
+	bool		matched[LEFTOVER_MAX] = {false};
+	int			left[LEFTOVER_MAX];
+	int			nleft = 0;
+	Brute		b;
+
+	if (n > LEFTOVER_MAX)
+		return;
+	for (int m = 0; m < res->nmatches; m++)
+		for (int k = 0; k < res->matches[m].ntickets; k++)
+		{
+			int			i = res->matches[m].tickets[k];
+
+			if (i >= 0 && i < n)
+				matched[i] = true;
+		}
+	for (int i = 0; i < n; i++)
+	{
+		if (!matched[i])
+			left[nleft++] = i;
+		if (tickets[i].low_priority)
+			small_lowprio++;
+	}
+	small_pools_checked++;
+
+	memset(&b, 0, sizeof(b));
+	b.config = config;
+	b.tickets = tickets;
+	b.left = left;
+	b.nleft = nleft;
+	for (int a = 0; a < nleft; a++)
+	{
+		int			step;
+
+		for (int r = 0; r < config->nrules; r++)
+		{
+			b.on[r] = ExpectedThreshold(&config->rules[r], tickets[left[a]].age_seconds,
+										&b.threshold[r], &step);
+			if (!b.on[r])
+				b.threshold[r] = 0;
+		}
+		b.n = 1;
+		b.list[0] = left[a];
+		if (tickets[left[a]].nplayers <= config->match_max &&
+			BruteExtend(&b, a + 1, tickets[left[a]].nplayers))
+		{
+			char		desc[512] = "";
+			size_t		o = 0;
+
+			for (int k = 0; k < b.n && o < sizeof(desc); k++)
+				o += snprintf(desc + o, sizeof(desc) - o, " %d%s(%dp, age %g)", b.list[k],
+							  tickets[b.list[k]].low_priority ? " low_priority" : "",
+							  tickets[b.list[k]].nplayers, tickets[b.list[k]].age_seconds);
+			CHECK(false, "%s, pool of %d: %d matches formed, but the unmatched tickets%s are a valid match",
+				  sc->name, n, res->nmatches, desc);
+			return;
+		}
+	}
+	test_checks++;
+}
+
+static void
+RunScenario(const Scenario *sc, int n, bool verbose)
 {
 	MmQueueConfig config;
 	MmRuleContext ctx;
@@ -888,7 +1121,21 @@ RunScenario(const Scenario *sc, int n)
 	MemoryContextSwitchTo(old);
 	CHECK(CurrentMemoryContext == old, "%s: the search left another current context", sc->name);
 	CheckSearch(sc, &ctx, tickets, n, res);
-	printf("  %-22s %5d tickets: %4d matches\n", sc->name, n, res->nmatches);
+	CheckUnformed(sc, &config, tickets, n, res);
+	if (verbose)
+	{
+		int			nlow = 0,
+					mlow = 0;
+
+		for (int i = 0; i < n; i++)
+			nlow += tickets[i].low_priority;
+		for (int m = 0; m < res->nmatches; m++)
+			mlow += res->matches[m].ntickets > 0 && tickets[res->matches[m].tickets[0]].low_priority;
+		printf("  %-22s %5d tickets: %4d matches", sc->name, n, res->nmatches);
+		if (sc->lowprio_pct > 0)
+			printf(" (%d low-priority tickets, %d matches of them)", nlow, mlow);
+		printf("\n");
+	}
 	MemoryContextDelete(caller);
 	FreeTickets(tickets, n, config.nrules);
 }
@@ -973,7 +1220,7 @@ main(int argc, char **argv)
 	long		n = 3000;
 	uint64_t	seed = 1;
 	double		started = CpuSeconds();
-	char		summary[200];
+	char		summary[300];
 	Scenario	scenarios[8];
 	int			nsc = 0;
 	Scenario   *sc;
@@ -990,6 +1237,7 @@ main(int argc, char **argv)
 	sc->skill_sd = 300;
 	sc->max_age = 120;
 	sc->reference = true;
+	sc->lowprio_pct = 30;
 	sc->nrules = 1;
 	sc->rules[0] = Rule("skill", MM_RULE_DIFFERENCE, 40);
 	Linear(&sc->rules[0], 10, 40, 300);
@@ -1029,6 +1277,7 @@ main(int argc, char **argv)
 	sc->missing_pct = 5;
 	sc->max_age = 80;
 	sc->reference = true;
+	sc->lowprio_pct = 50;
 	sc->nrules = 2;
 	sc->rules[0] = Rule("ping", MM_RULE_LATENCY, 50);
 	sc->rules[0].missing_matches_any = true;
@@ -1064,6 +1313,7 @@ main(int argc, char **argv)
 	sc->skill_sd = 300;
 	sc->missing_pct = 2;
 	sc->max_age = 120;
+	sc->lowprio_pct = 40;
 	sc->nrules = 3;
 	sc->rules[0] = Rule("skill", MM_RULE_DIFFERENCE, 50);
 	Linear(&sc->rules[0], 10, 50, 400);
@@ -1109,6 +1359,7 @@ main(int argc, char **argv)
 	sc->frac = true;
 	sc->skill_sd = 0.3;
 	sc->max_age = 60;
+	sc->lowprio_pct = 60;
 	sc->nrules = 2;
 	sc->rules[0] = Rule("skill", MM_RULE_DIFFERENCE, 0.2);
 	Linear(&sc->rules[0], 10, 0.1, 0.8);
@@ -1116,17 +1367,26 @@ main(int argc, char **argv)
 
 	for (int i = 0; i < nsc; i++)
 	{
-		RunScenario(&scenarios[i], (int) n);
-		RunScenario(&scenarios[i], (int) n / 3);	/* a sparser pool */
+		long		before = total_matches;
+
+		RunScenario(&scenarios[i], (int) n, true);
+		RunScenario(&scenarios[i], (int) n / 3, true);	/* a sparser pool */
 		/* edge sizes: empty, one ticket, a handful */
-		RunScenario(&scenarios[i], 0);
-		RunScenario(&scenarios[i], 1);
-		RunScenario(&scenarios[i], RandRange(2, 30));
+		RunScenario(&scenarios[i], 0, true);
+		RunScenario(&scenarios[i], 1, true);
+		RunScenario(&scenarios[i], RandRange(2, 30), true);
+		/* small pools: completeness by brute force */
+		before = total_matches;
+		for (int k = 0; k < SMALL_POOLS; k++)
+			RunScenario(&scenarios[i], RandRange(2, LEFTOVER_MAX), false);
+		printf("  %-22s %d pools of 2..%d tickets: %ld matches, the unmatched tickets brute-forced\n",
+			   scenarios[i].name, SMALL_POOLS, LEFTOVER_MAX, total_matches - before);
 	}
 
 	BoundaryPairs();
 
-	snprintf(summary, sizeof(summary), "%d scenarios, %ld matches checked, %ld compared with the reference",
-			 nsc, total_matches, total_compared);
+	snprintf(summary, sizeof(summary), "%d scenarios, %ld matches checked, %ld compared with the reference, "
+			 "%ld small pools brute-forced (%ld low-priority tickets)",
+			 nsc, total_matches, total_compared, small_pools_checked, small_lowprio);
 	return TestFinish(seed, started, summary);
 }
