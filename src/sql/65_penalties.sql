@@ -145,6 +145,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
 	forgive integer;
+	pid text;
 BEGIN
 	IF cardinality(count_good_games.player_ids) IS NULL
 	   OR NOT EXISTS (SELECT 1 FROM mm.player_penalties p
@@ -153,9 +154,11 @@ BEGIN
 	END IF;
 	SELECT (q.config #>> '{penalties,forgive_after_games}')::integer INTO forgive
 	  FROM mm.queues q WHERE q.name = count_good_games.queue;
-	PERFORM FROM mm.player_penalties p
-	 WHERE p.player_id = ANY (count_good_games.player_ids) AND p.queue = count_good_games.queue
-	 ORDER BY p.player_id FOR UPDATE;
+	-- one row at a time (Citus locks no rows of several shards at once)
+	FOR pid IN SELECT DISTINCT u.id FROM unnest(count_good_games.player_ids) u(id) ORDER BY u.id LOOP
+		PERFORM 1 FROM mm.player_penalties p
+		 WHERE p.player_id = pid AND p.queue = count_good_games.queue FOR UPDATE;
+	END LOOP;
 	UPDATE mm.player_penalties p
 	   SET low_priority_games = greatest(p.low_priority_games - 1, 0),
 		   good_games = CASE WHEN forgive IS NOT NULL AND p.offences > 0 AND p.good_games + 1 >= forgive

@@ -480,6 +480,22 @@ DECLARE
 	bad integer;
 	cfg jsonb;
 	dup text;
+	-- per player, in input order: the values before and after, the standing
+	a_id text[];
+	a_old_rating float8[];
+	a_new_rating float8[];
+	a_old_rd float8[];
+	a_new_rd float8[];
+	a_old_mu float8[];
+	a_new_mu float8[];
+	a_old_sigma float8[];
+	a_new_sigma float8[];
+	a_old_vol float8[];
+	a_new_vol float8[];
+	a_pgl integer[];
+	a_tier text[];
+	a_division integer[];
+	a_progress float8[];
 BEGIN
 	IF set_ratings.pool IS NULL OR set_ratings.player_ids IS NULL OR set_ratings.ratings IS NULL THEN
 		RAISE EXCEPTION '% must not be null',
@@ -560,6 +576,9 @@ BEGIN
 		 WHERE r.pool = set_ratings.pool AND r.player_id = ANY (set_ratings.player_ids)
 		 ORDER BY r.player_id FOR UPDATE;
 	END IF;
+	-- read first into arrays, then written (on Citus the CTE chain with a
+	-- data-modifying CTE reads intermediate results without collation and
+	-- cannot read back the composite st)
 	WITH input AS (
 		SELECT u.id, u.rating, u.rd, u.volatility, o.rating AS old_rating, o.rd AS old_rd,
 			   o.volatility AS old_volatility, o.mu AS old_mu, o.sigma AS old_sigma,
@@ -579,27 +598,34 @@ BEGIN
 		SELECT v.*, mm.rating_standing(cfg, v.rating, coalesce(v.new_rd, v.new_sigma), v.games, v.season_games,
 									   NULL, NULL, 0, false) AS st
 		  FROM new_values v
-	), written AS (
-		INSERT INTO mm.ratings AS r (player_id, pool, rating, rd, volatility, mu, sigma, games, wins, updated_at,
-									 placement_games_left, tier, division, tier_progress, games_below)
-		SELECT p.id, set_ratings.pool, p.new_rating, p.new_rd, p.new_volatility, p.new_mu, p.new_sigma, 0, 0,
-			   set_ratings.now, (p.st).placement_games_left, (p.st).tier, (p.st).division, (p.st).tier_progress, 0
-		  FROM placed p
-		 ORDER BY p.id
-		ON CONFLICT ON CONSTRAINT ratings_pkey DO UPDATE
-		   SET rating = excluded.rating, rd = excluded.rd, volatility = excluded.volatility, mu = excluded.mu,
-			   sigma = excluded.sigma, updated_at = excluded.updated_at,
-			   placement_games_left = excluded.placement_games_left, tier = excluded.tier,
-			   division = excluded.division, tier_progress = excluded.tier_progress, games_below = 0
-		RETURNING r.player_id
 	)
+	SELECT array_agg(p.id), array_agg(p.old_rating), array_agg(p.new_rating), array_agg(p.old_rd), array_agg(p.new_rd),
+		   array_agg(p.old_mu), array_agg(p.new_mu), array_agg(p.old_sigma), array_agg(p.new_sigma),
+		   array_agg(p.old_volatility), array_agg(p.new_volatility), array_agg((p.st).placement_games_left),
+		   array_agg((p.st).tier), array_agg((p.st).division), array_agg((p.st).tier_progress)
+	  INTO a_id, a_old_rating, a_new_rating, a_old_rd, a_new_rd, a_old_mu, a_new_mu, a_old_sigma, a_new_sigma,
+		   a_old_vol, a_new_vol, a_pgl, a_tier, a_division, a_progress
+	  FROM placed p;
+	INSERT INTO mm.ratings AS r (player_id, pool, rating, rd, volatility, mu, sigma, games, wins, updated_at,
+								 placement_games_left, tier, division, tier_progress, games_below)
+	SELECT u.id, set_ratings.pool, u.rating, u.rd, u.volatility, u.mu, u.sigma, 0, 0, set_ratings.now,
+		   u.pgl, u.tier, u.division, u.progress, 0
+	  FROM unnest(a_id, a_new_rating, a_new_rd, a_new_vol, a_new_mu, a_new_sigma, a_pgl, a_tier, a_division, a_progress)
+		   u(id, rating, rd, volatility, mu, sigma, pgl, tier, division, progress)
+	 ORDER BY u.id
+	ON CONFLICT ON CONSTRAINT ratings_pkey DO UPDATE
+	   SET rating = excluded.rating, rd = excluded.rd, volatility = excluded.volatility, mu = excluded.mu,
+		   sigma = excluded.sigma, updated_at = excluded.updated_at,
+		   placement_games_left = excluded.placement_games_left, tier = excluded.tier,
+		   division = excluded.division, tier_progress = excluded.tier_progress, games_below = 0;
 	INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
 								   mu_before, mu_after, sigma_before, sigma_after, volatility_before,
 								   volatility_after, created_at, reason)
-	SELECT p.id, set_ratings.pool, NULL, p.old_rating, p.new_rating, p.old_rd, p.new_rd, p.old_mu, p.new_mu,
-		   p.old_sigma, p.new_sigma, p.old_volatility, p.new_volatility, set_ratings.now, 'import'
-	  FROM placed p
-	 WHERE p.id IN (SELECT w.player_id FROM written w);
+	SELECT u.id, set_ratings.pool, NULL, u.old_rating, u.new_rating, u.old_rd, u.new_rd, u.old_mu, u.new_mu,
+		   u.old_sigma, u.new_sigma, u.old_vol, u.new_vol, set_ratings.now, 'import'
+	  FROM unnest(a_id, a_old_rating, a_new_rating, a_old_rd, a_new_rd, a_old_mu, a_new_mu, a_old_sigma, a_new_sigma,
+				  a_old_vol, a_new_vol)
+		   u(id, old_rating, new_rating, old_rd, new_rd, old_mu, new_mu, old_sigma, new_sigma, old_vol, new_vol);
 	RETURN n;
 END
 $$;
