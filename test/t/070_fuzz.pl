@@ -19,6 +19,17 @@
 #     requeue_match, request_backfill, cancel_backfill, get_assignment, now
 #     and then with odd ids, players, ranks, slots, connections and times;
 #   - the metrics functions with extreme windows and times;
+#   - penalties (0.4): two fixed queues (s_duel, s_squads, the acceptance
+#     queue) have a "penalties" config with a short low-priority bound, so
+#     the lifecycle's rejects, acceptance timeouts and leaves record
+#     offences; tickets of penalised players (read from
+#     mm.player_penalties) are refused while cooling down (55000) or are
+#     matched in the low-priority pool; the penalties keys are among the
+#     config mutations;
+#   - ranked play (0.4): configure_rating_pool with mutated settings,
+#     set_rating/set_ratings with odd numbers and arrays, start_season with
+#     odd names and times, get_player_ratings/get_penalties with odd ids,
+#     penalty_stats/low_priority_waits with odd windows, the new views;
 #   - the rating and balancing functions (Elo, Glicko-2, team ratings, smurf
 #     score, balance_teams, OpenSkill) with mismatched array lengths, NaN,
 #     Infinity, NULL elements, multi-dimensional and oversized arrays.
@@ -31,10 +42,12 @@
 # players (those of active tickets, and those of live matches who have not
 # left: a player stays held until the match ends), statuses consistent with
 # the match rows (proposed tickets in proposed matches), every match within the team
-# bounds and match size of the config it was formed under.  At least some
+# bounds and match size of the config it was formed under, penalty counts
+# never negative, no match mixing tickets of the low-priority pool with
+# others (and no backfill from it), no tier for a provisional rating.  At least some
 # matches must have formed.  Observer triggers (which only copy rows into
-# tables of their own) record the config each match was formed under and
-# the tickets inserted.
+# tables of their own) record the config each match was formed under, the
+# tickets inserted and the tickets backfill brought into a match.
 #
 # Seeded and reproducible: MM_FUZZ_SEED=<n> (default below); the seed is
 # printed at the start and in every failure message, with the offending SQL.
@@ -185,7 +198,10 @@ my @junk_keys = (
 	  live_match_timeout_seconds heartbeat_timeout_seconds
 	  statistics system pool show_player_count show_time_to_match id attributes
 	  latencies skill mode stats eu us roles autofill after_seconds protect_games per_role
-	  tank dps fill),
+	  tank dps fill
+	  penalties cooldown_seconds dodge acceptance_timeout leave cooldown_growth
+	  max_cooldown_seconds low_priority offences games max_wait_seconds forgive_after_games
+	  seed rd placement each_season tiers divisions demotion margin season_reset share target),
 	'', 'x' x 300, "\xc3\xa9t\xc3\xa9", 'a.b', 'NAME', ' name');
 
 # Every (container, key) slot of a structure, in a reproducible order.
@@ -247,6 +263,23 @@ my %edge = (
 	merge => [ 'min', 'max', 'average' ],
 	type => [ 'difference', 'string_equality', 'latency', 'team_difference', 'team_size_balance' ],
 	attribute => [ 'skill', 'mode', 'stats.skill', 'stats', 'a.b.c.d.e.f.g.h', 'a.b.c.d.e.f.g.h.i' ],
+	# penalties (docs/penalties.md)
+	dodge => [ 0, raw('1e-9'), 31536000 ],
+	acceptance_timeout => [ 0, raw('1e-9'), 31536000 ],
+	leave => [ 0, 1, 31536000 ],
+	cooldown_growth => [ 1, 10, raw('1.000001') ],
+	max_cooldown_seconds => [ 0, 31536000, raw('1e-9') ],
+	offences => [ 1, 1000 ],
+	games => [ 1, 1000 ],
+	max_wait_seconds => [ 0, raw('1e-9'), 86400, 1 ],
+	forgive_after_games => [ 1, 1000 ],
+	# rating pool settings (docs/ratings.md, "Ranked play")
+	rd => [ raw('1e-9'), raw('1e6'), 350 ],
+	divisions => [ 1, 10 ],
+	margin => [ 0, raw('1e12'), raw('1e-9') ],
+	share => [ 0, 1, raw('1e-9') ],
+	target => [ raw('-1e9'), raw('1e9'), 0 ],
+	each_season => [ raw('true'), raw('false') ],
 );
 
 # One structural mutation of a JSON-like structure; returns the new root.
@@ -340,6 +373,14 @@ my @bases = (
 		match_size => { min => 2, max => 2 },
 		teams => [ { name => 'red', min => 1, max => 1 }, { name => 'blue', min => 1, max => 1 } ],
 		ticket_timeout_seconds => 600,
+		# leavers cool down and, from the first offence, play in the
+		# low-priority pool; its bound is short beside the run (3000 s of
+		# fuzz clock), so both sides of it are reached
+		penalties => {
+			cooldown_seconds => { leave => 20, dodge => 10 },
+			cooldown_growth => 2, max_cooldown_seconds => 120,
+			low_priority => { offences => 1, games => 2, max_wait_seconds => 180 },
+			forgive_after_games => 3 },
 		rules => [
 			{   name => 'skill', type => 'difference', attribute => 'skill', max => 100,
 				expansion => { every_seconds => 10, delta => 50, limit => 400 } },
@@ -356,6 +397,12 @@ my @bases = (
 		teams => [ { name => 'a', min => 1, max => 3 }, { name => 'b', min => 1, max => 3 } ],
 		acceptance_timeout_seconds => 30,
 		live_match_timeout_seconds => 120,
+		# the acceptance queue: rejects (dodge) and acceptance timeouts are
+		# offences too
+		penalties => {
+			cooldown_seconds => { dodge => 10, acceptance_timeout => 5, leave => 30 },
+			cooldown_growth => 1.5, max_cooldown_seconds => 300,
+			low_priority => { offences => 1, games => 1, max_wait_seconds => 90 } },
 		rules => [
 			{   name => 'avg', type => 'team_difference', attribute => 'skill', max => 200,
 				default => 1000, weight => 0.5 },
@@ -609,8 +656,30 @@ sub gen_config
 		sub { $queue_base{$name} = $b if exists $queue_base{$name} } ];
 }
 
+# A ticket of players with a standing in a queue with penalties (the most
+# recently penalised first, those owing low-priority games before the
+# others, none held elsewhere): refused while cooling down (55000), else
+# penalised and matched in the queue's low-priority pool.  The ids are read
+# in SQL (the fuzz does not know who was penalised); without one, the
+# ticket keeps its fresh players.
+sub gen_offender_ticket
+{
+	my $q = pick('s_duel', 's_squads');
+	my $players = valid_players($queue_base{$q});
+	my $json = lit(enc($players)) . '::jsonb';
+	for my $i (0 .. (chance(0.7) ? 0 : $#$players))
+	{
+		$json = "jsonb_set($json, '{$i,id}', to_jsonb(coalesce((SELECT p.player_id FROM mm.player_penalties p"
+		  . " WHERE p.queue = '$q' AND NOT EXISTS (SELECT 1 FROM mm.active_players a WHERE a.player_id = p.player_id)"
+		  . ' ORDER BY p.low_priority_games > 0 DESC, p.updated_at DESC, p.player_id LIMIT 1 OFFSET ' . R(6)
+		  . '), ' . lit($players->[$i]{id}) . ')))';
+	}
+	return [ 'ticket', "SELECT mm.create_ticket('$q', $json, " . ts($clock - R(20)) . ')' ];
+}
+
 sub gen_ticket
 {
+	return gen_offender_ticket() if chance(0.2);
 	my $q = some_queue();
 	my $valid;    # all the tickets so far are valid
 	my $ticket_json = sub {
@@ -931,16 +1000,175 @@ sub gen_balance
 		$odd == 0 && $n <= 200 && defined $team_count && $team_count >= 2 && $team_count <= $n ];
 }
 
+# --- ranked play and penalties (0.4) -----------------------------------------
+
+# Valid rating pool settings (docs/ratings.md, "Ranked play"), mutated as
+# queue configs are.
+my @pool_settings = (
+	{   seed => { attribute => 'skill', rd => 200 },
+		# placed by uncertainty too, also after a season's reset: tiers are shown
+		placement => { games => 3, rd => 200, each_season => raw('true') },
+		tiers => [
+			{ name => 'Bronze', min => 0, divisions => 4 }, { name => 'Silver', min => 1000, divisions => 4 },
+			{ name => 'Gold', min => 1100, divisions => 2 }, { name => 'Master', min => 1300 } ],
+		demotion => { margin => 25, games => 3 },
+		season_reset => { share => 0.5, rd => 150 } },
+	{   placement => { games => 1, rd => 300 },
+		tiers => [ { name => 'Low', min => 900, divisions => 10 }, { name => 'High', min => 1050 } ],
+		demotion => { games => 1 },
+		season_reset => { share => 1, target => 1000 } },
+	{},
+);
+# the pools of the fixed queues: s_trio's Elo, s_roles's per-role Glicko-2
+my @pools = ('main', 'fzroles', 'fzroles.tank', 'fzroles.dps');
+my $season_seq = 0;
+my $import_seq = 0;
+
+sub some_pool
+{
+	return pick(@pools) if chance(0.85);
+	return pick(undef, '', 'nope', 'x' x 300, "\xc3\xa9", 'main.tank', 'fzroles.', 'fzroles.fill');
+}
+
+# A player id: a recent one (rated, penalised or not), a fresh one, or odd.
+sub some_player_id
+{
+	my $k = R(10);
+	return pick(@recent_ids) if $k < 4 && @recent_ids;
+	return 'imp' . ++$import_seq if $k < 7;
+	return pick(undef, '', 'x' x 300, "\xc3\xa9" x 65, "a\tb", 'p1', 'P1', ' p1');
+}
+
+sub gen_ranked
+{
+	my $k = R(100);
+	my $pool = some_pool();
+	my $known = defined $pool && grep { $_ eq $pool } @pools;
+	my $now = chance(0.85) ? ts($clock) : odd_time();
+	my $valid = $known && $now eq ts($clock);
+	if ($k < 18)
+	{
+		# '{}' (no tiers, no placement) seldom, so that players are placed in tiers
+		my $set = $pool_settings[ pick(0, 0, 0, 1, 1, 2) ];
+		if (chance(0.55))
+		{
+			$valid = 0;
+			my $edgy = chance(0.5);
+			$set = mutate($set, $edgy) for 1 .. 1 + R(3);
+		}
+		my $json = enc($set);
+		if (chance(0.08))
+		{
+			$valid = 0;
+			$json = text_mutate($json);
+		}
+		my $j = chance(0.03) ? 'NULL::jsonb' : lit($json) . '::jsonb';
+		$valid = 0 if $j eq 'NULL::jsonb';
+		return [ 'ranked', 'SELECT mm.configure_rating_pool(' . lit($pool) . ", $j, $now)", undef, $valid ];
+	}
+	# Elo takes no rd or volatility; a per-role Glicko-2 pool all three
+	my $elo = defined $pool && $pool eq 'main';
+	my $odd = pick(0, 0, 0.05, 0.2, 0.5);
+	$valid &&= $odd == 0;
+	if ($k < 33)
+	{
+		my $id = some_player_id();
+		$valid &&= defined $id && $id =~ /^(?:p|imp)\d+$/;
+		my @a = (lit($id), lit($pool), f8_arg('rating', $odd));
+		if ($elo ? chance(0.1) : chance(0.8))
+		{
+			$valid = 0 if $elo;
+			push @a, f8_arg('rd', $odd), f8_arg('vol', $odd);
+		}
+		else
+		{
+			push @a, 'NULL', 'NULL';
+		}
+		return [ 'ranked', 'SELECT mm.set_rating(' . join(', ', @a, $now) . ')', undef, $valid ];
+	}
+	if ($k < 48)
+	{
+		my $n = pick(0, 1, 2, 5, 20);
+		my $m = chance(0.85) ? $n : pick(0, $n + 1, ($n ? $n - 1 : 2));
+		$valid = 0 if $m != $n;
+		my $ids;
+		if (chance(0.8))
+		{
+			my @ids = map { chance(0.3) && @recent_ids ? pick(@recent_ids) : 'imp' . ++$import_seq } 1 .. $n;
+			my %seen;
+			$valid = 0 if grep { $seen{$_}++ } @ids;
+			$ids = "'{" . join(',', map { qq{"$_"} } @ids) . "}'::text[]";
+		}
+		else
+		{
+			$valid = 0;
+			$ids = pick("'{}'::text[]", "'{NULL}'::text[]", 'NULL::text[]', "'{\"\"}'::text[]",
+				"'{p1,p1}'::text[]", "'{{p1,p2},{p3,p4}}'::text[]", "'[0:1]={p1,p2}'::text[]",
+				"array_fill('x'::text, ARRAY[2])", "ARRAY[repeat('x', 300)]",
+				"ARRAY(SELECT 'bulk' || g FROM generate_series(1, 1000) g)");
+		}
+		my @a = (lit($pool), $ids, arr_arg('rating', $n, 'float8', $odd));
+		if ($elo ? chance(0.1) : chance(0.7))
+		{
+			$valid = 0 if $elo;
+			push @a, arr_arg('rd', $m, 'float8', $odd), arr_arg('vol', chance(0.8) ? $n : $m, 'float8', $odd);
+		}
+		else
+		{
+			push @a, 'NULL', 'NULL';
+		}
+		return [ 'ranked', 'SELECT mm.set_ratings(' . join(', ', @a, $now) . ')', undef, $valid ];
+	}
+	if ($k < 58)
+	{
+		# a name the pool had is refused (23505), a time before the running
+		# season's start too (22023: an odd future `now` ends the seasons of
+		# that pool for the rest of the run, so none is required to succeed)
+		my $name = chance(0.7) ? 'season ' . ++$season_seq
+		  : pick(undef, '', 'x' x 64, 'x' x 65, 'x' x 300, "\xc3\xa9" x 64, "\xf0\x9f\x98\x80",
+			"\xe6\x97\xa5\xe6\x9c\xac", 'season 1', 'a;b', ' ', "\t");
+		return [ 'ranked', 'SELECT mm.start_season(' . lit($pool) . ', ' . lit($name) . ", $now)" ];
+	}
+	if ($k < 66)
+	{
+		my $id = some_player_id();
+		return [ 'ranked', 'SELECT count(*) FROM mm.get_player_ratings(' . lit($id) . ')', undef, defined $id ];
+	}
+	if ($k < 76)
+	{
+		my $id = chance(0.5)
+		  ? '(SELECT player_id FROM mm.player_penalties ORDER BY updated_at DESC, player_id LIMIT 1 OFFSET '
+		  . R(5) . ')'
+		  : lit(some_player_id());
+		my $t = chance(0.7) ? ts($clock) : some_time();
+		return [ 'ranked', "SELECT count(*) FROM mm.get_penalties($id, $t)" ];
+	}
+	if ($k < 88)
+	{
+		# the same odd windows and times as gen_metrics
+		my $w = chance(0.5) ? "'1 hour'::interval" : some_interval();
+		my $t = chance(0.5) ? ts($clock) : some_time();
+		my $f = pick('penalty_stats', 'low_priority_waits');
+		return [ 'ranked', "SELECT count(*) FROM mm.$f($w, $t)", undef,
+			$w eq "'1 hour'::interval" && $t eq ts($clock) ];
+	}
+	my $view = pick('leaderboard', 'season_leaderboard', 'placement_progress', 'tier_distribution');
+	my $where = chance(0.5) ? '' : ' WHERE pool = ' . lit($pool);
+	return [ 'ranked', "SELECT count(*) FROM mm.$view$where", undef, 1 ];
+}
+
 # --- the match lifecycle (0.3) ------------------------------------------------
 
 # A match picked in SQL: one of the newest five in the given statuses (the
-# data, and so the pick, follow from the seed).
+# data, and so the pick, follow from the seed); the newest half the time, as
+# there are seldom five proposed matches at once (rejects must reach one, so
+# that dodges are recorded).
 sub some_match
 {
 	my ($statuses) = @_;
 	return pick('0', '-1', 'NULL::bigint', '9223372036854775807') if chance(0.05);
 	return "(SELECT id FROM mm.matches WHERE status IN ($statuses) ORDER BY id DESC LIMIT 1 OFFSET "
-	  . R(5) . ')';
+	  . (chance(0.5) ? 0 : R(5)) . ')';
 }
 
 sub lifecycle_now { return chance(0.9) ? ts($clock) : odd_time(); }
@@ -984,7 +1212,7 @@ sub gen_lifecycle
 		my $m = some_match(chance(0.8) ? "'proposed'" : "'ready', 'cancelled'");
 		my $player = chance(0.9) ? 'x.player_id' : lit(pick('nobody', '', undef));
 		return [ 'lifecycle', "SELECT mm.accept_match(x.match_id, $player, "
-			  . pick('true', 'true', 'false', 'NULL::boolean') . ', ' . answer_time() . ') FROM '
+			  . pick('true', 'true', 'false', 'false', 'NULL::boolean') . ', ' . answer_time() . ') FROM '
 			  . match_player($m) ];
 	}
 	if ($k < 42)
@@ -1057,7 +1285,8 @@ sub gen_call
 	return gen_lifecycle() if $k < 70;
 	return gen_cancel() if $k < 74;
 	return gen_metrics() if $k < 80;
-	return gen_rating() if $k < 92;
+	return gen_ranked() if $k < 85;
+	return gen_rating() if $k < 94;
 	return gen_balance();
 }
 
@@ -1115,6 +1344,25 @@ $f$;
 CREATE TRIGGER fuzz_log_drops AFTER DELETE ON mm.queues
 	REFERENCING OLD TABLE AS old_queues
 	FOR EACH STATEMENT EXECUTE FUNCTION fuzz_log_drops();
+
+-- The tickets backfill brought into a match (rows inserted into a match
+-- that had players before the statement), for the low-priority invariant.
+CREATE TABLE fuzz_backfilled (match_id bigint, ticket_id bigint);
+CREATE FUNCTION fuzz_log_backfill() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+	INSERT INTO public.fuzz_backfilled
+	SELECT DISTINCT n.match_id, n.ticket_id FROM new_players n
+	 WHERE EXISTS (SELECT 1 FROM mm.match_players o
+					WHERE o.match_id = n.match_id
+					  AND NOT EXISTS (SELECT 1 FROM new_players n2
+									   WHERE n2.match_id = o.match_id AND n2.player_id = o.player_id
+										 AND n2.queue = o.queue));
+	RETURN NULL;
+END
+$f$;
+CREATE TRIGGER fuzz_log_backfill AFTER INSERT ON mm.match_players
+	REFERENCING NEW TABLE AS new_players
+	FOR EACH STATEMENT EXECUTE FUNCTION fuzz_log_backfill();
 });
 for my $i (0 .. $#stable)
 {
@@ -1137,6 +1385,24 @@ my $held_sql = q{
 		SELECT mp.player_id, mp.ticket_id, m.queue
 		  FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id
 		 WHERE m.status IN ('ready', 'assigned') AND mp.left_at IS NULL};
+
+# The players of matches formed in a queue with a low-priority pool: whether
+# their ticket was penalised (low_priority) and its age when it joined the
+# match (the match's forming, or the backfill: matched_at), with the bound.
+my $lp_sql = q{
+		WITH lp AS (
+			SELECT mp.match_id, mp.ticket_id, mp.low_priority, b.ticket_id IS NOT NULL AS backfilled,
+				   extract(epoch FROM CASE WHEN b.ticket_id IS NULL THEN m.created_at ELSE t.matched_at END
+										  - t.created_at) AS age,
+				   (c.config #>> '{penalties,low_priority,max_wait_seconds}')::numeric AS bound
+			  FROM mm.match_players mp
+			  JOIN mm.matches m ON m.id = mp.match_id
+			  JOIN fuzz_match_config c ON c.match_id = mp.match_id
+			  JOIN mm.tickets t ON t.id = mp.ticket_id
+			  LEFT JOIN (SELECT DISTINCT match_id, ticket_id FROM fuzz_backfilled) b
+					 ON b.match_id = mp.match_id AND b.ticket_id = mp.ticket_id
+			 WHERE jsonb_typeof(c.config #> '{penalties,low_priority,max_wait_seconds}') = 'number'
+			   AND NOT c.config ? 'match_function')};
 
 my @invariants = (
 	[ 'no ticket in two matches that were not cancelled', q{
@@ -1219,6 +1485,38 @@ my @invariants = (
 							  WHERE mp.match_id = m.id AND mp.team = t.value ->> 'name') n ON true
 		 WHERE coalesce(n.players, 0) < (t.value ->> 'min')::numeric
 			OR coalesce(n.present, 0) > (t.value ->> 'max')::numeric} ],
+	# penalties (0.4): the table's CHECK holds the counts; the history is
+	# made of offences
+	[ 'every mm.player_penalties row has offences, low-priority games and good games >= 0', q{
+		SELECT player_id || ' ' || queue || ': ' || offences || ' ' || low_priority_games || ' ' || good_games
+		  FROM mm.player_penalties
+		 WHERE offences < 0 OR low_priority_games < 0 OR good_games < 0} ],
+	[ 'every mm.penalty_history row is an offence (reason, offences >= 1, low-priority games >= 0)', q{
+		SELECT id || ' ' || player_id || ' ' || reason || ' ' || offences FROM mm.penalty_history
+		 WHERE reason NOT IN ('dodge', 'acceptance_timeout', 'leave') OR offences < 1
+			OR low_priority_games < 0} ],
+	# the low-priority pool: at a match's forming, a ticket is in the pool when
+	# one of its players owed low-priority games in the queue
+	# (match_players.low_priority) and it was younger than the bound; the
+	# tick's matches take their tickets from one side only, backfill never
+	# from the pool.  Ages within a millisecond of the bound are left out
+	# (the tick's age is a float8).
+	[ 'the low-priority pool: no match mixes tickets in the pool with others; backfill takes none from it', qq{
+$lp_sql		SELECT 'match ' || match_id || ' mixes the pool and the others' FROM lp WHERE NOT backfilled
+		 GROUP BY match_id
+		HAVING bool_or(low_priority AND age < bound - 0.001)
+		   AND bool_or(NOT low_priority OR age >= bound + 0.001)
+		UNION ALL
+		SELECT 'match ' || match_id || ' backfilled ticket ' || ticket_id || ' from the pool (age ' || age || ')'
+		  FROM lp WHERE backfilled AND low_priority AND age < bound - 0.001} ],
+	# ranked play (0.4): a provisional player has no tier
+	[ 'mm.ratings: placement_games_left >= 0, a tier only when placed, a division only with a tier', q{
+		SELECT player_id || ' ' || pool || ': ' || placement_games_left || ' ' || coalesce(tier, 'NULL')
+			   || ' ' || coalesce(division::text, 'NULL')
+		  FROM mm.ratings
+		 WHERE placement_games_left < 0 OR (tier IS NOT NULL AND placement_games_left <> 0)
+			OR (division IS NOT NULL AND tier IS NULL)
+			OR season_games < 0 OR games_below < 0 OR tier_progress < 0 OR tier_progress > 1} ],
 	[ 'every match player is on a team of the config (none in a free-for-all)', q{
 		SELECT mp.match_id || ' ' || mp.player_id || ' ' || coalesce(mp.team, 'NULL')
 		  FROM mm.match_players mp JOIN fuzz_match_config c ON c.match_id = mp.match_id
@@ -1442,7 +1740,7 @@ while ($calls < $TOTAL_CALLS)
 			diag("MM_FUZZ_SEED=$seed: invariants broken $invariant_broken: "
 				  . join('; ', map { "$_: @{ $bad->{$_} }" } sort keys %$bad));
 			# the culprit is one of the batch's calls that changed something
-			my @suspects = grep { ($result{$_} // '') eq 'ok' && $batch[$_][0] =~ /^(?:ticket|tick|lifecycle|cancel|queue_config)$/ } 0 .. $#batch;
+			my @suspects = grep { ($result{$_} // '') eq 'ok' && $batch[$_][0] =~ /^(?:ticket|tick|lifecycle|cancel|queue_config|ranked)$/ } 0 .. $#batch;
 			diag("MM_FUZZ_SEED=$seed: calls of that batch that succeeded and may change data:\n"
 				  . join("\n", map { '  ' . ($calls - @batch + 1 + $_) . ': ' . substr($batch[$_][1], 0, 300) } @suspects)
 				  . "\nRerun with MM_FUZZ_SEED=$seed MM_FUZZ_CHECK_EVERY_CALL=1 to name the call.");
@@ -1461,7 +1759,7 @@ note('outcomes by SQLSTATE: ' . join(', ', map { "$_ $states{$_}" } sort keys %s
 # Verdicts
 
 cmp_ok($calls, '>=', $stopped_early ? 500 : $TOTAL_CALLS, "MM_FUZZ_SEED=$seed: enough calls made");
-for my $cat (qw(queue_config ticket tick lifecycle cancel metrics ratings balance))
+for my $cat (qw(queue_config ticket tick lifecycle cancel metrics ranked ratings balance))
 {
 	my @f = @{ $failures{$cat} // [] };
 	ok(!@f, "MM_FUZZ_SEED=$seed: $cat: " . ($count{$cat} // 0)
@@ -1502,6 +1800,25 @@ note("MM_FUZZ_SEED=$seed: matches per queue: " . join(', ', split /\n/, $node->s
 	SELECT q || ' ' || count(*)
 	  FROM (SELECT CASE WHEN queue LIKE 'fz\_%' THEN 'fz_*' ELSE queue END AS q FROM mm.matches) m
 	 GROUP BY q ORDER BY q})));
+# ... and penalties: offences, penalised players matched, ranked play
+note("MM_FUZZ_SEED=$seed: penalties and ranked play: " . $node->safe_psql('postgres', q{
+	SELECT concat_ws(', ',
+		'offences ' || coalesce((SELECT string_agg(reason || ' ' || n, ' ' ORDER BY reason)
+								   FROM (SELECT reason, count(*) AS n FROM mm.penalty_history GROUP BY reason) r), 'none'),
+		'penalised match players ' || (SELECT count(*) FROM mm.match_players WHERE low_priority),
+		'matches of penalised players only ' || (SELECT count(*) FROM (SELECT match_id FROM mm.match_players
+			GROUP BY match_id HAVING bool_and(low_priority)) x),
+		'mixed matches ' || (SELECT count(*) FROM (SELECT match_id FROM mm.match_players
+			GROUP BY match_id HAVING bool_or(low_priority) AND NOT bool_and(low_priority)) x),
+		'matches formed in the pool (before the bound) ' || (} . $lp_sql . q{
+			SELECT count(*) FROM (SELECT match_id FROM lp WHERE NOT backfilled GROUP BY match_id
+								   HAVING bool_and(low_priority AND age < bound)) x),
+		'backfilled tickets ' || (SELECT count(*) FROM fuzz_backfilled),
+		'ratings ' || (SELECT count(*) FROM mm.ratings),
+		'with a tier ' || (SELECT count(*) FROM mm.ratings WHERE tier IS NOT NULL),
+		'seasons ' || (SELECT count(*) FROM mm.seasons))}));
+note("MM_FUZZ_SEED=$seed: tickets refused for a cooldown: "
+	  . scalar(() = slurp_file($call_log) =~ /\t55000\tplayer "[^"]*" may not queue/g));
 cmp_ok($matches, '>=', 20, "MM_FUZZ_SEED=$seed: matches formed, so the invariants are not vacuous");
 cmp_ok($team_matches, '>=', 5, "MM_FUZZ_SEED=$seed: matches with teams formed");
 cmp_ok($matches - $team_matches, '>=', 1, "MM_FUZZ_SEED=$seed: free-for-all matches formed");
