@@ -593,16 +593,16 @@ BEGIN
 							  FROM unnest(sides, scored_loss) WITH ORDINALITY x(side, loss, i) ORDER BY x.i);
 		-- the standing after this game: placement games left, and the tier
 		-- moved by the pool's rules (promotion at once, demotion protected)
-		SELECT array_agg((x.s).placement_games_left ORDER BY x.i), array_agg((x.s).tier ORDER BY x.i),
-			   array_agg((x.s).division ORDER BY x.i), array_agg((x.s).tier_progress ORDER BY x.i),
-			   array_agg((x.s).games_below ORDER BY x.i)
+		SELECT array_agg(s.placement_games_left ORDER BY u.i), array_agg(s.tier ORDER BY u.i),
+			   array_agg(s.division ORDER BY u.i), array_agg(s.tier_progress ORDER BY u.i),
+			   array_agg(s.games_below ORDER BY u.i)
 		  INTO new_left, new_tier, new_division, new_progress, new_below
-		  FROM (SELECT u.i, mm.rating_standing(u.cfg, CASE rating_system WHEN 'openskill' THEN u.mu ELSE u.rating END,
+		  FROM unnest(settings, new_rating, new_rd, new_mu, new_sigma, games, old_season_games, old_tier,
+					  old_division, old_below)
+			   WITH ORDINALITY u(cfg, rating, rd, mu, sigma, g, sg, tier, division, below, i)
+		 CROSS JOIN LATERAL mm.rating_standing(u.cfg, CASE rating_system WHEN 'openskill' THEN u.mu ELSE u.rating END,
 											   CASE rating_system WHEN 'openskill' THEN u.sigma ELSE u.rd END,
-											   u.g + 1, u.sg + 1, u.tier, u.division, u.below, true) AS s
-				  FROM unnest(settings, new_rating, new_rd, new_mu, new_sigma, games, old_season_games, old_tier,
-							  old_division, old_below)
-					   WITH ORDINALITY u(cfg, rating, rd, mu, sigma, g, sg, tier, division, below, i)) x;
+											   u.g + 1, u.sg + 1, u.tier, u.division, u.below, true) s;
 		UPDATE mm.ratings r
 		   SET rating = u.rating, rd = u.rd, volatility = u.volatility, mu = u.mu, sigma = u.sigma,
 			   games = r.games + 1, wins = r.wins + u.win, updated_at = report_result.now,

@@ -380,18 +380,33 @@ DECLARE
 	changed integer;
 	pool_list text[];
 	settings_list jsonb[];
+	ids text[];
+	pool_of text[];
+	placement_left integer[];
+	tiers text[];
+	divisions integer[];
+	progress float8[];
 BEGIN
 	pool_list := ARRAY(SELECT DISTINCT r.pool FROM mm.ratings r WHERE r.pool = ANY (place_pool_players.pools));
 	settings_list := ARRAY(SELECT mm.rating_pool_settings(p) FROM unnest(pool_list) WITH ORDINALITY u(p, i) ORDER BY u.i);
+	-- each player's standing, computed once (a function in FROM), then
+	-- written by player (on Citus: read from the shards first, computed
+	-- here, written back by key)
+	SELECT array_agg(x.player_id), array_agg(x.pool), array_agg(st.placement_games_left), array_agg(st.tier),
+		   array_agg(st.division), array_agg(st.tier_progress)
+	  INTO ids, pool_of, placement_left, tiers, divisions, progress
+	  FROM (SELECT r.player_id, r.pool, coalesce(r.rating, r.mu) AS value, coalesce(r.rd, r.sigma) AS uncertainty,
+				   r.games, r.season_games
+			  FROM mm.ratings r WHERE r.pool = ANY (pool_list)) x
+	  JOIN unnest(pool_list, settings_list) c(pool, cfg) ON c.pool = x.pool
+	 CROSS JOIN LATERAL mm.rating_standing(c.cfg, x.value, x.uncertainty, x.games, x.season_games,
+										   NULL, NULL, 0, false) st;
 	UPDATE mm.ratings r
-	   SET placement_games_left = (s.st).placement_games_left, tier = (s.st).tier, division = (s.st).division,
-		   tier_progress = (s.st).tier_progress, games_below = 0
-	  FROM (SELECT r2.player_id, r2.pool,
-				   mm.rating_standing(c.cfg, coalesce(r2.rating, r2.mu), coalesce(r2.rd, r2.sigma), r2.games,
-									  r2.season_games, NULL, NULL, 0, false) AS st
-			  FROM mm.ratings r2
-			  JOIN unnest(pool_list, settings_list) c(pool, cfg) ON c.pool = r2.pool) s
-	 WHERE r.player_id = s.player_id AND r.pool = s.pool;
+	   SET placement_games_left = u.placement_left, tier = u.tier, division = u.division,
+		   tier_progress = u.progress, games_below = 0
+	  FROM unnest(ids, pool_of, placement_left, tiers, divisions, progress)
+		   u(id, pool, placement_left, tier, division, progress)
+	 WHERE r.player_id = u.id AND r.pool = u.pool;
 	GET DIAGNOSTICS changed = ROW_COUNT;
 	RETURN changed;
 END
@@ -496,6 +511,8 @@ DECLARE
 	a_tier text[];
 	a_division integer[];
 	a_progress float8[];
+	a_games integer[];
+	a_season_games integer[];
 BEGIN
 	IF set_ratings.pool IS NULL OR set_ratings.player_ids IS NULL OR set_ratings.ratings IS NULL THEN
 		RAISE EXCEPTION '% must not be null',
@@ -576,36 +593,37 @@ BEGIN
 		 WHERE r.pool = set_ratings.pool AND r.player_id = ANY (set_ratings.player_ids)
 		 ORDER BY r.player_id FOR UPDATE;
 	END IF;
-	-- read first into arrays, then written (on Citus the CTE chain with a
-	-- data-modifying CTE reads intermediate results without collation and
-	-- cannot read back the composite st)
-	WITH input AS (
-		SELECT u.id, u.rating, u.rd, u.volatility, o.rating AS old_rating, o.rd AS old_rd,
-			   o.volatility AS old_volatility, o.mu AS old_mu, o.sigma AS old_sigma,
-			   coalesce(o.games, 0) AS games, coalesce(o.season_games, 0) AS season_games
-		  FROM ROWS FROM (unnest(set_ratings.player_ids), unnest(set_ratings.ratings), unnest(set_ratings.rds),
-						  unnest(set_ratings.volatilities)) u(id, rating, rd, volatility)
-		  LEFT JOIN mm.ratings o ON o.pool = set_ratings.pool AND o.player_id = u.id
-	), new_values AS (
-		SELECT i.*,
-			   CASE WHEN rating_system IN ('glicko2', 'elo') THEN i.rating END AS new_rating,
-			   CASE WHEN rating_system = 'glicko2' THEN coalesce(i.rd, i.old_rd, 350) END AS new_rd,
-			   CASE WHEN rating_system = 'glicko2' THEN coalesce(i.volatility, i.old_volatility, 0.06) END AS new_volatility,
-			   CASE WHEN rating_system = 'openskill' THEN i.rating END AS new_mu,
-			   CASE WHEN rating_system = 'openskill' THEN coalesce(i.rd, i.old_sigma, 25 / 3.0) END AS new_sigma
-		  FROM input i
-	), placed AS (
-		SELECT v.*, mm.rating_standing(cfg, v.rating, coalesce(v.new_rd, v.new_sigma), v.games, v.season_games,
-									   NULL, NULL, 0, false) AS st
-		  FROM new_values v
-	)
-	SELECT array_agg(p.id), array_agg(p.old_rating), array_agg(p.new_rating), array_agg(p.old_rd), array_agg(p.new_rd),
-		   array_agg(p.old_mu), array_agg(p.new_mu), array_agg(p.old_sigma), array_agg(p.new_sigma),
-		   array_agg(p.old_volatility), array_agg(p.new_volatility), array_agg((p.st).placement_games_left),
-		   array_agg((p.st).tier), array_agg((p.st).division), array_agg((p.st).tier_progress)
-	  INTO a_id, a_old_rating, a_new_rating, a_old_rd, a_new_rd, a_old_mu, a_new_mu, a_old_sigma, a_new_sigma,
-		   a_old_vol, a_new_vol, a_pgl, a_tier, a_division, a_progress
-	  FROM placed p;
+	-- read first into arrays, computed, then written (on Citus a chain of
+	-- CTEs with a data-modifying one reads intermediate results without
+	-- collation and cannot read a composite back)
+	-- the players' current rows, read first
+	SELECT array_agg(o.rating ORDER BY u.i), array_agg(o.rd ORDER BY u.i), array_agg(o.volatility ORDER BY u.i),
+		   array_agg(o.mu ORDER BY u.i), array_agg(o.sigma ORDER BY u.i),
+		   array_agg(coalesce(o.games, 0) ORDER BY u.i), array_agg(coalesce(o.season_games, 0) ORDER BY u.i)
+	  INTO a_old_rating, a_old_rd, a_old_vol, a_old_mu, a_old_sigma, a_games, a_season_games
+	  FROM unnest(set_ratings.player_ids) WITH ORDINALITY u(id, i)
+	  LEFT JOIN mm.ratings o ON o.pool = set_ratings.pool AND o.player_id = u.id;
+	-- the new values and the standing they give (a function in FROM: once
+	-- per player), from the arrays alone
+	SELECT array_agg(x.new_rating ORDER BY x.i), array_agg(x.new_rd ORDER BY x.i),
+		   array_agg(x.new_volatility ORDER BY x.i), array_agg(x.new_mu ORDER BY x.i),
+		   array_agg(x.new_sigma ORDER BY x.i), array_agg(st.placement_games_left ORDER BY x.i),
+		   array_agg(st.tier ORDER BY x.i), array_agg(st.division ORDER BY x.i), array_agg(st.tier_progress ORDER BY x.i)
+	  INTO a_new_rating, a_new_rd, a_new_vol, a_new_mu, a_new_sigma, a_pgl, a_tier, a_division, a_progress
+	  FROM (SELECT u.i, u.rating, u.games, u.season_games,
+				   CASE WHEN rating_system IN ('glicko2', 'elo') THEN u.rating END AS new_rating,
+				   CASE WHEN rating_system = 'glicko2' THEN coalesce(u.rd, u.old_rd, 350) END AS new_rd,
+				   CASE WHEN rating_system = 'glicko2' THEN coalesce(u.volatility, u.old_volatility, 0.06) END
+					   AS new_volatility,
+				   CASE WHEN rating_system = 'openskill' THEN u.rating END AS new_mu,
+				   CASE WHEN rating_system = 'openskill' THEN coalesce(u.rd, u.old_sigma, 25 / 3.0) END AS new_sigma
+			  FROM ROWS FROM (unnest(set_ratings.ratings), unnest(set_ratings.rds), unnest(set_ratings.volatilities),
+							  unnest(a_old_rd), unnest(a_old_vol), unnest(a_old_sigma), unnest(a_games),
+							  unnest(a_season_games)) WITH ORDINALITY
+				   u(rating, rd, volatility, old_rd, old_volatility, old_sigma, games, season_games, i)) x
+	 CROSS JOIN LATERAL mm.rating_standing(cfg, x.rating, coalesce(x.new_rd, x.new_sigma), x.games, x.season_games,
+										   NULL, NULL, 0, false) st;
+	a_id := set_ratings.player_ids;
 	INSERT INTO mm.ratings AS r (player_id, pool, rating, rd, volatility, mu, sigma, games, wins, updated_at,
 								 placement_games_left, tier, division, tier_progress, games_below)
 	SELECT u.id, set_ratings.pool, u.rating, u.rd, u.volatility, u.mu, u.sigma, 0, 0, set_ratings.now,
