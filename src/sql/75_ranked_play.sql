@@ -813,11 +813,7 @@ SELECT s.pool, s.season, s.player_id, s.conservative_rating,
 	   s.placement_games_left OPERATOR(pg_catalog.>) 0 AS provisional, s.tier, s.division, s.tier_progress,
 	   s.ended_at
   FROM (SELECT r.*,
-			   CASE WHEN r.rating IS NOT NULL
-					THEN r.rating OPERATOR(pg_catalog.-)
-						 (2::pg_catalog.float8 OPERATOR(pg_catalog.*) coalesce(r.rd, 0::pg_catalog.float8))
-					ELSE r.mu OPERATOR(pg_catalog.-) (3::pg_catalog.float8 OPERATOR(pg_catalog.*) r.sigma)
-			   END AS conservative_rating
+			   mm.conservative_rating(r.rating, r.rd, r.mu, r.sigma) AS conservative_rating
 		  FROM mm.season_ratings r) s;
 COMMENT ON VIEW mm.season_leaderboard IS
 'Per rating pool and closed season, each player''s final standing, ranked among the placed players by conservative rating';

@@ -60,6 +60,24 @@ GRANT SELECT ON TABLE mm.rating_pools TO mm_director, mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.rating_pools TO mm_admin;
 SELECT pg_catalog.pg_extension_config_dump('mm.rating_pools', '');
 
+-- The value a player's true skill is very likely above: Glicko-2 rating -
+-- 2 RD, Elo the rating, OpenSkill mu - 3 sigma (the leaderboards rank by
+-- it).  No SET clause, so that it is inlined.
+CREATE FUNCTION mm.conservative_rating(rating float8, rd float8, mu float8, sigma float8)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+	SELECT CASE WHEN rating IS NOT NULL
+				THEN rating OPERATOR(pg_catalog.-)
+					 (2::pg_catalog.float8 OPERATOR(pg_catalog.*) coalesce(rd, 0::pg_catalog.float8))
+				ELSE mu OPERATOR(pg_catalog.-) (3::pg_catalog.float8 OPERATOR(pg_catalog.*) sigma)
+		   END
+$$;
+COMMENT ON FUNCTION mm.conservative_rating(float8, float8, float8, float8) IS
+'Internal: the conservative rating the leaderboards rank by (Glicko-2 rating - 2 RD, Elo rating, OpenSkill mu - 3 sigma)';
+REVOKE ALL ON FUNCTION mm.conservative_rating(float8, float8, float8, float8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.conservative_rating(float8, float8, float8, float8) TO mm_analyst, mm_admin;
+
 -- Per pool, every rated player by a conservative rating, the value the
 -- player is very likely above: Glicko-2 rating - 2 RD, Elo the rating,
 -- OpenSkill mu - 3 sigma.  Equal values share a rank.  A provisional
@@ -81,11 +99,7 @@ SELECT s.pool, s.player_id, s.system, s.conservative_rating,
 			   CASE WHEN r.rating IS NOT NULL AND r.rd IS NOT NULL THEN 'glicko2'
 					WHEN r.rating IS NOT NULL THEN 'elo'
 					WHEN r.mu IS NOT NULL AND r.sigma IS NOT NULL THEN 'openskill' END AS system,
-			   CASE WHEN r.rating IS NOT NULL
-					THEN r.rating OPERATOR(pg_catalog.-)
-						 (2::pg_catalog.float8 OPERATOR(pg_catalog.*) coalesce(r.rd, 0::pg_catalog.float8))
-					ELSE r.mu OPERATOR(pg_catalog.-) (3::pg_catalog.float8 OPERATOR(pg_catalog.*) r.sigma)
-			   END AS conservative_rating
+			   mm.conservative_rating(r.rating, r.rd, r.mu, r.sigma) AS conservative_rating
 		  FROM mm.ratings r
 		  LEFT JOIN mm.rating_pools own ON own.pool OPERATOR(pg_catalog.=) r.pool
 		  LEFT JOIN mm.rating_pools base
@@ -166,6 +180,8 @@ DECLARE
 	-- players whose rating row this report created, their standing
 	ticket_ids bigint[];
 	stayed boolean[];
+	pool_list text[];
+	pool_settings jsonb[];
 	settings jsonb[];
 	ticket_list bigint[];
 	ticket_players jsonb[];
@@ -307,9 +323,13 @@ BEGIN
 	END IF;
 
 	IF rating_system IS NOT NULL THEN
-		-- each player's pool settings (ranked play: seeding, placements, tiers)
-		settings := ARRAY(SELECT mm.rating_pool_settings(u.pool) FROM unnest(pools) WITH ORDINALITY u(pool, i)
-						   ORDER BY u.i);
+		-- each player's pool settings (ranked play: seeding, placements,
+		-- tiers), looked up once per pool
+		pool_list := ARRAY(SELECT DISTINCT p FROM unnest(pools) p);
+		pool_settings := ARRAY(SELECT mm.rating_pool_settings(p) FROM unnest(pool_list) WITH ORDINALITY u(p, i)
+								ORDER BY u.i);
+		settings := ARRAY(SELECT pool_settings[array_position(pool_list, u.pool)]
+							FROM unnest(pools) WITH ORDINALITY u(pool, i) ORDER BY u.i);
 		-- a pool that seeds first ratings from a ticket attribute: each
 		-- player's value in their ticket (read first: the tickets of the
 		-- match's queue, on Citus on its shard), NULL when absent or not a number
