@@ -4,11 +4,13 @@
 -- mm.leave_match) with their cooldowns, growth and cap, the low-priority
 -- games from the offences threshold on, the event player_penalised, the
 -- cooldown refusing a new ticket (mm.create_ticket, INSERT, a multi-queue
--- ticket) until it ends, good games from mm.report_result working the games
--- off and forgiving offences, mm.get_penalties, mm.penalty_stats and
--- mm.low_priority_waits.  The tick's low-priority pool is in
--- sql/penalties_tick.sql, the races in test/specs.  Every time is explicit
--- (2043-05-01).
+-- ticket) until it ends (the message's time to the second), a cancelled
+-- proposed ticket as a dodge (mm.cancel_ticket), good games from
+-- mm.report_result working the games off and forgiving offences,
+-- mm.get_penalties, mm.penalty_stats and mm.low_priority_waits.  The tick's
+-- low-priority pool is in sql/penalties_tick.sql, the races in test/specs.
+-- Every time is explicit (2043-05-01), but a cancel's (now(): shown
+-- relative to the offence it records).
 SET timezone = 'UTC';
 \set SHOW_CONTEXT never
 \i sql/include/try.sql
@@ -179,10 +181,59 @@ SELECT mm.leave_match(pg_temp.match_of('pn_other', 'pn5'), 'pn5', '2043-05-01 14
 SELECT count(*) AS standings FROM mm.player_penalties WHERE player_id IN ('pn5', 'pn6');
 
 -- ===================================================================
+-- Cancelling a proposed ticket is a dodge
+-- ===================================================================
+-- 2v2 of two parties, a dodge cools down 60 s, a timeout 30 s.  The tick at
+-- 15:00:01.5 proposes; a cancel by id, then one by (queue, id), each before
+-- the deadline: every player of the cancelled ticket dodged (pc1 also after
+-- accepting), at the match's time (now() is earlier than 2043); the other
+-- party searches again without an offence.
+SELECT mm.create_queue('pn_cancel', '{"teams": [{"name": "a", "min": 2, "max": 2}, {"name": "b", "min": 2, "max": 2}],
+	"acceptance_timeout_seconds": 10,
+	"penalties": {"cooldown_seconds": {"dodge": 60, "acceptance_timeout": 30}}}');
+SELECT mm.create_ticket('pn_cancel', '[{"id": "pc1"}, {"id": "pc2"}]', '2043-05-01 15:00:00') AS pc_a \gset
+SELECT mm.create_ticket('pn_cancel', '[{"id": "pc3"}, {"id": "pc4"}]', '2043-05-01 15:00:00') > 0 AS pc_b;
+SELECT mm.tick('pn_cancel', '2043-05-01 15:00:01.5') AS proposed;
+SELECT mm.accept_match(pg_temp.match_of('pn_cancel', 'pc1'), 'pc1', true, '2043-05-01 15:00:01.6') AS pc1_accepted;
+SELECT mm.cancel_ticket(:pc_a) AS cancelled_by_id;
+SELECT * FROM pg_temp.penalised() ORDER BY event ->> 'player_id';
+SELECT m.status, m.cancel_reason, (SELECT string_agg((t.players -> 0 ->> 'id') || ':' || t.status, ' ' ORDER BY t.id)
+										 FROM mm.tickets t WHERE t.queue = 'pn_cancel') AS tickets
+  FROM mm.matches m WHERE m.id = pg_temp.match_of('pn_cancel', 'pc1');
+SELECT player_id, reason, offences, cooldown_until, created_at, match_id = pg_temp.match_of('pn_cancel', 'pc1') AS its_match
+  FROM mm.penalty_history WHERE queue = 'pn_cancel' ORDER BY player_id;
+-- the cooldown ends at 15:01:01.5: the message names the second it is
+-- over (15:01:02), not its fraction
+SELECT pg_temp.try($$SELECT mm.create_ticket('pn_cancel', '[{"id": "pc1"}, {"id": "pc2"}]', '2043-05-01 15:01:01.4')$$) AS refused;
+SELECT mm.create_ticket('pn_cancel', '[{"id": "pc1"}, {"id": "pc2"}]', '2043-05-01 15:01:02') > 0 AS at_the_time_printed;
+-- by (queue, id): pc1 and pc2 against the party still searching
+SELECT mm.tick('pn_cancel', '2043-05-01 15:01:03') AS proposed;
+SELECT mm.cancel_ticket('pn_cancel', t.id) AS cancelled_by_queue
+  FROM mm.tickets_active t WHERE t.queue = 'pn_cancel' AND t.players -> 0 ->> 'id' = 'pc3';
+SELECT * FROM pg_temp.penalised() ORDER BY event ->> 'player_id';
+SELECT player_id, offences, cooldown_until FROM mm.player_penalties WHERE queue = 'pn_cancel' ORDER BY player_id;
+-- a searching ticket's cancel is no offence; a second cancel returns false
+SELECT mm.cancel_ticket(t.id) AS cancelled_searching, mm.cancel_ticket(t.id) AS again
+  FROM mm.tickets_active t WHERE t.queue = 'pn_cancel';
+SELECT count(*) AS offences FROM mm.penalty_history WHERE queue = 'pn_cancel';
+-- past the deadline (a match proposed in 2020: now() is later than its
+-- deadline) the tick would have found the silent players: the cancelled
+-- ticket's players who had not answered let it time out (30 s from the
+-- cancel); one who had accepted did nothing
+SELECT mm.create_ticket('pn_cancel', '[{"id": "pc5"}, {"id": "pc6"}]', '2020-01-01 00:00:00') AS pc_c \gset
+SELECT mm.create_ticket('pn_cancel', '[{"id": "pc7"}, {"id": "pc8"}]', '2020-01-01 00:00:00') > 0 AS pc_d;
+SELECT mm.tick('pn_cancel', '2020-01-01 00:00:01') AS proposed;
+SELECT mm.accept_match(pg_temp.match_of('pn_cancel', 'pc5'), 'pc5', true, '2020-01-01 00:00:02') AS pc5_accepted;
+SELECT mm.cancel_ticket('pn_cancel', :pc_c) AS cancelled_late;
+SELECT event ->> 'player_id' AS player_id, event ->> 'reason' AS reason, signed FROM pg_temp.penalised();
+SELECT player_id, reason, cooldown_until - created_at AS cooldown, created_at > '2026-01-01' AS at_the_cancel
+  FROM mm.penalty_history WHERE queue = 'pn_cancel' AND player_id IN ('pc5', 'pc6', 'pc7', 'pc8');
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
 -- dropping a queue drops its penalties
-SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['pn_duel', 'pn_other']) q;
+SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['pn_duel', 'pn_other', 'pn_cancel']) q;
 SELECT (SELECT count(*) FROM mm.player_penalties WHERE queue LIKE 'pn\_%') AS standings_left,
 	   (SELECT count(*) FROM mm.penalty_history WHERE queue LIKE 'pn\_%') AS offences_left;
 DELETE FROM mm.rating_history WHERE pool LIKE 'pn\_%';

@@ -631,8 +631,11 @@ REVOKE ALL ON FUNCTION mm.ticket_queue(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.ticket_queue(bigint) TO mm_admin;
 
 -- A proposed ticket that is cancelled rejects its match, as its player's
--- "no" would: the match is cancelled and its other tickets search again.
--- The match is locked before the ticket, in the order of mm.accept_match.
+-- "no" would: the match is cancelled and its other tickets search again,
+-- and in a queue with penalties its players have dodged (after the
+-- acceptance deadline, those who had not answered let it time out), or
+-- cancelling would be a dodge without a penalty.  The match is locked
+-- before the ticket, in the order of mm.accept_match.
 CREATE FUNCTION mm.cancel_ticket(queue text, ticket_id bigint) RETURNS boolean
 	LANGUAGE plpgsql
 	SECURITY DEFINER
@@ -643,6 +646,8 @@ DECLARE
 	ticket_match bigint;
 	ticket_queues text[];
 	m mm.matches;
+	cancelled_at timestamptz;
+	offenders text[];
 BEGIN
 	IF cancel_ticket.queue IS NULL THEN
 		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -686,8 +691,18 @@ BEGIN
 			SELECT * INTO m FROM mm.matches x
 			 WHERE x.queue = ANY (ticket_queues) AND x.id = ticket_match FOR UPDATE;
 		END IF;
+		cancelled_at := greatest(now(), m.created_at);
+		offenders := ARRAY(SELECT mp.player_id FROM mm.match_players mp
+							WHERE mp.queue = m.queue AND mp.match_id = m.id
+							  AND mp.ticket_id = cancel_ticket.ticket_id
+							  AND (cancelled_at <= m.acceptance_deadline OR mp.accepted IS NULL));
 		PERFORM mm.cancel_proposed_match(m.queue, m.id, 'ticket_cancelled', ARRAY[cancel_ticket.ticket_id],
-										 greatest(now(), m.created_at));
+										 cancelled_at);
+		-- what mm.accept_match(..., false) records, or past the deadline
+		-- (where it refuses an answer) what the tick would have
+		PERFORM mm.record_offences(m.queue, offenders,
+			CASE WHEN cancelled_at <= m.acceptance_deadline THEN 'dodge' ELSE 'acceptance_timeout' END,
+			m.id, cancelled_at);
 	ELSE
 		PERFORM mm.end_tickets(ARRAY[cancel_ticket.queue], ARRAY[cancel_ticket.ticket_id], 'cancelled', now());
 	END IF;
@@ -697,7 +712,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION mm.cancel_ticket(text, bigint) IS
-	'Cancels a searching or proposed ticket of a queue (true; a proposed one rejects its match), or returns false when it was no longer active; NOTIFYs mm_events';
+	'Cancels a searching or proposed ticket of a queue (true; a proposed one rejects its match, a dodge for the penalties), or returns false when it was no longer active; NOTIFYs mm_events';
 REVOKE ALL ON FUNCTION mm.cancel_ticket(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.cancel_ticket(text, bigint) TO mm_frontend, mm_admin;
 
@@ -719,7 +734,7 @@ EXCEPTION WHEN undefined_object THEN
 END
 $$;
 COMMENT ON FUNCTION mm.cancel_ticket(bigint) IS
-	'Cancels a searching or proposed ticket (true; a proposed one rejects its match), or returns false when it was no longer active; NOTIFYs mm_events';
+	'Cancels a searching or proposed ticket (true; a proposed one rejects its match, a dodge for the penalties), or returns false when it was no longer active; NOTIFYs mm_events';
 REVOKE ALL ON FUNCTION mm.cancel_ticket(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.cancel_ticket(bigint) TO mm_frontend, mm_admin;
 

@@ -412,18 +412,19 @@ BEGIN
 	IF octet_length(assign.properties::text) > 4096 THEN
 		RAISE EXCEPTION 'properties are larger than 4096 bytes'
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'They travel in the match_assigned event; keep large data in your own tables.';
+				  HINT = 'Keep large data in your own tables.';
 	END IF;
 	m := mm.lock_match(assign.queue, assign.match_id, ARRAY['ready'], 'assign');
 	UPDATE mm.matches x SET status = 'assigned', connection = assign.connection,
 		   properties = assign.properties, updated_at = pg_catalog.now()
 	 WHERE x.queue = m.queue AND x.id = m.id;
-	PERFORM mm.notify_match_event('match_assigned', m.id,
-		jsonb_build_object('connection', assign.connection, 'properties', assign.properties));
+	-- any role may LISTEN: the join data stays out of the event, a player's
+	-- backend reads it with mm.get_assignment (the ticket's token)
+	PERFORM mm.notify_match_event('match_assigned', m.id, '{}');
 END
 $$;
 COMMENT ON FUNCTION mm.assign(text, bigint, text, jsonb) IS
-'Hands a ready match its game server: status assigned, event match_assigned with the connection';
+'Hands a ready match its game server: status assigned, event match_assigned (without the connection: mm.get_assignment has it)';
 REVOKE ALL ON FUNCTION mm.assign(text, bigint, text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.assign(text, bigint, text, jsonb) TO mm_director, mm_admin;
 
@@ -446,7 +447,7 @@ EXCEPTION WHEN undefined_object THEN
 END
 $$;
 COMMENT ON FUNCTION mm.assign(bigint, text, jsonb) IS
-'Hands a ready match its game server: status assigned, event match_assigned with the connection';
+'Hands a ready match its game server: status assigned, event match_assigned (without the connection: mm.get_assignment has it)';
 REVOKE ALL ON FUNCTION mm.assign(bigint, text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.assign(bigint, text, jsonb) TO mm_director, mm_admin;
 

@@ -205,7 +205,11 @@ BEGIN
 	 ORDER BY u.player_id, u.queue
 	 LIMIT 1;
 	IF FOUND THEN
-		RAISE EXCEPTION 'player "%" may not queue in "%" until %', hit.player_id, hit.queue, hit.cooldown_until
+		-- to the second, rounded up: at the time printed the player may queue
+		RAISE EXCEPTION 'player "%" may not queue in "%" until %', hit.player_id, hit.queue,
+			  date_trunc('second', hit.cooldown_until)
+			  + CASE WHEN hit.cooldown_until > date_trunc('second', hit.cooldown_until)
+					 THEN interval '1 second' ELSE interval '0' END
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  DETAIL = format('A cooldown after %s (offences: %s).', coalesce(hit.reason, 'an offence'), hit.offences),
 				  HINT = 'mm.get_penalties(player_id) shows the player''s penalties.';

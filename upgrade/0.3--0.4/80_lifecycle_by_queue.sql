@@ -366,6 +366,8 @@ DECLARE
 	ticket_match bigint;
 	ticket_queues text[];
 	m mm.matches;
+	cancelled_at timestamptz;
+	offenders text[];
 BEGIN
 	IF cancel_ticket.queue IS NULL THEN
 		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -409,8 +411,18 @@ BEGIN
 			SELECT * INTO m FROM mm.matches x
 			 WHERE x.queue = ANY (ticket_queues) AND x.id = ticket_match FOR UPDATE;
 		END IF;
+		cancelled_at := greatest(now(), m.created_at);
+		offenders := ARRAY(SELECT mp.player_id FROM mm.match_players mp
+							WHERE mp.queue = m.queue AND mp.match_id = m.id
+							  AND mp.ticket_id = cancel_ticket.ticket_id
+							  AND (cancelled_at <= m.acceptance_deadline OR mp.accepted IS NULL));
 		PERFORM mm.cancel_proposed_match(m.queue, m.id, 'ticket_cancelled', ARRAY[cancel_ticket.ticket_id],
-										 greatest(now(), m.created_at));
+										 cancelled_at);
+		-- what mm.accept_match(..., false) records, or past the deadline
+		-- (where it refuses an answer) what the tick would have
+		PERFORM mm.record_offences(m.queue, offenders,
+			CASE WHEN cancelled_at <= m.acceptance_deadline THEN 'dodge' ELSE 'acceptance_timeout' END,
+			m.id, cancelled_at);
 	ELSE
 		PERFORM mm.end_tickets(ARRAY[cancel_ticket.queue], ARRAY[cancel_ticket.ticket_id], 'cancelled', now());
 	END IF;
@@ -420,7 +432,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION mm.cancel_ticket(text, bigint) IS
-	'Cancels a searching or proposed ticket of a queue (true; a proposed one rejects its match), or returns false when it was no longer active; NOTIFYs mm_events';
+	'Cancels a searching or proposed ticket of a queue (true; a proposed one rejects its match, a dodge for the penalties), or returns false when it was no longer active; NOTIFYs mm_events';
 REVOKE ALL ON FUNCTION mm.cancel_ticket(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.cancel_ticket(text, bigint) TO mm_frontend, mm_admin;
 
@@ -440,7 +452,7 @@ EXCEPTION WHEN undefined_object THEN
 END
 $$;
 COMMENT ON FUNCTION mm.cancel_ticket(bigint) IS
-	'Cancels a searching or proposed ticket (true; a proposed one rejects its match), or returns false when it was no longer active; NOTIFYs mm_events';
+	'Cancels a searching or proposed ticket (true; a proposed one rejects its match, a dodge for the penalties), or returns false when it was no longer active; NOTIFYs mm_events';
 REVOKE ALL ON FUNCTION mm.cancel_ticket(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.cancel_ticket(bigint) TO mm_frontend, mm_admin;
 
@@ -808,18 +820,19 @@ BEGIN
 	IF octet_length(assign.properties::text) > 4096 THEN
 		RAISE EXCEPTION 'properties are larger than 4096 bytes'
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'They travel in the match_assigned event; keep large data in your own tables.';
+				  HINT = 'Keep large data in your own tables.';
 	END IF;
 	m := mm.lock_match(assign.queue, assign.match_id, ARRAY['ready'], 'assign');
 	UPDATE mm.matches x SET status = 'assigned', connection = assign.connection,
 		   properties = assign.properties, updated_at = pg_catalog.now()
 	 WHERE x.queue = m.queue AND x.id = m.id;
-	PERFORM mm.notify_match_event('match_assigned', m.id,
-		jsonb_build_object('connection', assign.connection, 'properties', assign.properties));
+	-- any role may LISTEN: the join data stays out of the event, a player's
+	-- backend reads it with mm.get_assignment (the ticket's token)
+	PERFORM mm.notify_match_event('match_assigned', m.id, '{}');
 END
 $$;
 COMMENT ON FUNCTION mm.assign(text, bigint, text, jsonb) IS
-'Hands a ready match its game server: status assigned, event match_assigned with the connection';
+'Hands a ready match its game server: status assigned, event match_assigned (without the connection: mm.get_assignment has it)';
 REVOKE ALL ON FUNCTION mm.assign(text, bigint, text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.assign(text, bigint, text, jsonb) TO mm_director, mm_admin;
 
@@ -841,7 +854,7 @@ EXCEPTION WHEN undefined_object THEN
 END
 $$;
 COMMENT ON FUNCTION mm.assign(bigint, text, jsonb) IS
-'Hands a ready match its game server: status assigned, event match_assigned with the connection';
+'Hands a ready match its game server: status assigned, event match_assigned (without the connection: mm.get_assignment has it)';
 REVOKE ALL ON FUNCTION mm.assign(bigint, text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.assign(bigint, text, jsonb) TO mm_director, mm_admin;
 
