@@ -10,7 +10,8 @@
 # mm.match_players.low_priority); results reported on Citus (seeded first
 # ratings, tiers stored, good games counted); a leave; two season starts
 # (the archive, the soft reset and its history rows, mm.season_leaderboard);
-# mm.penalty_stats and mm.low_priority_waits on the coordinator.  The
+# mm.penalty_stats and mm.low_priority_waits on the coordinator; a cancel
+# of a proposed ticket, by (queue, id) and by id, recorded as a dodge.  The
 # players are chosen so that every match has players on both workers.
 # Skipped without Citus.
 use strict;
@@ -318,6 +319,26 @@ my $waits = both(q{SELECT * FROM mm.low_priority_waits('365 days', '2026-12-31 0
 # s3 2 s outside it (the dodged matches' tickets were never matched)
 is($waits, "rq|f|3|15.667|38.1|42|30\nrq|t|3|12|28.2|31|30",
 	'low_priority_waits: three players from the pool, three others, the bound 30');
+
+# --- 6. a cancelled proposal is a dodge (both forms of mm.cancel_ticket) ---
+# in 2043, so that the cancel (which takes the clock) comes before the
+# deadline; c1 and c3 on one worker, c2 on the other
+@P{qw(c1 c2 c3)} = ($wa->[10], $wb->[10], $wa->[11]);
+%role_of = reverse %P;
+both(q{SELECT mm.create_queue('cq', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+	"acceptance_timeout_seconds": 10, "penalties": {"cooldown_seconds": {"dodge": 60}}}')});
+both(q{SELECT mm.create_ticket('cq', '[{"id": "{p:c1}"}]', '2043-01-01 00:00:00+00')});
+both(q{SELECT mm.create_ticket('cq', '[{"id": "{p:c2}"}]', '2043-01-01 00:00:00+00')});
+is(both(q{SELECT mm.tick('cq', '2043-01-01 00:00:01+00')}), '1', 'cq: c1 and c2 proposed');
+is(both(q{SELECT mm.cancel_ticket('cq', {t:c1})}, 'cancel by queue'), 't', 'c1 cancels by (queue, id)');
+both(q{SELECT mm.create_ticket('cq', '[{"id": "{p:c3}"}]', '2043-01-01 00:00:02+00')});
+is(both(q{SELECT mm.tick('cq', '2043-01-01 00:00:03+00')}), '1', 'cq: c2 and c3 proposed');
+is(both(q{SELECT mm.cancel_ticket({t:c3})}, 'cancel by id'), 't', 'c3 cancels by id');
+is( roles(both(q{SELECT player_id, reason, offences, cooldown_until FROM mm.penalty_history
+		 WHERE queue = 'cq' ORDER BY created_at}, 'cancel dodges')),
+	"c1|dodge|1|2043-01-01 00:01:01+00\nc3|dodge|1|2043-01-01 00:01:03+00",
+	'each cancel recorded a dodge on the player\'s shard; c2 none');
+is(both(q{SELECT status FROM mm.tickets WHERE queue = 'cq' AND id = {t:c2}}), 'searching', 'c2 searches again');
 
 $_->stop for reverse($coord, @workers);
 $single->stop;
