@@ -129,7 +129,7 @@ both(q{SELECT mm.cancel_ticket('gq', {t:s})});
 my $counts = q{SELECT (SELECT count(*) FROM mm.tickets) || ' ' || (SELECT count(*) FROM mm.match_players)
 	|| ' ' || (SELECT count(*) FROM mm.rating_history) || ' ' || (SELECT count(*) FROM mm.season_ratings)
 	|| ' ' || (SELECT count(*) FROM mm.penalty_history)
-	|| ' ' || (SELECT string_agg(match_id || ':' || n, ',' ORDER BY match_id)
+	|| ' ' || (SELECT string_agg(n::text, ',' ORDER BY match_id)
 			   FROM (SELECT match_id, count(*) AS n FROM mm.match_players GROUP BY match_id) x)};
 my $before = both($counts, 'counts before');
 my $other_before = both(q{SELECT mm.export_player('{p:o2}') - 'match_results' - 'matches' - 'tickets'});
