@@ -167,7 +167,8 @@ SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.tick('rl_q')$q$);
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.drop_queue('rl_q', true)$q$);
 
 -- a player's data: the admin alone exports and forgets (as itself: the
--- functions are not SECURITY DEFINER)
+-- functions are not SECURITY DEFINER); the ticket's id is given back after
+SELECT last_value AS ticket_seq_last, is_called AS ticket_seq_called FROM mm.tickets_id_seq \gset
 SELECT mm.cancel_ticket(mm.create_ticket('rl_q', '[{"id": "rl_gdpr", "attributes": {"x": 1}}]', '2026-03-01 00:00:00+00'))
   AS rl_gdpr_ticket_ended;
 SELECT mm.set_player_attributes('rl_gdpr', '{"email": "gdpr@example.org"}');
@@ -181,5 +182,6 @@ SELECT r AS role, has_table_privilege(r, 'mm.event_key', 'SELECT') AS reads_even
   FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_admin', 'mm_ticker']) r;
 
 SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_q', true)$q$) AS admin_drops;
+SELECT setval('mm.tickets_id_seq', :ticket_seq_last, :'ticket_seq_called') > 0 AS sequence_restored;
 DELETE FROM mm.players WHERE id = 'rl_a';
 DROP ROLE rl_front, rl_director, rl_analyst, rl_admin, rl_ticker;
