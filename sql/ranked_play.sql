@@ -262,7 +262,7 @@ SELECT mm.set_rating('rp_i4', 'rp_ranked', 1800, 60, 0.06, '2042-05-15');
 SELECT mm.start_season('rp_ranked', 'Season 3', '2042-06-01') AS reset;
 SELECT count(*) AS players, count(*) FILTER (WHERE placement_games_left = 3 AND tier IS NULL) AS in_placements
   FROM mm.ratings WHERE pool = 'rp_ranked';
-SELECT r.player_id, r.rating, r.rd, r.season_games,
+SELECT r.player_id, round(r.rating::numeric, 6) AS rating, r.rd, r.season_games,
 	   (SELECT count(*) FROM mm.rating_history h
 		 WHERE h.player_id = r.player_id AND h.pool = r.pool AND h.reason = 'season_reset') AS resets
   FROM mm.ratings r WHERE r.pool = 'rp_ranked' AND r.player_id IN ('rp_i4', 'rp_i1') ORDER BY r.player_id;
