@@ -141,8 +141,10 @@ SELECT * FROM pg_temp.play('rp_duel', 'rp_p3', 'rp_p4', '2042-03-01 12:00');
 SELECT player_id, rank, provisional, placement_games_left, tier
   FROM mm.leaderboard WHERE pool = 'rp_ranked' ORDER BY rank NULLS LAST, player_id;
 SELECT * FROM mm.placement_progress WHERE pool = 'rp_ranked';
-SELECT tier, division, players, round(share::numeric, 3) AS share
-  FROM mm.tier_distribution WHERE pool = 'rp_ranked' ORDER BY tier, division;
+-- highest tier first (tier_index: the position in the settings' tiers,
+-- 1 = Bronze), division 1 first; the view's own order
+SELECT tier_index, tier, division, players, round(share::numeric, 3) AS share
+  FROM mm.tier_distribution WHERE pool = 'rp_ranked';
 
 -- Demotion protection through reports: rp_p1 is imported at 1505 (Silver
 -- 1, from 1500), then loses twice to rp_p5: the first game below holds the
@@ -218,21 +220,28 @@ SELECT pg_temp.try($$SELECT mm.start_season('rp_nowhere', 'S1')$$) AS unknown_po
 	   pg_temp.try($$SELECT mm.start_season('rp_ranked', '')$$) AS empty_name,
 	   pg_temp.try($$SELECT mm.start_season('rp_ranked', NULL)$$) AS null_name;
 SELECT avg(rating) AS mean_before FROM mm.ratings WHERE pool = 'rp_ranked' \gset
--- the first season: nothing to close yet; every rating halfway to the mean,
--- RD at least 250
+CREATE TEMP TABLE before_s1 AS SELECT * FROM mm.ratings WHERE pool = 'rp_ranked';
+-- the first season: nothing to close yet; a rating imported or seeded
+-- before it is kept as it was (rp_p1, rp_p2, rp_p5, rp_i1..3), every other
+-- one goes halfway to the mean (of all of them), RD at least 250; every
+-- season's count starts at 0
 SELECT mm.start_season('rp_ranked', 'Season 1', '2042-04-01') AS reset;
-SELECT r.player_id, bool_and(abs(r.rating - (:mean_before + (h.rating_before - :mean_before) * 0.5)) < 1e-9) AS halfway,
-	   bool_and(r.rd = greatest(h.rd_before, 250)) AS rd_raised, bool_and(r.season_games = 0) AS season_games_zero
-  FROM mm.ratings r JOIN mm.rating_history h ON h.player_id = r.player_id AND h.pool = r.pool AND h.reason = 'season_reset'
+SELECT r.player_id, h.player_id IS NULL AND r.rating = b.rating AND r.rd = b.rd AND r.volatility = b.volatility AS kept,
+	   abs(r.rating - (:mean_before + (b.rating - :mean_before) * 0.5)) < 1e-9 AS halfway,
+	   r.rd = greatest(b.rd, 250) AS rd_raised, r.season_games = 0 AS season_games_zero
+  FROM mm.ratings r JOIN before_s1 b USING (player_id, pool)
+  LEFT JOIN mm.rating_history h ON h.player_id = r.player_id AND h.pool = r.pool AND h.reason = 'season_reset'
  WHERE r.pool = 'rp_ranked'
- GROUP BY r.player_id ORDER BY r.player_id;
+ ORDER BY r.player_id;
 SELECT pool, name, started_at, ended_at FROM mm.seasons WHERE pool = 'rp_ranked';
 SELECT count(*) AS archived FROM mm.season_ratings WHERE pool = 'rp_ranked';
 SELECT DISTINCT season FROM mm.leaderboard WHERE pool = 'rp_ranked';
 -- a game in Season 1, then Season 2 closes it: the final standings kept
 SELECT * FROM pg_temp.play('rp_duel', 'rp_p5', 'rp_p2', '2042-04-02 10:00');
 CREATE TEMP TABLE before_s2 AS SELECT * FROM mm.ratings WHERE pool = 'rp_ranked';
-SELECT mm.start_season('rp_ranked', 'Season 2', '2042-05-01') AS reset;
+-- no import since Season 1 started: every rating is reset
+SELECT mm.start_season('rp_ranked', 'Season 2', '2042-05-01') AS reset, count(*) AS players
+  FROM mm.ratings WHERE pool = 'rp_ranked';
 SELECT pool, name, started_at, ended_at FROM mm.seasons WHERE pool = 'rp_ranked' ORDER BY started_at;
 SELECT count(*) AS archived,
 	   bool_and(s.rating = b.rating AND s.rd = b.rd AND s.games = b.games AND s.season_games = b.season_games
@@ -247,18 +256,27 @@ SELECT pg_temp.try($$SELECT mm.start_season('rp_ranked', 'Season 2', '2042-05-02
 -- Placements each season: a reset sends everyone back to placements
 SELECT mm.configure_rating_pool('rp_ranked', jsonb_set(mm.rating_pool_settings('rp_ranked'),
 								'{placement}', '{"games": 3, "each_season": true}'), '2042-05-02') IS NOT NULL AS configured;
+-- an import during Season 2 is kept by Season 3's start (still in
+-- placements: these settings place by games alone); the others are reset
+SELECT mm.set_rating('rp_i4', 'rp_ranked', 1800, 60, 0.06, '2042-05-15');
 SELECT mm.start_season('rp_ranked', 'Season 3', '2042-06-01') AS reset;
 SELECT count(*) AS players, count(*) FILTER (WHERE placement_games_left = 3 AND tier IS NULL) AS in_placements
   FROM mm.ratings WHERE pool = 'rp_ranked';
+SELECT r.player_id, round(r.rating::numeric, 6) AS rating, r.rd, r.season_games,
+	   (SELECT count(*) FROM mm.rating_history h
+		 WHERE h.player_id = r.player_id AND h.pool = r.pool AND h.reason = 'season_reset') AS resets
+  FROM mm.ratings r WHERE r.pool = 'rp_ranked' AND r.player_id IN ('rp_i4', 'rp_i1') ORDER BY r.player_id;
 SELECT * FROM pg_temp.play('rp_duel', 'rp_p5', 'rp_p2', '2042-06-02 10:00');
 SELECT player_id, season_games, placement_games_left FROM mm.ratings
  WHERE pool = 'rp_ranked' AND player_id IN ('rp_p5', 'rp_p2') ORDER BY player_id;
 SELECT * FROM mm.get_player_ratings('rp_p5');
 SELECT pg_temp.try($$SELECT * FROM mm.get_player_ratings(NULL)$$) AS null_player;
 
--- OpenSkill: mu halfway to the mean, sigma halfway back to 25/3
+-- OpenSkill: the first season keeps the imports; the second moves mu
+-- halfway to the mean, sigma halfway back to 25/3
 SELECT mm.set_rating('rp_o2', 'rp_os', 21, 2);
 SELECT mm.start_season('rp_os', 'S1', '2042-06-01') AS reset;
+SELECT mm.start_season('rp_os', 'S2', '2042-07-01') AS reset;
 SELECT player_id, mu, round(sigma::numeric, 6) AS sigma FROM mm.ratings WHERE pool = 'rp_os' ORDER BY player_id;
 
 -- ===================================================================
@@ -287,15 +305,60 @@ SELECT pool, count(*) FROM mm.rating_history WHERE pool LIKE 'rp\_role%' AND rea
  GROUP BY pool ORDER BY pool;
 
 -- ===================================================================
+-- The season recipe of docs/ratings.md ("A season, step by step"), its
+-- statements verbatim (at the clock's time), on legacy ratings: the import
+-- survives the first season start and the leaderboard shows it
+-- ===================================================================
+SELECT mm.create_queue('rp_recipe', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+                                      "rating": {"system": "glicko2", "pool": "ranked"}}');
+CREATE TEMP TABLE legacy_mmr (player_id text, mmr float8, uncertainty float8);
+INSERT INTO legacy_mmr VALUES ('rp_l1', 2150, 60), ('rp_l2', 1720, 60), ('rp_l3', 1450, 75), ('rp_l4', 1500, 200);
+
+-- 1. the pool's rules (once; again whenever they change)
+SELECT mm.configure_rating_pool('ranked', '{
+  "seed":         {"attribute": "skill", "rd": 200},
+  "placement":    {"games": 5, "rd": 80, "each_season": true},
+  "tiers":        [{"name": "Bronze",   "min": 0,    "divisions": 4},
+                   {"name": "Silver",   "min": 1400, "divisions": 4},
+                   {"name": "Gold",     "min": 1600, "divisions": 4},
+                   {"name": "Platinum", "min": 1800, "divisions": 4},
+                   {"name": "Master",   "min": 2000}],
+  "demotion":     {"margin": 25, "games": 3},
+  "season_reset": {"share": 0.5, "rd": 250}}');
+
+-- 2. the ratings the game already has (bulk; see "Imports")
+SELECT mm.set_ratings('ranked', array_agg(player_id), array_agg(mmr), array_agg(uncertainty))
+  FROM legacy_mmr;
+
+-- 3. the first season (the imported ratings are kept as they are)
+SELECT mm.start_season('ranked', '2027 Season 1');
+
+SELECT player_id, tier, division, tier_progress, rank
+  FROM mm.leaderboard WHERE pool = 'ranked' AND NOT provisional ORDER BY rank LIMIT 100;
+
+-- the imported values are kept (rp_l4, RD 200 over placement.rd 80, plays
+-- its placements)
+SELECT l.player_id, r.rating = l.mmr AND r.rd = l.uncertainty AS imported_kept, r.placement_games_left
+  FROM legacy_mmr l JOIN mm.ratings r ON r.player_id = l.player_id AND r.pool = 'ranked'
+ ORDER BY l.player_id;
+
+-- 4. three months later: Season 1's final standings are kept, every rating is softly reset
+SELECT mm.start_season('ranked', '2027 Season 2');
+SELECT player_id, tier, division, rank
+  FROM mm.season_leaderboard WHERE pool = 'ranked' AND season = '2027 Season 1' ORDER BY rank;
+SELECT count(*) AS players, count(*) FILTER (WHERE rd >= 250 AND placement_games_left = 5) AS reset_to_placements
+  FROM mm.ratings WHERE pool = 'ranked';
+
+-- ===================================================================
 -- Clean up
 -- ===================================================================
-SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['rp_duel', 'rp_elo', 'rp_os', 'rp_roles']) q;
-DELETE FROM mm.season_ratings WHERE pool LIKE 'rp\_%';
-DELETE FROM mm.seasons WHERE pool LIKE 'rp\_%';
-DELETE FROM mm.rating_pools WHERE pool LIKE 'rp\_%';
-DELETE FROM mm.rating_history WHERE pool LIKE 'rp\_%';
-DELETE FROM mm.ratings WHERE pool LIKE 'rp\_%';
-DROP TABLE before_s2;
+SELECT mm.drop_queue(q, force => true) FROM unnest(ARRAY['rp_duel', 'rp_elo', 'rp_os', 'rp_roles', 'rp_recipe']) q;
+DELETE FROM mm.season_ratings WHERE pool LIKE 'rp\_%' OR pool = 'ranked';
+DELETE FROM mm.seasons WHERE pool LIKE 'rp\_%' OR pool = 'ranked';
+DELETE FROM mm.rating_pools WHERE pool LIKE 'rp\_%' OR pool = 'ranked';
+DELETE FROM mm.rating_history WHERE pool LIKE 'rp\_%' OR pool = 'ranked';
+DELETE FROM mm.ratings WHERE pool LIKE 'rp\_%' OR pool = 'ranked';
+DROP TABLE before_s1, before_s2, legacy_mmr;
 SELECT setval('mm.tickets_id_seq', :ticket_seq_last, :'ticket_seq_called') > 0 AS sequence_restored,
 	   setval('mm.matches_id_seq', :match_seq_last, :'match_seq_called') > 0 AS match_sequence_restored,
 	   setval('mm.rating_history_id_seq', :history_seq_last, :'history_seq_called') > 0 AS history_sequence_restored;

@@ -166,10 +166,22 @@ SELECT pg_temp.as_role('rl_analyst', $q$UPDATE mm.matches SET status = 'cancelle
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.tick('rl_q')$q$);
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.drop_queue('rl_q', true)$q$);
 
+-- a player's data: the admin alone exports and forgets (as itself: the
+-- functions are not SECURITY DEFINER); the ticket's id is given back after
+SELECT last_value AS ticket_seq_last, is_called AS ticket_seq_called FROM mm.tickets_id_seq \gset
+SELECT mm.cancel_ticket(mm.create_ticket('rl_q', '[{"id": "rl_gdpr", "attributes": {"x": 1}}]', '2026-03-01 00:00:00+00'))
+  AS rl_gdpr_ticket_ended;
+SELECT mm.set_player_attributes('rl_gdpr', '{"email": "gdpr@example.org"}');
+SELECT r AS role, pg_temp.as_role(r, $q$SELECT jsonb_array_length(mm.export_player('rl_gdpr') -> 'tickets')$q$) AS export,
+	   pg_temp.as_role(r, $q$SELECT mm.forget_player('rl_gdpr')$q$) AS forget
+  FROM unnest(ARRAY['rl_front', 'rl_director', 'rl_analyst', 'rl_ticker', 'rl_admin']) r;
+SELECT count(*) AS rl_gdpr_rows FROM mm.ticket_players WHERE player_id = 'rl_gdpr';
+
 -- the event key is nobody's but the owner's
 SELECT r AS role, has_table_privilege(r, 'mm.event_key', 'SELECT') AS reads_event_key
   FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_admin', 'mm_ticker']) r;
 
 SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_q', true)$q$) AS admin_drops;
+SELECT setval('mm.tickets_id_seq', :ticket_seq_last, :'ticket_seq_called') > 0 AS sequence_restored;
 DELETE FROM mm.players WHERE id = 'rl_a';
 DROP ROLE rl_front, rl_director, rl_analyst, rl_admin, rl_ticker;

@@ -694,7 +694,11 @@ GRANT EXECUTE ON FUNCTION mm.set_rating(text, text, float8, float8, float8, time
 -- at least season_reset.rd (Glicko-2 RD, default 250; OpenSkill sigma: the
 -- same share of the way back to 25/3), the season's games set to 0, and
 -- the player placed anew (placement.each_season: placements again).  One
--- mm.rating_history row per player (reason season_reset).  Returns the
+-- mm.rating_history row per player reset (reason season_reset).  A rating
+-- imported or seeded after the running season started (before the first
+-- season: at any time) is kept as it is: it is already this season's
+-- estimate, and a reset would throw an import away (RD back to 250,
+-- provisional again); it only starts the season's count.  Returns the
 -- number of ratings reset.  Rows are locked in player order, as
 -- mm.report_result locks them: a result reported meanwhile counts wholly
 -- in the old season or wholly in the new one.
@@ -708,6 +712,7 @@ AS $$
 DECLARE
 	pools text[];
 	running text;
+	running_started timestamptz;
 	cfg jsonb;
 	share float8;
 	reset_rd float8;
@@ -730,7 +735,8 @@ BEGIN
 	-- one season start of a pool at a time
 	INSERT INTO mm.rating_pools (pool, updated_at) VALUES (start_season.pool, start_season.now)
 	ON CONFLICT DO NOTHING;
-	SELECT p.season, p.settings INTO running, cfg FROM mm.rating_pools p WHERE p.pool = start_season.pool FOR UPDATE;
+	SELECT p.season, p.season_started_at, p.settings INTO running, running_started, cfg
+	  FROM mm.rating_pools p WHERE p.pool = start_season.pool FOR UPDATE;
 	IF EXISTS (SELECT 1 FROM mm.seasons s WHERE s.pool = start_season.pool AND s.name = start_season.name) THEN
 		RAISE EXCEPTION 'season "%" of rating pool "%" already exists', start_season.name, start_season.pool
 			USING ERRCODE = 'unique_violation';
@@ -765,31 +771,40 @@ BEGIN
 
 	-- the soft reset, per pool toward its mean; the values before are read
 	-- first and handed through (on Citus the statement's parts run one
-	-- after the other, so a read after the update would see its result)
+	-- after the other, so a read after the update would see its result).
+	-- A rating imported or seeded in the running season (before the first:
+	-- ever) is kept; the mean counts it.
 	WITH old AS (
-		SELECT r.player_id, r.pool, r.rating, r.rd, r.mu, r.sigma
+		SELECT r.player_id, r.pool, r.rating, r.rd, r.mu, r.sigma,
+			   EXISTS (SELECT FROM mm.rating_history h
+						WHERE h.player_id = r.player_id AND h.pool = r.pool AND h.reason IN ('import', 'seed')
+						  AND (running_started IS NULL OR h.created_at > running_started)) AS kept
 		  FROM mm.ratings r WHERE r.pool = ANY (pools)
 	), means AS (
 		SELECT o.pool, coalesce(target, avg(o.rating)) AS mean_rating, coalesce(target, avg(o.mu)) AS mean_mu
 		  FROM old o GROUP BY o.pool
 	), reset AS (
 		UPDATE mm.ratings r
-		   SET rating = CASE WHEN r.rating IS NOT NULL THEN m.mean_rating + (r.rating - m.mean_rating) * (1 - share) END,
-			   rd = CASE WHEN r.rd IS NOT NULL THEN least(greatest(r.rd, reset_rd), greatest(r.rd, 350)) END,
-			   mu = CASE WHEN r.mu IS NOT NULL THEN m.mean_mu + (r.mu - m.mean_mu) * (1 - share) END,
-			   sigma = CASE WHEN r.sigma IS NOT NULL THEN r.sigma + (greatest(25 / 3.0 - r.sigma, 0)) * share END,
+		   SET rating = CASE WHEN o.kept THEN r.rating
+							 WHEN r.rating IS NOT NULL THEN m.mean_rating + (r.rating - m.mean_rating) * (1 - share) END,
+			   rd = CASE WHEN o.kept THEN r.rd
+						 WHEN r.rd IS NOT NULL THEN least(greatest(r.rd, reset_rd), greatest(r.rd, 350)) END,
+			   mu = CASE WHEN o.kept THEN r.mu
+						 WHEN r.mu IS NOT NULL THEN m.mean_mu + (r.mu - m.mean_mu) * (1 - share) END,
+			   sigma = CASE WHEN o.kept THEN r.sigma
+							WHEN r.sigma IS NOT NULL THEN r.sigma + (greatest(25 / 3.0 - r.sigma, 0)) * share END,
 			   season_games = 0, games_below = 0, updated_at = start_season.now
 		  FROM means m, old o
 		 WHERE r.pool = m.pool AND o.pool = r.pool AND o.player_id = r.player_id
-		RETURNING r.player_id, r.pool, o.rating AS rating_before, r.rating, o.rd AS rd_before, r.rd, r.volatility,
-				  o.mu AS mu_before, r.mu, o.sigma AS sigma_before, r.sigma
+		RETURNING r.player_id, r.pool, o.kept, o.rating AS rating_before, r.rating, o.rd AS rd_before, r.rd,
+				  r.volatility, o.mu AS mu_before, r.mu, o.sigma AS sigma_before, r.sigma
 	)
 	INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
 								   mu_before, mu_after, sigma_before, sigma_after, volatility_before,
 								   volatility_after, created_at, reason)
 	SELECT x.player_id, x.pool, NULL, x.rating_before, x.rating, x.rd_before, x.rd, x.mu_before, x.mu,
 		   x.sigma_before, x.sigma, x.volatility, x.volatility, start_season.now, 'season_reset'
-	  FROM reset x;
+	  FROM reset x WHERE NOT x.kept;
 	GET DIAGNOSTICS changed = ROW_COUNT;
 	-- placed anew under the settings (placements again with each_season)
 	PERFORM mm.place_pool_players(pools);
@@ -797,7 +812,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION mm.start_season(text, text, timestamptz) IS
-'Closes the running season of a rating pool (and its role pools), keeping each player''s final standing, and starts the named one with a soft reset of every rating; returns how many were reset';
+'Closes the running season of a rating pool (and its role pools), keeping each player''s final standing, and starts the named one with a soft reset of every rating not imported or seeded during the closing season; returns how many were reset';
 REVOKE ALL ON FUNCTION mm.start_season(text, text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.start_season(text, text, timestamptz) TO mm_admin;
 
@@ -867,16 +882,24 @@ GRANT SELECT ON TABLE mm.placement_progress TO mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.placement_progress TO mm_admin;
 
 -- Tier distribution per pool: the placed players per tier and division,
--- and their share of the pool's placed players.
+-- and their share of the pool's placed players; each tier with its
+-- position in the pool's settings (tier_index, 1 = the lowest), highest
+-- tier and division first.
 CREATE VIEW mm.tier_distribution AS
-SELECT d.pool, d.tier, d.division, d.players,
+SELECT d.pool, t.tier_index, d.tier, d.division, d.players,
 	   d.players::pg_catalog.float8 OPERATOR(pg_catalog./)
 		   pg_catalog.sum(d.players) OVER (PARTITION BY d.pool) AS share
   FROM (SELECT r.pool, r.tier, r.division, pg_catalog.count(*) AS players
 		  FROM mm.ratings r
 		 WHERE r.tier IS NOT NULL
-		 GROUP BY r.pool, r.tier, r.division) d;
+		 GROUP BY r.pool, r.tier, r.division) d
+  LEFT JOIN LATERAL (
+		SELECT CAST(e.i AS integer) AS tier_index
+		  FROM pg_catalog.jsonb_array_elements(mm.rating_pool_settings(d.pool) OPERATOR(pg_catalog.->) 'tiers')
+			   WITH ORDINALITY e(v, i)
+		 WHERE e.v OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.=) d.tier) t ON true
+ ORDER BY d.pool, t.tier_index DESC NULLS LAST, d.division;
 COMMENT ON VIEW mm.tier_distribution IS
-'Per rating pool, tier and division: the placed players shown there and their share of the pool';
+'Per rating pool, tier (with its position in the settings, 1 = lowest) and division, highest first: the placed players shown there and their share of the pool';
 GRANT SELECT ON TABLE mm.tier_distribution TO mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.tier_distribution TO mm_admin;

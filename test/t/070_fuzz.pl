@@ -29,6 +29,7 @@
 #   - ranked play (0.4): configure_rating_pool with mutated settings,
 #     set_rating/set_ratings with odd numbers and arrays, start_season with
 #     odd names and times, get_player_ratings/get_penalties with odd ids,
+#     export_player with any id and forget_player with ids that hold nothing,
 #     penalty_stats/low_priority_waits with odd windows, the new views;
 #   - the rating and balancing functions (Elo, Glicko-2, team ratings, smurf
 #     score, balance_teams, OpenSkill) with mismatched array lengths, NaN,
@@ -1132,6 +1133,17 @@ sub gen_ranked
 	if ($k < 66)
 	{
 		my $id = some_player_id();
+		if (chance(0.3))
+		{
+			# a player's data: the export of any id; forgetting only ids that
+			# hold nothing (a never seen one, or odd), so the run's data stays
+			return [ 'ranked', 'SELECT count(*) FROM jsonb_each(mm.export_player(' . lit($id) . '))', undef,
+				defined $id && $id ne '' ]
+			  if chance(0.6);
+			my $gone = chance(0.7) ? 'gone' . ++$import_seq : pick(undef, '', "a\tb", 'x' x 300);
+			return [ 'ranked', 'SELECT mm.forget_player(' . lit($gone) . ') IS NOT NULL', undef,
+				defined $gone && $gone ne '' ];
+		}
 		return [ 'ranked', 'SELECT count(*) FROM mm.get_player_ratings(' . lit($id) . ')', undef, defined $id ];
 	}
 	if ($k < 76)

@@ -9,7 +9,8 @@
 # (penalised players meet each other first, anyone from the bound on, and
 # mm.match_players.low_priority); results reported on Citus (seeded first
 # ratings, tiers stored, good games counted); a leave; two season starts
-# (the archive, the soft reset and its history rows, mm.season_leaderboard);
+# (the first keeps the imported and seeded ratings; the second closes the
+# archive and resets softly, with its history rows; mm.season_leaderboard);
 # mm.penalty_stats and mm.low_priority_waits on the coordinator; a cancel
 # of a proposed ticket, by (queue, id) and by id, recorded as a dodge.  The
 # players are chosen so that every match has players on both workers.
@@ -239,21 +240,14 @@ both(q{SELECT pool, tier, division, players, round(share::numeric, 6) FROM mm.ti
 # --- 4. seasons, with a game and a leave in the first ---
 my $before = both(q{SELECT string_agg(player_id || '=' || rating || '/' || rd, ',' ORDER BY player_id)
 	FROM mm.ratings WHERE pool = 'ranked'});
-is(both(q{SELECT mm.start_season('ranked', 'S1', '2026-06-01 00:00:00+00')}, 'start_season S1'), '6',
-	'S1 resets six ratings');
+is(both(q{SELECT mm.start_season('ranked', 'S1', '2026-06-01 00:00:00+00')}, 'start_season S1'), '0',
+	'S1 keeps the six ratings, each imported or seeded before it');
 is(both(q{SELECT count(*) FROM mm.season_ratings}), '0', 'the first season closes nothing');
-# the history rows: the value before, and the soft reset toward the mean
-is( both(q{SELECT string_agg(player_id || '=' || rating_before || '/' || rd_before, ',' ORDER BY player_id)
-		 FROM mm.rating_history WHERE pool = 'ranked' AND reason = 'season_reset'}, 'S1 history'),
-	$before, 'season_reset rows: rating_before and rd_before are the values before');
-is( both(q{WITH h AS (SELECT h.*, avg(h.rating_before) OVER () AS mean FROM mm.rating_history h
-		 WHERE h.pool = 'ranked' AND h.reason = 'season_reset')
-		 SELECT count(*) FILTER (WHERE abs(h.rating_after - (h.mean + (h.rating_before - h.mean) * 0.5)) < 1e-9
-								  AND h.rd_after = least(greatest(h.rd_before, 250), greatest(h.rd_before, 350))
-								  AND abs(r.rating - h.rating_after) < 1e-9 AND r.rd = h.rd_after
-								  AND h.created_at = '2026-06-01 00:00:00+00')
-		   FROM h JOIN mm.ratings r ON r.player_id = h.player_id AND r.pool = h.pool}),
-	'6', 'the reset values: halfway to the mean, RD at least 250, stored in mm.ratings');
+is( both(q{SELECT string_agg(player_id || '=' || rating || '/' || rd, ',' ORDER BY player_id)
+		 FROM mm.ratings WHERE pool = 'ranked'}, 'S1 kept'),
+	$before, 'the imported and seeded ratings are as they were');
+is(both(q{SELECT count(*) FROM mm.rating_history WHERE pool = 'ranked' AND reason = 'season_reset'}), '0',
+	'no season_reset rows');
 is(both(q{SELECT season, season_started_at FROM mm.rating_pools WHERE pool = 'ranked'}),
 	'S1|2026-06-01 00:00:00+00', 'S1 runs');
 
@@ -298,6 +292,14 @@ is( both(q{SELECT count(*) FILTER (WHERE h.rating_before = s.rating AND h.rd_bef
 		 WHERE h.reason = 'season_reset' AND h.created_at = '2026-09-01 00:00:00+00' AND s.season = 'S1'},
 		'S2 history'),
 	'6', 'the S2 reset rows start from the S1 archive');
+is( both(q{WITH h AS (SELECT h.*, avg(h.rating_before) OVER () AS mean FROM mm.rating_history h
+		 WHERE h.pool = 'ranked' AND h.reason = 'season_reset')
+		 SELECT count(*) FILTER (WHERE abs(h.rating_after - (h.mean + (h.rating_before - h.mean) * 0.5)) < 1e-9
+								  AND h.rd_after = least(greatest(h.rd_before, 250), greatest(h.rd_before, 350))
+								  AND abs(r.rating - h.rating_after) < 1e-9 AND r.rd = h.rd_after
+								  AND h.created_at = '2026-09-01 00:00:00+00')
+		   FROM h JOIN mm.ratings r ON r.player_id = h.player_id AND r.pool = h.pool}),
+	'6', 'the reset values: halfway to the mean, RD at least 250, stored in mm.ratings');
 is(both(q{SELECT count(*) FROM mm.ratings WHERE pool = 'ranked' AND season_games = 0 AND games_below = 0}), '6',
 	'season games and the demotion count back to 0');
 is( both(q{SELECT count(*), count(rank), min(rank), max(rank), bool_or(provisional)
