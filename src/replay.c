@@ -57,7 +57,7 @@
  * rates had been seen this many times: one dodge in three answers does not
  * make a player who dodges one proposal in three.
  */
-#define MM_REPLAY_PRIOR_ANSWERS 10.0
+#define MM_REPLAY_PRIOR_ANSWERS 20.0
 
 /* How a proposal ended (or not yet). */
 typedef enum ReplayOutcome
@@ -73,6 +73,7 @@ typedef enum ReplayReason
 {
 	REPLAY_DODGE,
 	REPLAY_ACCEPTANCE_TIMEOUT,
+	REPLAY_LEAVE,
 	REPLAY_NREASONS
 } ReplayReason;
 
@@ -123,6 +124,7 @@ typedef struct ReplayPenalties
 	int			low_priority_offences;	/* 0: no low-priority pool */
 	int			low_priority_games;
 	int			forgive_after_games;	/* 0: never */
+	int64		game_length;	/* usecs: the recorded median, ready to completed */
 } ReplayPenalties;
 
 /* A recorded ticket and its fate. */
@@ -183,7 +185,7 @@ typedef struct Replay
 	int64	   *accept_delays;	/* recorded delays of accepted proposals */
 	int			nreject_delays;
 	int64	   *reject_delays;	/* ... of rejected ones */
-	int			queue_answers;
+	int			queue_proposals;	/* recorded proposals that ended by answers */
 	double		reject_rate;
 	double		silence_rate;
 	int			reused[REPLAY_TIMED_OUT + 1];	/* per outcome */
@@ -191,6 +193,14 @@ typedef struct Replay
 
 	ReplayPenalties penalties;
 	int			offences[REPLAY_NREASONS];
+	/* the recorded leaves, in time order (the replay plays no games) */
+	int			nleaves;
+	int			next_leave;
+	int		   *leave_player;
+	TimestampTz *leave_at;
+	/* the matches whose good games are due once played (game_length) */
+	int			ngames;
+	int		   *game_match;
 	int			held_tickets;
 	int			low_priority_tickets;
 } Replay;
@@ -326,6 +336,7 @@ ReadPenalties(Replay *rp, Jsonb *config)
 	static const char *const keys[] = {
 		"(($1 OPERATOR(pg_catalog.#>>) '{penalties,cooldown_seconds,dodge}'))::float8",
 		"(($1 OPERATOR(pg_catalog.#>>) '{penalties,cooldown_seconds,acceptance_timeout}'))::float8",
+		"(($1 OPERATOR(pg_catalog.#>>) '{penalties,cooldown_seconds,leave}'))::float8",
 		"(($1 OPERATOR(pg_catalog.#>>) '{penalties,cooldown_growth}'))::float8",
 		"(($1 OPERATOR(pg_catalog.#>>) '{penalties,max_cooldown_seconds}'))::float8",
 		"(($1 OPERATOR(pg_catalog.#>>) '{penalties,low_priority,offences}'))::float8",
@@ -360,11 +371,12 @@ ReadPenalties(Replay *rp, Jsonb *config)
 	SPI_freetuptable(SPI_tuptable);
 	pen->cooldown[REPLAY_DODGE] = isnan(v[0]) ? -1 : v[0];
 	pen->cooldown[REPLAY_ACCEPTANCE_TIMEOUT] = isnan(v[1]) ? -1 : v[1];
-	pen->growth = isnan(v[2]) ? 1 : v[2];
-	pen->cap = isnan(v[3]) ? 86400 : v[3];
-	pen->low_priority_offences = isnan(v[4]) ? 0 : (int) v[4];
-	pen->low_priority_games = isnan(v[5]) ? 0 : (int) v[5];
-	pen->forgive_after_games = isnan(v[6]) ? 0 : (int) v[6];
+	pen->cooldown[REPLAY_LEAVE] = isnan(v[2]) ? -1 : v[2];
+	pen->growth = isnan(v[3]) ? 1 : v[3];
+	pen->cap = isnan(v[4]) ? 86400 : v[4];
+	pen->low_priority_offences = isnan(v[5]) ? 0 : (int) v[5];
+	pen->low_priority_games = isnan(v[6]) ? 0 : (int) v[6];
+	pen->forgive_after_games = isnan(v[7]) ? 0 : (int) v[7];
 }
 
 /*
@@ -385,9 +397,8 @@ ReadRecordedProposals(Replay *rp, text *queue, TimestampTz from_time, TimestampT
 	int			nrows;
 	int			allocated = 16;
 	int			row;
-	int			accepts = 0,
-				rejects = 0,
-				silences = 0;
+	int			outcomes[REPLAY_TIMED_OUT + 1] = {0};
+	double		players_proposed = 0;
 
 	for (int i = 0; i < rp->ntickets; i++)
 	{
@@ -478,19 +489,13 @@ ReadRecordedProposals(Replay *rp, text *queue, TimestampTz from_time, TimestampT
 				rec->ticket_ids[nt++] = ticket;
 
 			/*
-			 * The answers the rates count: every answer given; a silence
-			 * where the proposal timed out; and where a rejection ended it
-			 * first, the players not heard yet as not rejecting (only the
-			 * first rejection is seen, so this keeps a proposal's chance of
-			 * being rejected what the record shows).
+			 * A player's answers: those given, and a silence where the
+			 * proposal timed out (where a rejection ended it first, a player
+			 * not heard may have been slow or silent: not counted).
 			 */
-			if (answer == 1 || (answer < 0 && outcome == REPLAY_REJECTED))
-				accepts++;
-			else if (answer == 0)
-				rejects++;
-			else if (outcome == REPLAY_TIMED_OUT)
-				silences++;
-			if (player >= 0 && (answer >= 0 || outcome == REPLAY_TIMED_OUT || outcome == REPLAY_REJECTED))
+			if (outcome != REPLAY_PENDING)
+				players_proposed++;
+			if (player >= 0 && (answer >= 0 || outcome == REPLAY_TIMED_OUT))
 			{
 				rp->players[player].answers++;
 				rp->players[player].rejects += answer == 0;
@@ -516,6 +521,7 @@ ReadRecordedProposals(Replay *rp, text *queue, TimestampTz from_time, TimestampT
 			}
 		}
 		rec->ntickets = nt;
+		outcomes[outcome]++;
 		if (outcome == REPLAY_ACCEPTED)
 			rp->accept_delays[rp->naccept_delays++] = rec->answer.delay;
 		else if (outcome == REPLAY_REJECTED)
@@ -533,9 +539,90 @@ ReadRecordedProposals(Replay *rp, text *queue, TimestampTz from_time, TimestampT
 	qsort(rp->recorded, rp->nrecorded, sizeof(RecordedProposal), CompareProposalKeys);
 	qsort(rp->accept_delays, rp->naccept_delays, sizeof(int64), CompareInt64s);
 	qsort(rp->reject_delays, rp->nreject_delays, sizeof(int64), CompareInt64s);
-	rp->queue_answers = accepts + rejects + silences;
-	rp->reject_rate = rp->queue_answers > 0 ? (double) rejects / rp->queue_answers : 0;
-	rp->silence_rate = rp->queue_answers > 0 ? (double) silences / rp->queue_answers : 0;
+
+	/*
+	 * The queue's rates per player, r (reject) and s (silence), from how
+	 * the proposals ended: with n players each answering alone, a proposal
+	 * is accepted with (1 - r - s)^n and rejected with 1 - (1 - r)^n (the
+	 * first rejection ends it, so a player's own count of rejections sees
+	 * only the first); n is the proposals' mean size.
+	 */
+	rp->queue_proposals = outcomes[REPLAY_ACCEPTED] + outcomes[REPLAY_REJECTED] + outcomes[REPLAY_TIMED_OUT];
+	if (rp->queue_proposals > 0)
+	{
+		double		n = players_proposed / rp->queue_proposals;
+		double		not_rejected = (double) (outcomes[REPLAY_ACCEPTED] + outcomes[REPLAY_TIMED_OUT]) / rp->queue_proposals;
+		double		accepted = (double) outcomes[REPLAY_ACCEPTED] / rp->queue_proposals;
+
+		rp->reject_rate = 1 - pow(not_rejected, 1 / n);
+		rp->silence_rate = Max(1 - rp->reject_rate - pow(accepted, 1 / n), 0);
+	}
+}
+
+/*
+ * What the replay cannot play, read from the record when the config has
+ * penalties: the leaves of the window's players (offences at their time)
+ * and how long a game lasts (the median from ready to completed), after
+ * which a match's players count a good game.
+ */
+static void
+ReadRecordedGames(Replay *rp, text *queue, TimestampTz from_time, TimestampTz to_time,
+				  MemoryContext caller)
+{
+	Oid			args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[3];
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	rp->game_match = palloc(sizeof(int) * Max(rp->ntickets, 1));
+	values[0] = PointerGetDatum(queue);
+	values[1] = TimestampTzGetDatum(from_time);
+	values[2] = TimestampTzGetDatum(to_time);
+	rc = SPI_execute_with_args("SELECT h.player_id, h.created_at FROM mm.penalty_history h"
+							   " WHERE h.queue OPERATOR(pg_catalog.=) $1"
+							   " AND h.reason OPERATOR(pg_catalog.=) 'leave'"
+							   " AND h.created_at OPERATOR(pg_catalog.>=) $2"
+							   " AND h.created_at OPERATOR(pg_catalog.<=) $3"
+							   " ORDER BY h.created_at, h.id",
+							   3, args, values, NULL, true, 0);
+	MemoryContextSwitchTo(caller);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the recorded leaves failed: %s", SPI_result_code_string(rc));
+	rp->leave_player = palloc(sizeof(int) * Max(SPI_processed, 1));
+	rp->leave_at = palloc(sizeof(TimestampTz) * Max(SPI_processed, 1));
+	for (uint64 k = 0; k < SPI_processed; k++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[k];
+		int			player = FindPlayer(rp, TextDatumGetCString(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 1,
+																			  &isnull)));
+
+		if (player < 0)
+			continue;
+		rp->leave_player[rp->nleaves] = player;
+		rp->leave_at[rp->nleaves++] = DatumGetTimestampTz(SPI_getbinval(tuple, SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_freetuptable(SPI_tuptable);
+	MemoryContextSwitchTo(caller);
+
+	rc = SPI_execute_with_args("SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY m.updated_at OPERATOR(pg_catalog.-) m.ready_at)"
+							   " FROM mm.matches m WHERE m.queue OPERATOR(pg_catalog.=) $1"
+							   " AND m.created_at OPERATOR(pg_catalog.>=) $2"
+							   " AND m.created_at OPERATOR(pg_catalog.<=) $3"
+							   " AND m.status OPERATOR(pg_catalog.=) 'completed' AND m.ready_at IS NOT NULL",
+							   3, args, values, NULL, true, 1);
+	MemoryContextSwitchTo(caller);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "reading the recorded games failed: %s", SPI_result_code_string(rc));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+	{
+		Interval   *length = DatumGetIntervalP(d);
+
+		rp->penalties.game_length = length->time + (int64) length->day * USECS_PER_DAY;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	MemoryContextSwitchTo(caller);
 }
 
 /* A uniform draw in [0, 1) from the seed, a player, a ticket and a time. */
@@ -604,6 +691,14 @@ CountGoodGames(Replay *rp, const ReplayMatch *rm)
 				pl->good_games++;
 		}
 	}
+}
+
+/* A ready match is played: its good games count at its end (game_length later). */
+static void
+StartGame(Replay *rp, int m)
+{
+	if (rp->penalties.on)
+		rp->game_match[rp->ngames++] = m;
 }
 
 /* A recorded delay drawn from a sorted list (none: the fallback). */
@@ -747,7 +842,7 @@ DecideProposal(Replay *rp, int m, bool *resort)
 		}
 	}
 	if (a->outcome == REPLAY_ACCEPTED)
-		CountGoodGames(rp, rm);
+		StartGame(rp, m);
 	else
 		for (int o = 0; o < a->noffenders; o++)
 			RecordOffence(rp, a->offender[o], a->reason[o], rm->decided_at);
@@ -903,6 +998,8 @@ RunReplay(FunctionCallInfo fcinfo)
 	MemoryContextSwitchTo(caller);
 	IndexPlayers(rp);
 	ReadRecordedProposals(rp, queue_text, from_time, to_time, caller);
+	if (rp->penalties.on)
+		ReadRecordedGames(rp, queue_text, from_time, to_time, caller);
 	if ((rc = SPI_finish()) != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
 
@@ -936,18 +1033,53 @@ RunReplay(FunctionCallInfo fcinfo)
 		 */
 		for (;;)
 		{
-			int			due = -1;
+			int			due = -1,
+						game = -1;
+			TimestampTz due_at,
+						game_at,
+						leave_at;
 
+			TIMESTAMP_NOEND(due_at);
+			TIMESTAMP_NOEND(game_at);
+			TIMESTAMP_NOEND(leave_at);
 			for (int k = 0; k < npending; k++)
 			{
 				const ReplayMatch *rm = &rp->matches[pending[k]];
 
-				if (rm->decided_at <= now &&
-					(due < 0 || rm->decided_at < rp->matches[pending[due]].decided_at))
+				if (rm->decided_at <= now && rm->decided_at < due_at)
+				{
 					due = k;
+					due_at = rm->decided_at;
+				}
+			}
+			for (int k = 0; k < rp->ngames; k++)
+			{
+				TimestampTz end = rp->matches[rp->game_match[k]].decided_at + rp->penalties.game_length;
+
+				if (end <= now && end < game_at)
+				{
+					game = k;
+					game_at = end;
+				}
+			}
+			if (rp->next_leave < rp->nleaves && rp->leave_at[rp->next_leave] <= now)
+				leave_at = rp->leave_at[rp->next_leave];
+			if (leave_at < due_at && leave_at < game_at &&
+				(next_arrival >= rp->ntickets || leave_at < rp->fate[next_arrival].created_at))
+			{
+				RecordOffence(rp, rp->leave_player[rp->next_leave], REPLAY_LEAVE, leave_at);
+				rp->next_leave++;
+				continue;
+			}
+			if (game >= 0 && game_at < due_at &&
+				(next_arrival >= rp->ntickets || game_at < rp->fate[next_arrival].created_at))
+			{
+				CountGoodGames(rp, &rp->matches[rp->game_match[game]]);
+				rp->game_match[game] = rp->game_match[--rp->ngames];
+				continue;
 			}
 			if (next_arrival < rp->ntickets && rp->fate[next_arrival].created_at <= now &&
-				(due < 0 || rp->fate[next_arrival].created_at <= rp->matches[pending[due]].decided_at))
+				rp->fate[next_arrival].created_at <= due_at)
 			{
 				ReplayTicket *f = &rp->fate[next_arrival];
 
@@ -1113,7 +1245,7 @@ RunReplay(FunctionCallInfo fcinfo)
 						rp->fate[rm->tickets[k]].ended_at = now;
 						rp->fate[rm->tickets[k]].match = rp->nmatches;
 					}
-					CountGoodGames(rp, rm);
+					StartGame(rp, rp->nmatches);
 				}
 				rp->nmatches++;
 				MemoryContextSwitchTo(tick_context);
@@ -1328,12 +1460,12 @@ AppendModelled(StringInfo out, const Replay *rp)
 						 ", \"reused_rejected\": %d, \"reused_timed_out\": %d"
 						 ", \"new_groupings_drawn\": %d, \"drawn_accepted\": %d"
 						 ", \"drawn_rejected\": %d, \"drawn_timed_out\": %d"
-						 ", \"recorded_answers\": %d",
+						 ", \"recorded_proposals\": %d",
 						 rp->reused[REPLAY_ACCEPTED] + rp->reused[REPLAY_REJECTED] + rp->reused[REPLAY_TIMED_OUT],
 						 rp->reused[REPLAY_ACCEPTED], rp->reused[REPLAY_REJECTED], rp->reused[REPLAY_TIMED_OUT],
 						 rp->drawn[REPLAY_ACCEPTED] + rp->drawn[REPLAY_REJECTED] + rp->drawn[REPLAY_TIMED_OUT],
 						 rp->drawn[REPLAY_ACCEPTED], rp->drawn[REPLAY_REJECTED], rp->drawn[REPLAY_TIMED_OUT],
-						 rp->queue_answers);
+						 rp->queue_proposals);
 		AppendNumberOrNull(out, "reject_rate", rp->reject_rate);
 		AppendNumberOrNull(out, "silence_rate", rp->silence_rate);
 		appendStringInfoChar(out, '}');
@@ -1342,10 +1474,14 @@ AppendModelled(StringInfo out, const Replay *rp)
 		appendStringInfoString(out, "null");
 	appendStringInfoString(out, ", \"penalties\": ");
 	if (rp->penalties.on)
-		appendStringInfo(out, "{\"dodges\": %d, \"acceptance_timeouts\": %d"
-						 ", \"tickets_held_by_cooldown\": %d, \"tickets_in_low_priority_pool\": %d}",
+	{
+		appendStringInfo(out, "{\"dodges\": %d, \"acceptance_timeouts\": %d, \"recorded_leaves\": %d"
+						 ", \"tickets_held_by_cooldown\": %d, \"tickets_in_low_priority_pool\": %d",
 						 rp->offences[REPLAY_DODGE], rp->offences[REPLAY_ACCEPTANCE_TIMEOUT],
-						 rp->held_tickets, rp->low_priority_tickets);
+						 rp->offences[REPLAY_LEAVE], rp->held_tickets, rp->low_priority_tickets);
+		AppendNumberOrNull(out, "game_seconds", (double) rp->penalties.game_length / USECS_PER_SEC);
+		appendStringInfoChar(out, '}');
+	}
 	else
 		appendStringInfoString(out, "null");
 	appendStringInfoChar(out, '}');
