@@ -125,6 +125,7 @@ typedef struct ReplayPenalties
 	int			low_priority_games;
 	int			forgive_after_games;	/* 0: never */
 	int64		game_length;	/* usecs: the recorded median, ready to completed */
+	bool		game_recorded;	/* false: no game completed, good games count when ready */
 } ReplayPenalties;
 
 /* A recorded ticket and its fate. */
@@ -620,6 +621,7 @@ ReadRecordedGames(Replay *rp, text *queue, TimestampTz from_time, TimestampTz to
 		Interval   *length = DatumGetIntervalP(d);
 
 		rp->penalties.game_length = length->time + (int64) length->day * USECS_PER_DAY;
+		rp->penalties.game_recorded = true;
 	}
 	SPI_freetuptable(SPI_tuptable);
 	MemoryContextSwitchTo(caller);
@@ -1479,7 +1481,8 @@ AppendModelled(StringInfo out, const Replay *rp)
 						 ", \"tickets_held_by_cooldown\": %d, \"tickets_in_low_priority_pool\": %d",
 						 rp->offences[REPLAY_DODGE], rp->offences[REPLAY_ACCEPTANCE_TIMEOUT],
 						 rp->offences[REPLAY_LEAVE], rp->held_tickets, rp->low_priority_tickets);
-		AppendNumberOrNull(out, "game_seconds", (double) rp->penalties.game_length / USECS_PER_SEC);
+		AppendNumberOrNull(out, "game_seconds", rp->penalties.game_recorded ?
+						   (double) rp->penalties.game_length / USECS_PER_SEC : NAN);
 		appendStringInfoChar(out, '}');
 	}
 	else
