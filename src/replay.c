@@ -26,6 +26,7 @@
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "lib/binaryheap.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -199,9 +200,8 @@ typedef struct Replay
 	int			next_leave;
 	int		   *leave_player;
 	TimestampTz *leave_at;
-	/* the matches whose good games are due once played (game_length) */
-	int			ngames;
-	int		   *game_match;
+	/* the matches being played: their good games count at the end */
+	binaryheap *games;
 	int			held_tickets;
 	int			low_priority_tickets;
 } Replay;
@@ -576,7 +576,6 @@ ReadRecordedGames(Replay *rp, text *queue, TimestampTz from_time, TimestampTz to
 	Datum		d;
 	int			rc;
 
-	rp->game_match = palloc(sizeof(int) * Max(rp->ntickets, 1));
 	values[0] = PointerGetDatum(queue);
 	values[1] = TimestampTzGetDatum(from_time);
 	values[2] = TimestampTzGetDatum(to_time);
@@ -700,7 +699,7 @@ static void
 StartGame(Replay *rp, int m)
 {
 	if (rp->penalties.on)
-		rp->game_match[rp->ngames++] = m;
+		binaryheap_add(rp->games, Int32GetDatum(m));
 }
 
 /* A recorded delay drawn from a sorted list (none: the fallback). */
@@ -813,7 +812,7 @@ AnswerProposal(Replay *rp, ReplayMatch *rm)
  * dodge or a timeout is an offence).
  */
 static void
-DecideProposal(Replay *rp, int m, bool *resort)
+DecideProposal(Replay *rp, int m, int *searching, int *nsearching)
 {
 	ReplayMatch *rm = &rp->matches[m];
 	const ReplayAnswer *a = &rm->answer;
@@ -840,7 +839,7 @@ DecideProposal(Replay *rp, int m, bool *resort)
 				f->ended_at = rm->decided_at;
 			}
 			else
-				*resort = true;
+				searching[(*nsearching)++] = rm->tickets[k];
 		}
 	}
 	if (a->outcome == REPLAY_ACCEPTED)
@@ -867,6 +866,26 @@ CompareArrivals(const void *a, const void *b)
 }
 
 /*
+ * The proposals waiting for answers, and the games being played, each a
+ * heap of match indexes, the earliest decision first (a game ends
+ * game_length after its match's decision, so the same order).
+ */
+static int
+CompareDecisions(Datum a, Datum b, void *arg)
+{
+	const Replay *rp = arg;
+	int			x = DatumGetInt32(a),
+				y = DatumGetInt32(b);
+	TimestampTz tx = rp->matches[x].decided_at,
+				ty = rp->matches[y].decided_at;
+
+	/* binaryheap keeps the greatest first: the earliest is the greatest */
+	if (tx != ty)
+		return tx < ty ? 1 : -1;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/*
  * Reads the queue's config (or the given one, validated), its recorded
  * tickets in the window, and replays them.
  */
@@ -888,10 +907,9 @@ RunReplay(FunctionCallInfo fcinfo)
 	MemoryContext tick_context;
 	int		   *searching;		/* the tickets arrived and not ended, by arrival */
 	int		   *held;			/* arrived during a cooldown */
-	int		   *pending;		/* proposals waiting for answers */
+	binaryheap *pending;		/* proposals waiting for answers */
 	int			nsearching = 0,
 				nheld = 0,
-				npending = 0,
 				next_arrival = 0;
 	int			rc,
 				i;
@@ -1013,7 +1031,8 @@ RunReplay(FunctionCallInfo fcinfo)
 	/* the ticks */
 	searching = palloc(sizeof(int) * Max(rp->ntickets, 1));
 	held = palloc(sizeof(int) * Max(rp->ntickets, 1));
-	pending = palloc(sizeof(int) * Max(rp->ntickets, 1));
+	pending = binaryheap_allocate(Max(rp->ntickets, 1), CompareDecisions, rp);
+	rp->games = binaryheap_allocate(Max(rp->ntickets, 1), CompareDecisions, rp);
 	sort_fate = rp->fate;
 	tick_context = AllocSetContextCreate(caller, "mm replay tick", ALLOCSET_DEFAULT_SIZES);
 	for (TimestampTz now = from_time; now <= to_time; now += step)
@@ -1021,67 +1040,57 @@ RunReplay(FunctionCallInfo fcinfo)
 		MmTicket   *pool;
 		int		   *pool_index;
 		int			n = 0;
-		bool		resort = false;
+		int			ordered;
 		MmSearchResult *result;
 
 		CHECK_FOR_INTERRUPTS();
 		rp->nticks++;
 
+		/* the searching list keeps the tickets still searching */
+		{
+			int			kept = 0;
+
+			for (int k = 0; k < nsearching; k++)
+			{
+				i = searching[k];
+				if (TIMESTAMP_IS_NOEND(rp->fate[i].ended_at) && !rp->fate[i].proposed)
+					searching[kept++] = i;
+			}
+			nsearching = kept;
+		}
+		ordered = nsearching;
+
 		/*
-		 * Since the last tick, in time order: the answers due (a tick ends
-		 * the proposals past their deadline first, answers come between
-		 * ticks) and the arrivals; a ticket with a player cooling down waits
-		 * for the cooldown's end, as a refused player comes back then.
+		 * Since the last tick, in time order: the arrivals, the answers due
+		 * (a tick ends the proposals past their deadline first, answers come
+		 * between ticks), the games ending and the recorded leaves; a ticket
+		 * with a player cooling down waits for the cooldown's end, as a
+		 * refused player comes back then.
 		 */
 		for (;;)
 		{
-			int			due = -1,
-						game = -1;
-			TimestampTz due_at,
+			TimestampTz arrival_at,
+						due_at,
 						game_at,
 						leave_at;
 
+			TIMESTAMP_NOEND(arrival_at);
 			TIMESTAMP_NOEND(due_at);
 			TIMESTAMP_NOEND(game_at);
 			TIMESTAMP_NOEND(leave_at);
-			for (int k = 0; k < npending; k++)
-			{
-				const ReplayMatch *rm = &rp->matches[pending[k]];
-
-				if (rm->decided_at <= now && rm->decided_at < due_at)
-				{
-					due = k;
-					due_at = rm->decided_at;
-				}
-			}
-			for (int k = 0; k < rp->ngames; k++)
-			{
-				TimestampTz end = rp->matches[rp->game_match[k]].decided_at + rp->penalties.game_length;
-
-				if (end <= now && end < game_at)
-				{
-					game = k;
-					game_at = end;
-				}
-			}
+			if (next_arrival < rp->ntickets && rp->fate[next_arrival].created_at <= now)
+				arrival_at = rp->fate[next_arrival].created_at;
+			if (!binaryheap_empty(pending) &&
+				rp->matches[DatumGetInt32(binaryheap_first(pending))].decided_at <= now)
+				due_at = rp->matches[DatumGetInt32(binaryheap_first(pending))].decided_at;
+			if (!binaryheap_empty(rp->games) &&
+				rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at + rp->penalties.game_length <= now)
+				game_at = rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at + rp->penalties.game_length;
 			if (rp->next_leave < rp->nleaves && rp->leave_at[rp->next_leave] <= now)
 				leave_at = rp->leave_at[rp->next_leave];
-			if (leave_at < due_at && leave_at < game_at &&
-				(next_arrival >= rp->ntickets || leave_at < rp->fate[next_arrival].created_at))
-			{
-				RecordOffence(rp, rp->leave_player[rp->next_leave], REPLAY_LEAVE, leave_at);
-				rp->next_leave++;
-				continue;
-			}
-			if (game >= 0 && game_at < due_at &&
-				(next_arrival >= rp->ntickets || game_at < rp->fate[next_arrival].created_at))
-			{
-				CountGoodGames(rp, &rp->matches[rp->game_match[game]]);
-				rp->game_match[game] = rp->game_match[--rp->ngames];
-				continue;
-			}
-			if (next_arrival < rp->ntickets && rp->fate[next_arrival].created_at <= now &&
-				rp->fate[next_arrival].created_at <= due_at)
+
+			if (!TIMESTAMP_IS_NOEND(arrival_at) &&
+				arrival_at <= due_at && arrival_at <= game_at && arrival_at <= leave_at)
 			{
 				ReplayTicket *f = &rp->fate[next_arrival];
 
@@ -1099,14 +1108,25 @@ RunReplay(FunctionCallInfo fcinfo)
 					held[nheld++] = next_arrival;
 				}
 				else
+				{
+					/* the newest: the list stays in order */
 					searching[nsearching++] = next_arrival;
+					if (ordered == nsearching - 1)
+						ordered = nsearching;
+				}
 				next_arrival++;
-				continue;
 			}
-			if (due < 0)
+			else if (!TIMESTAMP_IS_NOEND(due_at) && due_at <= game_at && due_at <= leave_at)
+				DecideProposal(rp, DatumGetInt32(binaryheap_remove_first(pending)), searching, &nsearching);
+			else if (!TIMESTAMP_IS_NOEND(game_at) && game_at <= leave_at)
+				CountGoodGames(rp, &rp->matches[DatumGetInt32(binaryheap_remove_first(rp->games))]);
+			else if (!TIMESTAMP_IS_NOEND(leave_at))
+			{
+				RecordOffence(rp, rp->leave_player[rp->next_leave], REPLAY_LEAVE, leave_at);
+				rp->next_leave++;
+			}
+			else
 				break;
-			DecideProposal(rp, pending[due], &resort);
-			pending[due] = pending[--npending];
 		}
 		/* the held tickets whose cooldown has ended */
 		{
@@ -1114,38 +1134,14 @@ RunReplay(FunctionCallInfo fcinfo)
 
 			for (int k = 0; k < nheld; k++)
 				if (rp->fate[held[k]].arrival <= now)
-				{
 					searching[nsearching++] = held[k];
-					resort = true;
-				}
 				else
 					held[kept++] = held[k];
 			nheld = kept;
 		}
-		/* the searching list keeps the tickets still searching */
-		{
-			int			kept = 0;
-
-			for (int k = 0; k < nsearching; k++)
-			{
-				i = searching[k];
-				if (TIMESTAMP_IS_NOEND(rp->fate[i].ended_at) && !rp->fate[i].proposed)
-					searching[kept++] = i;
-			}
-			nsearching = kept;
-		}
-		/* the tickets back from a cancelled proposal: by arrival again */
-		if (resort)
-		{
-			int			kept = 0;
-
-			for (int k = 0; k < rp->ntickets && k < next_arrival; k++)
-				if (TIMESTAMP_IS_NOEND(rp->fate[k].ended_at) && !rp->fate[k].proposed &&
-					rp->fate[k].arrival <= now)
-					searching[kept++] = k;
-			nsearching = kept;
+		/* the tickets back from a cancelled proposal or a cooldown: by arrival */
+		if (ordered < nsearching)
 			qsort(searching, nsearching, sizeof(int), CompareArrivals);
-		}
 		MemoryContextSwitchTo(tick_context);
 		pool = palloc(sizeof(MmTicket) * Max(nsearching, 1));
 		pool_index = palloc(sizeof(int) * Max(nsearching, 1));
@@ -1237,7 +1233,7 @@ RunReplay(FunctionCallInfo fcinfo)
 					rm->decided_at = now + rm->answer.delay;
 					for (int k = 0; k < rm->ntickets; k++)
 						rp->fate[rm->tickets[k]].proposed = true;
-					pending[npending++] = rp->nmatches;
+					binaryheap_add(pending, Int32GetDatum(rp->nmatches));
 				}
 				else
 				{
