@@ -6,17 +6,29 @@
  * The tickets that entered the queue in [from_time, to_time) are read back
  * with their players and arrival times, and how each one ended: a ticket
  * cancelled in reality is cancelled at the same age in the replay (unless
- * the replay matched it first); timeouts follow the replayed config.  The
- * real search (MmSearchMatches) runs at from_time, from_time + tick_every,
- * ... up to to_time over the tickets present, each tick in its own memory
- * context.  Nothing is written and nothing is sent: the function only reads,
- * so it runs in a read-only transaction and on a standby.  Two calls with
- * the same arguments over the same rows return the same result.
+ * the replay matched it first, or a proposal it did not accept cancelled
+ * it); timeouts follow the replayed config.  The real search
+ * (MmSearchMatches) runs at from_time, from_time + tick_every, ... up to
+ * to_time over the tickets present, each tick in its own memory context.
+ *
+ * With an acceptance step in the config a match is a proposal, answered
+ * from the record when the same tickets were proposed together there, or
+ * drawn (seeded) at the queue's recorded rates; with penalties, dodges,
+ * acceptance timeouts and the recorded leaves are offences in simulated
+ * time: cooldowns hold a player's later tickets, the low-priority pool is
+ * marked as the tick's load marks it, good games count after the recorded
+ * game length.  Between two ticks the arrivals, answers, game ends and
+ * leaves are taken in time order.
+ *
+ * Nothing is written and nothing is sent: the function only reads, so it
+ * runs in a read-only transaction and on a standby.  Two calls with the
+ * same arguments over the same rows return the same result.
  *
  * Simplifications, documented in docs/metrics.md: the players' server-side
  * values and stored ratings are read as they are now, not as they were;
- * autofill protection is not replayed (no player is protected); a ticket
- * that searched in several queues is replayed in this queue alone.
+ * autofill protection is not replayed (no player is protected); penalty
+ * standings start clean at from_time; a ticket that searched in several
+ * queues is replayed in this queue alone.
  */
 #include "postgres.h"
 
