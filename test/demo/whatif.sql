@@ -72,7 +72,8 @@ SELECT f.n, f.label AS figure,
 				   (8, 'still_searching', 'still searching'), (9, 'matches', 'matches'),
 				   (10, 'quality_mean', 'quality mean'), (11, 'quality_p10', 'quality p10'),
 				   (12, 'skill_spread_mean', 'skill spread mean'),
-				   (13, 'team_gap_mean', 'team gap mean')) AS f(n, key, label);
+				   (13, 'team_gap_mean', 'team gap mean'),
+				   (14, 'proposals_cancelled', 'proposals cancelled')) AS f(n, key, label);
 SELECT figure, "recorded (live)", "replay: live config", "replay: candidate" FROM wi_table ORDER BY n;
 \pset tuples_only on
 SELECT note FROM wi_text;
