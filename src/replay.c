@@ -122,8 +122,11 @@ typedef struct ReplayPlayer
 	TimestampTz cooldown_until; /* DT_NOBEGIN: none */
 	int			low_priority_games;
 	int			good_games;
-	int			answers;		/* recorded answers counted for the rates */
+	/* recorded: proposals ended by answers, and those of them that could
+	 * show a silence (accepted or timed out) */
+	int			proposals;
 	int			rejects;
+	int			observed;
 	int			silences;
 } ReplayPlayer;
 
@@ -502,17 +505,27 @@ ReadRecordedProposals(Replay *rp, text *queue, TimestampTz from_time, TimestampT
 				rec->ticket_ids[nt++] = ticket;
 
 			/*
-			 * A player's answers: those given, and a silence where the
-			 * proposal timed out (where a rejection ended it first, a player
-			 * not heard may have been slow or silent: not counted).
+			 * A player's rates are counted as the queue's: rejections
+			 * against every proposal that ended by answers (only the first
+			 * rejection is seen), silences against the proposals where one
+			 * would show (accepted or timed out: where a rejection ended it
+			 * first, a player not heard may have been slow or silent).
 			 */
 			if (outcome != REPLAY_PENDING)
-				players_proposed++;
-			if (player >= 0 && (answer >= 0 || outcome == REPLAY_TIMED_OUT))
 			{
-				rp->players[player].answers++;
-				rp->players[player].rejects += answer == 0;
-				rp->players[player].silences += answer < 0 && outcome == REPLAY_TIMED_OUT;
+				players_proposed++;
+				if (player >= 0)
+				{
+					ReplayPlayer *pl = &rp->players[player];
+
+					pl->proposals++;
+					pl->rejects += answer == 0;
+					if (outcome != REPLAY_REJECTED)
+					{
+						pl->observed++;
+						pl->silences += answer < 0;
+					}
+				}
 			}
 
 			/* who did not accept: their tickets end cancelled, they offend */
@@ -769,9 +782,9 @@ AnswerProposal(Replay *rp, ReplayMatch *rm)
 		{
 			const ReplayPlayer *pl = &rp->players[f->player[p]];
 			double		reject = (pl->rejects + MM_REPLAY_PRIOR_ANSWERS * rp->reject_rate) /
-				(pl->answers + MM_REPLAY_PRIOR_ANSWERS);
+				(pl->proposals + MM_REPLAY_PRIOR_ANSWERS);
 			double		silence = (pl->silences + MM_REPLAY_PRIOR_ANSWERS * rp->silence_rate) /
-				(pl->answers + MM_REPLAY_PRIOR_ANSWERS);
+				(pl->observed + MM_REPLAY_PRIOR_ANSWERS);
 
 			u = Draw(pl->id, first_ticket, rm->formed_at);
 			if (u < reject)
