@@ -133,6 +133,107 @@ SELECT r.rolname, has_function_privilege(r.rolname, 'mm.replay(text, jsonb, time
 	   has_function_privilege(r.rolname, 'mm.replay_matches(text, jsonb, timestamptz, timestamptz, interval)', 'EXECUTE') AS replay_matches
   FROM pg_roles r WHERE r.rolname IN ('mm_frontend', 'mm_ticker', 'mm_analyst', 'mm_director', 'mm_admin') ORDER BY 1;
 
+-- a director may not replay: a replay reads every recorded ticket, and a
+-- rule can test any attribute ("phone" != '...' forms a match or not)
+CREATE ROLE rp_director IN ROLE mm_director;
+SET ROLE rp_director;
+SELECT count(*) FROM mm.replay_matches('rp', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+  "rules": [{"name": "probe", "type": "comparison", "attribute": "phone", "operator": "!=", "reference": "+1-555-0100"}]}',
+  '2026-01-01 00:00:00+00', '2026-01-01 00:02:00+00');
+SELECT mm.replay('rp', NULL, '2026-01-01 00:00:00+00', '2026-01-01 00:02:00+00');
+RESET ROLE;
+DROP ROLE rp_director;
+
+-- 6. acceptance and penalties.  Live: pb rejects the first proposal (a
+-- dodge, 60 s of cooldown), pa and pc accept the next; p1 ... p12 are too
+-- far apart to match; pb queues again after the cooldown and is matched
+-- with pf.
+SELECT mm.create_queue('rp_acc', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+  "ticket_timeout_seconds": 60, "acceptance_timeout_seconds": 10,
+  "penalties": {"cooldown_seconds": {"dodge": 60, "acceptance_timeout": 30}},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100}]}');
+CREATE FUNCTION pg_temp.rp_ticket(player text, skill int, at float8) RETURNS bigint LANGUAGE sql AS $$
+	SELECT mm.create_ticket('rp_acc', jsonb_build_array(jsonb_build_object('id', player,
+		'attributes', jsonb_build_object('skill', skill))), '2026-01-01 00:00:00+00'::timestamptz + make_interval(secs => at))
+$$;
+CREATE FUNCTION pg_temp.rp_at(s float8) RETURNS timestamptz LANGUAGE sql AS $$
+	SELECT '2026-01-01 00:00:00+00'::timestamptz + make_interval(secs => s)
+$$;
+CREATE FUNCTION pg_temp.rp_answer(player text, accept boolean, s float8) RETURNS text LANGUAGE sql AS $$
+	SELECT mm.accept_match('rp_acc', mp.match_id, player, accept, pg_temp.rp_at(s))
+	  FROM mm.match_players mp JOIN mm.matches m ON m.id = mp.match_id AND m.queue = mp.queue
+	 WHERE mp.queue = 'rp_acc' AND mp.player_id = player AND m.status = 'proposed'
+$$;
+SELECT pg_temp.rp_ticket('pa', 100, 0.25) > 0 AS a1, pg_temp.rp_ticket('pb', 110, 0.5) > 0 AS b1;
+SELECT mm.tick('rp_acc', pg_temp.rp_at(1)) AS proposed;
+SELECT pg_temp.rp_answer('pb', false, 3) AS pb_rejects;
+SELECT pg_temp.rp_ticket('pc', 120, 3.25) > 0 AS c1;
+SELECT mm.tick('rp_acc', pg_temp.rp_at(4)) AS proposed;
+SELECT pg_temp.rp_answer('pa', true, 5), pg_temp.rp_answer('pc', true, 6) AS ready;
+SELECT bool_and(pg_temp.rp_ticket('p' || k, 500 + 150 * k, 6 + k / 10.0) > 0) AS far_apart
+  FROM generate_series(1, 12) k;
+SELECT sum(mm.tick('rp_acc', pg_temp.rp_at(s))) AS formed FROM generate_series(7, 70) s;
+SELECT pg_temp.rp_ticket('pb', 110, 70.25) > 0 AS b2, pg_temp.rp_ticket('pf', 115, 70.5) > 0 AS f1;
+SELECT mm.tick('rp_acc', pg_temp.rp_at(71)) AS proposed;
+SELECT pg_temp.rp_answer('pb', true, 72.5), pg_temp.rp_answer('pf', true, 73.5) AS ready;
+SELECT sum(mm.tick('rp_acc', pg_temp.rp_at(s))) AS formed FROM generate_series(74, 150) s;
+SELECT mp.player_id, m.status, m.cancel_reason, mp.accepted
+  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id AND mp.queue = m.queue
+ WHERE m.queue = 'rp_acc' ORDER BY m.id, 1;
+
+-- the queue's own config: every proposal is one the record answered, so each
+-- is answered the same way after the same delay (the reject at 2 s, the
+-- acceptances at 2 s and 2.5 s); the figures are the recorded ones
+SELECT k, r.replay -> k AS replay, r.recorded -> k AS recorded
+  FROM (SELECT x -> 'replay' AS replay, x -> 'recorded' AS recorded
+		  FROM mm.replay('rp_acc', NULL, pg_temp.rp_at(0), pg_temp.rp_at(150)) x) r,
+	   unnest(ARRAY['tickets', 'matched', 'time_to_match_p50', 'time_to_match_max', 'timed_out', 'cancelled',
+					'matches', 'proposals_cancelled']) k
+ ORDER BY k;
+SELECT jsonb_pretty(mm.replay('rp_acc', NULL, pg_temp.rp_at(0), pg_temp.rp_at(150)) -> 'replay' -> 'modelled') AS modelled;
+SELECT match_number, formed_at, ready_at, p.players
+  FROM mm.replay_matches('rp_acc', NULL, pg_temp.rp_at(0), pg_temp.rp_at(150)) r,
+	   LATERAL (SELECT string_agg(x ->> 'player', ' ' ORDER BY x ->> 'player') AS players
+				  FROM jsonb_array_elements(r.players) x) p
+ ORDER BY 1;
+
+-- a longer cooldown: the reused reject is a dodge that now lasts 600 s, so
+-- pb's ticket of 70.25 s waits for its end (600 + 3 s); pf, alone, times out
+SELECT x -> 'replay' -> 'matched' AS matched, x -> 'replay' -> 'timed_out' AS timed_out,
+	   x -> 'replay' -> 'modelled' -> 'penalties' AS penalties
+  FROM mm.replay('rp_acc', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+	"ticket_timeout_seconds": 60, "acceptance_timeout_seconds": 10,
+	"penalties": {"cooldown_seconds": {"dodge": 600, "acceptance_timeout": 30}},
+	"rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100}]}',
+	pg_temp.rp_at(0), pg_temp.rp_at(700)) x;
+
+-- a looser rule pairs p1 ... p12, groupings the record never proposed: each
+-- player's answer is drawn (seeded) at the queue's recorded rates, here a
+-- reject rate of 1 - sqrt(2/3) per player from 1 rejected proposal in 3 of
+-- 2 players (a pair is accepted 2 times in 3); the same draws on every call
+SELECT x -> 'replay' -> 'modelled' -> 'acceptance' AS acceptance, x -> 'replay' -> 'matched' AS matched
+  FROM mm.replay('rp_acc', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+	"ticket_timeout_seconds": 60, "acceptance_timeout_seconds": 10,
+	"penalties": {"cooldown_seconds": {"dodge": 60, "acceptance_timeout": 30}},
+	"rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 1000}]}',
+	pg_temp.rp_at(0), pg_temp.rp_at(150)) x;
+SELECT mm.replay('rp_acc', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+	"ticket_timeout_seconds": 60, "acceptance_timeout_seconds": 10,
+	"rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 1000}]}',
+	pg_temp.rp_at(0), pg_temp.rp_at(150))
+	 = mm.replay('rp_acc', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+	"ticket_timeout_seconds": 60, "acceptance_timeout_seconds": 10,
+	"rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 1000}]}',
+	pg_temp.rp_at(0), pg_temp.rp_at(150)) AS same_draws;
+-- without the acceptance step nothing is proposed: pb's recorded reject
+-- neither cancels its ticket nor gives a cooldown
+SELECT x -> 'replay' -> 'matched' AS matched, x -> 'replay' -> 'proposals_cancelled' AS proposals_cancelled,
+	   x -> 'replay' -> 'modelled' AS modelled
+  FROM mm.replay('rp_acc', '{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+	"ticket_timeout_seconds": 60, "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100}]}',
+	pg_temp.rp_at(0), pg_temp.rp_at(150)) x;
+SELECT mm.drop_queue('rp_acc', true);
+
 SELECT mm.drop_queue('rp', true);
 SELECT bool_and(CASE WHEN s.last_value IS NULL THEN setval(s.seq::regclass, 1, false) > 0
 					 ELSE setval(s.seq::regclass, s.last_value) > 0 END) AS sequences_restored

@@ -116,6 +116,10 @@ SELECT pg_temp.as_role('rl_front', $q$SELECT * FROM mm.players$q$);
 SELECT pg_temp.as_role('rl_director', $q$SELECT * FROM mm.ratings$q$);
 SELECT pg_temp.as_role('rl_director', $q$SELECT mm.alter_queue('rl_q', '{"match_size": {"min": 2, "max": 2}}')$q$);
 SELECT pg_temp.as_role('rl_director', $q$DELETE FROM mm.matches$q$);
+-- a replay reads every recorded ticket (a rule can test any attribute):
+-- not the director's
+SELECT pg_temp.as_role('rl_director', $q$SELECT mm.replay('rl_q', NULL, '2026-03-01 00:00:00+00', '2026-03-01 00:05:00+00')$q$);
+SELECT pg_temp.as_role('rl_director', $q$SELECT count(*) FROM mm.replay_matches('rl_q', NULL, '2026-03-01 00:00:00+00', '2026-03-01 00:05:00+00')$q$);
 
 -- the ticker ticks, and does nothing else: no ticket, no table, no queue
 CREATE ROLE rl_ticker LOGIN IN ROLE mm_ticker;
@@ -159,6 +163,10 @@ SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.ratings$q$) AS a
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.leaderboard$q$) AS analyst_reads_leaderboard;
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT * FROM mm.queue_stats_by_minute('rl_q', '2026-03-01 00:00:00+00', '2026-03-01 00:05:00+00')$q$)
   AS analyst_metrics;
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.replay('rl_q', NULL, '2026-03-01 00:00:00+00', '2026-03-01 00:05:00+00')$q$)
+  AS analyst_replays;
+SELECT pg_temp.as_role('rl_analyst', $q$SELECT count(*) FROM mm.replay_matches('rl_q', NULL, '2026-03-01 00:00:00+00', '2026-03-01 00:05:00+00')$q$)
+  AS analyst_replays_matches;
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT * FROM mm.event_key$q$);
 SELECT pg_temp.as_role('rl_analyst', $q$INSERT INTO mm.tickets (queue, players) VALUES ('rl_q', '[{"id": "rl_y"}]')$q$);
 SELECT pg_temp.as_role('rl_analyst', $q$SELECT mm.create_ticket('rl_q', '[{"id": "rl_y"}]')$q$);

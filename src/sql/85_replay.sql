@@ -8,16 +8,19 @@
 
 CREATE FUNCTION mm.replay_matches(queue text, config jsonb, from_time timestamptz, to_time timestamptz,
 								  tick_every interval DEFAULT '1 second')
-RETURNS TABLE (match_number integer, formed_at timestamptz, quality float8, tickets bigint[], players jsonb)
+RETURNS TABLE (match_number integer, formed_at timestamptz, quality float8, tickets bigint[], players jsonb,
+			   ready_at timestamptz)
 LANGUAGE C VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'mm_replay_matches';
 COMMENT ON FUNCTION mm.replay_matches(text, jsonb, timestamptz, timestamptz, interval) IS
-	'The matches a replay of the queue''s tickets recorded in [from_time, to_time) forms with config (NULL: the queue''s own), ticking every tick_every: one row per match with its tickets and players (team, role)';
+	'The matches a replay of the queue''s tickets recorded in [from_time, to_time) forms with config (NULL: the queue''s own), ticking every tick_every: one row per match (a proposal its acceptance step cancelled is none) with its tickets, players (team, role) and when it was ready';
 REVOKE ALL ON FUNCTION mm.replay_matches(text, jsonb, timestamptz, timestamptz, interval) FROM PUBLIC;
+-- A replay reads every recorded ticket (a rule can test any attribute):
+-- only the roles that may read the tickets may run one.
 GRANT EXECUTE ON FUNCTION mm.replay_matches(text, jsonb, timestamptz, timestamptz, interval)
-	TO mm_analyst, mm_director, mm_admin;
+	TO mm_analyst, mm_admin;
 
 -- The replay's figures (mm.replay sets them beside the recorded ones).
 CREATE FUNCTION mm.replay_figures(queue text, config jsonb, from_time timestamptz, to_time timestamptz,
@@ -48,9 +51,22 @@ AS $$
 		  FROM mm.tickets t
 		 WHERE t.queue = recorded_figures.queue
 		   AND t.created_at >= recorded_figures.from_time AND t.created_at < recorded_figures.to_time),
+	-- the matches: formed and not cancelled while proposed (a matched
+	-- ticket's match passed acceptance, or had none), as mm.match_stats
+	-- counts them
 	m AS (
 		SELECT m.id, m.quality FROM mm.matches m
-		 WHERE m.queue = recorded_figures.queue AND m.id IN (SELECT t.match_id FROM t)),
+		 WHERE m.queue = recorded_figures.queue
+		   AND m.id IN (SELECT t.match_id FROM t WHERE t.status = 'matched')),
+	-- the proposals of these tickets cancelled before every player accepted
+	-- (a cancelled ticket keeps no match id: found by its match players)
+	pc AS (
+		SELECT m.id FROM mm.matches m
+		 WHERE m.queue = recorded_figures.queue AND m.status = 'cancelled' AND m.ready_at IS NULL
+		   AND m.updated_at >= recorded_figures.from_time
+		   AND EXISTS (SELECT FROM mm.match_players mp
+						WHERE mp.queue = m.queue AND mp.match_id = m.id
+						  AND mp.ticket_id IN (SELECT t.id FROM t))),
 	-- the matches' players, with their skill value and their list's first role
 	p AS (
 		SELECT mp.match_id, mp.team, mp.role,
@@ -84,6 +100,7 @@ AS $$
 		'cancelled', (SELECT count(*) FROM t WHERE t.status = 'cancelled'),
 		'still_searching', (SELECT count(*) FROM t WHERE t.status IN ('searching', 'proposed')),
 		'matches', (SELECT count(*) FROM m),
+		'proposals_cancelled', (SELECT count(*) FROM pc),
 		'quality_mean', (SELECT round(avg(m.quality)::numeric, 3) FROM m),
 		'quality_p10', (SELECT round(percentile_cont(0.1) WITHIN GROUP (ORDER BY m.quality)::numeric, 3) FROM m),
 		'skill_attribute', recorded_figures.skill_attribute,
@@ -124,5 +141,6 @@ $$;
 COMMENT ON FUNCTION mm.replay(text, jsonb, timestamptz, timestamptz, interval) IS
 	'What-if: the queue''s tickets recorded in [from_time, to_time) replayed against config (NULL: the queue''s own) in simulated time, ticking every tick_every, beside what really happened to them; writes nothing';
 REVOKE ALL ON FUNCTION mm.replay(text, jsonb, timestamptz, timestamptz, interval) FROM PUBLIC;
+-- as mm.replay_matches: the roles that may read the tickets
 GRANT EXECUTE ON FUNCTION mm.replay(text, jsonb, timestamptz, timestamptz, interval)
-	TO mm_analyst, mm_director, mm_admin;
+	TO mm_analyst, mm_admin;

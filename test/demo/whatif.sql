@@ -48,9 +48,9 @@ CREATE TEMP TABLE wi_text AS
 SELECT format('What-if (mm.replay): the %s tickets of %s in this run (the first at %s UTC), replayed in simulated time, ticking once a second until each has ended, with the queue''s own config and with a looser candidate: rule "%s" with max %s instead of %s.',
 			  wi.live -> 'recorded' ->> 'tickets', :'queue', to_char(w.from_time, 'HH24:MI:SS'),
 			  c.rule, :max, c.live_max) AS heading,
-	   'The live part ran on the wall clock: a ticket cancelled in it (the run''s end, or a proposal not accepted) is cancelled in a replay at the time recorded (its updated_at), unless the replay matched it first; timeouts follow the config, so a ticket the run matched and a replay does not searches on to its timeout.'
+	   'The live part ran on the wall clock: a ticket cancelled in it (the run''s end) is cancelled in a replay at the time recorded (its updated_at), unless the replay matched it first; timeouts follow the config, so a ticket the run matched and a replay does not searches on to its timeout.'
 	   || CASE WHEN (q.config ->> 'acceptance_timeout_seconds')::float8 > 0
-			   THEN ' The replay has no acceptance step: a replayed match counts from its proposal, a recorded one from the last player''s acceptance, and the proposals not accepted cancelled tickets the replay may match.'
+			   THEN ' The acceptance step is modelled: a proposal of the same tickets as a recorded one is answered as recorded, after the same delay; another is accepted or not at the rates recorded (seeded draws); a replayed match counts from its last acceptance, as a recorded one.'
 			   ELSE '' END
 	   || ' So few tickets make every figure noisy: another run moves them by seconds.' AS note
   FROM wi, wi_window w, wi_candidate c, mm.queues q
@@ -72,27 +72,29 @@ SELECT f.n, f.label AS figure,
 				   (8, 'still_searching', 'still searching'), (9, 'matches', 'matches'),
 				   (10, 'quality_mean', 'quality mean'), (11, 'quality_p10', 'quality p10'),
 				   (12, 'skill_spread_mean', 'skill spread mean'),
-				   (13, 'team_gap_mean', 'team gap mean')) AS f(n, key, label);
+				   (13, 'team_gap_mean', 'team gap mean'),
+				   (14, 'proposals_cancelled', 'proposals cancelled')) AS f(n, key, label);
 SELECT figure, "recorded (live)", "replay: live config", "replay: candidate" FROM wi_table ORDER BY n;
 \pset tuples_only on
 SELECT note FROM wi_text;
 \pset tuples_only off
 
 -- the times to match, one row per matched ticket: recorded (matched_at) and
--- replayed (the match's formed_at), each less the ticket's created_at
+-- replayed (the match's ready_at: its last acceptance, or when formed
+-- without acceptance), each less the ticket's created_at
 CREATE TEMP TABLE wi_waits AS
 SELECT 1 AS series, t.matched_at AS at, extract(epoch FROM t.matched_at - t.created_at)::float8 AS wait
   FROM mm.tickets t, wi_window w
  WHERE t.queue = :'queue' AND t.created_at >= w.from_time AND t.created_at < w.to_time
    AND t.status = 'matched'
 UNION ALL
-SELECT 2, r.formed_at, extract(epoch FROM r.formed_at - t.created_at)::float8
+SELECT 2, r.ready_at, extract(epoch FROM r.ready_at - t.created_at)::float8
   FROM wi_window w
  CROSS JOIN LATERAL mm.replay_matches(:'queue', NULL, w.from_time, w.to_time) r
  CROSS JOIN LATERAL unnest(r.tickets) AS k(id)
   JOIN mm.tickets t ON t.id = k.id
 UNION ALL
-SELECT 3, r.formed_at, extract(epoch FROM r.formed_at - t.created_at)::float8
+SELECT 3, r.ready_at, extract(epoch FROM r.ready_at - t.created_at)::float8
   FROM wi_window w, wi_candidate c
  CROSS JOIN LATERAL mm.replay_matches(:'queue', c.config, w.from_time, w.to_time) r
  CROSS JOIN LATERAL unnest(r.tickets) AS k(id)
@@ -211,7 +213,7 @@ SELECT n.series, n.draw, n.name, n.color, n.dash,
 SELECT '<!DOCTYPE html>' || E'\n' || '<html><head><meta charset="utf-8"><title>What-if: ' || :'queue' || ' replayed with a looser config</title>' || E'\n'
 	|| '<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}</style></head><body>' || E'\n'
 	|| format('<h1>What-if: %s replayed with a looser config (mm.replay)</h1>', :'queue') || E'\n'
-	|| format('<p>%s Recorded (blue): what happened, matched_at less created_at; replayed: the match''s formed_at (mm.replay_matches) less the ticket''s created_at, with the queue''s own config (grey, dashed) and with the candidate (red).</p>' || E'\n' || '<p>%s</p>',
+	|| format('<p>%s Recorded (blue): what happened, matched_at less created_at; replayed: the match''s ready_at (mm.replay_matches) less the ticket''s created_at, with the queue''s own config (grey, dashed) and with the candidate (red).</p>' || E'\n' || '<p>%s</p>',
 			  tx.heading, tx.note) || E'\n'
 	|| pg_temp.wi_svg('Time to match', 'minutes since the first ticket (each point: the tickets matched in one 5-second window)',
 					  'average seconds in the queue',

@@ -31,3 +31,16 @@ mm_psql -c "CREATE EXTENSION matchmaking"
 sim=$MM_TREE/test/sim/mm_sim
 mm_log "mm_sim --penalties --seed 1 $*"
 mm_as_user "$sim" --penalties --seed 1 "$@"
+
+# The what-if against reality: the run replayed with the queue's own config
+# (the acceptance step and the penalties modelled, docs/metrics.md); the run
+# is in simulated time from 2026-01-01 00:00 UTC.
+mm_psql -At -F ' ' -c "
+SELECT format('what-if (mm.replay of the live config): matched %s recorded, %s replayed (%s%%); time to match p95 %s s recorded, %s s replayed (%s%%); proposals cancelled %s recorded, %s replayed',
+              r ->> 'matched', p ->> 'matched',
+              round(100 * ((p ->> 'matched')::numeric / nullif((r ->> 'matched')::numeric, 0) - 1), 1),
+              r ->> 'time_to_match_p95', p ->> 'time_to_match_p95',
+              round(100 * ((p ->> 'time_to_match_p95')::numeric / nullif((r ->> 'time_to_match_p95')::numeric, 0) - 1), 1),
+              r ->> 'proposals_cancelled', p ->> 'proposals_cancelled')
+  FROM (SELECT x -> 'recorded' AS r, x -> 'replay' AS p
+          FROM mm.replay('penalties_3v3', NULL, '2026-01-01 00:00:00+00', '2026-01-01 01:30:00+00') x) w"
