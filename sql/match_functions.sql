@@ -237,6 +237,56 @@ SELECT rolsuper AS eve_is_superuser FROM pg_roles WHERE rolname = 'mf_eve';
 -- the superuser changing another key keeps the function's role ...
 SELECT mm.alter_queue('mf_author', '{"match_size": {"min": 2, "max": 3}, "match_function": "mf_owned.escalate"}');
 SELECT match_function_role FROM mm.queues WHERE name = 'mf_author';
+-- ... so does respelling the same function (the function is compared, not
+-- its text): the superuser does not become the role of the admin's code
+SELECT mm.alter_queue('mf_author', '{"match_size": {"min": 2, "max": 3}, "match_function": "\"mf_owned\".\"escalate\""}');
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_author';
+-- a superuser naming a function a non-superuser owns: it runs as the owner,
+-- never with more rights than the owner has
+SELECT mm.create_queue('mf_by_super', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_owned.escalate"}');
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_by_super';
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_by_super', '[{"id": "su1"}]', '2026-01-01 00:02:30+00'),
+  ('mf_by_super', '[{"id": "su2"}]', '2026-01-01 00:02:31+00');
+SELECT mm.tick('mf_by_super', '2026-01-01 00:02:35+00') AS matches;
+SELECT * FROM mf_owned.calls;
+SELECT rolsuper AS eve_is_superuser FROM pg_roles WHERE rolname = 'mf_eve';
+-- a queue without a role (its function was missing at the upgrade to 0.4):
+-- naming the same function again, as the hint says, gives it one
+ALTER TABLE mm.queues DISABLE TRIGGER queues_validate;
+UPDATE mm.queues SET match_function_role = NULL WHERE name = 'mf_by_super';
+ALTER TABLE mm.queues ENABLE TRIGGER queues_validate;
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_by_super', '[{"id": "su5"}]', '2026-01-01 00:02:38+00'),
+  ('mf_by_super', '[{"id": "su6"}]', '2026-01-01 00:02:39+00');
+SELECT mm.tick('mf_by_super', '2026-01-01 00:02:40+00');
+SET ROLE mf_admin;
+SELECT mm.alter_queue('mf_by_super', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_owned.escalate"}');
+RESET ROLE;
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_by_super';
+SELECT mm.tick('mf_by_super', '2026-01-01 00:02:41+00') AS matches;
+-- and when a superuser names it again, the owner
+ALTER TABLE mm.queues DISABLE TRIGGER queues_validate;
+UPDATE mm.queues SET match_function_role = NULL WHERE name = 'mf_by_super';
+ALTER TABLE mm.queues ENABLE TRIGGER queues_validate;
+SELECT mm.alter_queue('mf_by_super', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_owned.escalate"}');
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_by_super';
+-- a function given away to a non-superuser after a superuser named it runs
+-- as its new owner at the tick, not as the superuser recorded
+CREATE FUNCTION mf_owned.given(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE sql AS $$
+  SELECT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'),
+							'properties', jsonb_build_object('run_as', current_user::text))
+   WHERE jsonb_array_length(tickets) >= 2 $$;
+SELECT mm.alter_queue('mf_by_super', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_owned.given"}');
+SELECT match_function_role = session_user AS role_is_superuser FROM mm.queues WHERE name = 'mf_by_super';
+ALTER FUNCTION mf_owned.given(text, jsonb, timestamptz) OWNER TO mf_admin;
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_by_super', '[{"id": "su3"}]', '2026-01-01 00:02:50+00'),
+  ('mf_by_super', '[{"id": "su4"}]', '2026-01-01 00:02:51+00');
+SELECT mm.tick('mf_by_super', '2026-01-01 00:02:55+00') AS matches;
+SELECT properties ->> 'run_as' AS run_as FROM mm.matches WHERE queue = 'mf_by_super' AND properties ? 'run_as';
+SELECT mm.drop_queue('mf_by_super', force => true);
 -- ... and a role that cannot call the function cannot name it (42501)
 CREATE FUNCTION mf_game.closed(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
 LANGUAGE sql SET search_path = pg_catalog AS $$

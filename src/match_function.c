@@ -552,40 +552,109 @@ CompareProposals(const void *a, const void *b)
 	return pa->row - pb->row;
 }
 
+/*
+ * The oid of the function a config names, or InvalidOid when the name does
+ * not resolve now (the function of a row written earlier may be gone).
+ */
+static Oid
+ResolveMatchFunction(const char *name)
+{
+	char	   *raw = pstrdup(name);
+	List	   *parts;
+	Oid			argtypes[3] = {TEXTOID, JSONBOID, TIMESTAMPTZOID};
+
+	if (!SplitIdentifierString(raw, '.', &parts) || list_length(parts) != 2)
+		return InvalidOid;
+	return LookupFuncName(list_make2(makeString(linitial(parts)), makeString(lsecond(parts))),
+						  3, argtypes, true);
+}
+
+static Oid
+FunctionOwner(Oid fn)
+{
+	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", fn);
+	owner = ((Form_pg_proc) GETSTRUCT(tuple))->proowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
+ * Never more rights than the function's owner has: a superuser role to run a
+ * function that a non-superuser owns (and may rewrite) gives way to the owner.
+ */
+static Oid
+RoleCappedByOwner(Oid role, Oid fn)
+{
+	Oid			owner = FunctionOwner(fn);
+
+	return superuser_arg(role) && !superuser_arg(owner) ? owner : role;
+}
+
 char *
-MmMatchFunctionRoleForWrite(const char *function, const char *old_function,
+MmMatchFunctionRoleForWrite(const char *queue, const char *function, const char *old_function,
 							const char *given_role, const char *old_role)
 {
 	Oid			writer = GetUserId();
 	Oid			given;
 	Oid			fn;
+	Oid			owner;
+	Oid			run_as;
 	AclResult	aclresult;
 
 	if (function == NULL)
 		return NULL;
-	/* the same function, the role column untouched: its author stays */
-	if (old_function != NULL && strcmp(function, old_function) == 0 &&
-		((given_role == NULL && old_role == NULL) ||
-		 (given_role != NULL && old_role != NULL && strcmp(given_role, old_role) == 0)))
-		return old_role ? pstrdup(old_role) : NULL;
-	/* a role named in the row (a restore): only one the writer could act as */
-	given = given_role ? get_role_oid(given_role, true) : InvalidOid;
-	if (OidIsValid(given) && (old_role == NULL || strcmp(given_role, old_role) != 0) &&
-		has_privs_of_role(writer, given))
-		return pstrdup(given_role);
-
-	/* the writer names the function: it must be able to call it */
 	fn = MmLookupMatchFunction(function, NULL);
-	aclresult = pg_namespace_aclcheck(get_func_namespace(fn), writer, ACL_USAGE);
+
+	/*
+	 * The same function (by oid: a respelling is no new choice), the role
+	 * column untouched, that role still there: its author stays.  A queue
+	 * without a role (or whose role was dropped) gets the writer below, which
+	 * is how an admin repairs it.
+	 */
+	if (old_function != NULL && old_role != NULL && ResolveMatchFunction(old_function) == fn &&
+		given_role != NULL && strcmp(given_role, old_role) == 0 &&
+		OidIsValid(given = get_role_oid(old_role, true)))
+		return GetUserNameFromId(RoleCappedByOwner(given, fn), false);
+
+	/* a role named in the row (a restore): only one the writer could act as */
+	if (given_role != NULL && (old_role == NULL || strcmp(given_role, old_role) != 0))
+	{
+		given = get_role_oid(given_role, true);
+		if (!OidIsValid(given))
+		{
+			/* never the restoring superuser: no role until an admin names it */
+			ereport(WARNING,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("match_function_role \"%s\" of queue \"%s\" does not exist: the queue's match function has no role to run as",
+							given_role, queue),
+					 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin, or as the function's owner if the admin has the owner's rights.")));
+			return NULL;
+		}
+		if (has_privs_of_role(writer, given))
+			return GetUserNameFromId(RoleCappedByOwner(given, fn), false);
+	}
+
+	/*
+	 * The writer names the function.  It runs as the writer, or as its owner
+	 * when the writer holds the owner's privileges (a superuser holds
+	 * everyone's): never with more rights than both of them have.
+	 */
+	owner = FunctionOwner(fn);
+	run_as = has_privs_of_role(writer, owner) ? owner : writer;
+	aclresult = pg_namespace_aclcheck(get_func_namespace(fn), run_as, ACL_USAGE);
 	if (aclresult == ACLCHECK_OK)
-		aclresult = pg_proc_aclcheck(fn, writer, ACL_EXECUTE);
+		aclresult = pg_proc_aclcheck(fn, run_as, ACL_EXECUTE);
 	if (aclresult != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("match_function: permission denied for function %s", function),
-				 errdetail("The match function runs as the role that names it, \"%s\", which may not call it.",
-						   GetUserNameFromId(writer, false))));
-	return GetUserNameFromId(writer, false);
+				 errdetail("The match function would run as \"%s\", which may not call it.",
+						   GetUserNameFromId(run_as, false))));
+	return GetUserNameFromId(run_as, false);
 }
 
 MmSearchResult *
@@ -638,14 +707,16 @@ MmRunMatchFunction(const MmRuleContext *context, const char *queue, const char *
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("match_function of queue \"%s\" has no role to run as", queue),
-				 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin.")));
+				 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin, or as the function's owner if the admin has the owner's rights.")));
 	role_id = get_role_oid(role, true);
 	if (!OidIsValid(role_id))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("match_function of queue \"%s\" runs as role \"%s\", which no longer exists",
 						queue, role),
-				 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin.")));
+				 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin, or as the function's owner if the admin has the owner's rights.")));
+	/* a superuser role for a non-superuser's function (say, given away since) */
+	role_id = RoleCappedByOwner(role_id, fn);
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(role_id, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);

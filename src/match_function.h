@@ -24,16 +24,21 @@ extern Oid	MmLookupMatchFunction(const char *name, MmJsonPath *path);
 /*
  * The role a queue's match function runs as, for the row being written to
  * mm.queues (the queues_validate trigger): NULL without a match function; the
- * role kept when the function stays the same; a role named in the row that
- * the writer has the privileges of (a restore); else the writer, who must be
- * able to execute the function.
+ * role kept when the function (by oid) and the role column stay the same and
+ * the role exists; a role named in the row that the writer has the privileges
+ * of (a restore), or NULL with a WARNING when it does not exist; else the
+ * writer, or the function's owner when the writer has the owner's privileges,
+ * who must be able to execute it.  Never a superuser for a function a
+ * non-superuser owns.
  */
-extern char *MmMatchFunctionRoleForWrite(const char *function, const char *old_function,
-										 const char *given_role, const char *old_role);
+extern char *MmMatchFunctionRoleForWrite(const char *queue, const char *function,
+										 const char *old_function, const char *given_role,
+										 const char *old_role);
 
 /*
- * Calls the queue's match function, as role (the one that named it, in a
- * restricted security context with a safe search_path), with its searching tickets (their
+ * Calls the queue's match function, as role (the one that named it; the
+ * function's owner instead when role is a superuser and the owner is not) in
+ * a restricted security context with a safe search_path, with its searching tickets (their
  * players' jsonb and creation times alongside), checks every proposal and
  * resolves overlaps by score.  Returns the matches to write, in the shape of
  * the search's result (SPI must be connected); *properties receives each

@@ -152,7 +152,8 @@ mm_queues_validate(PG_FUNCTION_ARGS)
 			bool		role_null;
 			Datum		role_value;
 
-			role = MmMatchFunctionRoleForWrite(RowMatchFunction(tuple, tupdesc),
+			role = MmMatchFunctionRoleForWrite(RowText(tuple, tupdesc, SPI_fnumber(tupdesc, "name")),
+											   RowMatchFunction(tuple, tupdesc),
 											   update ? RowMatchFunction(old_tuple, tupdesc) : NULL,
 											   RowText(tuple, tupdesc, col),
 											   update ? RowText(old_tuple, tupdesc, col) : NULL);

@@ -14,14 +14,16 @@
  * the library themselves) and no slot reserved in advance: when every
  * max_worker_processes slot is taken, mm.schedule says so with a NOTICE and
  * the queue waits for pg_cron, as it did without the worker.  Two loops of a
- * queue never tick at once: mm.tick_loop holds a session advisory lock per
- * queue and returns at once when another loop has it.  The loop re-reads the
+ * queue never tick at once: mm.tick_loop holds a session lock per queue
+ * (mm.tick_loop_lock, below: one that SQL's advisory lock functions cannot
+ * take) and returns at once, with a WARNING, when another loop has it.  The loop re-reads the
  * queue's schedule on every round, so mm.unschedule stops the worker within
  * one interval.
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "parser/analyze.h"
@@ -37,6 +39,8 @@
 #include "utils/memutils.h"
 #include "utils/portal.h"
 #include "utils/snapmgr.h"
+
+#include "queue_locks.h"
 
 /* What the worker needs, passed in bgw_extra (BGW_EXTRALEN bytes). */
 typedef struct MmTickLoopStart
@@ -54,6 +58,53 @@ PGDLLEXPORT void MmTickLoopWorkerMain(Datum main_arg);
 static void MmRunStatement(const char *sql);
 
 PG_FUNCTION_INFO_V1(mm_schedule_start_loop);
+PG_FUNCTION_INFO_V1(mm_tick_loop_lock);
+PG_FUNCTION_INFO_V1(mm_tick_loop_unlock);
+
+/* The loop lock's tag of a queue: the key hashtextextended('mm_tick_loop:' || queue, 0). */
+static void
+TickLoopLockTag(LOCKTAG *tag, text *queue)
+{
+	const char *prefix = "mm_tick_loop:";
+	Size		plen = strlen(prefix);
+	Size		qlen = VARSIZE_ANY_EXHDR(queue);
+	char	   *name = palloc(plen + qlen);
+
+	memcpy(name, prefix, plen);
+	memcpy(name + plen, VARDATA_ANY(queue), qlen);
+	MmSetQueueLockTag(tag, (int64) hash_bytes_extended((const unsigned char *) name, plen + qlen, 0),
+					  MM_LOCK_TICK_LOOP);
+	pfree(name);
+}
+
+/*
+ * mm.tick_loop_lock(queue text) RETURNS boolean: takes the queue's loop lock
+ * for the session, without waiting; false when another session holds it.
+ * Held once however often this session asks (a loop that ended in an error
+ * before releasing it leaves it held; the next loop here takes it over).
+ */
+Datum
+mm_tick_loop_lock(PG_FUNCTION_ARGS)
+{
+	LOCKTAG		tag;
+	LockAcquireResult res;
+
+	TickLoopLockTag(&tag, PG_GETARG_TEXT_PP(0));
+	res = LockAcquire(&tag, ExclusiveLock, true, true);
+	if (res == LOCKACQUIRE_ALREADY_HELD)
+		(void) LockRelease(&tag, ExclusiveLock, true);
+	PG_RETURN_BOOL(res != LOCKACQUIRE_NOT_AVAIL);
+}
+
+/* mm.tick_loop_unlock(queue text) RETURNS boolean: releases it; false when not held. */
+Datum
+mm_tick_loop_unlock(PG_FUNCTION_ARGS)
+{
+	LOCKTAG		tag;
+
+	TickLoopLockTag(&tag, PG_GETARG_TEXT_PP(0));
+	PG_RETURN_BOOL(LockRelease(&tag, ExclusiveLock, true));
+}
 
 /*
  * mm.schedule_start_loop(queue text) RETURNS boolean

@@ -3,8 +3,8 @@
  *	  mm.tick(): forms matches in one queue or all, in the caller's
  *	  transaction; mm.last_tick_stats(): what the last one did.
  *
- * Per queue (TickQueue): a transaction-level advisory lock (a concurrent
- * tick of the same queue returns 0 at once), the queue's config read FOR
+ * Per queue (TickQueue): a transaction-level lock that SQL cannot take
+ * (queue_locks.h; a concurrent tick of the same queue returns 0 at once), the queue's config read FOR
  * SHARE (mm.alter_queue and mm.drop_queue wait for the tick's commit), what
  * ends before the search (tick_expiry.c), the searching tickets loaded and
  * locked (tick_load.c), the open backfill requests served
@@ -37,13 +37,14 @@
 
 #include "events.h"
 #include "match_function.h"
+#include "queue_locks.h"
 #include "schema_version.h"
 #include "tick_internal.h"
 
 PG_FUNCTION_INFO_V1(mm_tick);
 PG_FUNCTION_INFO_V1(mm_last_tick_stats);
 
-/* Seed of the advisory lock key: one key per queue name. */
+/* Seed of the tick lock's key (queue_locks.h): one key per queue name. */
 #define MM_TICK_LOCK_SEED UINT64CONST(0x6d6d5f7469636b)
 
 /*
@@ -147,6 +148,7 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 	char	  **properties = NULL;
 	instr_time	start;
 	int64		key;
+	LOCKTAG		tag;
 
 	memset(&q, 0, sizeof(q));
 	q.queue = queue;
@@ -156,7 +158,8 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 
 	key = (int64) hash_bytes_extended((const unsigned char *) queue, strlen(queue),
 									  MM_TICK_LOCK_SEED);
-	if (!DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8, Int64GetDatum(key))))
+	MmSetQueueLockTag(&tag, key, MM_LOCK_TICK);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 	{
 		q.stats->locked_out = true;
 		return 0;

@@ -215,12 +215,17 @@ GRANT EXECUTE ON FUNCTION mm.schedule_plan(interval, text) TO mm_admin;
 -- pg_cron's version and schema in this database; fails with a hint on how to
 -- enable it when it is missing.  The only place that decides "is pg_cron here".
 -- The schema is that of pg_cron's table "job" (pg_cron creates its own schema,
--- "cron", whatever the extension's recorded namespace says).
+-- "cron", whatever the extension's recorded namespace says).  pg_cron serves
+-- one database, cron.database_name: when it already runs in another one, the
+-- hint says so rather than suggest moving it here (which would stop it there).
 CREATE FUNCTION mm.require_pg_cron(OUT version text, OUT schema name)
 RETURNS record
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	cron_database text;
+	readable boolean := true;
 BEGIN
 	SELECT e.extversion, n.nspname INTO version, schema
 	  FROM pg_extension e
@@ -229,10 +234,45 @@ BEGIN
 	  JOIN pg_class c ON c.oid = d.objid AND c.relname = 'job' AND c.relkind = 'r'
 	  JOIN pg_namespace n ON n.oid = c.relnamespace
 	 WHERE e.extname = 'pg_cron';
-	IF NOT FOUND THEN
+	IF FOUND THEN
+		RETURN;
+	END IF;
+	-- set only while pg_cron is loaded (shared_preload_libraries); superusers
+	-- and pg_read_all_settings may read it
+	BEGIN
+		cron_database := current_setting('cron.database_name', true);
+	EXCEPTION WHEN insufficient_privilege THEN
+		readable := false;
+	END;
+	IF NOT readable THEN
 		RAISE EXCEPTION 'pg_cron is not installed in database "%"', current_database()
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  DETAIL = 'matchmaking schedules its ticks and housekeeping as pg_cron jobs.',
+				  DETAIL = 'matchmaking schedules its ticks and housekeeping as pg_cron jobs. pg_cron runs in one '
+						   'database only, named by cron.database_name, which this role may not read.',
+				  HINT = 'Ask a superuser which database cron.database_name names: create matchmaking there, or '
+						 'schedule this database''s ticks from there with cron.schedule_in_database '
+						 '(docs/scheduling.md, "pg_cron in another database").';
+	ELSIF cron_database IS NOT NULL AND cron_database <> current_database() THEN
+		RAISE EXCEPTION 'pg_cron is not installed in database "%"', current_database()
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('matchmaking schedules its ticks and housekeeping as pg_cron jobs. pg_cron runs in '
+								  'database %I (cron.database_name), and in that database only.', cron_database),
+				  HINT = format('Leave cron.database_name as it is (changing it would stop pg_cron in database %I). '
+								'Use matchmaking in that database, or have a superuser there schedule this '
+								'database''s ticks with cron.schedule_in_database(..., database => %L) '
+								'(docs/scheduling.md, "pg_cron in another database").', cron_database,
+								current_database());
+	ELSIF cron_database IS NOT NULL THEN
+		RAISE EXCEPTION 'pg_cron is not installed in database "%"', current_database()
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'matchmaking schedules its ticks and housekeeping as pg_cron jobs. pg_cron runs in '
+						   'this database (cron.database_name).',
+				  HINT = 'Run CREATE EXTENSION pg_cron in this database.';
+	ELSE
+		RAISE EXCEPTION 'pg_cron is not installed in database "%"', current_database()
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'matchmaking schedules its ticks and housekeeping as pg_cron jobs. pg_cron is not '
+						   'loaded on this server.',
 				  HINT = format('In postgresql.conf set shared_preload_libraries = ''pg_cron'' and '
 								'cron.database_name = %L, restart the server, then run CREATE EXTENSION '
 								'pg_cron in this database.', current_database());
@@ -346,14 +386,38 @@ GRANT EXECUTE ON FUNCTION mm.schedule_jobs_after_delete() TO mm_admin;
 CREATE TRIGGER schedule_jobs_remove_cron_job AFTER DELETE ON mm.schedule_jobs
 	FOR EACH ROW EXECUTE FUNCTION mm.schedule_jobs_after_delete();
 
+-- The tick loop's exclusion: a session lock per queue that SQL's advisory
+-- lock functions cannot take (src/queue_locks.h), so that only the roles that
+-- may run the loop can hold it.  False when another session holds it.
+CREATE FUNCTION mm.tick_loop_lock(queue text)
+RETURNS boolean
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'mm_tick_loop_lock';
+COMMENT ON FUNCTION mm.tick_loop_lock(text) IS
+'Takes the session lock of the queue''s tick loop without waiting; false when another session holds it (internal to mm.tick_loop)';
+REVOKE ALL ON FUNCTION mm.tick_loop_lock(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tick_loop_lock(text) TO mm_ticker;
+
+CREATE FUNCTION mm.tick_loop_unlock(queue text)
+RETURNS boolean
+LANGUAGE C STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'mm_tick_loop_unlock';
+COMMENT ON FUNCTION mm.tick_loop_unlock(text) IS
+'Releases the session lock of the queue''s tick loop (internal to mm.tick_loop)';
+REVOKE ALL ON FUNCTION mm.tick_loop_unlock(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tick_loop_unlock(text) TO mm_ticker;
+
 -- The body of a queue's per-minute job for sub-minute intervals: ticks,
 -- commits, sleeps until the next tick, and returns before the next minute's
--- run starts.  A session advisory lock keeps a second loop of the same queue
--- from running (it returns at once), even when a tick runs long.  A loop that
--- finds itself past the end of its minute (a tick ran long, or waited for a
--- lock, across the boundary) carries on through the next minute: that
--- minute's run found the lock taken and returned, and nothing else would tick
--- the queue until the minute after.  It reads its interval through
+-- run starts.  The queue's loop lock (mm.tick_loop_lock) keeps a second loop
+-- of the same queue from running: it returns at once with a WARNING, even
+-- when a tick runs long.  A loop that finds itself past the end of its minute
+-- (a tick ran long, or waited for a lock, across the boundary) carries on
+-- through the next minute: that minute's run found the lock taken and
+-- returned, and nothing else would tick the queue until the minute after.
+-- A tick that another session's tick holds off (an open transaction that
+-- called mm.tick) forms nothing: five in a row are a WARNING, and a run in
+-- which no tick could run fails.  It reads its interval through
 -- mm.tick_loop_every, so that the job's role needs nothing but mm_ticker.  A
 -- procedure (not a function) so that each tick commits on its own; it
 -- therefore has no SET clause, and qualifies every operator instead.
@@ -361,7 +425,6 @@ CREATE PROCEDURE mm.tick_loop(queue text)
 LANGUAGE plpgsql
 AS $$
 DECLARE
-	lock_key constant bigint := pg_catalog.hashtextextended(pg_catalog.concat('mm_tick_loop:', queue), 0);
 	started constant timestamptz := pg_catalog.clock_timestamp();
 	-- the run belongs to the minute it starts in (or the next one when pg_cron
 	-- starts it a moment early) and ends before that minute's successor starts
@@ -372,12 +435,18 @@ DECLARE
 	failures integer := 0;
 	last_state text;
 	last_message text;
+	held_off boolean;
+	held_off_in_a_row integer := 0;
+	ticks_held_off integer := 0;
+	ticks_run integer := 0;
 BEGIN
 	IF queue IS NULL THEN
 		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF NOT pg_catalog.pg_try_advisory_lock(lock_key) THEN
-		RETURN;					-- another loop of this queue is running
+	IF NOT mm.tick_loop_lock(queue) THEN
+		RAISE WARNING 'another tick loop of queue "%" is running (process %): this run leaves the queue to it',
+			queue, mm.tick_loop_holder(queue, 'loop');
+		RETURN;
 	END IF;
 
 	LOOP
@@ -388,6 +457,20 @@ BEGIN
 		BEGIN
 			PERFORM mm.tick(queue);
 			failures := 0;
+			SELECT s.locked_out INTO held_off FROM mm.last_tick_stats() s
+			 WHERE s.queue OPERATOR(pg_catalog.=) tick_loop.queue;
+			IF coalesce(held_off, false) THEN
+				ticks_held_off := ticks_held_off OPERATOR(pg_catalog.+) 1;
+				held_off_in_a_row := held_off_in_a_row OPERATOR(pg_catalog.+) 1;
+				IF held_off_in_a_row OPERATOR(pg_catalog.=) 5 THEN
+					RAISE WARNING 'queue "%" was not ticked 5 times in a row: process % holds its tick', queue,
+						mm.tick_loop_holder(queue, 'tick')
+						USING DETAIL = 'A transaction that called mm.tick holds the queue until it ends.';
+				END IF;
+			ELSE
+				ticks_run := ticks_run OPERATOR(pg_catalog.+) 1;
+				held_off_in_a_row := 0;
+			END IF;
 		EXCEPTION WHEN OTHERS THEN
 			-- one failed tick (a deadlock, a serialization failure) must not stop
 			-- the queue for the rest of the minute; five in a row fail the job
@@ -398,7 +481,7 @@ BEGIN
 		COMMIT;
 
 		IF failures OPERATOR(pg_catalog.>=) 5 THEN
-			PERFORM pg_catalog.pg_advisory_unlock(lock_key);
+			PERFORM mm.tick_loop_unlock(queue);
 			RAISE EXCEPTION 'tick of queue "%" failed % times in a row: %', queue, failures, last_message
 				USING ERRCODE = last_state;
 		END IF;
@@ -421,7 +504,15 @@ BEGIN
 		COMMIT;
 	END LOOP;
 
-	PERFORM pg_catalog.pg_advisory_unlock(lock_key);
+	PERFORM mm.tick_loop_unlock(queue);
+	-- a run that ticked nothing because another session held the queue fails,
+	-- so that pg_cron's run details and mm.schedules show it
+	IF ticks_held_off OPERATOR(pg_catalog.>) 0 AND ticks_run OPERATOR(pg_catalog.=) 0 THEN
+		RAISE EXCEPTION 'queue "%" was not ticked in this run: another session held its tick each time (% tries)',
+			queue, ticks_held_off
+			USING ERRCODE = 'lock_not_available',
+				  HINT = 'See pg_locks (locktype advisory, objsubid 28020) for the process, and end its transaction.';
+	END IF;
 END;
 $$;
 COMMENT ON PROCEDURE mm.tick_loop(text) IS
@@ -766,18 +857,40 @@ COMMENT ON FUNCTION mm.unschedule_retention() IS
 REVOKE ALL ON FUNCTION mm.unschedule_retention() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.unschedule_retention() TO mm_admin;
 
--- Whether a tick loop of the queue holds its advisory lock right now.
+-- The process that holds a queue's loop lock (kind 'loop') or its tick (kind
+-- 'tick') right now, or NULL: the locks of src/queue_locks.h, as pg_locks
+-- shows them (the keys as the library computes them).
+CREATE FUNCTION mm.tick_loop_holder(queue text, kind text)
+RETURNS integer
+LANGUAGE plpgsql STABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF kind NOT IN ('loop', 'tick') THEN
+		RAISE EXCEPTION 'kind must be ''loop'' or ''tick'', not "%"', kind
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	RETURN (SELECT min(l.pid) FROM pg_locks l
+			 WHERE l.locktype = 'advisory' AND l.granted
+			   AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+			   AND l.objsubid = CASE kind WHEN 'loop' THEN 28012 ELSE 28020 END
+			   AND (l.classid::bigint << 32 | l.objid::bigint)
+				   = CASE kind WHEN 'loop' THEN hashtextextended(concat('mm_tick_loop:', queue), 0)
+							   ELSE hashtextextended(queue, 30801029203845995) END);
+END;
+$$;
+COMMENT ON FUNCTION mm.tick_loop_holder(text, text) IS
+'The process holding the queue''s tick loop (kind loop) or tick (kind tick), or NULL';
+REVOKE ALL ON FUNCTION mm.tick_loop_holder(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.tick_loop_holder(text, text) TO mm_admin, mm_analyst, mm_ticker;
+
+-- Whether a tick loop of the queue holds its lock right now.
 CREATE FUNCTION mm.tick_loop_running(queue text)
 RETURNS boolean
 LANGUAGE sql STABLE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$
-	SELECT EXISTS (
-		SELECT 1 FROM pg_locks l
-		 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-		   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		   AND (l.classid::bigint << 32 | l.objid::bigint)
-			   = hashtextextended(concat('mm_tick_loop:', queue), 0))
+	SELECT mm.tick_loop_holder(queue, 'loop') IS NOT NULL
 $$;
 COMMENT ON FUNCTION mm.tick_loop_running(text) IS
 'True while a tick loop of the queue (mm.tick_loop) is running';

@@ -3,13 +3,17 @@
 # runs as one; the superuser schedules the queue with pg_cron, and after
 # pg_cron's own job has ticked it, every call ran as the admin and the role
 # is not superuser.  A pg_dump restored by a superuser keeps the role the
-# function runs as (the restore does not make it the restoring superuser).
+# function runs as (the restore does not make it the restoring superuser); a
+# role missing in the target leaves the queue without one, with a warning,
+# until an admin names the function again.  After the update from 0.3, a
+# queue whose function was missing is repaired by naming it again.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use IPC::Run;
 use MmTest;
 
 my $node = mm_new_node('mf_author');
@@ -116,6 +120,44 @@ command_ok([ $node->installed_command('pg_restore'), '-d', $node->connstr('resto
 is($node->safe_psql('restored', "SELECT match_function_role FROM mm.queues WHERE name = 'duel'"),
 	'game_admin', 'the restored queue runs its function as the admin, not the restoring superuser');
 
+# --- a restore whose role is missing in the target: the queue gets no role
+# (never the restoring superuser) until an admin names the function again
+$node->safe_psql('postgres', 'CREATE ROLE gone_admin LOGIN IN ROLE mm_admin');
+$node->safe_psql('game', 'GRANT USAGE ON SCHEMA game TO gone_admin');
+$node->safe_psql('game', q{
+	SELECT mm.create_queue('gone', '{"match_size": {"min": 2, "max": 2}, "match_function": "game.pairs"}');
+}, extra_params => [ '-U', 'gone_admin' ]);
+is($node->safe_psql('game', "SELECT match_function_role FROM mm.queues WHERE name = 'gone'"),
+	'gone_admin', 'a queue whose function an admin named');
+$node->safe_psql('game', 'REVOKE USAGE ON SCHEMA game FROM gone_admin');
+my $gone_dump = "$tempdir/gone.dump";
+command_ok([ $node->installed_command('pg_dump'), '-Fc', '-f', $gone_dump, '-d', $node->connstr('game') ],
+	'pg_dump of it');
+$node->safe_psql('postgres', 'DROP ROLE gone_admin');
+$node->safe_psql('postgres', 'CREATE DATABASE restored_gone');
+my $log_offset = -s $node->logfile;
+my ($rout, $rerr) = ('', '');
+IPC::Run::run([ $node->installed_command('pg_restore'), '-d', $node->connstr('restored_gone'), $gone_dump ],
+	'>', \$rout, '2>', \$rerr);
+is($? >> 8, 0, 'pg_restore into a cluster where that role does not exist');
+like(substr(slurp_file($node->logfile), $log_offset), qr/WARNING:  match_function_role "gone_admin" of queue "gone" does not exist: the queue's match function has no role to run as/,
+	'the restore warns of the missing role (in the server log: pg_restore does not print notices)');
+is($node->safe_psql('restored_gone', "SELECT coalesce(match_function_role, 'none') FROM mm.queues WHERE name = 'gone'"),
+	'none', 'the queue has no role: not the restoring superuser');
+is($node->safe_psql('restored_gone', "SELECT match_function_role FROM mm.queues WHERE name = 'duel'"),
+	'game_admin', 'the queue whose role exists keeps it');
+$node->safe_psql('restored_gone', q{
+	SELECT mm.create_ticket('gone', '[{"id": "g1"}]', '2026-01-01 00:00:00+00');
+	SELECT mm.create_ticket('gone', '[{"id": "g2"}]', '2026-01-01 00:00:01+00');});
+my ($grc, $gout, $gerr) = $node->psql('restored_gone', "SELECT mm.tick('gone', '2026-01-01 00:00:05+00')");
+like($gerr, qr/ERROR:  match_function of queue "gone" has no role to run as.*HINT:  An admin names the function again with mm\.alter_queue/s,
+	'its tick fails and says what to do');
+$node->safe_psql('restored_gone', q{
+	SELECT mm.alter_queue('gone', config) FROM mm.queues WHERE name = 'gone';
+}, extra_params => $as_admin);
+is($node->safe_psql('restored_gone', "SELECT match_function_role FROM mm.queues WHERE name = 'gone'"),
+	'game_admin', 'an admin naming the function again becomes its role');
+
 # --- a 0.3 database: the library does not tick it (nor its match function)
 # before the update; after it, the function runs as its owner
 $node->safe_psql('postgres', 'CREATE DATABASE old');
@@ -136,7 +178,36 @@ $node->safe_psql('old', q{
 my ($rc, $out, $err) = $node->psql('old', "SELECT mm.tick('duel', '2026-01-01 00:00:05+00')");
 like($err, qr/mm\.tick needs extension "matchmaking" version 0\.4, but this database has version 0\.3.*HINT:  Run ALTER EXTENSION matchmaking UPDATE\./s,
 	'a 0.3 database is not ticked (nor its match function run) before the update');
+# a queue whose function is missing at the update (dropped, to be created again)
+$node->safe_psql('old', q{
+	CREATE FUNCTION game.lost(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+	LANGUAGE sql AS $$ SELECT NULL::jsonb WHERE false $$;
+}, extra_params => $as_admin);
+$node->safe_psql('old', q{
+	SELECT mm.create_queue('lost', '{"match_size": {"min": 2, "max": 2}, "match_function": "game.lost"}');
+	DROP FUNCTION game.lost(text, jsonb, timestamptz);
+});
 $node->safe_psql('old', 'ALTER EXTENSION matchmaking UPDATE');
+is($node->safe_psql('old', "SELECT coalesce(match_function_role, 'none') FROM mm.queues WHERE name = 'lost'"),
+	'none', 'a queue whose function was missing at the update has no role');
+# the repair the tick's hint gives: the function back, an admin names it
+# again (the same text): it then runs as that admin
+$node->safe_psql('old', q{
+	CREATE FUNCTION game.lost(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+	LANGUAGE sql AS $$ SELECT NULL::jsonb WHERE false $$;
+	SELECT mm.alter_queue('lost', config) FROM mm.queues WHERE name = 'lost';
+}, extra_params => $as_admin);
+is($node->safe_psql('old', "SELECT match_function_role FROM mm.queues WHERE name = 'lost'"),
+	'game_admin', 'an admin naming the same function again repairs it');
+# a superuser's repair: the function runs as its owner, never as the superuser
+$node->safe_psql('old', q{
+	ALTER TABLE mm.queues DISABLE TRIGGER queues_validate;
+	UPDATE mm.queues SET match_function_role = NULL WHERE name = 'lost';
+	ALTER TABLE mm.queues ENABLE TRIGGER queues_validate;
+	SELECT mm.alter_queue('lost', config) FROM mm.queues WHERE name = 'lost';
+});
+is($node->safe_psql('old', "SELECT match_function_role FROM mm.queues WHERE name = 'lost'"),
+	'game_admin', "a superuser naming it again makes it run as the function's owner");
 is($node->safe_psql('old', "SELECT match_function_role FROM mm.queues WHERE name = 'duel'"),
 	'game_admin', "after the update it runs as the function's owner");
 is($node->safe_psql('old', q{
