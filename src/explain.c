@@ -386,70 +386,37 @@ TicketPenalised(const char *queue, const MmTicket *t, MemoryContext caller)
 	return penalised;
 }
 
-PG_FUNCTION_INFO_V1(mm_explain_ticket);
-
-Datum
-mm_explain_ticket(PG_FUNCTION_ARGS)
+/*
+ * The ticket explained (it must be searching, and search in the queue asked
+ * for, by default its own): returns the queue, and in *queues_json_out every
+ * queue it searches in (its own first) as a JSON array.
+ */
+static char *
+ReadExplainedTicket(int64 ticket_id, Datum queue_arg, bool queue_null, MemoryContext caller,
+					char **queues_json_out)
 {
-	int64		ticket_id;
-	TimestampTz now;
 	Oid			ticket_args[] = {INT8OID, TEXTOID};
-	Oid			text1[] = {TEXTOID};
-	Oid			args3[] = {TEXTOID, TIMESTAMPTZOID, INT8OID};
-	Datum		values[3];
-	MemoryContext caller = CurrentMemoryContext;
+	Datum		values[2];
 	char	   *queue;
 	char	   *status;
 	char	   *own_queue;
 	char	   *queues_json;
 	bool		searches_in;
-	Jsonb	   *config_jsonb;
-	MmQueueConfig *config;
-	MmRuleContext context;
-	MmTicket   *tickets;
-	Jsonb	  **players;
-	MmPlayerInput inputs[MM_MAX_MATCH_SIZE];
-	const MmRuleHandler **handlers;
-	MmRuleState *states;
-	bool	   *rule_on;
-	double	   *threshold;
-	int			ntickets,
-				self = -1,
-				r,
-				i,
-				rc;
 	bool		isnull;
-	double		median = -1;
-	StringInfoData out;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "ticket_id" : "now")));
-	ticket_id = PG_GETARG_INT64(0);
-	now = PG_GETARG_TIMESTAMPTZ(1);
-	if (TIMESTAMP_NOT_FINITE(now))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("now must be a finite timestamp")));
-	/* its statements are the served schema's */
-	MmRequireServedSchema("mm.explain_ticket");
-
-	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	int			rc;
 
 	/*
 	 * The ticket, every queue it searches in (its own first), and whether
 	 * the queue asked for (default: its own) is one of them.
 	 */
 	values[0] = Int64GetDatum(ticket_id);
-	values[1] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	values[1] = queue_null ? (Datum) 0 : queue_arg;
 	rc = SPI_execute_with_args("SELECT t.queue, t.status,"
 							   " pg_catalog.to_jsonb(pg_catalog.array_prepend(t.queue, COALESCE(t.queues, '{}')))::text,"
 							   " $2 IS NULL OR $2 OPERATOR(pg_catalog.=) t.queue"
 							   " OR $2 OPERATOR(pg_catalog.=) ANY (t.queues)"
 							   " FROM mm.tickets t WHERE t.id OPERATOR(pg_catalog.=) $1",
-							   2, ticket_args, values, PG_ARGISNULL(2) ? " n" : NULL,
+							   2, ticket_args, values, queue_null ? " n" : NULL,
 							   true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "reading ticket " INT64_FORMAT " failed: %s", ticket_id, SPI_result_code_string(rc));
@@ -462,7 +429,7 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 	queues_json = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
 	searches_in = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
 	MemoryContextSwitchTo(caller);
-	queue = PG_ARGISNULL(2) ? own_queue : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	queue = queue_null ? own_queue : text_to_cstring(DatumGetTextPP(queue_arg));
 	if (strcmp(status, "searching") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -473,6 +440,19 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ticket " INT64_FORMAT " does not search in queue \"%s\"", ticket_id, queue),
 				 errdetail("It searches in %s.", queues_json)));
+	*queues_json_out = queues_json;
+	return queue;
+}
+
+/* The queue's config, parsed. */
+static MmQueueConfig *
+ReadExplainedConfig(const char *queue, MemoryContext caller)
+{
+	Oid			text1[] = {TEXTOID};
+	Datum		values[1];
+	Jsonb	   *config_jsonb;
+	bool		isnull;
+	int			rc;
 
 	/* the queue's config */
 	values[0] = CStringGetTextDatum(queue);
@@ -486,8 +466,28 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 				 errmsg("queue \"%s\" does not exist", queue)));
 	MemoryContextSwitchTo(caller);
 	config_jsonb = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	config = MmParseQueueConfig(config_jsonb);
-	MmRuleContextInit(&context, config);
+	return MmParseQueueConfig(config_jsonb);
+}
+
+/*
+ * The searching tickets of the queue as its tick would load them, and the
+ * ticket explained (*self_out: its index), parsed for the rules.
+ */
+static MmTicket *
+LoadExplainedTickets(MmRuleContext *context, const char *queue, int64 ticket_id, TimestampTz now,
+					 MemoryContext caller, int *ntickets_out, int *self_out)
+{
+	const MmQueueConfig *config = context->config;
+	Oid			args3[] = {TEXTOID, TIMESTAMPTZOID, INT8OID};
+	Datum		values[3];
+	MmTicket   *tickets;
+	Jsonb	  **players;
+	MmPlayerInput inputs[MM_MAX_MATCH_SIZE];
+	int			ntickets,
+				self = -1,
+				i,
+				rc;
+	bool		isnull;
 
 	/* the searching tickets of the queue as its tick would load them, and this one */
 	values[0] = CStringGetTextDatum(queue);
@@ -523,11 +523,25 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 	SPI_freetuptable(SPI_tuptable);
 	MemoryContextSwitchTo(caller);
 	if (MmConfigReadsPlayerSources(config))
-		MmParseTicketsWithSources(&context, queue, tickets, players, ntickets, false);
+		MmParseTicketsWithSources(context, queue, tickets, players, ntickets, false);
 	else
 		for (i = 0; i < ntickets; i++)
-			MmParseTicket(&context, &tickets[i], players[i], inputs, NULL);
+			MmParseTicket(context, &tickets[i], players[i], inputs, NULL);
 	MemoryContextSwitchTo(caller);
+	*ntickets_out = ntickets;
+	*self_out = self;
+	return tickets;
+}
+
+/* The median wait of the queue's tickets matched in the last hour, or -1. */
+static double
+RecentMedianWait(const char *queue, TimestampTz now, MemoryContext caller)
+{
+	Oid			args2[] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2];
+	double		median = -1;
+	bool		isnull;
+	int			rc;
 
 	/* the queue's recent waits: the median of the last hour's matched tickets */
 	values[0] = CStringGetTextDatum(queue);
@@ -538,7 +552,7 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 							   " AND t.status OPERATOR(pg_catalog.=) 'matched'"
 							   " AND t.matched_at OPERATOR(pg_catalog.<=) $2"
 							   " AND t.matched_at OPERATOR(pg_catalog.>) ($2 OPERATOR(pg_catalog.-) CAST('1 hour' AS pg_catalog.interval))",
-							   2, args3, values, NULL, true, 1);
+							   2, args2, values, NULL, true, 1);
 	MemoryContextSwitchTo(caller);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "reading the queue's recent waits failed: %s", SPI_result_code_string(rc));
@@ -550,6 +564,175 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 	}
 	SPI_freetuptable(SPI_tuptable);
 	MemoryContextSwitchTo(caller);
+	return median;
+}
+
+/*
+ * "rules": each rule's step and threshold at the ticket's age, when it next
+ * widens, and how many tickets pass it against this one.
+ */
+static void
+AppendRuleSteps(StringInfo out, MmRuleContext *context, const MmRuleHandler **handlers,
+				MmRuleState *states, const MmTicket *tickets, int ntickets, int self,
+				TimestampTz now)
+{
+	const MmQueueConfig *config = context->config;
+	int			r,
+				i;
+
+	for (r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+		bool		on;
+		int			step;
+		double		thr,
+					next = NextChange(rule, tickets[self].age_seconds);
+
+		RuleAt(rule, tickets[self].age_seconds, &on, &step, &thr);
+		appendStringInfoString(out, r > 0 ? ", {\"name\": " : "{\"name\": ");
+		escape_json(out, rule->name);
+		appendStringInfoString(out, ", \"type\": ");
+		escape_json(out, MmRuleHandlerFor(rule->type)->type_name);
+		if (on)
+		{
+			appendStringInfo(out, ", \"on\": true, \"step\": %d", step);
+			if (MmRuleHasThreshold(rule))
+				appendStringInfo(out, ", \"threshold\": %s", float8out_internal(thr));
+		}
+		else
+			appendStringInfoString(out, ", \"on\": false");
+		if (next >= 0)
+		{
+			appendStringInfoString(out, ", \"next_widening_at\": ");
+			escape_json(out, timestamptz_to_str(now + (int64) ((next - tickets[self].age_seconds) *
+																USECS_PER_SEC)));
+		}
+		else
+			appendStringInfoString(out, ", \"next_widening_at\": null");
+		if (PairRule(rule, handlers[r]))
+		{
+			int			passing = 0;
+
+			for (i = 0; i < ntickets; i++)
+				if (i != self && PairPasses(context, r, handlers[r], &states[r], &tickets[self], &tickets[i]))
+					passing++;
+			appendStringInfo(out, ", \"passing_tickets\": %d}", passing);
+		}
+		else
+			/* team rules and compounds are decided on whole matches */
+			appendStringInfoString(out, ", \"passing_tickets\": null}");
+	}
+}
+
+/*
+ * "nearest" (closing "rules" first): the nearest candidates, as the search
+ * ranks them, and what blocks each.
+ */
+static void
+AppendNearest(StringInfo out, MmRuleContext *context, const MmRuleHandler **handlers,
+			  MmRuleState *states, const MmTicket *tickets, int ntickets, int self,
+			  const bool *rule_on, const double *threshold)
+{
+	const MmQueueConfig *config = context->config;
+	int			nearest[MM_EXPLAIN_NEAREST];
+	double		cost[MM_EXPLAIN_NEAREST];
+	int			n = 0,
+				k,
+				r,
+				i;
+
+	appendStringInfoString(out, "], \"nearest\": [");
+	for (i = 0; i < ntickets; i++)
+	{
+		double		c;
+
+		if (i == self)
+			continue;
+		c = MmCandidateCost(context, &tickets[self], &tickets[i], rule_on, threshold);
+		/* insertion into the sorted few: ties keep age order */
+		for (k = n; k > 0 && cost[k - 1] > c; k--)
+		{
+			if (k < MM_EXPLAIN_NEAREST)
+			{
+				nearest[k] = nearest[k - 1];
+				cost[k] = cost[k - 1];
+			}
+		}
+		if (k < MM_EXPLAIN_NEAREST)
+		{
+			nearest[k] = i;
+			cost[k] = c;
+			if (n < MM_EXPLAIN_NEAREST)
+				n++;
+		}
+	}
+	for (k = 0; k < n; k++)
+	{
+		const MmTicket *c = &tickets[nearest[k]];
+		bool		first = true;
+
+		appendStringInfo(out, "%s{\"ticket_id\": " INT64_FORMAT ", \"blocked_by\": [",
+						 k > 0 ? ", " : "", c->id);
+		for (r = 0; r < config->nrules; r++)
+			if (PairRule(&config->rules[r], handlers[r]) &&
+				!PairPasses(context, r, handlers[r], &states[r], &tickets[self], c))
+			{
+				if (!first)
+					appendStringInfoString(out, ", ");
+				escape_json(out, config->rules[r].name);
+				first = false;
+			}
+		appendStringInfoString(out, "]}");
+	}
+	appendStringInfoChar(out, ']');
+}
+
+PG_FUNCTION_INFO_V1(mm_explain_ticket);
+
+Datum
+mm_explain_ticket(PG_FUNCTION_ARGS)
+{
+	int64		ticket_id;
+	TimestampTz now;
+	MemoryContext caller = CurrentMemoryContext;
+	char	   *queue;
+	char	   *queues_json;
+	MmQueueConfig *config;
+	MmRuleContext context;
+	MmTicket   *tickets;
+	const MmRuleHandler **handlers;
+	MmRuleState *states;
+	bool	   *rule_on;
+	double	   *threshold;
+	int			ntickets,
+				self,
+				r,
+				rc;
+	double		median;
+	StringInfoData out;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "ticket_id" : "now")));
+	ticket_id = PG_GETARG_INT64(0);
+	now = PG_GETARG_TIMESTAMPTZ(1);
+	if (TIMESTAMP_NOT_FINITE(now))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("now must be a finite timestamp")));
+	/* its statements are the served schema's */
+	MmRequireServedSchema("mm.explain_ticket");
+
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+
+	queue = ReadExplainedTicket(ticket_id, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
+								PG_ARGISNULL(2), caller, &queues_json);
+	config = ReadExplainedConfig(queue, caller);
+	MmRuleContextInit(&context, config);
+	tickets = LoadExplainedTickets(&context, queue, ticket_id, now, caller, &ntickets, &self);
+	median = RecentMedianWait(queue, now, caller);
 
 	handlers = palloc(sizeof(MmRuleHandler *) * Max(config->nrules, 1));
 	states = palloc0(sizeof(MmRuleState) * Max(config->nrules, 1));
@@ -570,101 +753,8 @@ mm_explain_ticket(PG_FUNCTION_ARGS)
 	appendStringInfo(&out, ", \"queues\": %s", queues_json);
 	appendStringInfo(&out, ", \"age_seconds\": %.3f, \"searching_tickets\": %d, \"rules\": [",
 					 tickets[self].age_seconds, ntickets - 1);
-	for (r = 0; r < config->nrules; r++)
-	{
-		const MmRuleConfig *rule = &config->rules[r];
-		bool		on;
-		int			step;
-		double		thr,
-					next = NextChange(rule, tickets[self].age_seconds);
-
-		RuleAt(rule, tickets[self].age_seconds, &on, &step, &thr);
-		appendStringInfoString(&out, r > 0 ? ", {\"name\": " : "{\"name\": ");
-		escape_json(&out, rule->name);
-		appendStringInfoString(&out, ", \"type\": ");
-		escape_json(&out, MmRuleHandlerFor(rule->type)->type_name);
-		if (on)
-		{
-			appendStringInfo(&out, ", \"on\": true, \"step\": %d", step);
-			if (MmRuleHasThreshold(rule))
-				appendStringInfo(&out, ", \"threshold\": %s", float8out_internal(thr));
-		}
-		else
-			appendStringInfoString(&out, ", \"on\": false");
-		if (next >= 0)
-		{
-			appendStringInfoString(&out, ", \"next_widening_at\": ");
-			escape_json(&out, timestamptz_to_str(now + (int64) ((next - tickets[self].age_seconds) *
-																USECS_PER_SEC)));
-		}
-		else
-			appendStringInfoString(&out, ", \"next_widening_at\": null");
-		if (PairRule(rule, handlers[r]))
-		{
-			int			passing = 0;
-
-			for (i = 0; i < ntickets; i++)
-				if (i != self && PairPasses(&context, r, handlers[r], &states[r], &tickets[self], &tickets[i]))
-					passing++;
-			appendStringInfo(&out, ", \"passing_tickets\": %d}", passing);
-		}
-		else
-			/* team rules and compounds are decided on whole matches */
-			appendStringInfoString(&out, ", \"passing_tickets\": null}");
-	}
-
-	/* the nearest candidates, as the search ranks them, and what blocks each */
-	appendStringInfoString(&out, "], \"nearest\": [");
-	{
-		int			nearest[MM_EXPLAIN_NEAREST];
-		double		cost[MM_EXPLAIN_NEAREST];
-		int			n = 0,
-					k;
-
-		for (i = 0; i < ntickets; i++)
-		{
-			double		c;
-
-			if (i == self)
-				continue;
-			c = MmCandidateCost(&context, &tickets[self], &tickets[i], rule_on, threshold);
-			/* insertion into the sorted few: ties keep age order */
-			for (k = n; k > 0 && cost[k - 1] > c; k--)
-			{
-				if (k < MM_EXPLAIN_NEAREST)
-				{
-					nearest[k] = nearest[k - 1];
-					cost[k] = cost[k - 1];
-				}
-			}
-			if (k < MM_EXPLAIN_NEAREST)
-			{
-				nearest[k] = i;
-				cost[k] = c;
-				if (n < MM_EXPLAIN_NEAREST)
-					n++;
-			}
-		}
-		for (k = 0; k < n; k++)
-		{
-			const MmTicket *c = &tickets[nearest[k]];
-			bool		first = true;
-
-			appendStringInfo(&out, "%s{\"ticket_id\": " INT64_FORMAT ", \"blocked_by\": [",
-							 k > 0 ? ", " : "", c->id);
-			for (r = 0; r < config->nrules; r++)
-				if (PairRule(&config->rules[r], handlers[r]) &&
-					!PairPasses(&context, r, handlers[r], &states[r], &tickets[self], c))
-				{
-					if (!first)
-						appendStringInfoString(&out, ", ");
-					escape_json(&out, config->rules[r].name);
-					first = false;
-				}
-			appendStringInfoString(&out, "]}");
-		}
-	}
-	appendStringInfoChar(&out, ']');
+	AppendRuleSteps(&out, &context, handlers, states, tickets, ntickets, self, now);
+	AppendNearest(&out, &context, handlers, states, tickets, ntickets, self, rule_on, threshold);
 	if (config->roles != NULL)
 		AppendRoles(&out, &context, handlers, states, tickets, ntickets, self, now);
 	/* in the low-priority pool: it matches only its pool's tickets until this age */

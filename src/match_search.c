@@ -42,47 +42,6 @@
 #include "match_search_internal.h"
 
 /*
- * Every rule's step at an age (the rules that are on, their thresholds), and
- * the team sizes' bounds then.  Returns the largest team size spread
- * team_size_balance allows (-1: no limit).
- */
-int
-MmSearchSetStepsAt(SearchState *s, double age)
-{
-	const MmQueueConfig *config = s->config;
-	int			max_spread = -1;
-	int			r;
-
-	for (r = 0; r < config->nrules; r++)
-	{
-		const MmRuleConfig *rule = &config->rules[r];
-
-		s->rule_on[r] = MmRuleThresholdAt(rule, age,
-										  &s->rule_threshold[r], &s->rule_step[r]);
-		if (!s->rule_on[r])
-			s->rule_threshold[r] = 0;
-		if (s->rule_on[r] && rule->type == MM_RULE_TEAM_SIZE_BALANCE)
-		{
-			double		threshold = s->rule_threshold[r];
-			int			spread;
-
-			/* bounded before the cast: a spread beyond the largest match is no limit */
-			if (!(threshold >= 0))
-				threshold = 0;
-			if (threshold > MM_MAX_MATCH_SIZE)
-				threshold = MM_MAX_MATCH_SIZE;
-			spread = (int) floor(threshold);
-
-			max_spread = max_spread < 0 ? spread : Min(max_spread, spread);
-		}
-	}
-	for (r = 0; r < config->nteams; r++)
-		s->team_min[r] = MmTeamMinAt(&config->teams[r], age);
-	s->match_min = MmMatchMinAt(config, age);
-	return max_spread;
-}
-
-/*
  * Tries to form a match around the current anchor with every rule at its
  * step for an age (the anchor's, or with expansion_age_selection newest a
  * younger one: then only candidates at least that old join).  True when a

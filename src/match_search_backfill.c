@@ -371,6 +371,74 @@ BackfillStartAt(BackfillState *b, double age)
 	return level;
 }
 
+/*
+ * The result of a backfill that found a set (the best one, chosen at
+ * best_age): its rules' steps, region and quality, and its tickets, teams
+ * and roles, allocated in result_context.
+ */
+static void
+BackfillResultOf(BackfillState *b, const MmRuleContext *context, MmBackfillResult *result,
+				 double best_age, MemoryContext result_context)
+{
+	const MmQueueConfig *config = context->config;
+	double		closeness_sum = 0,
+				weight_sum = 0;
+	double		quality;
+	MmRuleState *final;
+
+	/* the best set's states and team rules again, for quality and region */
+	final = BackfillStartAt(b, best_age);
+	for (int k = 0; k < b->nmembers; k++)
+		BackfillJoin(b, final, &b->members[k]);
+	for (int k = 0; k < b->nbest; k++)
+		BackfillJoin(b, final, &b->candidates[b->best[k]]);
+	memcpy(b->chosen, b->best, sizeof(int) * b->nbest);
+	memcpy(b->chosen_team, b->best_team, sizeof(int) * b->nbest);
+	b->nchosen = b->nbest;
+	b->players = b->best_players;
+	if (b->roles != NULL)
+	{
+		memcpy(b->chosen_role, b->best_role, sizeof(int) * b->best_players);
+		memcpy(b->chosen_autofilled, b->best_autofilled, sizeof(bool) * b->best_players);
+	}
+	(void) BackfillTeamRules(b, &closeness_sum, &weight_sum);
+	for (int r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+
+		result->rule_steps[r].step = b->step[r];
+		result->rule_steps[r].threshold = b->threshold[r];
+		result->rule_steps[r].off = !b->rule_on[r];
+		if (rule->type == MM_RULE_LATENCY && result->region < 0)
+			result->region = MmChooseRegion(context, &final[r], b->threshold[r], NULL);
+		if (!b->rule_on[r] || b->handlers[r]->scope != MM_SCOPE_TICKETS || rule->in_compound)
+			continue;
+		closeness_sum += rule->weight *
+			b->handlers[r]->closeness(context, &final[r], b->threshold[r]);
+		weight_sum += rule->weight;
+	}
+	quality = weight_sum > 0 ? closeness_sum / weight_sum : 1.0;
+	if (!(quality >= 0.0))
+		quality = 0.0;
+	result->quality = Min(quality, 1.0);
+
+	result->ntickets = b->nbest;
+	result->nplayers = b->best_players;
+	result->filled = b->best_players == b->wanted;
+	result->tickets = MemoryContextAlloc(result_context, sizeof(int) * b->nbest);
+	result->ticket_team = MemoryContextAlloc(result_context, sizeof(int) * b->nbest);
+	/* chosen in ascending candidate order already (DFS goes forward) */
+	memcpy(result->tickets, b->best, sizeof(int) * b->nbest);
+	memcpy(result->ticket_team, b->best_team, sizeof(int) * b->nbest);
+	if (b->roles != NULL)
+	{
+		result->player_role = MemoryContextAlloc(result_context, sizeof(int) * b->best_players);
+		result->player_autofilled = MemoryContextAlloc(result_context, sizeof(bool) * b->best_players);
+		memcpy(result->player_role, b->best_role, sizeof(int) * b->best_players);
+		memcpy(result->player_autofilled, b->best_autofilled, sizeof(bool) * b->best_players);
+	}
+}
+
 /* Fills open slots of a running match; see match_search.h. */
 MmBackfillResult *
 MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmembers,
@@ -518,64 +586,7 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 	}
 
 	if (b.nbest > 0)
-	{
-		double		closeness_sum = 0,
-					weight_sum = 0;
-		double		quality;
-		MmRuleState *final;
-
-		/* the best set's states and team rules again, for quality and region */
-		final = BackfillStartAt(&b, best_age);
-		for (int k = 0; k < nmembers; k++)
-			BackfillJoin(&b, final, &members[k]);
-		for (int k = 0; k < b.nbest; k++)
-			BackfillJoin(&b, final, &candidates[b.best[k]]);
-		memcpy(b.chosen, b.best, sizeof(int) * b.nbest);
-		memcpy(b.chosen_team, b.best_team, sizeof(int) * b.nbest);
-		b.nchosen = b.nbest;
-		b.players = b.best_players;
-		if (b.roles != NULL)
-		{
-			memcpy(b.chosen_role, b.best_role, sizeof(int) * b.best_players);
-			memcpy(b.chosen_autofilled, b.best_autofilled, sizeof(bool) * b.best_players);
-		}
-		(void) BackfillTeamRules(&b, &closeness_sum, &weight_sum);
-		for (int r = 0; r < nrules; r++)
-		{
-			const MmRuleConfig *rule = &config->rules[r];
-
-			result->rule_steps[r].step = b.step[r];
-			result->rule_steps[r].threshold = b.threshold[r];
-			result->rule_steps[r].off = !b.rule_on[r];
-			if (rule->type == MM_RULE_LATENCY && result->region < 0)
-				result->region = MmChooseRegion(context, &final[r], b.threshold[r], NULL);
-			if (!b.rule_on[r] || b.handlers[r]->scope != MM_SCOPE_TICKETS || rule->in_compound)
-				continue;
-			closeness_sum += rule->weight *
-				b.handlers[r]->closeness(context, &final[r], b.threshold[r]);
-			weight_sum += rule->weight;
-		}
-		quality = weight_sum > 0 ? closeness_sum / weight_sum : 1.0;
-		if (!(quality >= 0.0))
-			quality = 0.0;
-		result->quality = Min(quality, 1.0);
-
-		result->ntickets = b.nbest;
-		result->nplayers = b.best_players;
-		result->filled = b.best_players == b.wanted;
-		result->tickets = MemoryContextAlloc(result_context, sizeof(int) * b.nbest);
-		result->ticket_team = MemoryContextAlloc(result_context, sizeof(int) * b.nbest);
-		/* chosen in ascending candidate order already (DFS goes forward) */
-		memcpy(result->tickets, b.best, sizeof(int) * b.nbest);
-		memcpy(result->ticket_team, b.best_team, sizeof(int) * b.nbest);
-		if (b.roles != NULL)
-		{
-			result->player_role = MemoryContextAlloc(result_context, sizeof(int) * b.best_players);
-			result->player_autofilled = MemoryContextAlloc(result_context, sizeof(bool) * b.best_players);
-			memcpy(result->player_role, b.best_role, sizeof(int) * b.best_players);
-			memcpy(result->player_autofilled, b.best_autofilled, sizeof(bool) * b.best_players);
-		}
-	}
+		BackfillResultOf(&b, context, result, best_age, result_context);
 	(void) best_first;
 
 	MemoryContextSwitchTo(result_context);

@@ -176,6 +176,13 @@ extern bool MmSearchPoolCanSeat(const SearchState *s, bool first_only);
 extern void MmSearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, int ntickets,
 						 MemoryContext result_context);
 
+/*
+ * match_search_pool.c: every rule's step at an age (the rules that are on,
+ * their thresholds), and the team sizes' bounds then.  Returns the largest
+ * team size spread team_size_balance allows (-1: no limit).
+ */
+extern int	MmSearchSetStepsAt(SearchState *s, double age);
+
 /* Starts the candidate stream of an anchor. */
 extern void MmSearchCandidatesStart(SearchState *s);
 
@@ -272,14 +279,6 @@ extern bool MmSearchExhaustive(SearchState *s, int lo, int hi, const int *sizes,
  */
 extern void MmSearchExtendMatch(SearchState *s);
 
-/* match_search.c: the anchor loop. */
-
-/*
- * Every rule's step at an age (the rules that are on, their thresholds), and
- * the team sizes' bounds then.  Returns the largest team size spread
- * team_size_balance allows (-1: no limit).
- */
-extern int	MmSearchSetStepsAt(SearchState *s, double age);
 
 /* Inline for the per-candidate loops. */
 

@@ -2,9 +2,9 @@
  * match_search_pool.c
  *	  The search's pool and candidates (pure C, no SPI): the alive tickets
  *	  (union-find "next alive" pointers), the main rule's value-sorted array
- *	  with its Fenwick tree of alive counts, the search's set-up, the
- *	  candidates of an anchor (walk or window, see match_search.c) and their
- *	  ranking (weights, batching_preference).
+ *	  with its Fenwick tree of alive counts, the search's set-up, every
+ *	  rule's step at an age, the candidates of an anchor (walk or window, see
+ *	  match_search.c) and their ranking (weights, batching_preference).
  */
 #include "postgres.h"
 
@@ -480,6 +480,47 @@ MmSearchInit(SearchState *s, const MmRuleContext *context, MmTicket *tickets, in
 	s->matches_allocated = 16;
 	s->result->matches = MemoryContextAlloc(result_context,
 											sizeof(MmFoundMatch) * s->matches_allocated);
+}
+
+/*
+ * Every rule's step at an age (the rules that are on, their thresholds), and
+ * the team sizes' bounds then.  Returns the largest team size spread
+ * team_size_balance allows (-1: no limit).
+ */
+int
+MmSearchSetStepsAt(SearchState *s, double age)
+{
+	const MmQueueConfig *config = s->config;
+	int			max_spread = -1;
+	int			r;
+
+	for (r = 0; r < config->nrules; r++)
+	{
+		const MmRuleConfig *rule = &config->rules[r];
+
+		s->rule_on[r] = MmRuleThresholdAt(rule, age,
+										  &s->rule_threshold[r], &s->rule_step[r]);
+		if (!s->rule_on[r])
+			s->rule_threshold[r] = 0;
+		if (s->rule_on[r] && rule->type == MM_RULE_TEAM_SIZE_BALANCE)
+		{
+			double		threshold = s->rule_threshold[r];
+			int			spread;
+
+			/* bounded before the cast: a spread beyond the largest match is no limit */
+			if (!(threshold >= 0))
+				threshold = 0;
+			if (threshold > MM_MAX_MATCH_SIZE)
+				threshold = MM_MAX_MATCH_SIZE;
+			spread = (int) floor(threshold);
+
+			max_spread = max_spread < 0 ? spread : Min(max_spread, spread);
+		}
+	}
+	for (r = 0; r < config->nteams; r++)
+		s->team_min[r] = MmTeamMinAt(&config->teams[r], age);
+	s->match_min = MmMatchMinAt(config, age);
+	return max_spread;
 }
 
 /* Collects the rest of the window (index >= from) in age order at once. */

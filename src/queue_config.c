@@ -9,8 +9,9 @@
  * (json_walk.c).  The tick and the ticket validation only ever read the
  * parsed struct, so a rule type's options are parsed and checked in the
  * parser and nowhere else.  Its parts: queue_config_rule.c (one rule's keys),
- * queue_config_compound.c (compound statements); the normalised form is
- * queue_config_json.c's, the SQL entry points queue_config_sql.c's.
+ * queue_config_compound.c (compound statements), queue_config_roles.c
+ * (roles), all on queue_config_read.c's shared readers; the normalised form
+ * is queue_config_json.c's, the SQL entry points queue_config_sql.c's.
  *
  * The parser reads no catalog: the function a "match_function" names is
  * checked by the caller's MmMatchFunctionCheck (MmParseQueueConfig passes the
@@ -24,61 +25,6 @@
 #include "json_walk.h"
 #include "queue_config_internal.h"
 #include "roles.h"
-
-/*
- * What is wrong with a name (queue, team, rule, rating pool), or NULL when it
- * is valid: 1-64 characters, ^[A-Za-z0-9][A-Za-z0-9_-]*$.
- */
-const char *
-MmNameProblem(const char *name)
-{
-	size_t		len = strlen(name);
-	size_t		i;
-
-	if (len == 0)
-		return "must not be empty";
-	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
-		  (name[0] >= '0' && name[0] <= '9')))
-		return "must start with a letter or a digit";
-	for (i = 1; i < len; i++)
-	{
-		char		c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '_' || c == '-'))
-			return "may contain only letters, digits, '_' and '-'";
-	}
-	if (len > MM_MAX_NAME_LENGTH)
-		return "must be at most 64 characters";
-	return NULL;
-}
-
-/* Reads a name-like string (team, rule, pool) at the current path. */
-char *
-MmConfigReadName(MmJsonPath *path, JsonbValue *value)
-{
-	char	   *name;
-	const char *problem;
-
-	if (value->type != jbvString)
-		MmJsonError(path, "must be a string");
-	name = pnstrdup(value->val.string.val, value->val.string.len);
-	problem = MmNameProblem(name);
-	if (problem != NULL)
-		MmJsonError(path, "%s", problem);
-	return name;
-}
-
-/* Raises "is required" for a missing key. */
-void
-pg_attribute_noreturn()
-MmConfigMissingKey(MmJsonPath *path, const char *key, const char *why)
-{
-	MmJsonPathPushKey(path, key, strlen(key));
-	if (why)
-		MmJsonError(path, "is required %s", why);
-	MmJsonError(path, "is required");
-}
 
 /* Parses "match_size". */
 static void
@@ -353,6 +299,281 @@ ReadPenalties(MmJsonPath *path, JsonbValue *value, MmQueueConfig *config)
 }
 
 /*
+ * Reads "teams" (and what follows from them: match_size when it was not
+ * given, the largest party); returns each team's "roles", NULL when absent.
+ */
+static JsonbValue **
+ReadTeams(MmJsonPath *path, JsonbValue *v, MmQueueConfig *config, bool with_match_size)
+{
+	JsonbContainer *teams;
+	JsonbValue **team_roles;
+	int			sum_min = 0;
+	int			sum_max = 0;
+	int			o;
+	int			i,
+				j;
+
+	o = MmJsonPathPushKey(path, "teams", 5);
+	teams = MmJsonArray(path, v, 2, MM_MAX_TEAMS, &config->nteams);
+	config->teams = palloc0(sizeof(MmTeamConfig) * config->nteams);
+	team_roles = palloc0(sizeof(JsonbValue *) * config->nteams);
+	for (i = 0; i < config->nteams; i++)
+	{
+		int			o2 = MmJsonPathPushIndex(path, i);
+
+		ReadTeam(path, getIthJsonbValueFromContainer(teams, i), &config->teams[i], &team_roles[i]);
+		for (j = 0; j < i; j++)
+			if (strcmp(config->teams[j].name, config->teams[i].name) == 0)
+				WITH_KEY(path, "name",
+						 MmJsonError(path, "duplicate team name \"%s\"", config->teams[i].name));
+		sum_min += config->teams[i].min;
+		sum_max += config->teams[i].max;
+		MmJsonPathPop(path, o2);
+	}
+	if (with_match_size)
+	{
+		/* Both given: they must overlap; keep the overlap. */
+		if (sum_min > config->match_max)
+			MmJsonError(path, "the teams' min add up to %d, more than match_size.max (%d)",
+						sum_min, config->match_max);
+		if (sum_max < config->match_min)
+			MmJsonError(path, "the teams' max add up to %d, less than match_size.min (%d)",
+						sum_max, config->match_min);
+		config->match_min = Max(config->match_min, sum_min);
+		config->match_max = Min(config->match_max, sum_max);
+	}
+	else
+	{
+		/* match_size taken from the teams. */
+		if (sum_max > MM_MAX_MATCH_SIZE)
+			MmJsonError(path, "the teams' max add up to %d, more than the limit of %d players per match",
+						sum_max, MM_MAX_MATCH_SIZE);
+		config->match_min = sum_min;
+		config->match_max = sum_max;
+	}
+	MmJsonPathPop(path, o);
+
+	/*
+	 * A party always plays on one team, and the other teams still need
+	 * their minimum, so the largest party is the largest team max that
+	 * leaves room for the other teams' min within match_max.
+	 */
+	config->max_party_size = 0;
+	for (i = 0; i < config->nteams; i++)
+	{
+		int			room = config->match_max - (sum_min - config->teams[i].min);
+		int			fits = Min(config->teams[i].max, room);
+
+		config->max_party_size = Max(config->max_party_size, fits);
+	}
+	return team_roles;
+}
+
+/*
+ * Reads "rating": the system, the pool and the keys mm.report_result reads.
+ */
+static void
+ReadRating(MmJsonPath *path, JsonbValue *v, MmQueueConfig *config)
+{
+	MmJsonField rf[] = {{"system"}, {"pool"}, {"boost"}, {"leavers_lose"}, {"per_role"}};
+	JsonbValue *rv;
+	int			o = MmJsonPathPushKey(path, "rating", 6);
+
+	MmJsonReadObject(path, v, rf, lengthof_fields(rf));
+	if (!(rv = MmJsonGet(rf, lengthof(rf), "system")))
+		MmConfigMissingKey(path, "system", NULL);
+	WITH_KEY(path, "system",
+			 config->rating_system = MmJsonString(path, rv, 0, MM_MAX_ATTRIBUTE_LENGTH);
+			 if (strcmp(config->rating_system, "elo") != 0 &&
+				 strcmp(config->rating_system, "glicko2") != 0 &&
+				 strcmp(config->rating_system, "openskill") != 0)
+				 MmJsonError(path, "must be one of elo, glicko2, openskill"));
+	if ((rv = MmJsonGet(rf, lengthof(rf), "pool")))
+		WITH_KEY(path, "pool", config->rating_pool = MmConfigReadName(path, rv));
+	/* read by mm.report_result: only checked here */
+	if ((rv = MmJsonGet(rf, lengthof(rf), "boost")))
+		WITH_KEY(path, "boost", (void) MmJsonBool(path, rv));
+	if ((rv = MmJsonGet(rf, lengthof(rf), "leavers_lose")))
+		WITH_KEY(path, "leavers_lose", (void) MmJsonBool(path, rv));
+	if ((rv = MmJsonGet(rf, lengthof(rf), "per_role")))
+		WITH_KEY(path, "per_role",
+				 if (MmJsonBool(path, rv))
+				 {
+					 if (config->roles == NULL)
+						 MmJsonError(path, "needs roles: give the teams \"roles\"");
+					 config->roles->per_role_rating = true;
+				 });
+	MmJsonPathPop(path, o);
+}
+
+/*
+ * Reads "statistics".
+ */
+static void
+ReadStatistics(MmJsonPath *path, JsonbValue *v, MmQueueConfig *config)
+{
+	MmJsonField sf[] = {{"show_player_count"}, {"show_time_to_match"}};
+	JsonbValue *sv;
+	int			o = MmJsonPathPushKey(path, "statistics", 10);
+
+	MmJsonReadObject(path, v, sf, lengthof_fields(sf));
+	if ((sv = MmJsonGet(sf, lengthof(sf), "show_player_count")))
+		WITH_KEY(path, "show_player_count", config->show_player_count = MmJsonBool(path, sv));
+	if ((sv = MmJsonGet(sf, lengthof(sf), "show_time_to_match")))
+		WITH_KEY(path, "show_time_to_match", config->show_time_to_match = MmJsonBool(path, sv));
+	MmJsonPathPop(path, o);
+}
+
+/*
+ * Reads "rules": each rule, then the compound statements and the rating
+ * sources across them.
+ */
+static void
+ReadRules(MmJsonPath *path, JsonbValue *v, MmQueueConfig *config)
+{
+	JsonbContainer *rules;
+	int			o = MmJsonPathPushKey(path, "rules", 5);
+	int			i,
+				j;
+
+	rules = MmJsonArray(path, v, 0, MM_MAX_RULES, &config->nrules);
+	config->rules = palloc0(sizeof(MmRuleConfig) * Max(config->nrules, 1));
+	for (i = 0; i < config->nrules; i++)
+	{
+		int			o2 = MmJsonPathPushIndex(path, i);
+
+		MmConfigReadRule(path, getIthJsonbValueFromContainer(rules, i), &config->rules[i]);
+		if (config->rules[i].type == MM_RULE_ROLE_DIFFERENCE &&
+			(config->roles == NULL || config->nteams == 0))
+			WITH_KEY(path, "type",
+					 MmJsonErrorHint(path, "Give each team \"roles\".",
+									 "rule type role_difference requires teams with roles"));
+		/* the tick would skip them silently in a free-for-all */
+		if (config->nteams == 0 &&
+			(config->rules[i].type == MM_RULE_TEAM_DIFFERENCE ||
+			 config->rules[i].type == MM_RULE_TEAM_SIZE_BALANCE ||
+			 config->rules[i].type == MM_RULE_TEAM_TICKET_SIZE_SIMILARITY))
+			WITH_KEY(path, "type",
+					 MmJsonErrorHint(path, "Give the queue \"teams\", or use a difference rule for a free-for-all.",
+									 "rule type %s requires teams",
+									 MmRuleTypeNames[config->rules[i].type]));
+		for (j = 0; j < i; j++)
+			if (strcmp(config->rules[j].name, config->rules[i].name) == 0)
+				WITH_KEY(path, "name",
+						 MmJsonError(path, "duplicate rule name \"%s\"", config->rules[i].name));
+		MmJsonPathPop(path, o2);
+	}
+	MmJsonPathPop(path, o);
+	MmConfigParseCompounds(path, config);
+	ParseRatingSources(path, config, rules);
+}
+
+/*
+ * Reads "algorithm": strategy, batching, sort attributes, expansion age.
+ */
+static void
+ReadAlgorithm(MmJsonPath *path, JsonbValue *v, MmQueueConfig *config)
+{
+	MmJsonField af[] = {{"strategy"}, {"balanced_attribute"}, {"batching_preference"},
+	{"sort_by_attributes"}, {"expansion_age_selection"}};
+	JsonbValue *av;
+	char	   *str;
+	int			o = MmJsonPathPushKey(path, "algorithm", 9);
+
+	MmJsonReadObject(path, v, af, lengthof_fields(af));
+	if ((av = MmJsonGet(af, lengthof(af), "strategy")))
+		WITH_KEY(path, "strategy",
+				 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
+				 if (strcmp(str, "balanced") == 0)
+				 config->balanced = true;
+				 else if (strcmp(str, "exhaustive") != 0)
+				 MmJsonError(path, "must be one of exhaustive, balanced"));
+	if ((av = MmJsonGet(af, lengthof(af), "balanced_attribute")))
+	{
+		MmRuleConfig tmp;
+
+		if (!config->balanced)
+			WITH_KEY(path, "balanced_attribute",
+					 MmJsonError(path, "is allowed only with \"strategy\": \"balanced\""));
+		memset(&tmp, 0, sizeof(tmp));
+		WITH_KEY(path, "balanced_attribute", MmConfigReadAttribute(path, av, &tmp));
+		config->balanced_attribute = tmp.attribute;
+		config->balanced_depth = tmp.attribute_depth;
+		config->balanced_path = tmp.attribute_path;
+		/* read like a difference rule's attribute; a missing value is the match's average */
+		config->balanced_rule = palloc0(sizeof(MmRuleConfig));
+		config->balanced_rule->name = "balanced_attribute";
+		config->balanced_rule->type = MM_RULE_DIFFERENCE;
+		config->balanced_rule->weight = 0;
+		config->balanced_rule->attribute = tmp.attribute;
+		config->balanced_rule->attribute_depth = tmp.attribute_depth;
+		config->balanced_rule->attribute_path = tmp.attribute_path;
+		config->balanced_rule->missing_matches_any = true;
+		config->balanced_rule->seconds_until_optional = -1;
+	}
+	else if (config->balanced)
+		MmConfigMissingKey(path, "balanced_attribute", "with \"strategy\": \"balanced\"");
+	if (config->balanced && config->nteams == 0)
+		WITH_KEY(path, "strategy",
+				 MmJsonError(path, "balanced needs teams"));
+	config->batching = MM_BATCHING_RULES;
+	if ((av = MmJsonGet(af, lengthof(af), "batching_preference")))
+		WITH_KEY(path, "batching_preference",
+				 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
+				 if (strcmp(str, "sorted") == 0)
+				 config->batching = MM_BATCHING_SORTED;
+				 else if (strcmp(str, "largest_population") == 0)
+				 config->batching = MM_BATCHING_LARGEST_POPULATION;
+				 else if (strcmp(str, "fastest_region") == 0)
+				 config->batching = MM_BATCHING_FASTEST_REGION;
+				 else if (strcmp(str, "random") == 0)
+				 config->batching = MM_BATCHING_RANDOM;
+				 else
+				 MmJsonError(path, "must be one of sorted, largest_population, fastest_region, random"));
+	if ((av = MmJsonGet(af, lengthof(af), "sort_by_attributes")))
+	{
+		JsonbContainer *list;
+		int			o2 = MmJsonPathPushKey(path, "sort_by_attributes", 18);
+
+		if (config->batching != MM_BATCHING_SORTED)
+			MmJsonError(path, "is allowed only with \"batching_preference\": \"sorted\"");
+		list = MmJsonArray(path, av, 1, MM_MAX_SORT_ATTRIBUTES, &config->nsort);
+		config->sort_rules = palloc0(sizeof(MmRuleConfig) * config->nsort);
+		for (int k = 0; k < config->nsort; k++)
+		{
+			MmRuleConfig *sr = &config->sort_rules[k];
+			int			o3 = MmJsonPathPushIndex(path, k);
+
+			MmConfigReadAttribute(path, getIthJsonbValueFromContainer(list, k), sr);
+			sr->name = "sort_by_attributes";
+			sr->type = MM_RULE_DIFFERENCE;
+			sr->missing_matches_any = true;
+			sr->seconds_until_optional = -1;
+			MmJsonPathPop(path, o3);
+		}
+		MmJsonPathPop(path, o2);
+	}
+	else if (config->batching == MM_BATCHING_SORTED)
+		MmConfigMissingKey(path, "sort_by_attributes", "with \"batching_preference\": \"sorted\"");
+	if ((config->batching == MM_BATCHING_LARGEST_POPULATION ||
+		 config->batching == MM_BATCHING_FASTEST_REGION) && config->latency_rule < 0)
+		WITH_KEY(path, "batching_preference",
+				 MmJsonError(path, "%s needs a latency rule (it ranks by region)",
+							 config->batching == MM_BATCHING_FASTEST_REGION ?
+							 "fastest_region" : "largest_population"));
+	if ((av = MmJsonGet(af, lengthof(af), "expansion_age_selection")))
+		WITH_KEY(path, "expansion_age_selection",
+				 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
+				 if (strcmp(str, "newest") == 0)
+				 config->newest_age = true;
+				 else if (strcmp(str, "oldest") != 0)
+				 MmJsonError(path, "must be one of oldest, newest"));
+	MmJsonPathPop(path, o);
+	if (config->newest_age)
+		CheckStepsLoosen(path, config);
+}
+
+/*
  * Parses and validates a queue config, with the match function checked by
  * check; see queue_config.h.
  */
@@ -372,8 +593,7 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 	JsonbValue	root;
 	JsonbValue *v;
 	JsonbValue **team_roles = NULL;
-	int			i,
-				j;
+	int			i;
 
 	MmJsonPathInit(path, "queue config");
 	if (VARSIZE(jb) > MM_MAX_CONFIG_BYTES)
@@ -387,66 +607,7 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 		MmConfigMissingKey(path, "match_size", "unless teams are given");
 
 	if ((v = MmJsonGet(f, lengthof(f), "teams")))
-	{
-		JsonbContainer *teams;
-		int			sum_min = 0;
-		int			sum_max = 0;
-		int			o;
-
-		o = MmJsonPathPushKey(path, "teams", 5);
-		teams = MmJsonArray(path, v, 2, MM_MAX_TEAMS, &config->nteams);
-		config->teams = palloc0(sizeof(MmTeamConfig) * config->nteams);
-		team_roles = palloc0(sizeof(JsonbValue *) * config->nteams);
-		for (i = 0; i < config->nteams; i++)
-		{
-			int			o2 = MmJsonPathPushIndex(path, i);
-
-			ReadTeam(path, getIthJsonbValueFromContainer(teams, i), &config->teams[i], &team_roles[i]);
-			for (j = 0; j < i; j++)
-				if (strcmp(config->teams[j].name, config->teams[i].name) == 0)
-					WITH_KEY(path, "name",
-							 MmJsonError(path, "duplicate team name \"%s\"", config->teams[i].name));
-			sum_min += config->teams[i].min;
-			sum_max += config->teams[i].max;
-			MmJsonPathPop(path, o2);
-		}
-		if (MmJsonGet(f, lengthof(f), "match_size"))
-		{
-			/* Both given: they must overlap; keep the overlap. */
-			if (sum_min > config->match_max)
-				MmJsonError(path, "the teams' min add up to %d, more than match_size.max (%d)",
-							sum_min, config->match_max);
-			if (sum_max < config->match_min)
-				MmJsonError(path, "the teams' max add up to %d, less than match_size.min (%d)",
-							sum_max, config->match_min);
-			config->match_min = Max(config->match_min, sum_min);
-			config->match_max = Min(config->match_max, sum_max);
-		}
-		else
-		{
-			/* match_size taken from the teams. */
-			if (sum_max > MM_MAX_MATCH_SIZE)
-				MmJsonError(path, "the teams' max add up to %d, more than the limit of %d players per match",
-							sum_max, MM_MAX_MATCH_SIZE);
-			config->match_min = sum_min;
-			config->match_max = sum_max;
-		}
-		MmJsonPathPop(path, o);
-
-		/*
-		 * A party always plays on one team, and the other teams still need
-		 * their minimum, so the largest party is the largest team max that
-		 * leaves room for the other teams' min within match_max.
-		 */
-		config->max_party_size = 0;
-		for (i = 0; i < config->nteams; i++)
-		{
-			int			room = config->match_max - (sum_min - config->teams[i].min);
-			int			fits = Min(config->teams[i].max, room);
-
-			config->max_party_size = Max(config->max_party_size, fits);
-		}
-	}
+		team_roles = ReadTeams(path, v, config, MmJsonGet(f, lengthof(f), "match_size") != NULL);
 	else
 		config->max_party_size = config->match_max;
 	MmConfigReadRoles(path, config, team_roles, MmJsonGet(f, lengthof(f), "roles"),
@@ -467,193 +628,20 @@ MmParseQueueConfigWith(Jsonb *jb, MmMatchFunctionCheck check)
 				 config->heartbeat_timeout_seconds = MmJsonNumber(path, v, 0, true, MM_MAX_LIFETIME_SECONDS));
 
 	if ((v = MmJsonGet(f, lengthof(f), "rating")))
-	{
-		MmJsonField rf[] = {{"system"}, {"pool"}, {"boost"}, {"leavers_lose"}, {"per_role"}};
-		JsonbValue *rv;
-		int			o = MmJsonPathPushKey(path, "rating", 6);
-
-		MmJsonReadObject(path, v, rf, lengthof_fields(rf));
-		if (!(rv = MmJsonGet(rf, lengthof(rf), "system")))
-			MmConfigMissingKey(path, "system", NULL);
-		WITH_KEY(path, "system",
-				 config->rating_system = MmJsonString(path, rv, 0, MM_MAX_ATTRIBUTE_LENGTH);
-				 if (strcmp(config->rating_system, "elo") != 0 &&
-					 strcmp(config->rating_system, "glicko2") != 0 &&
-					 strcmp(config->rating_system, "openskill") != 0)
-					 MmJsonError(path, "must be one of elo, glicko2, openskill"));
-		if ((rv = MmJsonGet(rf, lengthof(rf), "pool")))
-			WITH_KEY(path, "pool", config->rating_pool = MmConfigReadName(path, rv));
-		/* read by mm.report_result: only checked here */
-		if ((rv = MmJsonGet(rf, lengthof(rf), "boost")))
-			WITH_KEY(path, "boost", (void) MmJsonBool(path, rv));
-		if ((rv = MmJsonGet(rf, lengthof(rf), "leavers_lose")))
-			WITH_KEY(path, "leavers_lose", (void) MmJsonBool(path, rv));
-		if ((rv = MmJsonGet(rf, lengthof(rf), "per_role")))
-			WITH_KEY(path, "per_role",
-					 if (MmJsonBool(path, rv))
-					 {
-						 if (config->roles == NULL)
-							 MmJsonError(path, "needs roles: give the teams \"roles\"");
-						 config->roles->per_role_rating = true;
-					 });
-		MmJsonPathPop(path, o);
-	}
+		ReadRating(path, v, config);
 
 	if ((v = MmJsonGet(f, lengthof(f), "statistics")))
-	{
-		MmJsonField sf[] = {{"show_player_count"}, {"show_time_to_match"}};
-		JsonbValue *sv;
-		int			o = MmJsonPathPushKey(path, "statistics", 10);
-
-		MmJsonReadObject(path, v, sf, lengthof_fields(sf));
-		if ((sv = MmJsonGet(sf, lengthof(sf), "show_player_count")))
-			WITH_KEY(path, "show_player_count", config->show_player_count = MmJsonBool(path, sv));
-		if ((sv = MmJsonGet(sf, lengthof(sf), "show_time_to_match")))
-			WITH_KEY(path, "show_time_to_match", config->show_time_to_match = MmJsonBool(path, sv));
-		MmJsonPathPop(path, o);
-	}
+		ReadStatistics(path, v, config);
 
 	if ((v = MmJsonGet(f, lengthof(f), "rules")))
-	{
-		JsonbContainer *rules;
-		int			o = MmJsonPathPushKey(path, "rules", 5);
-
-		rules = MmJsonArray(path, v, 0, MM_MAX_RULES, &config->nrules);
-		config->rules = palloc0(sizeof(MmRuleConfig) * Max(config->nrules, 1));
-		for (i = 0; i < config->nrules; i++)
-		{
-			int			o2 = MmJsonPathPushIndex(path, i);
-
-			MmConfigReadRule(path, getIthJsonbValueFromContainer(rules, i), &config->rules[i]);
-			if (config->rules[i].type == MM_RULE_ROLE_DIFFERENCE &&
-				(config->roles == NULL || config->nteams == 0))
-				WITH_KEY(path, "type",
-						 MmJsonErrorHint(path, "Give each team \"roles\".",
-										 "rule type role_difference requires teams with roles"));
-			/* the tick would skip them silently in a free-for-all */
-			if (config->nteams == 0 &&
-				(config->rules[i].type == MM_RULE_TEAM_DIFFERENCE ||
-				 config->rules[i].type == MM_RULE_TEAM_SIZE_BALANCE ||
-				 config->rules[i].type == MM_RULE_TEAM_TICKET_SIZE_SIMILARITY))
-				WITH_KEY(path, "type",
-						 MmJsonErrorHint(path, "Give the queue \"teams\", or use a difference rule for a free-for-all.",
-										 "rule type %s requires teams",
-										 MmRuleTypeNames[config->rules[i].type]));
-			for (j = 0; j < i; j++)
-				if (strcmp(config->rules[j].name, config->rules[i].name) == 0)
-					WITH_KEY(path, "name",
-							 MmJsonError(path, "duplicate rule name \"%s\"", config->rules[i].name));
-			MmJsonPathPop(path, o2);
-		}
-		MmJsonPathPop(path, o);
-		MmConfigParseCompounds(path, config);
-		ParseRatingSources(path, config, rules);
-	}
+		ReadRules(path, v, config);
 
 	config->latency_rule = -1;
 	for (i = 0; i < config->nrules && config->latency_rule < 0; i++)
 		if (config->rules[i].type == MM_RULE_LATENCY)
 			config->latency_rule = i;
 	if ((v = MmJsonGet(f, lengthof(f), "algorithm")))
-	{
-		MmJsonField af[] = {{"strategy"}, {"balanced_attribute"}, {"batching_preference"},
-		{"sort_by_attributes"}, {"expansion_age_selection"}};
-		JsonbValue *av;
-		char	   *str;
-		int			o = MmJsonPathPushKey(path, "algorithm", 9);
-
-		MmJsonReadObject(path, v, af, lengthof_fields(af));
-		if ((av = MmJsonGet(af, lengthof(af), "strategy")))
-			WITH_KEY(path, "strategy",
-					 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
-					 if (strcmp(str, "balanced") == 0)
-					 config->balanced = true;
-					 else if (strcmp(str, "exhaustive") != 0)
-					 MmJsonError(path, "must be one of exhaustive, balanced"));
-		if ((av = MmJsonGet(af, lengthof(af), "balanced_attribute")))
-		{
-			MmRuleConfig tmp;
-
-			if (!config->balanced)
-				WITH_KEY(path, "balanced_attribute",
-						 MmJsonError(path, "is allowed only with \"strategy\": \"balanced\""));
-			memset(&tmp, 0, sizeof(tmp));
-			WITH_KEY(path, "balanced_attribute", MmConfigReadAttribute(path, av, &tmp));
-			config->balanced_attribute = tmp.attribute;
-			config->balanced_depth = tmp.attribute_depth;
-			config->balanced_path = tmp.attribute_path;
-			/* read like a difference rule's attribute; a missing value is the match's average */
-			config->balanced_rule = palloc0(sizeof(MmRuleConfig));
-			config->balanced_rule->name = "balanced_attribute";
-			config->balanced_rule->type = MM_RULE_DIFFERENCE;
-			config->balanced_rule->weight = 0;
-			config->balanced_rule->attribute = tmp.attribute;
-			config->balanced_rule->attribute_depth = tmp.attribute_depth;
-			config->balanced_rule->attribute_path = tmp.attribute_path;
-			config->balanced_rule->missing_matches_any = true;
-			config->balanced_rule->seconds_until_optional = -1;
-		}
-		else if (config->balanced)
-			MmConfigMissingKey(path, "balanced_attribute", "with \"strategy\": \"balanced\"");
-		if (config->balanced && config->nteams == 0)
-			WITH_KEY(path, "strategy",
-					 MmJsonError(path, "balanced needs teams"));
-		config->batching = MM_BATCHING_RULES;
-		if ((av = MmJsonGet(af, lengthof(af), "batching_preference")))
-			WITH_KEY(path, "batching_preference",
-					 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
-					 if (strcmp(str, "sorted") == 0)
-					 config->batching = MM_BATCHING_SORTED;
-					 else if (strcmp(str, "largest_population") == 0)
-					 config->batching = MM_BATCHING_LARGEST_POPULATION;
-					 else if (strcmp(str, "fastest_region") == 0)
-					 config->batching = MM_BATCHING_FASTEST_REGION;
-					 else if (strcmp(str, "random") == 0)
-					 config->batching = MM_BATCHING_RANDOM;
-					 else
-					 MmJsonError(path, "must be one of sorted, largest_population, fastest_region, random"));
-		if ((av = MmJsonGet(af, lengthof(af), "sort_by_attributes")))
-		{
-			JsonbContainer *list;
-			int			o2 = MmJsonPathPushKey(path, "sort_by_attributes", 18);
-
-			if (config->batching != MM_BATCHING_SORTED)
-				MmJsonError(path, "is allowed only with \"batching_preference\": \"sorted\"");
-			list = MmJsonArray(path, av, 1, MM_MAX_SORT_ATTRIBUTES, &config->nsort);
-			config->sort_rules = palloc0(sizeof(MmRuleConfig) * config->nsort);
-			for (int k = 0; k < config->nsort; k++)
-			{
-				MmRuleConfig *sr = &config->sort_rules[k];
-				int			o3 = MmJsonPathPushIndex(path, k);
-
-				MmConfigReadAttribute(path, getIthJsonbValueFromContainer(list, k), sr);
-				sr->name = "sort_by_attributes";
-				sr->type = MM_RULE_DIFFERENCE;
-				sr->missing_matches_any = true;
-				sr->seconds_until_optional = -1;
-				MmJsonPathPop(path, o3);
-			}
-			MmJsonPathPop(path, o2);
-		}
-		else if (config->batching == MM_BATCHING_SORTED)
-			MmConfigMissingKey(path, "sort_by_attributes", "with \"batching_preference\": \"sorted\"");
-		if ((config->batching == MM_BATCHING_LARGEST_POPULATION ||
-			 config->batching == MM_BATCHING_FASTEST_REGION) && config->latency_rule < 0)
-			WITH_KEY(path, "batching_preference",
-					 MmJsonError(path, "%s needs a latency rule (it ranks by region)",
-								 config->batching == MM_BATCHING_FASTEST_REGION ?
-								 "fastest_region" : "largest_population"));
-		if ((av = MmJsonGet(af, lengthof(af), "expansion_age_selection")))
-			WITH_KEY(path, "expansion_age_selection",
-					 str = MmJsonString(path, av, 0, MM_MAX_ATTRIBUTE_LENGTH);
-					 if (strcmp(str, "newest") == 0)
-					 config->newest_age = true;
-					 else if (strcmp(str, "oldest") != 0)
-					 MmJsonError(path, "must be one of oldest, newest"));
-		MmJsonPathPop(path, o);
-		if (config->newest_age)
-			CheckStepsLoosen(path, config);
-	}
+		ReadAlgorithm(path, v, config);
 
 	config->low_priority_max_wait = -1;
 	if ((v = MmJsonGet(f, lengthof(f), "penalties")))

@@ -1,8 +1,9 @@
 /*
  * queue_config_internal.h
  *	  What the parts of the queue config parser share (queue_config.c,
- *	  queue_config_rule.c, queue_config_compound.c, queue_config_json.c,
- *	  queue_config_sql.c).  The rest of the extension sees queue_config.h.
+ *	  queue_config_read.c, queue_config_rule.c, queue_config_compound.c,
+ *	  queue_config_roles.c, queue_config_json.c, queue_config_sql.c).  The
+ *	  rest of the extension sees queue_config.h.
  */
 #ifndef MM_QUEUE_CONFIG_INTERNAL_H
 #define MM_QUEUE_CONFIG_INTERNAL_H
@@ -28,16 +29,16 @@
 	} while (0)
 
 /*
- * queue_config.c: what is wrong with a name (queue, team, rule, rating
+ * queue_config_read.c: what is wrong with a name (queue, team, rule, rating
  * pool), or NULL when it is valid: 1-64 characters,
  * ^[A-Za-z0-9][A-Za-z0-9_-]*$.
  */
 extern const char *MmNameProblem(const char *name);
 
-/* queue_config.c: reads a name-like string (team, rule, pool) at the path. */
+/* queue_config_read.c: reads a name-like string (team, rule, pool) at the path. */
 extern char *MmConfigReadName(MmJsonPath *path, JsonbValue *value);
 
-/* queue_config.c: raises "is required" (why: the condition) for a missing key. */
+/* queue_config_read.c: raises "is required" (why: the condition) for a missing key. */
 extern void MmConfigMissingKey(MmJsonPath *path, const char *key, const char *why)
 			pg_attribute_noreturn();
 

@@ -118,6 +118,100 @@ AppendCompositions(StringInfo buf, const MmRolesConfig *roles, int group)
 	appendStringInfoChar(buf, ']');
 }
 
+/* One rule of "rules", every default filled in (i: its index, for the separator). */
+static void
+AppendRuleJson(StringInfo buf, const MmQueueConfig *config, const MmRuleConfig *r, int i)
+{
+	static const char *const merge_names[] = {"average", "min", "max"};
+	const char *threshold_key = MmRuleThresholdKey(r->type);
+	int			k;
+
+	appendStringInfoString(buf, i > 0 ? ", {" : "{");
+	AppendKeyString(buf, "name", r->name, false);
+	AppendKeyString(buf, "type", MmRuleTypeNames[r->type], true);
+	AppendKeyNumber(buf, "weight", r->weight);
+	AppendKeyString(buf, "source", r->source == MM_SOURCE_PLAYER ? "player" :
+					r->source == MM_SOURCE_RATING ? "rating" : "ticket", true);
+	if (r->widen_by_rd > 0)
+		AppendKeyNumber(buf, "widen_by_rd", r->widen_by_rd);
+	if (r->list_attribute)
+	{
+		AppendKeyString(buf, "attribute", r->list_attribute, true);
+		if (r->has_default)
+		{
+			appendStringInfoString(buf, ", \"default\": [");
+			for (k = 0; k < r->ndefault_list; k++)
+			{
+				if (k > 0)
+					appendStringInfoString(buf, ", ");
+				escape_json(buf, r->default_list[k]);
+			}
+			appendStringInfoChar(buf, ']');
+		}
+		if (r->missing_matches_any)
+			AppendKeyString(buf, "when_missing", "match_any", true);
+}
+if (r->attribute)
+{
+	AppendKeyString(buf, "attribute", r->attribute, true);
+	if (r->has_default && r->default_is_string)
+		AppendKeyString(buf, "default", r->default_string, true);
+	else if (r->has_default)
+		AppendKeyNumber(buf, "default", r->default_number);
+	if (r->missing_matches_any)
+		AppendKeyString(buf, "when_missing", "match_any", true);
+}
+AppendKeyNumber(buf, "seconds_until_optional",
+				r->seconds_until_optional >= 0 ? r->seconds_until_optional : NAN);
+if (r->reference_string)
+	AppendKeyString(buf, "reference", r->reference_string, true);
+else if (threshold_key && !(r->type == MM_RULE_COMPARISON &&
+							(r->compare_op == MM_CMP_ALL_EQUAL ||
+							 r->compare_op == MM_CMP_ALL_DIFFERENT)))
+	AppendKeyNumber(buf, threshold_key, r->threshold);
+if (r->type == MM_RULE_DIFFERENCE)
+	AppendKeyString(buf, "merge", merge_names[r->merge], true);
+if (r->has_min)
+	AppendKeyNumber(buf, "min", r->min);
+if (r->type == MM_RULE_MATCH_TOTAL && r->has_max)
+	AppendKeyNumber(buf, "max", r->max);
+if (r->type == MM_RULE_LATENCY)
+{
+	if (r->has_max_distance)
+		AppendKeyNumber(buf, "max_distance", r->max_distance);
+	if (r->region_choice == MM_REGION_LOWEST_AVERAGE)
+		AppendKeyString(buf, "region_choice", "lowest_average", true);
+}
+if (r->type == MM_RULE_COMPARISON)
+	AppendKeyString(buf, "operator", MmCompareOpNames[r->compare_op], true);
+if (r->type == MM_RULE_COMPOUND)
+	AppendKeyString(buf, "statement", r->statement, true);
+if (r->in_compound)
+	AppendKeyString(buf, "in_compound", config->rules[r->compound_owner].name, true);
+if (r->expansion.kind == MM_EXPANSION_LINEAR)
+{
+	appendStringInfoString(buf, ", \"expansion\": {\"every_seconds\": ");
+	AppendNumber(buf, r->expansion.every_seconds);
+	AppendKeyNumber(buf, "delta", r->expansion.delta);
+	AppendKeyNumber(buf, "limit", r->expansion.limit);
+	appendStringInfoChar(buf, '}');
+}
+else if (r->expansion.kind == MM_EXPANSION_CUSTOM)
+{
+	appendStringInfoString(buf, ", \"expansion\": {\"every_seconds\": ");
+	AppendNumber(buf, r->expansion.every_seconds);
+	appendStringInfoString(buf, ", \"steps\": [");
+	for (k = 0; k < r->expansion.nsteps; k++)
+	{
+		if (k > 0)
+			appendStringInfoString(buf, ", ");
+		AppendNumber(buf, r->expansion.step_off[k] ? NAN : r->expansion.steps[k]);
+	}
+	appendStringInfoString(buf, "]}");
+}
+appendStringInfoChar(buf, '}');
+}
+
 /*
  * The parsed config as jsonb with every default filled in: what the tick
  * will use (effective match_size, max_party_size, each rule's options),
@@ -130,7 +224,6 @@ MmQueueConfigToJsonb(const MmQueueConfig *config, Jsonb *source)
 	StringInfoData buf;
 	int			i,
 				k;
-	static const char *const merge_names[] = {"average", "min", "max"};
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "{\"match_size\": {\"min\": %d, \"max\": %d}",
@@ -234,95 +327,7 @@ MmQueueConfigToJsonb(const MmQueueConfig *config, Jsonb *source)
 					 config->show_time_to_match ? "true" : "false");
 	appendStringInfoString(&buf, ", \"rules\": [");
 	for (i = 0; i < config->nrules; i++)
-	{
-		const MmRuleConfig *r = &config->rules[i];
-		const char *threshold_key = MmRuleThresholdKey(r->type);
-
-		appendStringInfoString(&buf, i > 0 ? ", {" : "{");
-		AppendKeyString(&buf, "name", r->name, false);
-		AppendKeyString(&buf, "type", MmRuleTypeNames[r->type], true);
-		AppendKeyNumber(&buf, "weight", r->weight);
-		AppendKeyString(&buf, "source", r->source == MM_SOURCE_PLAYER ? "player" :
-						r->source == MM_SOURCE_RATING ? "rating" : "ticket", true);
-		if (r->widen_by_rd > 0)
-			AppendKeyNumber(&buf, "widen_by_rd", r->widen_by_rd);
-		if (r->list_attribute)
-		{
-			AppendKeyString(&buf, "attribute", r->list_attribute, true);
-			if (r->has_default)
-			{
-				appendStringInfoString(&buf, ", \"default\": [");
-				for (k = 0; k < r->ndefault_list; k++)
-				{
-					if (k > 0)
-						appendStringInfoString(&buf, ", ");
-					escape_json(&buf, r->default_list[k]);
-				}
-				appendStringInfoChar(&buf, ']');
-			}
-			if (r->missing_matches_any)
-				AppendKeyString(&buf, "when_missing", "match_any", true);
-		}
-		if (r->attribute)
-		{
-			AppendKeyString(&buf, "attribute", r->attribute, true);
-			if (r->has_default && r->default_is_string)
-				AppendKeyString(&buf, "default", r->default_string, true);
-			else if (r->has_default)
-				AppendKeyNumber(&buf, "default", r->default_number);
-			if (r->missing_matches_any)
-				AppendKeyString(&buf, "when_missing", "match_any", true);
-		}
-		AppendKeyNumber(&buf, "seconds_until_optional",
-						r->seconds_until_optional >= 0 ? r->seconds_until_optional : NAN);
-		if (r->reference_string)
-			AppendKeyString(&buf, "reference", r->reference_string, true);
-		else if (threshold_key && !(r->type == MM_RULE_COMPARISON &&
-									(r->compare_op == MM_CMP_ALL_EQUAL ||
-									 r->compare_op == MM_CMP_ALL_DIFFERENT)))
-			AppendKeyNumber(&buf, threshold_key, r->threshold);
-		if (r->type == MM_RULE_DIFFERENCE)
-			AppendKeyString(&buf, "merge", merge_names[r->merge], true);
-		if (r->has_min)
-			AppendKeyNumber(&buf, "min", r->min);
-		if (r->type == MM_RULE_MATCH_TOTAL && r->has_max)
-			AppendKeyNumber(&buf, "max", r->max);
-		if (r->type == MM_RULE_LATENCY)
-		{
-			if (r->has_max_distance)
-				AppendKeyNumber(&buf, "max_distance", r->max_distance);
-			if (r->region_choice == MM_REGION_LOWEST_AVERAGE)
-				AppendKeyString(&buf, "region_choice", "lowest_average", true);
-		}
-		if (r->type == MM_RULE_COMPARISON)
-			AppendKeyString(&buf, "operator", MmCompareOpNames[r->compare_op], true);
-		if (r->type == MM_RULE_COMPOUND)
-			AppendKeyString(&buf, "statement", r->statement, true);
-		if (r->in_compound)
-			AppendKeyString(&buf, "in_compound", config->rules[r->compound_owner].name, true);
-		if (r->expansion.kind == MM_EXPANSION_LINEAR)
-		{
-			appendStringInfoString(&buf, ", \"expansion\": {\"every_seconds\": ");
-			AppendNumber(&buf, r->expansion.every_seconds);
-			AppendKeyNumber(&buf, "delta", r->expansion.delta);
-			AppendKeyNumber(&buf, "limit", r->expansion.limit);
-			appendStringInfoChar(&buf, '}');
-		}
-		else if (r->expansion.kind == MM_EXPANSION_CUSTOM)
-		{
-			appendStringInfoString(&buf, ", \"expansion\": {\"every_seconds\": ");
-			AppendNumber(&buf, r->expansion.every_seconds);
-			appendStringInfoString(&buf, ", \"steps\": [");
-			for (k = 0; k < r->expansion.nsteps; k++)
-			{
-				if (k > 0)
-					appendStringInfoString(&buf, ", ");
-				AppendNumber(&buf, r->expansion.step_off[k] ? NAN : r->expansion.steps[k]);
-			}
-			appendStringInfoString(&buf, "]}");
-		}
-		appendStringInfoChar(&buf, '}');
-	}
+		AppendRuleJson(&buf, config, &config->rules[i], i);
 	appendStringInfoString(&buf, "]}");
 
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data)));

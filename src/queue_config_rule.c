@@ -311,6 +311,104 @@ ReadTypeOptions(MmJsonPath *path, MmJsonField *f, int nf, MmRuleConfig *rule)
 	}
 }
 
+/* Refuses the keys that belong to other rule types than the rule's. */
+static void
+CheckTypedKeys(MmJsonPath *path, MmJsonField *f, int nf, const MmRuleConfig *rule,
+			   const char *threshold_key, const char *type_name)
+{
+	static const char *const typed_keys[] = {
+		"attribute", "default", "when_missing", "max", "max_ms", "max_difference",
+		"merge", "expansion", "min", "max_distance", "region_choice", "operator",
+		"reference", "statement", "min_size"
+	};
+	int			i;
+
+	for (i = 0; i < (int) lengthof(typed_keys); i++)
+	{
+		const char *key = typed_keys[i];
+		bool		allowed;
+
+		if (!MmJsonGet(f, nf, key))
+			continue;
+		if (strcmp(key, "attribute") == 0)
+			allowed = RuleHasAttribute(rule->type);
+		else if (strcmp(key, "default") == 0 || strcmp(key, "when_missing") == 0)
+			allowed = RuleReadsPlayers(rule->type);
+		else if (strcmp(key, "merge") == 0)
+			allowed = rule->type == MM_RULE_DIFFERENCE;
+		else if (strcmp(key, "expansion") == 0)
+			allowed = rule->type != MM_RULE_STRING_EQUALITY &&
+				rule->type != MM_RULE_TEAM_TICKET_SIZE_SIMILARITY &&
+				rule->type != MM_RULE_COMPOUND && rule->type != MM_RULE_BLOCKLIST;
+		else if (strcmp(key, "min") == 0)
+			allowed = rule->type == MM_RULE_DIFFERENCE || rule->type == MM_RULE_MATCH_TOTAL;
+		else if (strcmp(key, "max") == 0 && rule->type == MM_RULE_MATCH_TOTAL)
+			allowed = true;
+		else if (strcmp(key, "max_distance") == 0 || strcmp(key, "region_choice") == 0)
+			allowed = rule->type == MM_RULE_LATENCY;
+		else if (strcmp(key, "operator") == 0)
+			allowed = rule->type == MM_RULE_COMPARISON;
+		else if (strcmp(key, "statement") == 0)
+			allowed = rule->type == MM_RULE_COMPOUND;
+		else
+			allowed = threshold_key != NULL && strcmp(key, threshold_key) == 0;
+		if (!allowed)
+			WITH_KEY(path, key,
+					 MmJsonError(path, "is not allowed for rule type %s", type_name));
+	}
+}
+
+/* A rule that reads players: "default" or "when_missing". */
+static void
+ReadMissingValue(MmJsonPath *path, MmJsonField *f, int nf, MmRuleConfig *rule)
+{
+	JsonbValue *v;
+
+	if ((v = MmJsonGet(f, nf, "default")))
+	{
+		if (MmJsonGet(f, nf, "when_missing"))
+			WITH_KEY(path, "when_missing", MmJsonError(path, "cannot be combined with default"));
+		rule->has_default = true;
+		if (rule->type == MM_RULE_SET_INTERSECTION)
+		{
+			JsonbContainer *list;
+			int			o = MmJsonPathPushKey(path, "default", 7);
+
+			list = MmJsonArray(path, v, 0, 10000, &rule->ndefault_list);
+			rule->default_list = palloc(sizeof(char *) * Max(rule->ndefault_list, 1));
+			for (int k = 0; k < rule->ndefault_list; k++)
+			{
+				int			o2 = MmJsonPathPushIndex(path, k);
+
+				rule->default_list[k] = MmJsonString(path, getIthJsonbValueFromContainer(list, k),
+													 0, MM_MAX_ATTRIBUTE_LENGTH);
+				MmJsonPathPop(path, o2);
+			}
+			MmJsonPathPop(path, o);
+		}
+		else if (rule->type == MM_RULE_STRING_EQUALITY ||
+				 (rule->type == MM_RULE_COMPARISON && MmJsonGet(f, nf, "reference") &&
+				  MmJsonGet(f, nf, "reference")->type == jbvString))
+		{
+			rule->default_is_string = true;
+			WITH_KEY(path, "default",
+					 rule->default_string = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH));
+		}
+		else if (rule->type == MM_RULE_LATENCY || rule->type == MM_RULE_MATCH_TOTAL)
+			WITH_KEY(path, "default",
+					 rule->default_number = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
+		else
+			WITH_KEY(path, "default",
+					 rule->default_number = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER));
+	}
+	if ((v = MmJsonGet(f, nf, "when_missing")))
+		WITH_KEY(path, "when_missing",
+				 if (v->type != jbvString ||
+					 v->val.string.len != 9 || memcmp(v->val.string.val, "match_any", 9) != 0)
+				 MmJsonError(path, "must be \"match_any\"");
+				 rule->missing_matches_any = true);
+}
+
 /* Parses one element of "rules". */
 void
 MmConfigReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
@@ -348,48 +446,7 @@ MmConfigReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 	type_name = MmRuleTypeNames[i];
 	threshold_key = MmRuleThresholdKey(rule->type);
 
-	/* Keys that belong to other rule types. */
-	{
-		static const char *const typed_keys[] = {
-			"attribute", "default", "when_missing", "max", "max_ms", "max_difference",
-			"merge", "expansion", "min", "max_distance", "region_choice", "operator",
-			"reference", "statement", "min_size"
-		};
-
-		for (i = 0; i < (int) lengthof(typed_keys); i++)
-		{
-			const char *key = typed_keys[i];
-			bool		allowed;
-
-			if (!MmJsonGet(f, lengthof(f), key))
-				continue;
-			if (strcmp(key, "attribute") == 0)
-				allowed = RuleHasAttribute(rule->type);
-			else if (strcmp(key, "default") == 0 || strcmp(key, "when_missing") == 0)
-				allowed = RuleReadsPlayers(rule->type);
-			else if (strcmp(key, "merge") == 0)
-				allowed = rule->type == MM_RULE_DIFFERENCE;
-			else if (strcmp(key, "expansion") == 0)
-				allowed = rule->type != MM_RULE_STRING_EQUALITY &&
-					rule->type != MM_RULE_TEAM_TICKET_SIZE_SIMILARITY &&
-					rule->type != MM_RULE_COMPOUND && rule->type != MM_RULE_BLOCKLIST;
-			else if (strcmp(key, "min") == 0)
-				allowed = rule->type == MM_RULE_DIFFERENCE || rule->type == MM_RULE_MATCH_TOTAL;
-			else if (strcmp(key, "max") == 0 && rule->type == MM_RULE_MATCH_TOTAL)
-				allowed = true;
-			else if (strcmp(key, "max_distance") == 0 || strcmp(key, "region_choice") == 0)
-				allowed = rule->type == MM_RULE_LATENCY;
-			else if (strcmp(key, "operator") == 0)
-				allowed = rule->type == MM_RULE_COMPARISON;
-			else if (strcmp(key, "statement") == 0)
-				allowed = rule->type == MM_RULE_COMPOUND;
-			else
-				allowed = threshold_key != NULL && strcmp(key, threshold_key) == 0;
-			if (!allowed)
-				WITH_KEY(path, key,
-						 MmJsonError(path, "is not allowed for rule type %s", type_name));
-		}
-	}
+	CheckTypedKeys(path, f, lengthof(f), rule, threshold_key, type_name);
 
 	rule->weight = 1.0;
 	if ((v = MmJsonGet(f, lengthof(f), "weight")))
@@ -442,51 +499,7 @@ MmConfigReadRule(MmJsonPath *path, JsonbValue *value, MmRuleConfig *rule)
 		}
 	}
 	if (RuleReadsPlayers(rule->type))
-	{
-		if ((v = MmJsonGet(f, lengthof(f), "default")))
-		{
-			if (MmJsonGet(f, lengthof(f), "when_missing"))
-				WITH_KEY(path, "when_missing", MmJsonError(path, "cannot be combined with default"));
-			rule->has_default = true;
-			if (rule->type == MM_RULE_SET_INTERSECTION)
-			{
-				JsonbContainer *list;
-				int			o = MmJsonPathPushKey(path, "default", 7);
-
-				list = MmJsonArray(path, v, 0, 10000, &rule->ndefault_list);
-				rule->default_list = palloc(sizeof(char *) * Max(rule->ndefault_list, 1));
-				for (int k = 0; k < rule->ndefault_list; k++)
-				{
-					int			o2 = MmJsonPathPushIndex(path, k);
-
-					rule->default_list[k] = MmJsonString(path, getIthJsonbValueFromContainer(list, k),
-														 0, MM_MAX_ATTRIBUTE_LENGTH);
-					MmJsonPathPop(path, o2);
-				}
-				MmJsonPathPop(path, o);
-			}
-			else if (rule->type == MM_RULE_STRING_EQUALITY ||
-					 (rule->type == MM_RULE_COMPARISON && MmJsonGet(f, lengthof(f), "reference") &&
-					  MmJsonGet(f, lengthof(f), "reference")->type == jbvString))
-			{
-				rule->default_is_string = true;
-				WITH_KEY(path, "default",
-						 rule->default_string = MmJsonString(path, v, 0, MM_MAX_ATTRIBUTE_LENGTH));
-			}
-			else if (rule->type == MM_RULE_LATENCY || rule->type == MM_RULE_MATCH_TOTAL)
-				WITH_KEY(path, "default",
-						 rule->default_number = MmJsonNumber(path, v, 0, false, MM_JSON_MAX_NUMBER));
-			else
-				WITH_KEY(path, "default",
-						 rule->default_number = MmJsonNumber(path, v, -MM_JSON_MAX_NUMBER, false, MM_JSON_MAX_NUMBER));
-		}
-		if ((v = MmJsonGet(f, lengthof(f), "when_missing")))
-			WITH_KEY(path, "when_missing",
-					 if (v->type != jbvString ||
-						 v->val.string.len != 9 || memcmp(v->val.string.val, "match_any", 9) != 0)
-					 MmJsonError(path, "must be \"match_any\"");
-					 rule->missing_matches_any = true);
-	}
+		ReadMissingValue(path, f, lengthof(f), rule);
 
 	rule->seconds_until_optional = -1;
 	if ((v = MmJsonGet(f, lengthof(f), "seconds_until_optional")))

@@ -911,66 +911,34 @@ CompareDecisions(Datum a, Datum b, void *arg)
 }
 
 /*
- * Reads the queue's config (or the given one, validated), its recorded
- * tickets in the window, and replays them.
+ * The replay's clock between ticks: the tickets searching (arrived and not
+ * ended, by arrival), those held (arrived during a cooldown) and the
+ * proposals waiting for answers.
  */
-static Replay *
-RunReplay(FunctionCallInfo fcinfo)
+typedef struct ReplayClock
 {
-	Replay	   *rp = palloc0(sizeof(Replay));
-	text	   *queue_text;
-	char	   *queue;
-	TimestampTz from_time = CheckedTime(fcinfo, 2, "from_time");
-	TimestampTz to_time = CheckedTime(fcinfo, 3, "to_time");
-	Interval   *every;
-	int64		step;
-	Jsonb	   *config_jsonb;
-	Jsonb	  **players;
-	Oid			args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Datum		values[3];
-	MemoryContext caller = CurrentMemoryContext;
-	MemoryContext tick_context;
-	int		   *searching;		/* the tickets arrived and not ended, by arrival */
-	int		   *held;			/* arrived during a cooldown */
+	int		   *searching;
+	int			nsearching;
+	int		   *held;
+	int			nheld;
+	int			next_arrival;	/* the next recorded ticket to arrive */
 	binaryheap *pending;		/* proposals waiting for answers */
-	int			nsearching = 0,
-				nheld = 0,
-				next_arrival = 0;
-	int			rc,
-				i;
+} ReplayClock;
+
+/*
+ * The config replayed (the queue's, or the one given, validated), its rule
+ * context and penalties.
+ */
+static void
+ReadReplayConfig(Replay *rp, FunctionCallInfo fcinfo, text *queue_text, const char *queue,
+				 MemoryContext caller)
+{
+	Jsonb	   *config_jsonb;
+	Oid			args[] = {TEXTOID};
+	Datum		values[1];
 	bool		isnull;
+	int			rc;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("queue must not be null")));
-	queue_text = PG_GETARG_TEXT_PP(0);
-	queue = text_to_cstring(queue_text);
-	if (PG_ARGISNULL(4))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("tick_every must not be null")));
-	every = PG_GETARG_INTERVAL_P(4);
-	if (every->month != 0 || every->day != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tick_every must be given in hours, minutes and seconds"),
-				 errhint("Write '1 second' or '00:00:05', not days or months.")));
-	step = every->time;
-	if (step <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tick_every must be positive")));
-	if (to_time < from_time)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("to_time must not be before from_time")));
-	if (((double) to_time - (double) from_time) / (double) step > MM_REPLAY_MAX_TICKS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("the replay would run more than %ld ticks", MM_REPLAY_MAX_TICKS),
-				 errhint("Shorten the window or tick less often.")));
-	MmRequireServedSchema("mm.replay");
-
-	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	MemoryContextSwitchTo(caller);
 	if (PG_ARGISNULL(1))
 	{
 		values[0] = PointerGetDatum(queue_text);
@@ -1001,8 +969,20 @@ RunReplay(FunctionCallInfo fcinfo)
 	rp->acceptance_timeout = (int64) (rp->config->acceptance_timeout_seconds * USECS_PER_SEC);
 	ReadPenalties(rp, config_jsonb);
 	MemoryContextSwitchTo(caller);
+}
 
-	/* the tickets that entered the queue in the window, and how they ended */
+/* The tickets that entered the queue in the window, and how they ended. */
+static void
+ReadRecordedTickets(Replay *rp, text *queue_text, const char *queue, TimestampTz from_time,
+					TimestampTz to_time, MemoryContext caller)
+{
+	Oid			args[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[3];
+	Jsonb	  **players;
+	bool		isnull;
+	int			rc,
+				i;
+
 	values[0] = PointerGetDatum(queue_text);
 	values[1] = TimestampTzGetDatum(from_time);
 	values[2] = TimestampTzGetDatum(to_time);
@@ -1041,6 +1021,296 @@ RunReplay(FunctionCallInfo fcinfo)
 	MemoryContextSwitchTo(caller);
 	MmParseTicketsWithSources(&rp->context, queue, rp->tickets, players, rp->ntickets, true);
 	MemoryContextSwitchTo(caller);
+}
+
+/*
+ * Brings the replay up to a tick at now: drops the tickets no longer
+ * searching, then plays what happened since the last tick.
+ */
+static void
+AdvanceToTick(Replay *rp, ReplayClock *clk, TimestampTz now)
+{
+	int			ordered;
+	int			i;
+
+	/* the searching list keeps the tickets still searching */
+	{
+		int			kept = 0;
+
+		for (int k = 0; k < clk->nsearching; k++)
+		{
+			i = clk->searching[k];
+			if (TIMESTAMP_IS_NOEND(rp->fate[i].ended_at) && !rp->fate[i].proposed)
+				clk->searching[kept++] = i;
+		}
+		clk->nsearching = kept;
+	}
+	ordered = clk->nsearching;
+
+	/*
+	 * Since the last tick, in time order: the arrivals, the answers due
+	 * (a tick ends the proposals past their deadline first, answers come
+	 * between ticks), the games ending and the recorded leaves; a ticket
+	 * with a player cooling down waits for the cooldown's end, as a
+	 * refused player comes back then.
+	 */
+	for (;;)
+	{
+		TimestampTz arrival_at,
+					due_at,
+					game_at,
+					leave_at;
+
+		TIMESTAMP_NOEND(arrival_at);
+		TIMESTAMP_NOEND(due_at);
+		TIMESTAMP_NOEND(game_at);
+		TIMESTAMP_NOEND(leave_at);
+		if (clk->next_arrival < rp->ntickets && rp->fate[clk->next_arrival].created_at <= now)
+			arrival_at = rp->fate[clk->next_arrival].created_at;
+		if (!binaryheap_empty(clk->pending) &&
+			rp->matches[DatumGetInt32(binaryheap_first(clk->pending))].decided_at <= now)
+			due_at = rp->matches[DatumGetInt32(binaryheap_first(clk->pending))].decided_at;
+		if (!binaryheap_empty(rp->games) &&
+			rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at + rp->penalties.game_length <= now)
+			game_at = rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at + rp->penalties.game_length;
+		if (rp->next_leave < rp->nleaves && rp->leave_at[rp->next_leave] <= now)
+			leave_at = rp->leave_at[rp->next_leave];
+
+		if (!TIMESTAMP_IS_NOEND(arrival_at) &&
+			arrival_at <= due_at && arrival_at <= game_at && arrival_at <= leave_at)
+		{
+			ReplayTicket *f = &rp->fate[clk->next_arrival];
+
+			for (int p = 0; rp->penalties.on && p < f->nplayers; p++)
+			{
+				TimestampTz until = rp->players[f->player[p]].cooldown_until;
+
+				if (!TIMESTAMP_IS_NOBEGIN(until) && until > f->arrival)
+					f->arrival = until;
+			}
+			if (f->arrival > f->created_at)
+			{
+				f->held = true;
+				rp->held_tickets++;
+				clk->held[clk->nheld++] = clk->next_arrival;
+			}
+			else
+			{
+				/* the newest: the list stays in order */
+				clk->searching[clk->nsearching++] = clk->next_arrival;
+				if (ordered == clk->nsearching - 1)
+					ordered = clk->nsearching;
+			}
+			clk->next_arrival++;
+		}
+		else if (!TIMESTAMP_IS_NOEND(due_at) && due_at <= game_at && due_at <= leave_at)
+			DecideProposal(rp, DatumGetInt32(binaryheap_remove_first(clk->pending)), clk->searching, &clk->nsearching);
+		else if (!TIMESTAMP_IS_NOEND(game_at) && game_at <= leave_at)
+			CountGoodGames(rp, &rp->matches[DatumGetInt32(binaryheap_remove_first(rp->games))]);
+		else if (!TIMESTAMP_IS_NOEND(leave_at))
+		{
+			RecordOffence(rp, rp->leave_player[rp->next_leave], REPLAY_LEAVE, leave_at);
+			rp->next_leave++;
+		}
+		else
+			break;
+	}
+	/* the held tickets whose cooldown has ended */
+	{
+		int			kept = 0;
+
+		for (int k = 0; k < clk->nheld; k++)
+			if (rp->fate[clk->held[k]].arrival <= now)
+				clk->searching[clk->nsearching++] = clk->held[k];
+			else
+				clk->held[kept++] = clk->held[k];
+		clk->nheld = kept;
+	}
+	/* the tickets back from a cancelled proposal or a cooldown: by arrival */
+	if (ordered < clk->nsearching)
+		qsort(clk->searching, clk->nsearching, sizeof(int), CompareArrivals);
+}
+
+/*
+ * The tick's pool: the searching tickets at their age, past reality's
+ * cancels and the ticket timeout, with their roles and low priority;
+ * pool_index[k] the recorded ticket of pool[k].  Allocated in the current
+ * (the tick's) context.
+ */
+static MmTicket *
+TickPool(Replay *rp, ReplayClock *clk, TimestampTz now, int **pool_index_out, int *n_out)
+{
+	MmTicket   *pool;
+	int		   *pool_index;
+	int			n = 0;
+	int			i;
+
+	pool = palloc(sizeof(MmTicket) * Max(clk->nsearching, 1));
+	pool_index = palloc(sizeof(int) * Max(clk->nsearching, 1));
+	for (int k = 0; k < clk->nsearching; k++)
+	{
+		ReplayTicket *f;
+		double		age;
+
+		i = clk->searching[k];
+		f = &rp->fate[i];
+		/* reality's cancel, at the same time */
+		if (f->cancelled_at <= now)
+		{
+			f->cancelled = true;
+			f->ended_at = Max(f->cancelled_at, f->arrival);
+			continue;
+		}
+		age = ((double) now - (double) f->arrival) / USECS_PER_SEC;
+		if (rp->config->ticket_timeout_seconds > 0 && age > rp->config->ticket_timeout_seconds)
+		{
+			f->timed_out = true;
+			f->ended_at = now;
+			continue;
+		}
+		pool[n] = rp->tickets[i];
+		pool[n].age_seconds = age;
+		if (rp->config->roles != NULL)
+		{
+			pool[n].role_accept = palloc(sizeof(MmRoleMask) * pool[n].nplayers);
+			RolesAt(rp->config->roles, &pool[n]);
+		}
+		/* the low-priority pool, as the tick's load marks it */
+		if (rp->penalties.on && rp->config->low_priority_max_wait >= 0)
+			for (int p = 0; p < f->nplayers; p++)
+				if (rp->players[f->player[p]].low_priority_games > 0)
+				{
+					pool[n].penalised = true;
+					pool[n].low_priority = age < rp->config->low_priority_max_wait;
+					if (!f->low_priority_seen)
+						rp->low_priority_tickets++;
+					f->low_priority_seen = true;
+					break;
+				}
+		pool_index[n++] = i;
+	}
+	*pool_index_out = pool_index;
+	*n_out = n;
+	return pool;
+}
+
+/*
+ * Records the matches a tick found: proposed (out of the search until
+ * answered) or, without acceptance, started.  In the caller's context; the
+ * tick's context is current again on return.
+ */
+static void
+RecordFoundMatches(Replay *rp, ReplayClock *clk, const MmSearchResult *result,
+				   const int *pool_index, TimestampTz now, MemoryContext caller,
+				   MemoryContext tick_context)
+{
+	for (int m = 0; m < result->nmatches; m++)
+	{
+		const MmFoundMatch *fm = &result->matches[m];
+		ReplayMatch *rm;
+
+		MemoryContextSwitchTo(caller);
+		if (rp->nmatches == rp->matches_allocated)
+		{
+			rp->matches_allocated *= 2;
+			rp->matches = repalloc(rp->matches, sizeof(ReplayMatch) * rp->matches_allocated);
+		}
+		rm = &rp->matches[rp->nmatches];
+		memset(rm, 0, sizeof(ReplayMatch));
+		rm->formed_at = now;
+		rm->decided_at = now;
+		rm->quality = fm->quality;
+		rm->ntickets = fm->ntickets;
+		rm->nplayers = fm->nplayers;
+		rm->tickets = palloc(sizeof(int) * fm->ntickets);
+		rm->ticket_team = palloc(sizeof(int) * fm->ntickets);
+		rm->player_role = NULL;
+		if (fm->player_role != NULL)
+		{
+			rm->player_role = palloc(sizeof(int) * fm->nplayers);
+			memcpy(rm->player_role, fm->player_role, sizeof(int) * fm->nplayers);
+		}
+		for (int k = 0; k < fm->ntickets; k++)
+		{
+			rm->tickets[k] = pool_index[fm->tickets[k]];
+			rm->ticket_team[k] = fm->ticket_team[k];
+		}
+		if (rp->acceptance)
+		{
+			/* proposed: out of the search until answered */
+			AnswerProposal(rp, rm);
+			rm->decided_at = now + rm->answer.delay;
+			for (int k = 0; k < rm->ntickets; k++)
+				rp->fate[rm->tickets[k]].proposed = true;
+			binaryheap_add(clk->pending, Int32GetDatum(rp->nmatches));
+		}
+		else
+		{
+			rm->answer.outcome = REPLAY_ACCEPTED;
+			for (int k = 0; k < rm->ntickets; k++)
+			{
+				rp->fate[rm->tickets[k]].ended_at = now;
+				rp->fate[rm->tickets[k]].match = rp->nmatches;
+			}
+			StartGame(rp, rp->nmatches);
+		}
+		rp->nmatches++;
+		MemoryContextSwitchTo(tick_context);
+	}
+}
+
+/*
+ * Reads the queue's config (or the given one, validated), its recorded
+ * tickets in the window, and replays them.
+ */
+static Replay *
+RunReplay(FunctionCallInfo fcinfo)
+{
+	Replay	   *rp = palloc0(sizeof(Replay));
+	text	   *queue_text;
+	char	   *queue;
+	TimestampTz from_time = CheckedTime(fcinfo, 2, "from_time");
+	TimestampTz to_time = CheckedTime(fcinfo, 3, "to_time");
+	Interval   *every;
+	int64		step;
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext tick_context;
+	ReplayClock clk;
+	int			rc;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("queue must not be null")));
+	queue_text = PG_GETARG_TEXT_PP(0);
+	queue = text_to_cstring(queue_text);
+	if (PG_ARGISNULL(4))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("tick_every must not be null")));
+	every = PG_GETARG_INTERVAL_P(4);
+	if (every->month != 0 || every->day != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tick_every must be given in hours, minutes and seconds"),
+				 errhint("Write '1 second' or '00:00:05', not days or months.")));
+	step = every->time;
+	if (step <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tick_every must be positive")));
+	if (to_time < from_time)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_time must not be before from_time")));
+	if (((double) to_time - (double) from_time) / (double) step > MM_REPLAY_MAX_TICKS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the replay would run more than %ld ticks", MM_REPLAY_MAX_TICKS),
+				 errhint("Shorten the window or tick less often.")));
+	MmRequireServedSchema("mm.replay");
+
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	MemoryContextSwitchTo(caller);
+	ReadReplayConfig(rp, fcinfo, queue_text, queue, caller);
+	ReadRecordedTickets(rp, queue_text, queue, from_time, to_time, caller);
 	IndexPlayers(rp);
 	ReadRecordedProposals(rp, queue_text, from_time, to_time, caller);
 	if (rp->penalties.on)
@@ -1054,9 +1324,12 @@ RunReplay(FunctionCallInfo fcinfo)
 	rp->matches = palloc(sizeof(ReplayMatch) * rp->matches_allocated);
 
 	/* the ticks */
-	searching = palloc(sizeof(int) * Max(rp->ntickets, 1));
-	held = palloc(sizeof(int) * Max(rp->ntickets, 1));
-	pending = binaryheap_allocate(Max(rp->ntickets, 1), CompareDecisions, rp);
+	clk.searching = palloc(sizeof(int) * Max(rp->ntickets, 1));
+	clk.nsearching = 0;
+	clk.held = palloc(sizeof(int) * Max(rp->ntickets, 1));
+	clk.nheld = 0;
+	clk.next_arrival = 0;
+	clk.pending = binaryheap_allocate(Max(rp->ntickets, 1), CompareDecisions, rp);
 	rp->games = binaryheap_allocate(Max(rp->ntickets, 1), CompareDecisions, rp);
 	sort_fate = rp->fate;
 	tick_context = AllocSetContextCreate(caller, "mm replay tick", ALLOCSET_DEFAULT_SIZES);
@@ -1064,215 +1337,23 @@ RunReplay(FunctionCallInfo fcinfo)
 	{
 		MmTicket   *pool;
 		int		   *pool_index;
-		int			n = 0;
-		int			ordered;
-		MmSearchResult *result;
+		int			n;
 
 		CHECK_FOR_INTERRUPTS();
 		rp->nticks++;
-
-		/* the searching list keeps the tickets still searching */
-		{
-			int			kept = 0;
-
-			for (int k = 0; k < nsearching; k++)
-			{
-				i = searching[k];
-				if (TIMESTAMP_IS_NOEND(rp->fate[i].ended_at) && !rp->fate[i].proposed)
-					searching[kept++] = i;
-			}
-			nsearching = kept;
-		}
-		ordered = nsearching;
-
-		/*
-		 * Since the last tick, in time order: the arrivals, the answers due
-		 * (a tick ends the proposals past their deadline first, answers come
-		 * between ticks), the games ending and the recorded leaves; a ticket
-		 * with a player cooling down waits for the cooldown's end, as a
-		 * refused player comes back then.
-		 */
-		for (;;)
-		{
-			TimestampTz arrival_at,
-						due_at,
-						game_at,
-						leave_at;
-
-			TIMESTAMP_NOEND(arrival_at);
-			TIMESTAMP_NOEND(due_at);
-			TIMESTAMP_NOEND(game_at);
-			TIMESTAMP_NOEND(leave_at);
-			if (next_arrival < rp->ntickets && rp->fate[next_arrival].created_at <= now)
-				arrival_at = rp->fate[next_arrival].created_at;
-			if (!binaryheap_empty(pending) &&
-				rp->matches[DatumGetInt32(binaryheap_first(pending))].decided_at <= now)
-				due_at = rp->matches[DatumGetInt32(binaryheap_first(pending))].decided_at;
-			if (!binaryheap_empty(rp->games) &&
-				rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at + rp->penalties.game_length <= now)
-				game_at = rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at + rp->penalties.game_length;
-			if (rp->next_leave < rp->nleaves && rp->leave_at[rp->next_leave] <= now)
-				leave_at = rp->leave_at[rp->next_leave];
-
-			if (!TIMESTAMP_IS_NOEND(arrival_at) &&
-				arrival_at <= due_at && arrival_at <= game_at && arrival_at <= leave_at)
-			{
-				ReplayTicket *f = &rp->fate[next_arrival];
-
-				for (int p = 0; rp->penalties.on && p < f->nplayers; p++)
-				{
-					TimestampTz until = rp->players[f->player[p]].cooldown_until;
-
-					if (!TIMESTAMP_IS_NOBEGIN(until) && until > f->arrival)
-						f->arrival = until;
-				}
-				if (f->arrival > f->created_at)
-				{
-					f->held = true;
-					rp->held_tickets++;
-					held[nheld++] = next_arrival;
-				}
-				else
-				{
-					/* the newest: the list stays in order */
-					searching[nsearching++] = next_arrival;
-					if (ordered == nsearching - 1)
-						ordered = nsearching;
-				}
-				next_arrival++;
-			}
-			else if (!TIMESTAMP_IS_NOEND(due_at) && due_at <= game_at && due_at <= leave_at)
-				DecideProposal(rp, DatumGetInt32(binaryheap_remove_first(pending)), searching, &nsearching);
-			else if (!TIMESTAMP_IS_NOEND(game_at) && game_at <= leave_at)
-				CountGoodGames(rp, &rp->matches[DatumGetInt32(binaryheap_remove_first(rp->games))]);
-			else if (!TIMESTAMP_IS_NOEND(leave_at))
-			{
-				RecordOffence(rp, rp->leave_player[rp->next_leave], REPLAY_LEAVE, leave_at);
-				rp->next_leave++;
-			}
-			else
-				break;
-		}
-		/* the held tickets whose cooldown has ended */
-		{
-			int			kept = 0;
-
-			for (int k = 0; k < nheld; k++)
-				if (rp->fate[held[k]].arrival <= now)
-					searching[nsearching++] = held[k];
-				else
-					held[kept++] = held[k];
-			nheld = kept;
-		}
-		/* the tickets back from a cancelled proposal or a cooldown: by arrival */
-		if (ordered < nsearching)
-			qsort(searching, nsearching, sizeof(int), CompareArrivals);
+		AdvanceToTick(rp, &clk, now);
 		MemoryContextSwitchTo(tick_context);
-		pool = palloc(sizeof(MmTicket) * Max(nsearching, 1));
-		pool_index = palloc(sizeof(int) * Max(nsearching, 1));
-		for (int k = 0; k < nsearching; k++)
-		{
-			ReplayTicket *f;
-			double		age;
-
-			i = searching[k];
-			f = &rp->fate[i];
-			/* reality's cancel, at the same time */
-			if (f->cancelled_at <= now)
-			{
-				f->cancelled = true;
-				f->ended_at = Max(f->cancelled_at, f->arrival);
-				continue;
-			}
-			age = ((double) now - (double) f->arrival) / USECS_PER_SEC;
-			if (rp->config->ticket_timeout_seconds > 0 && age > rp->config->ticket_timeout_seconds)
-			{
-				f->timed_out = true;
-				f->ended_at = now;
-				continue;
-			}
-			pool[n] = rp->tickets[i];
-			pool[n].age_seconds = age;
-			if (rp->config->roles != NULL)
-			{
-				pool[n].role_accept = palloc(sizeof(MmRoleMask) * pool[n].nplayers);
-				RolesAt(rp->config->roles, &pool[n]);
-			}
-			/* the low-priority pool, as the tick's load marks it */
-			if (rp->penalties.on && rp->config->low_priority_max_wait >= 0)
-				for (int p = 0; p < f->nplayers; p++)
-					if (rp->players[f->player[p]].low_priority_games > 0)
-					{
-						pool[n].penalised = true;
-						pool[n].low_priority = age < rp->config->low_priority_max_wait;
-						if (!f->low_priority_seen)
-							rp->low_priority_tickets++;
-						f->low_priority_seen = true;
-						break;
-					}
-			pool_index[n++] = i;
-		}
+		pool = TickPool(rp, &clk, now, &pool_index, &n);
 		if (n >= 1)
 		{
-			result = MmSearchMatches(&rp->context, pool, n);
+			MmSearchResult *result = MmSearchMatches(&rp->context, pool, n);
+
 			for (int r = 0; r < rp->config->nrules; r++)
 			{
 				rp->rule_passed[r] += result->rule_passed[r];
 				rp->rule_failed[r] += result->rule_failed[r];
 			}
-			for (int m = 0; m < result->nmatches; m++)
-			{
-				const MmFoundMatch *fm = &result->matches[m];
-				ReplayMatch *rm;
-
-				MemoryContextSwitchTo(caller);
-				if (rp->nmatches == rp->matches_allocated)
-				{
-					rp->matches_allocated *= 2;
-					rp->matches = repalloc(rp->matches, sizeof(ReplayMatch) * rp->matches_allocated);
-				}
-				rm = &rp->matches[rp->nmatches];
-				memset(rm, 0, sizeof(ReplayMatch));
-				rm->formed_at = now;
-				rm->decided_at = now;
-				rm->quality = fm->quality;
-				rm->ntickets = fm->ntickets;
-				rm->nplayers = fm->nplayers;
-				rm->tickets = palloc(sizeof(int) * fm->ntickets);
-				rm->ticket_team = palloc(sizeof(int) * fm->ntickets);
-				rm->player_role = NULL;
-				if (fm->player_role != NULL)
-				{
-					rm->player_role = palloc(sizeof(int) * fm->nplayers);
-					memcpy(rm->player_role, fm->player_role, sizeof(int) * fm->nplayers);
-				}
-				for (int k = 0; k < fm->ntickets; k++)
-				{
-					rm->tickets[k] = pool_index[fm->tickets[k]];
-					rm->ticket_team[k] = fm->ticket_team[k];
-				}
-				if (rp->acceptance)
-				{
-					/* proposed: out of the search until answered */
-					AnswerProposal(rp, rm);
-					rm->decided_at = now + rm->answer.delay;
-					for (int k = 0; k < rm->ntickets; k++)
-						rp->fate[rm->tickets[k]].proposed = true;
-					binaryheap_add(pending, Int32GetDatum(rp->nmatches));
-				}
-				else
-				{
-					rm->answer.outcome = REPLAY_ACCEPTED;
-					for (int k = 0; k < rm->ntickets; k++)
-					{
-						rp->fate[rm->tickets[k]].ended_at = now;
-						rp->fate[rm->tickets[k]].match = rp->nmatches;
-					}
-					StartGame(rp, rp->nmatches);
-				}
-				rp->nmatches++;
-				MemoryContextSwitchTo(tick_context);
-			}
+			RecordFoundMatches(rp, &clk, result, pool_index, now, caller, tick_context);
 		}
 		MemoryContextSwitchTo(caller);
 		MemoryContextReset(tick_context);

@@ -2,7 +2,8 @@
  * rules.c
  *	  The rule machinery: the table of handlers (one per rule type, each in
  *	  its rule_<type>.c), reading a player's attribute, list attributes, and
- *	  what the search calls (rules.h).  Pure C, no SPI.
+ *	  what the search calls (rules.h); the steps that reach into one rule
+ *	  type's file are rules_match.c's.  Pure C, no SPI.
  *
  * See rules.h for the mechanism.  Missing attributes: a player lacking a
  * rule's attribute takes the rule's `default`; with "when_missing":
@@ -438,30 +439,6 @@ MmRuleStateInit(const MmRuleContext *context, const MmRuleConfig *rule, MmRuleSt
 		h->state_init(context, state);
 }
 
-/* The capacity of a state's arrays; see rules.h. */
-int
-MmRuleStateCapacity(const MmQueueConfig *config, int rule_index,
-					const MmTicket *tickets, int ntickets)
-{
-	const MmRuleConfig *rule = &config->rules[rule_index];
-
-	if (rule->type == MM_RULE_LATENCY)
-		return MmLatencyStateCapacity(tickets, ntickets, rule_index);
-	if (rule->type == MM_RULE_COMPARISON && rule->compare_op == MM_CMP_ALL_DIFFERENT)
-		return Max(config->match_max, 1);
-	if (rule->type == MM_RULE_BLOCKLIST)
-		return Max(config->match_max, 1);
-	if (rule->type == MM_RULE_SET_INTERSECTION)
-	{
-		int			most = 1;
-
-		for (int i = 0; i < ntickets; i++)
-			most = Max(most, tickets[i].values[rule_index].nset);
-		return most;
-	}
-	return 0;
-}
-
 /* Allocates a state's arrays; see rules.h. */
 void
 MmRuleStateAlloc(MmRuleState *state, int capacity)
@@ -501,32 +478,4 @@ MmRuleStateCopy(MmRuleState *dst, const MmRuleState *src)
 	}
 	if (src->njoined > 0 && joined != NULL)
 		memcpy(joined, src->joined, sizeof(MmRuleValue *) * src->njoined);
-}
-
-/* Every whole-match condition; see rules.h. */
-bool
-MmFinalHolds(const MmRuleContext *context, const MmRuleState *states,
-			 const bool *rule_on, const double *threshold)
-{
-	const MmQueueConfig *config = context->config;
-
-	for (int r = 0; r < config->nrules; r++)
-	{
-		const MmRuleConfig *rule = &config->rules[r];
-		const MmRuleHandler *h;
-
-		if (!rule_on[r] || rule->in_compound)
-			continue;
-		if (rule->type == MM_RULE_COMPOUND)
-		{
-			if (!MmCompoundHolds(context, rule, states, rule_on, threshold))
-				return false;
-			continue;
-		}
-		h = MmRuleHandlerFor(rule->type);
-		if (h->scope == MM_SCOPE_TICKETS && h->check_final != NULL &&
-			!h->check_final(context, &states[r], threshold[r]))
-			return false;
-	}
-	return true;
 }

@@ -66,6 +66,13 @@ for suite in $suites; do
 			status=1
 			failed=$((failed + 1))
 		fi
+		# src/*.c: no circle of files calling each other, no C function over 200 lines
+		if perl test/scripts/check_c_layers.pl; then
+			passed=$((passed + 1))
+		else
+			status=1
+			failed=$((failed + 1))
+		fi
 		tests=${MM_REGRESS:-$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-REGRESS)}
 		if ! mm_as_user "$MM_PGXS_DIR/src/test/regress/pg_regress" --inputdir=. \
 			--bindir="$MM_BINDIR" --dbname=contrib_regression $tests 2>&1 | tee regress.log; then
