@@ -45,14 +45,16 @@ my @LAYERS = qw(
   citus_guard.c
   match_function.c
   queue_config_sql.c rules_sql.c tickets.c
-  tick_plans.c tick_shards.c tick_expiry.c tick_load.c tick_backfill.c tick_write.c tick.c
+  tick_shards.c tick_plans.c tick_expiry.c tick_load.c tick_write.c tick_backfill.c tick.c
   explain.c replay.c fairness.c schedule_starter.c
   matchmaking.c
 );
 
-# Known exceptions, each to be removed when its work lands.
-# The tick's hub and its phases call each other (tick.c <-> tick_*.c): being
-# reworked on another branch; its files' calls and lengths are not counted.
+# Known exception, to be removed when its work lands: the tick's hub and its
+# phases (tick.c <-> tick_*.c, their shared state in tick.c and
+# tick_internal.h) are being reworked on another branch.  A circle made only
+# of these files, their calls up the layering and their function lengths
+# (MmTickServeBackfills, MmTickWriteMatches) are not counted.
 my %EXEMPT_FILE = map { $_ => 1 } qw(
   tick.c tick_backfill.c tick_expiry.c tick_load.c tick_write.c tick_plans.c tick_shards.c
 );
@@ -153,7 +155,8 @@ for my $key (sort keys %body)
 {
 	my ($f, $fn) = split /\0/, $key;
 	my %seen;
-	while ($body{$key} =~ /\b([A-Za-z_]\w*)\s*\(/g)
+	# a member called through a pointer (h->extract(...)) is no call to a file
+	while ($body{$key} =~ /(?<!->)(?<!\.)\b([A-Za-z_]\w*)\s*\(/g)
 	{
 		my $callee = $1;
 		next if $KEYWORD{$callee} || $seen{$callee}++;
@@ -261,6 +264,7 @@ if (@problems)
 	print STDERR "check_c_layers: $_\n" for @problems;
 	exit 1;
 }
-printf "check_c_layers: %d files, no circle, %d calls up the layering, no function over %d lines\n",
-  scalar(@files), scalar(@upward), $MAX_LINES;
+printf "check_c_layers: %d files, no circle, %d calls up the layering, no function over %d lines"
+  . " (excepted for now: %s)\n",
+  scalar(@files), scalar(@upward), $MAX_LINES, join(' ', sort keys %EXEMPT_FILE);
 exit 0;
