@@ -34,8 +34,6 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
