@@ -60,8 +60,10 @@
 
 /*
  * The seed of the replay's draws (acceptance of a new grouping): each draw
- * hashes it with the player, the proposal's first ticket and its time, so
- * the same arguments over the same rows draw the same answers.
+ * hashes it with the player, the place of the proposal's first ticket among
+ * the window's recorded tickets (not its id, which depends on what else the
+ * database holds) and its time, so the same arguments over the same rows
+ * draw the same answers.
  */
 #define MM_REPLAY_SEED UINT64CONST(0x6d6d7265706c6179)
 
@@ -651,12 +653,12 @@ ReadRecordedGames(Replay *rp, text *queue, TimestampTz from_time, TimestampTz to
 	MemoryContextSwitchTo(caller);
 }
 
-/* A uniform draw in [0, 1) from the seed, a player, a ticket and a time. */
+/* A uniform draw in [0, 1) from the seed, a player, a ticket's place and a time. */
 static double
-Draw(const char *player, int64 ticket, TimestampTz at)
+Draw(const char *player, int64 place, TimestampTz at)
 {
 	uint64		h = hash_bytes_extended((const unsigned char *) player, (int) strlen(player),
-										MM_REPLAY_SEED ^ (uint64) ticket ^ ((uint64) at << 17));
+										MM_REPLAY_SEED ^ (uint64) place ^ ((uint64) at << 17));
 
 	return (double) (h >> 11) * (1.0 / 9007199254740992.0);
 }
@@ -750,7 +752,7 @@ AnswerProposal(Replay *rp, ReplayMatch *rm)
 	RecordedProposal key;
 	RecordedProposal *hit;
 	ReplayAnswer *a = &rm->answer;
-	int64		first_ticket = rp->tickets[rm->tickets[0]].id;
+	int64		first_place = rm->tickets[0];	/* among the window's tickets */
 	int			rejecter = -1,
 				rejecter_ticket = -1;
 	double		u;
@@ -786,7 +788,7 @@ AnswerProposal(Replay *rp, ReplayMatch *rm)
 			double		silence = (pl->silences + MM_REPLAY_PRIOR_ANSWERS * rp->silence_rate) /
 				(pl->observed + MM_REPLAY_PRIOR_ANSWERS);
 
-			u = Draw(pl->id, first_ticket, rm->formed_at);
+			u = Draw(pl->id, first_place, rm->formed_at);
 			if (u < reject)
 			{
 				if (rejecter < 0)
@@ -805,7 +807,7 @@ AnswerProposal(Replay *rp, ReplayMatch *rm)
 		if (silent_ticket)
 			a->cancel[a->ncancel++] = rm->tickets[k];
 	}
-	u = Draw("", first_ticket, rm->formed_at);
+	u = Draw("", first_place, rm->formed_at);
 	if (rejecter >= 0)
 	{
 		a->outcome = REPLAY_REJECTED;
