@@ -185,6 +185,18 @@ SELECT r AS role, pg_temp.as_role(r, $q$SELECT jsonb_array_length(mm.export_play
   FROM unnest(ARRAY['rl_front', 'rl_director', 'rl_analyst', 'rl_ticker', 'rl_admin']) r;
 SELECT count(*) AS rl_gdpr_rows FROM mm.ticket_players WHERE player_id = 'rl_gdpr';
 
+-- monitoring: the ticker (and the director, a ticker) records ticks, the
+-- analyst reads the figures (the exporter's role is one); the admin may
+-- also correct the table
+SELECT r AS role,
+	   pg_temp.as_role(r, $q$SELECT mm.record_tick('rl_q', '2026-03-01 00:00:00+00', '2026-03-01 00:00:00.25+00')$q$) AS records_tick,
+	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.queue_monitoring('5 minutes', '2026-03-01 00:01:00+00')$q$) AS monitoring,
+	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.queue_monitoring$q$) AS monitoring_view,
+	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.tick_runs$q$) AS reads_tick_runs,
+	   pg_temp.as_role(r, $q$DELETE FROM mm.tick_runs WHERE queue = 'rl_none'$q$) AS writes_tick_runs
+  FROM unnest(ARRAY['rl_front', 'rl_director', 'rl_analyst', 'rl_ticker', 'rl_admin']) r;
+SELECT queue, ticks_total FROM mm.tick_runs WHERE queue = 'rl_q';
+
 -- the event key is nobody's but the owner's
 SELECT r AS role, has_table_privilege(r, 'mm.event_key', 'SELECT') AS reads_event_key
   FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_admin', 'mm_ticker']) r;

@@ -30,6 +30,7 @@ AS $$
 				   ('mm.backfill_requests', 'queue', 'queue'),
 				   ('mm.autofill_protection', 'queue', 'queue'),
 				   ('mm.rule_evaluations', 'queue', 'queue'),
+				   ('mm.tick_runs', 'queue', 'queue'),
 				   ('mm.tickets_archive', 'queue', 'queue'),
 				   ('mm.matches_archive', 'queue', 'queue'),
 				   ('mm.match_players_archive', 'queue', 'queue'),

@@ -56,7 +56,7 @@ DECLARE
 	i integer;
 	metric text;
 BEGIN
-	FOREACH metric IN ARRAY ARRAY['queue_stats', 'match_stats', 'health_report', 'queue_stats_by_minute'] LOOP
+	FOREACH metric IN ARRAY ARRAY['queue_stats', 'match_stats', 'health_report', 'queue_stats_by_minute', 'queue_monitoring'] LOOP
 		FOR pass IN 1 .. 2 LOOP
 			t0 := clock_timestamp();
 			FOR i IN 1 .. rounds LOOP
@@ -67,6 +67,8 @@ BEGIN
 					PERFORM * FROM mm.match_stats(CASE pass WHEN 1 THEN interval '1 hour' ELSE interval '1 day' END, now_at);
 				WHEN 'health_report' THEN
 					PERFORM * FROM mm.health_report(NULL, CASE pass WHEN 1 THEN interval '1 hour' ELSE interval '1 day' END, now_at);
+				WHEN 'queue_monitoring' THEN
+					PERFORM * FROM mm.queue_monitoring(CASE pass WHEN 1 THEN interval '1 hour' ELSE interval '1 day' END, now_at);
 				ELSE
 					PERFORM * FROM mm.queue_stats_by_minute('bench-metrics',
 						now_at - CASE pass WHEN 1 THEN interval '1 hour' ELSE interval '1 day' END, now_at);

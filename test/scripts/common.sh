@@ -21,7 +21,8 @@ MM_PG_VERSION=15
 MM_SYSTEM_BINDIR=/usr/lib/postgresql/$MM_PG_VERSION/bin
 MM_PGXS_DIR=/usr/lib/postgresql/$MM_PG_VERSION/lib/pgxs
 MM_RUN_USER=postgres
-MM_PACKAGES="postgresql-$MM_PG_VERSION postgresql-server-dev-$MM_PG_VERSION postgresql-$MM_PG_VERSION-cron libipc-run-perl libpq-dev make gcc rsync python3-psycopg"
+MM_PACKAGES="postgresql-$MM_PG_VERSION postgresql-server-dev-$MM_PG_VERSION postgresql-$MM_PG_VERSION-cron libipc-run-perl libpq-dev make gcc rsync python3-psycopg \
+	prometheus-postgres-exporter prometheus"
 # what building Citus from source needs beyond MM_PACKAGES
 MM_CITUS_PACKAGES="libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev"
 

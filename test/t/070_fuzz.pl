@@ -31,6 +31,7 @@
 #     odd names and times, get_player_ratings/get_penalties with odd ids,
 #     export_player with any id and forget_player with ids that hold nothing,
 #     penalty_stats/low_priority_waits with odd windows, the new views;
+#     queue_monitoring with odd windows, record_tick with odd times and SQLSTATEs;
 #   - the rating and balancing functions (Elo, Glicko-2, team ratings, smurf
 #     score, balance_teams, OpenSkill) with mismatched array lengths, NaN,
 #     Infinity, NULL elements, multi-dimensional and oversized arrays.
@@ -797,6 +798,13 @@ sub gen_metrics
 	return [ 'metrics', "SELECT * FROM mm.health_report($q, $w, $now)", undef, $valid_q ] if $k == 5;
 	return [ 'metrics', "SELECT * FROM mm.queue_statistics($q, $now)", undef, $valid_q ] if $k == 6;
 	return [ 'metrics', "SELECT * FROM mm.role_stats($w, $now)", undef, $valid ] if $k == 9;
+	if ($k == 7 && chance(0.5))
+	{
+		# monitoring: the exporter's figures, and a tick recorded with odd times and SQLSTATEs
+		return [ 'metrics', "SELECT * FROM mm.queue_monitoring($w, $now)", undef, $valid ] if chance(0.5);
+		my $state = lit(pick(undef, '40P01', '57014', '', 'x', '4xP01', 'XX000', 'a' x 300, "\xc3\xa9"));
+		return [ 'metrics', 'SELECT mm.record_tick(' . join(', ', $q, some_time(), some_time(), $state) . ')' ];
+	}
 	my ($from, $to);
 	my $m = R(10);
 	if ($m < 4)
