@@ -33,8 +33,7 @@ CREATE UNIQUE INDEX backfill_requests_one_open ON mm.backfill_requests (match_id
 ALTER TABLE mm.rating_history DROP CONSTRAINT rating_history_pkey,
 	ADD CONSTRAINT rating_history_pkey PRIMARY KEY (id, player_id);
 
--- mm.queues may become a Citus reference table, which a local table cannot
--- reference: the queue's jobs go with it through mm.queues_after_delete
--- (90_queues_on_citus.sql).
+-- No foreign key to mm.queues (Citus rule 1, HACKING.md): the queue's jobs
+-- go with it through mm.queues_after_delete.
 ALTER TABLE mm.schedule_jobs DROP CONSTRAINT schedule_jobs_queue_fkey;
 
