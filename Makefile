@@ -9,8 +9,10 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 # install them and upgrade).  The version in development (MM_VERSION) has two
 # built scripts: its fresh install from the SQL source tree, src/sql/*.sql in
 # name order (one current definition of every object), and its upgrade from
-# MM_PREVIOUS from the hand-reviewed files of upgrade/<previous>--<version>/
-# in name order.  test/t/050_upgrade.pl proves that both give the same schema.
+# MM_PREVIOUS: the hand-written table and data changes of
+# upgrade/<previous>--<version>/ in name order, with the routines its manifest
+# (NN_routines.txt) lists taken from src/sql (src/tools/build_upgrade.pl).
+# test/t/050_upgrade.pl proves that both give the same schema.
 MM_VERSION = 0.4
 MM_PREVIOUS = 0.3
 DATA = matchmaking--0.1.sql matchmaking--0.1--0.2.sql matchmaking--0.2.sql \
@@ -29,21 +31,27 @@ ISOLATION_OPTS = --inputdir=test
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
-EXTRA_CLEAN = results/ regression.diffs regression.out output_iso/ tmp_check/ $(SIM_PROGRAMS)
+EXTRA_CLEAN = matchmaking--*.sql.tmp results/ regression.diffs regression.out output_iso/ tmp_check/ $(SIM_PROGRAMS)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # A file of the source tree whose objects are all new in this version is
-# part of the upgrade as it is (MM_NEW_IN_VERSION), after the upgrade's own
-# files: one text for both scripts.
+# part of the upgrade as it is (MM_NEW_IN_VERSION), in src/sql order with the
+# manifest's routines: one text for both scripts.  Emptied when a version is
+# cut (HACKING.md, "Cutting a version").
 MM_NEW_IN_VERSION = $(srcdir)/src/sql/45_ticket_batches.sql $(srcdir)/src/sql/65_penalties.sql \
 	$(srcdir)/src/sql/75_ranked_play.sql $(srcdir)/src/sql/77_player_data.sql $(srcdir)/src/sql/85_replay.sql \
 	$(srcdir)/src/sql/88_monitoring.sql $(srcdir)/src/sql/95_scale_out.sql
+MM_UPGRADE_DIR = $(srcdir)/upgrade/$(MM_PREVIOUS)--$(MM_VERSION)
 
-matchmaking--$(MM_PREVIOUS)--$(MM_VERSION).sql: $(sort $(wildcard $(srcdir)/upgrade/$(MM_PREVIOUS)--$(MM_VERSION)/*.sql)) $(MM_NEW_IN_VERSION)
-	{ for f in $^; do printf '\n'; cat "$$f"; done; } > $@
+# Fails (and writes nothing) when the manifest names a routine src/sql does
+# not define, or a hand-written file creates a routine.
+matchmaking--$(MM_PREVIOUS)--$(MM_VERSION).sql: $(srcdir)/src/tools/build_upgrade.pl $(srcdir)/src/tools/MmSql.pm \
+		$(wildcard $(MM_UPGRADE_DIR)/*) $(wildcard $(srcdir)/src/sql/*.sql)
+	perl $(srcdir)/src/tools/build_upgrade.pl $(srcdir)/src/sql $(MM_UPGRADE_DIR) $(MM_NEW_IN_VERSION) > $@.tmp
+	mv $@.tmp $@
 
 # The psql guard first, then every file of src/sql, each after a blank line.
 matchmaking--$(MM_VERSION).sql: $(sort $(wildcard $(srcdir)/src/sql/*.sql))

@@ -41,7 +41,11 @@
 static planner_hook_type PreviousPlanner = NULL;
 static ProcessUtility_hook_type PreviousProcessUtility = NULL;
 
-/* The functions mm.distribute distributes by their queue (95_scale_out.sql). */
+/*
+ * The functions mm.distribute distributes by their queue (95_scale_out.sql):
+ * the same list, which test/scripts/check_citus_functions.pl compares
+ * (HACKING.md, "Citus rules for SQL", rule 2).
+ */
 static const char *const DistributedByQueue[] = {
 	"tick", "tick_loop", "accept_match", "assign", "requeue_match", "complete_match",
 	"leave_match", "request_backfill", "cancel_backfill", "report_result", "cancel_ticket",

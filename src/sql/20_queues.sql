@@ -45,8 +45,7 @@ CREATE FUNCTION mm.queues_after_delete() RETURNS trigger
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
-	-- on Citus this fires on each copy of the reference table (<table>_<shard
-	-- id>), where it cannot reach the shards: mm.drop_queue cleans up there
+	-- a copy of the reference table on Citus: nothing to do (Citus rule 12)
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		RETURN NULL;
 	END IF;
@@ -199,8 +198,7 @@ BEGIN
 	END IF;
 
 	-- tickets, matches and everything hanging off them go with the queue
-	-- (mm.queues_after_delete; on Citus, where that trigger cannot reach the
-	-- shards, mm.delete_queue_rows does it first)
+	-- (mm.queues_after_delete; on Citus mm.delete_queue_rows first: Citus rule 12)
 	IF mm.tables_are_distributed() THEN
 		PERFORM mm.delete_queue_rows(drop_queue.name);
 	END IF;

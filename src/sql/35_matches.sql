@@ -222,8 +222,8 @@ GRANT EXECUTE ON FUNCTION mm.match_results_set_queue() TO mm_admin;
 CREATE TRIGGER match_results_queue BEFORE INSERT OR UPDATE OF match_id, queue ON mm.match_results
 	FOR EACH ROW EXECUTE FUNCTION mm.match_results_set_queue();
 
--- A deleted queue's autofill protection goes with it (on Citus, where this
--- fires on the reference table's copies, mm.delete_queue_rows does it).
+-- A deleted queue's autofill protection goes with it (Citus rule 12:
+-- mm.delete_queue_rows there).
 CREATE FUNCTION mm.queues_after_delete_autofill() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp

@@ -241,8 +241,7 @@ CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
 DECLARE
 	bad record;
 BEGIN
-	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
-	-- the players' claims: tickets go through mm.create_ticket there
+	-- a shard on Citus: the plain write is refused (Citus rule 12)
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
 	END IF;
@@ -345,8 +344,7 @@ DECLARE
 	left_match record;
 	m mm.matches;
 BEGIN
-	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
-	-- the players' claims: tickets go through mm.create_ticket there
+	-- a shard on Citus: the plain write is refused (Citus rule 12)
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
 	END IF;
@@ -409,8 +407,7 @@ CREATE FUNCTION mm.tickets_after_delete() RETURNS trigger
 	SET jit = off
 	AS $$
 BEGIN
-	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
-	-- the players' claims: tickets go through mm.create_ticket there
+	-- a shard on Citus: the plain write is refused (Citus rule 12)
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
 	END IF;
@@ -437,8 +434,7 @@ CREATE FUNCTION mm.tickets_after_truncate() RETURNS trigger
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
-	-- on Citus this fires on a shard (<table>_<shard id>), which cannot reach
-	-- the players' claims: tickets go through mm.create_ticket there
+	-- a shard on Citus: the plain write is refused (Citus rule 12)
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		PERFORM mm.refuse_ticket_write_on_shard(TG_OP);
 	END IF;
@@ -483,7 +479,7 @@ CREATE TRIGGER tickets_refuse_change BEFORE UPDATE OF id, queue, players ON mm.t
 	EXECUTE FUNCTION mm.tickets_refuse_change();
 
 -- Releases the claims of (player, ticket) pairs: one delete of the
--- players' table, by player (on Citus, on the players' shards).
+-- players' table, by player (Citus rule 3).
 CREATE FUNCTION mm.release_claims(player_ids text[], ticket_ids bigint[])
 	RETURNS void
 	LANGUAGE plpgsql
@@ -509,9 +505,8 @@ GRANT EXECUTE ON FUNCTION mm.release_claims(text[], bigint[]) TO mm_admin;
 -- released and it leaves the other queues.  A delete, not an UPDATE of the
 -- status: a session waiting on the row then sees it gone (and looks again)
 -- instead of failing on a row moved to another partition.  Returns the ids
--- of the tickets it ended.  The tickets are named with the queues they are
--- in (on Citus, of one shard), and the players released by player, from
--- arrays, not by a join of the tickets' shard with the players'.
+-- of the tickets it ended.  The tickets are named with their queues, the
+-- players released by player from arrays (Citus rule 3).
 CREATE FUNCTION mm.end_tickets(queues text[], ticket_ids bigint[], new_status text, ended_at timestamptz)
 	RETURNS SETOF bigint
 	LANGUAGE plpgsql
@@ -619,8 +614,8 @@ COMMENT ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) IS
 REVOKE ALL ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.raise_missing_without_queue(text, bigint, text, text) TO mm_admin;
 
--- The queue of a ticket, for the id-only forms: a plain read (no lock; on
--- Citus it visits every shard).  NULL for a missing ticket.
+-- The queue of a ticket, for the id-only forms (Citus rule 4): a plain
+-- read, no lock.  NULL for a missing ticket.
 CREATE FUNCTION mm.ticket_queue(ticket_id bigint)
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -678,7 +673,7 @@ BEGIN
 		PERFORM FROM mm.tickets_ended t WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id;
 		IF NOT FOUND THEN
 			-- a ticket of several queues that another of them matched (a
-			-- plain read; on Citus it visits every shard)
+			-- plain read: Citus rule 4)
 			PERFORM 1 FROM mm.tickets_ended t
 			 WHERE t.id = cancel_ticket.ticket_id AND cancel_ticket.queue = ANY (t.queues);
 		END IF;
@@ -721,8 +716,7 @@ COMMENT ON FUNCTION mm.cancel_ticket(text, bigint) IS
 REVOKE ALL ON FUNCTION mm.cancel_ticket(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.cancel_ticket(text, bigint) TO mm_frontend, mm_admin;
 
--- By id alone: the ticket's queue found by a plain read (no lock; on Citus
--- it visits every shard).
+-- By id alone: the ticket's queue found by a plain read (Citus rule 4).
 CREATE FUNCTION mm.cancel_ticket(ticket_id bigint) RETURNS boolean
 	LANGUAGE plpgsql STRICT
 	SECURITY DEFINER
@@ -754,9 +748,8 @@ DECLARE
 	ticket_queue text;
 	ticket_match bigint;
 BEGIN
-	-- plain reads by id (on Citus they visit every shard), then the match
-	-- on its queue's shard; SELECT 1: Citus cannot plan a multi-shard
-	-- EXISTS without a column
+	-- plain reads by id (Citus rule 4), then the match on its queue's
+	-- shard; SELECT 1: Citus rule 7
 	IF EXISTS (SELECT 1 FROM mm.tickets_active t WHERE t.id = claim_is_live.ticket_id) THEN
 		RETURN true;
 	END IF;
@@ -874,8 +867,7 @@ CREATE FUNCTION mm.queues_after_delete_unlist() RETURNS trigger
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
-	-- on Citus this fires on each copy of the reference table (<table>_<shard
-	-- id>), where it cannot reach the shards: mm.drop_queue cleans up there
+	-- a copy of the reference table on Citus: nothing to do (Citus rule 12)
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		RETURN NULL;
 	END IF;
@@ -1090,7 +1082,7 @@ BEGIN
 		 WHERE t.queue = heartbeat.queue AND t.id = heartbeat.ticket_id;
 		IF NOT FOUND THEN
 			-- a ticket of several queues that another of them matched (a
-			-- plain read; on Citus it visits every shard)
+			-- plain read: Citus rule 4)
 			SELECT t.status INTO ticket_status FROM mm.tickets_ended t
 			 WHERE t.id = heartbeat.ticket_id AND heartbeat.queue = ANY (t.queues);
 		END IF;

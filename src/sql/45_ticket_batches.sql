@@ -1,8 +1,7 @@
 -- Many tickets in one call (docs/queues-and-tickets.md): a backend's bulk
 -- load, a lobby's parties.  One statement writes them all, so the ticket
--- triggers validate and claim them in one go on one node; on Citus the
--- batch is checked, claimed and written to its queue's shard in one
--- statement each (mm.create_tickets_on_shards, 95_scale_out.sql).
+-- triggers validate and claim them in one go on one node (on Citus:
+-- mm.create_tickets_on_shards, Citus rule 12).
 
 -- Validates a batch of tickets for a queue, in order.  An invalid ticket is
 -- reported at its path in the batch: players[3][0].attributes.skill is the

@@ -88,8 +88,7 @@ CREATE FUNCTION mm.queues_after_delete_rule_stats() RETURNS trigger
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
-	-- on Citus this fires on each copy of the reference table (<table>_<shard
-	-- id>), where it cannot reach the shards: mm.drop_queue cleans up there
+	-- a copy of the reference table on Citus: nothing to do (Citus rule 12)
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
 		RETURN NULL;
 	END IF;

@@ -12,14 +12,12 @@
 -- counted from mm.matches.ready_at (the tick cancels it as expired).
 -- mm.report_result, which also ends a match, is in 70_ratings.sql.
 
--- Every step has two forms: by (queue, id), the one Citus routes to the
--- queue's shard (each statement on a table of a queue filters on it, and
--- none joins a table of a queue with one of a player: the players are read
--- into arrays first), and by id alone, which finds the match's queue with a
--- plain read and calls the first (on Citus that read visits every shard).
+-- Every step has two forms: by (queue, id), the one Citus routes (Citus
+-- rules 2 and 3), and by id alone, which finds the match's queue and calls
+-- the first (Citus rule 4).
 
--- Releases the claims a match's tickets hold (the match ended): the
--- players are read from the queue's shard, their claims deleted on theirs.
+-- Releases the claims a match's tickets hold (the match ended; Citus
+-- rule 3).
 CREATE FUNCTION mm.release_match_players(queue text, match_id bigint)
 RETURNS void
 LANGUAGE plpgsql
@@ -85,8 +83,8 @@ COMMENT ON FUNCTION mm.lock_match(text, bigint, text[], text, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.lock_match(text, bigint, text[], text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.lock_match(text, bigint, text[], text, timestamptz) TO mm_admin;
 
--- The queue of a match, for the id-only forms: a plain read (no lock; on
--- Citus it visits every shard).  NULL for a missing match.
+-- The queue of a match, for the id-only forms (Citus rule 4): a plain
+-- read, no lock.  NULL for a missing match.
 CREATE FUNCTION mm.match_queue(match_id bigint)
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -132,7 +130,7 @@ BEGIN
 	IF cardinality(others) = 0 THEN
 		RETURN ARRAY[match_ticket_queues.queue];
 	END IF;
-	-- a plain read by id (on Citus it visits every shard, for such tickets only)
+	-- a plain read by id, for such tickets only (Citus rule 4)
 	RETURN ARRAY[match_ticket_queues.queue]
 		|| ARRAY(SELECT DISTINCT t.queue FROM mm.tickets_active t
 				  WHERE t.id = ANY (others) AND t.queue <> match_ticket_queues.queue
@@ -180,8 +178,7 @@ BEGIN
 	UPDATE mm.matches x SET status = 'cancelled', cancel_reason = cancel_proposed_match.reason,
 		   updated_at = cancel_proposed_match.now
 	 WHERE x.queue = cancel_proposed_match.queue AND x.id = cancel_proposed_match.match_id;
-	-- the ids first: a function called in a query of a sharded table would
-	-- run on the shard (Citus refuses the nested distributed queries)
+	-- the ids first (Citus rule 6)
 	cancelled := ARRAY(SELECT t.id FROM mm.tickets_active t
 						WHERE t.queue = ANY (ticket_queues)
 						  AND t.match_id = cancel_proposed_match.match_id
@@ -479,7 +476,7 @@ BEGIN
 	  FROM mm.tickets x WHERE x.queue = wanted_queue AND x.id = wanted_id;
 	IF NOT FOUND THEN
 		-- a ticket of several queues that another of them matched (a plain
-		-- read; on Citus it visits every shard)
+		-- read: Citus rule 4)
 		SELECT x.id, x.status, x.match_id, x.team, x.queue, x.queues INTO t
 		  FROM mm.tickets_ended x WHERE x.id = wanted_id AND wanted_queue = ANY (x.queues);
 		IF NOT FOUND THEN

@@ -98,7 +98,7 @@ BEGIN
 	cap := coalesce((penalties ->> 'max_cooldown_seconds')::float8, 86400);
 	lp_offences := (penalties #>> '{low_priority,offences}')::integer;
 	lp_games := coalesce((penalties #>> '{low_priority,games}')::integer, 0);
-	-- one player at a time, in player order (on Citus each on its shard)
+	-- one player at a time, in player order (Citus rule 8)
 	FOR r IN SELECT DISTINCT u.id FROM unnest(record_offences.player_ids) u(id) WHERE u.id IS NOT NULL ORDER BY u.id
 	LOOP
 		INSERT INTO mm.player_penalties AS p (player_id, queue, offences, cooldown_until, low_priority_games,
@@ -154,7 +154,7 @@ BEGIN
 	END IF;
 	SELECT (q.config #>> '{penalties,forgive_after_games}')::integer INTO forgive
 	  FROM mm.queues q WHERE q.name = count_good_games.queue;
-	-- one row at a time (Citus locks no rows of several shards at once)
+	-- one row at a time (Citus rule 8)
 	FOR pid IN SELECT DISTINCT u.id FROM unnest(count_good_games.player_ids) u(id) ORDER BY u.id LOOP
 		PERFORM 1 FROM mm.player_penalties p
 		 WHERE p.player_id = pid AND p.queue = count_good_games.queue FOR UPDATE;
@@ -348,9 +348,8 @@ COMMENT ON FUNCTION mm.low_priority_waits(interval, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.low_priority_waits(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.low_priority_waits(interval, timestamptz) TO mm_analyst, mm_admin;
 
--- A deleted queue's penalties go with it, as its matches do (on Citus,
--- where this fires on the reference table's copies, mm.delete_queue_rows
--- does it).
+-- A deleted queue's penalties go with it, as its matches do (Citus rule
+-- 12: mm.delete_queue_rows there).
 CREATE FUNCTION mm.queues_after_delete_penalties() RETURNS trigger
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp

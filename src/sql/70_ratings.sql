@@ -408,7 +408,7 @@ BEGIN
 							FROM unnest(pools) WITH ORDINALITY u(pool, i) ORDER BY u.i);
 		-- a pool that seeds first ratings from a ticket attribute: each
 		-- player's value in their ticket (read first: the tickets of the
-		-- match's queue, on Citus on its shard), NULL when absent or not a number
+		-- match's queue: Citus rule 3), NULL when absent or not a number
 		IF EXISTS (SELECT FROM unnest(settings) x WHERE x ? 'seed') THEN
 			SELECT array_agg(t.id), array_agg(t.players) INTO ticket_list, ticket_players
 			  FROM mm.tickets t WHERE t.queue = m.queue AND t.id = ANY (ticket_ids);
@@ -458,7 +458,7 @@ BEGIN
 		  FROM unnest(ids, pools, seeds, seed_rds) u(id, pool, seed, seed_rd)
 		 WHERE u.seed IS NOT NULL AND u.id = ANY (created);
 		-- lock the rows in player order (as mm.decay_ratings does), one
-		-- player at a time (on Citus each on its player's shard)
+		-- player at a time (Citus rule 8)
 		FOR player_index IN 1 .. cardinality(ids) LOOP
 			PERFORM FROM mm.ratings rt
 			 WHERE rt.player_id = ids[player_index] AND rt.pool = pools[player_index] FOR UPDATE;
@@ -706,7 +706,7 @@ GRANT EXECUTE ON FUNCTION mm.report_result(bigint, jsonb, timestamptz) TO mm_dir
 
 -- Whether a rating pool exists: a queue rates into it (a queue rating per
 -- role: <pool>.<role> for each of its roles), or a player has a rating in it.
--- PL/pgSQL: Citus cannot plan a SQL function's query with parameters.
+-- PL/pgSQL: Citus rule 5.
 CREATE FUNCTION mm.rating_pool_exists(pool text)
 RETURNS boolean
 LANGUAGE plpgsql STABLE
@@ -770,8 +770,8 @@ BEGIN
 	END IF;
 
 	-- the idle players locked in player order, as mm.report_result locks
-	-- them; on Citus, which cannot lock across shards in one order, the
-	-- update below skips a rating that changed since it was read
+	-- them; on Citus the update below skips a rating that changed since it
+	-- was read (Citus rule 8)
 	IF NOT mm.tables_are_distributed() THEN
 		PERFORM FROM mm.ratings r
 		 WHERE r.pool = decay_ratings.pool AND r.updated_at <= since

@@ -53,8 +53,7 @@ CREATE INDEX season_ratings_pool ON mm.season_ratings (pool, season);
 SELECT pg_catalog.pg_extension_config_dump('mm.season_ratings', '');
 
 -- A pool's settings: its own, else its base pool's (<pool> for
--- <pool>.<role>), else none.  PL/pgSQL: Citus cannot plan a SQL function's
--- query with parameters.
+-- <pool>.<role>), else none.  PL/pgSQL: Citus rule 5.
 CREATE FUNCTION mm.rating_pool_settings(pool text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
@@ -390,8 +389,7 @@ BEGIN
 	pool_list := ARRAY(SELECT DISTINCT r.pool FROM mm.ratings r WHERE r.pool = ANY (place_pool_players.pools));
 	settings_list := ARRAY(SELECT mm.rating_pool_settings(p) FROM unnest(pool_list) WITH ORDINALITY u(p, i) ORDER BY u.i);
 	-- each player's standing, computed once (a function in FROM), then
-	-- written by player (on Citus: read from the shards first, computed
-	-- here, written back by key)
+	-- written by player (Citus rule 9)
 	SELECT array_agg(x.player_id), array_agg(x.pool), array_agg(st.placement_games_left), array_agg(st.tier),
 		   array_agg(st.division), array_agg(st.tier_progress)
 	  INTO ids, pool_of, placement_left, tiers, divisions, progress
@@ -593,9 +591,7 @@ BEGIN
 		 WHERE r.pool = set_ratings.pool AND r.player_id = ANY (set_ratings.player_ids)
 		 ORDER BY r.player_id FOR UPDATE;
 	END IF;
-	-- read first into arrays, computed, then written (on Citus a chain of
-	-- CTEs with a data-modifying one reads intermediate results without
-	-- collation and cannot read a composite back)
+	-- read first into arrays, computed, then written (Citus rule 9)
 	-- the players' current rows, read first
 	SELECT array_agg(o.rating ORDER BY u.i), array_agg(o.rd ORDER BY u.i), array_agg(o.volatility ORDER BY u.i),
 		   array_agg(o.mu ORDER BY u.i), array_agg(o.sigma ORDER BY u.i),
@@ -750,8 +746,8 @@ BEGIN
 	target := (cfg #>> '{season_reset,target}')::float8;
 	pools := mm.pool_and_role_pools(start_season.pool);
 
-	-- the ratings locked in player order (on Citus, which cannot lock across
-	-- shards in one order, the update below locks them as it goes)
+	-- the ratings locked in player order (on Citus the update below locks
+	-- them as it goes: Citus rule 8)
 	IF NOT mm.tables_are_distributed() THEN
 		PERFORM FROM mm.ratings r WHERE r.pool = ANY (pools) ORDER BY r.player_id, r.pool FOR UPDATE;
 	END IF;
@@ -770,8 +766,7 @@ BEGIN
 	 WHERE p.pool = start_season.pool;
 
 	-- the soft reset, per pool toward its mean; the values before are read
-	-- first and handed through (on Citus the statement's parts run one
-	-- after the other, so a read after the update would see its result).
+	-- first and handed through (Citus rule 9).
 	-- A rating imported or seeded in the running season (before the first:
 	-- ever) is kept; the mean counts it.
 	WITH old AS (

@@ -5,8 +5,7 @@
 -- history (tickets, match players, results, rating and penalty history,
 -- season archives) under one random pseudonym per call, so that other
 -- players' matches keep their sizes and every count stays the same.  Both
--- work on one node and on Citus (tables sharded by player move the rows to
--- the pseudonym, as Citus cannot change a distribution column in place).
+-- work on one node and on Citus (Citus rule 11).
 
 -- A ticket's player anonymised: the pseudonym as id, the role preferences
 -- kept (role queue figures count them), attributes, latencies and any other
@@ -187,9 +186,9 @@ COMMENT ON FUNCTION mm.export_player(text) IS
 REVOKE ALL ON FUNCTION mm.export_player(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.export_player(text) TO mm_admin;
 
--- Moves a player's rows of a table sharded by player to another player id
--- (a copy under the new id, then the old rows deleted: Citus cannot update
--- a distribution column in place).  Returns how many rows moved.
+-- Moves a player's rows of a table sharded by player to another player id:
+-- a copy under the new id, then the old rows deleted (Citus rule 11).
+-- Returns how many rows moved.
 CREATE FUNCTION mm.move_player_rows(tbl regclass, col text, old_id text, new_id text)
 RETURNS integer
 LANGUAGE plpgsql

@@ -4,14 +4,10 @@
 --
 -- - The metrics that read tables are PL/pgSQL, each a query or two after
 --   its argument checks (mm.metrics_scope, mm.metrics_minutes and
---   mm.metrics_check_target): on Citus (docs/scale-out.md) the coordinator
---   cannot plan a SQL function's query with parameters over sharded tables.
---   Their queries read each part as an aggregate of its own, never LATERAL
---   to a sharded table, join a queue's tables on the queue, and call no
---   function that reads tables (Citus may run a one-queue query on the
---   queue's node), so that Citus runs them over every shard and gives one
---   node's answers.  The functions that only call them (the rounding
---   wrappers, the per queue forms, the health report) stay LANGUAGE sql.
+--   mm.metrics_check_target), written to Citus rules 3 and 5 to 7
+--   (HACKING.md) so that Citus gives one node's answers.  The functions that
+--   only call them (the rounding wrappers, the per queue forms, the health
+--   report) stay LANGUAGE sql.
 -- - The *_figures functions compute unrounded; the public functions round
 --   every non-integer figure to 3 decimals (mm.metrics_round), so
 --   1.533333333333303 shows as 1.533; mm.health_report judges unrounded.
@@ -212,8 +208,7 @@ AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(ticket_figures.queue, ticket_figures.time_window, ticket_figures.now);
 BEGIN
-	-- A statement of its own: on Citus the query below may run on the
-	-- queue's node, where a function cannot query the shards again.
+	-- A statement of its own (Citus rule 6).
 	SELECT count(*), coalesce(sum(jsonb_array_length(a.players)), 0),
 		   (extract(epoch FROM now) - extract(epoch FROM min(a.created_at)))::float8
 	  INTO searching_tickets, searching_players, oldest_wait_s
@@ -495,8 +490,7 @@ DECLARE
 	covered text[] := mm.metrics_scope(match_figures.queue, match_figures.time_window, match_figures.now);
 BEGIN
 	-- the matches' own figures unrounded (match_details rounds them); a
-	-- statement of its own: on Citus the query below may run on the queue's
-	-- node, where a function cannot query the shards again
+	-- statement of its own (Citus rule 6)
 	SELECT count(*), avg(x.players::float8), avg(x.quality), avg(x.skill_spread), avg(x.team_skill_gap),
 		   avg(x.latency_avg_ms), avg(x.worst_latency_ms)
 	  INTO matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg,

@@ -16,8 +16,7 @@ CREATE TABLE mm.schedule_jobs (
 	job_name text PRIMARY KEY,
 	kind text NOT NULL
 		CONSTRAINT schedule_jobs_kind CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['tick', 'retention'])),
-	-- no foreign key: mm.queues may become a Citus reference table, which a
-	-- local table cannot reference; mm.queues_after_delete drops the jobs
+	-- no foreign key (Citus rule 1): mm.queues_after_delete drops the jobs
 	queue text UNIQUE,
 	every interval NOT NULL,
 	-- loop: a per-minute job whose procedure ticks every `every` (pg_cron < 1.5);
@@ -559,8 +558,7 @@ BEGIN
 							  ELSE format('SELECT mm.tick(%L)', queue) END;
 	tick_job_id := mm.cron_job_upsert(tick_job_name, plan.cron_schedule, command);
 
-	-- the time comes in the row (Citus refuses now() in DO UPDATE of a
-	-- distributed table, which mm.schedule_jobs is after mm.distribute)
+	-- the time comes in the row (Citus rule 10)
 	INSERT INTO mm.schedule_jobs AS s (job_name, kind, queue, every, mode, cron_schedule, cron_job_id,
 									   updated_at)
 	VALUES (tick_job_name, 'tick', queue, every, plan.mode, plan.cron_schedule, tick_job_id, now())
@@ -688,8 +686,7 @@ BEGIN
 
 	-- the oldest finished matches, queue by queue (the indexes lead with
 	-- queue), then the oldest ended tickets the same way: batch_size of each
-	-- at most.  Every statement names its queue, so that on Citus each runs
-	-- on the queue's shards.
+	-- at most.  Every statement names its queue (Citus rule 3).
 	matches_purged := 0;
 	tickets_purged := 0;
 	matches_left := batch_size;
@@ -1154,9 +1151,7 @@ GRANT SELECT ON TABLE mm.schedules TO mm_analyst;
 -- is no longer on one (unscheduled, re-scheduled to another mode, dropped).
 -- SECURITY DEFINER: the loop runs as the job's role, which needs no
 -- privilege on mm.schedule_jobs.
--- PL/pgSQL: on a Citus worker, where the loop of a queue of that worker runs,
--- mm.schedule_jobs is a reference table, which Citus cannot read from a SQL
--- function with parameters.
+-- PL/pgSQL: the loop of a queue runs on the queue's node (Citus rule 5).
 CREATE FUNCTION mm.tick_loop_every(queue text)
 RETURNS interval
 LANGUAGE plpgsql STABLE SECURITY DEFINER

@@ -145,7 +145,8 @@ BEGIN
 	END LOOP;
 	-- a queue's tick, its per-minute loop (pg_cron's job, on the
 	-- coordinator) and the lifecycle's calls by queue run on the node that
-	-- holds the queue, and send their events from there
+	-- holds the queue, and send their events from there; the same list as
+	-- DistributedByQueue in src/citus_guard.c (Citus rule 2, HACKING.md)
 	FOR t IN SELECT CAST(u.routine AS regprocedure) AS routine
 			   FROM unnest(ARRAY['mm.tick(text, timestamptz)', 'mm.tick_loop(text)',
 								 'mm.accept_match(text, bigint, text, boolean, timestamptz)',

@@ -30,33 +30,3 @@ UPDATE mm.matches m
 		   WHEN m.status OPERATOR(pg_catalog.=) 'ready' THEN m.updated_at
 		   ELSE GREATEST(m.created_at, LEAST(m.updated_at, m.acceptance_deadline)) END
  WHERE m.status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned']);
-
--- Any other write that makes a match ready or assigned without ready_at
--- (mm.accept_match's last acceptance, an UPDATE or INSERT by hand) sets it:
--- to updated_at on an UPDATE (when the status changed), to created_at on an
--- INSERT.  The tick sets it itself when it forms a ready match, so the
--- condition keeps the trigger from firing for its bulk insert.
-CREATE FUNCTION mm.matches_set_ready_at() RETURNS trigger
-	LANGUAGE plpgsql
-	SET search_path = pg_catalog, pg_temp
-	AS $$
-BEGIN
-	NEW.ready_at := CASE TG_OP WHEN 'INSERT' THEN NEW.created_at ELSE NEW.updated_at END;
-	RETURN NEW;
-END
-$$;
-COMMENT ON FUNCTION mm.matches_set_ready_at() IS
-	'Trigger: records when a match became ready (ready_at) for the writes that do not set it';
-REVOKE ALL ON FUNCTION mm.matches_set_ready_at() FROM PUBLIC;
-
-CREATE TRIGGER matches_ready_at BEFORE INSERT OR UPDATE OF status ON mm.matches
-	FOR EACH ROW
-	WHEN (NEW.status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned']) AND NEW.ready_at IS NULL)
-	EXECUTE FUNCTION mm.matches_set_ready_at();
-
--- The tick's read, on every tick of a queue with the key: the queue's live
--- matches by the time they became ready.  Partial, so it holds the live
--- matches only; the status changes that move a match in or out of it
--- already touch the indexes (matches_queue_finished, matches_proposed_deadline).
-CREATE INDEX matches_live_ready ON mm.matches (queue, ready_at)
-	WHERE status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned']);

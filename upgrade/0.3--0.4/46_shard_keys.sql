@@ -33,30 +33,7 @@ CREATE UNIQUE INDEX backfill_requests_one_open ON mm.backfill_requests (match_id
 ALTER TABLE mm.rating_history DROP CONSTRAINT rating_history_pkey,
 	ADD CONSTRAINT rating_history_pkey PRIMARY KEY (id, player_id);
 
--- mm.queues may become a Citus reference table, which a local table cannot
--- reference: the queue's jobs go with it through mm.queues_after_delete
--- (90_queues_on_citus.sql).
+-- No foreign key to mm.queues (Citus rule 1, HACKING.md): the queue's jobs
+-- go with it through mm.queues_after_delete.
 ALTER TABLE mm.schedule_jobs DROP CONSTRAINT schedule_jobs_queue_fkey;
 
--- On a Citus shard a result row that names its queue is checked by the new
--- foreign key on (match_id, queue): a shard cannot look a match up by id.
-CREATE OR REPLACE FUNCTION mm.match_results_set_queue()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	-- on a Citus shard (<table>_<shard id>) the match cannot be looked up by
-	-- id: the row's queue is checked by the key (match_id, queue) instead
-	IF TG_TABLE_NAME ~ '_[0-9]+$' AND NEW.queue IS NOT NULL THEN
-		RETURN NEW;
-	END IF;
-	SELECT m.queue INTO NEW.queue FROM mm.matches m WHERE m.id = NEW.match_id;
-	IF NOT FOUND THEN
-		RAISE EXCEPTION 'match % does not exist', NEW.match_id USING ERRCODE = 'foreign_key_violation';
-	END IF;
-	RETURN NEW;
-END;
-$$;
-COMMENT ON FUNCTION mm.match_results_set_queue() IS
-'Trigger: copies the match''s queue into a result row (refuses a match that does not exist)';
