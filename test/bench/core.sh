@@ -628,7 +628,7 @@ INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_ms', (:t1 - :t0
 SQL
 		done
 	done
-	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players"
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests"
 }
 
 # ---------------------------------------------------------------------------
@@ -694,7 +694,7 @@ SQL
 			sed 's/^/release	/' "$dir/release.out" | q -d "$main_db" -c "COPY bench_core_runs FROM STDIN"
 		done
 	done
-	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players"
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests"
 	release_stop "$rbin" "$rdir/data"
 }
 
