@@ -672,7 +672,7 @@ figure_release() {
 			{
 				cat <<'SQL'
 SET client_min_messages = warning;
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
 COPY mm.tickets (queue, players, created_at) FROM :'file';
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
