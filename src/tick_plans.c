@@ -291,13 +291,10 @@ PrepareWrites(void)
 	/*
 	 * $7 and $8: the status (ready, or proposed) and the acceptance deadline;
 	 * a ready match is ready from now on (ready_at, which its
-	 * live_match_timeout_seconds counts from)
-	 */
-	/*
-	 * The arrays are unnested in the select list (ProjectSet), which streams
-	 * them in step, a NULL array giving NULLs: ROWS FROM would first
-	 * materialise every row in a tuplestore (about a third of the insert of
-	 * 100,000 match players).
+	 * live_match_timeout_seconds counts from).  The arrays are unnested in
+	 * the select list (ProjectSet), which streams them in step, a NULL array
+	 * giving NULLs: ROWS FROM would first materialise every row in a
+	 * tuplestore (about a third of the insert of 100,000 match players).
 	 */
 	KeepPlan(&MmTickPlan.insert_matches,
 			 "INSERT INTO mm.matches (id, queue, status, created_at, updated_at, region, quality, rule_steps,"
