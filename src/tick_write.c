@@ -198,6 +198,22 @@ ReadEndingTickets(const ItemPointerData *ctids, int ntickets, const int *t_index
 	return true;
 }
 
+/* The row locations of the tickets at positions t_index, as a tid[]. */
+static ArrayType *
+RowIds(MmTickQueue *q, int ntickets, const int *t_index)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * Max(ntickets, 1));
+	ArrayType  *row_ids;
+	int			i;
+
+	for (i = 0; i < ntickets; i++)
+		datums[i] = PointerGetDatum(&q->ctids[t_index[i]]);
+	row_ids = construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData), false,
+							  TYPALIGN_SHORT);
+	pfree(datums);
+	return row_ids;
+}
+
 /*
  * Moves the matched tickets (positions t_index among the loaded ctids) from
  * mm.tickets_active to mm.tickets_ended under the queue that matched them.
@@ -207,18 +223,10 @@ void
 MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 						 const int64 *ticket_ids, const int64 *match_ids, const char **teams)
 {
-	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
-	ArrayType  *row_ids;
+	ArrayType  *row_ids = NULL;
 	ArrayType  *players;
 	ArrayType  *created;
 	Datum		values[7];
-	int			i;
-
-	for (i = 0; i < ntickets; i++)
-		datums[i] = PointerGetDatum(&q->ctids[t_index[i]]);
-	row_ids = construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData), false,
-							  TYPALIGN_SHORT);
-	pfree(datums);
 
 	values[0] = TimestampTzGetDatum(q->now);
 	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
@@ -240,6 +248,7 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	}
 	else
 	{
+		row_ids = RowIds(q, ntickets, t_index);
 		values[1] = PointerGetDatum(row_ids);
 		MmTickRunWrite(q, MmTickPlan.end_tickets_by_ctid, values, SPI_OK_INSERT, ntickets,
 					   "writing matched tickets");
@@ -247,6 +256,9 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	pfree(DatumGetPointer(values[2]));
 	pfree(DatumGetPointer(values[3]));
 
+	/* built only now: not held beside the ended rows' players (the peak) */
+	if (row_ids == NULL)
+		row_ids = RowIds(q, ntickets, t_index);
 	values[0] = PointerGetDatum(row_ids);
 	values[1] = CStringGetTextDatum(q->queue);
 	MmTickRunWrite(q, MmTickPlan.delete_active, values, SPI_OK_DELETE, ntickets,
@@ -399,6 +411,9 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	values[8] = properties ? PointerGetDatum(MmBuildTextArray((const char **) properties, nm)) : (Datum) 0;
 	nulls[8] = properties ? ' ' : 'n';
 	RunWriteWithNulls(q, MmTickPlan.insert_matches, values, nulls, SPI_OK_INSERT, nm, "inserting matches");
+	for (i = 2; i <= 8; i++)
+		if (i != 6 && i != 7 && nulls[i] == ' ')
+			pfree(DatumGetPointer(values[i]));
 
 	/* mm.match_players and the tickets */
 	mp_match = palloc(sizeof(int64) * nplayers);

@@ -17,6 +17,13 @@
 #      mm.match_players after the tick), move the matched tickets from
 #      floor_tickets to floor_ended.  Reset (truncate, reload, VACUUM ANALYZE,
 #      CHECKPOINT) before every timing.
+#      strict floor = the physical minimum of the same work: the same tickets
+#      in plain tables with only their primary keys (strict_tickets,
+#      strict_matches, strict_match_players), one statement reading the
+#      queue's searching tickets FOR UPDATE SKIP LOCKED, one inserting the
+#      matches, one their players, one deleting the matched tickets (no
+#      history row, no trigger): bench_core_strict_floor(), timed after the
+#      floor in its own transaction.
 #   2. history: the same tick at 20k searching tickets in two databases, one
 #      with an empty history, one with 1M ended tickets (matched / cancelled /
 #      timed_out) and 100k finished matches with their 1M match_players
@@ -33,12 +40,28 @@
 #      the players, does not fire).
 #   5. the tick's memory (mm.last_tick_stats().memory_bytes / tickets_loaded)
 #      at 100k, next to the tickets' own jsonb size.
+#   7. release (section "release", not run by default: it builds the 0.3
+#      release, MM_BENCH_CORE_RELEASE (51c9abe), from the git checkout into
+#      its own tree, installation and cluster on the next port, about two
+#      minutes): the tick of the same queue ("bench": it uses no heartbeats,
+#      live-match expiry, penalties, roles, backfill or match function) over
+#      the same 100k tickets in this version and in the release,
+#      alternating, each after the same reset; the features a queue does not
+#      use must cost its tick nothing (target ≤ 1.05).
+#   6. growth (section "growth", not run by default: the 1M tick needs about
+#      2 GB and minutes): the same tick at MM_BENCH_CORE_GROWTH_BIG (1M)
+#      searching tickets against MM_BENCH_CORE_TICKETS, alternating, each
+#      after a reset (truncate, COPY, VACUUM ANALYZE, CHECKPOINT),
+#      MM_BENCH_CORE_GROWTH_RUNS (1) times; phases and memory per ticket.
 #
 # Run by: bash test/bench/run.sh core   (PGHOST/PGPORT/PGDATABASE set by run.sh)
 # Settings: MM_BENCH_CORE_RUNS (3), MM_BENCH_CORE_TICKETS (100000),
 #   MM_BENCH_CORE_HISTORY_TICKETS (1000000, matches are a tenth),
 #   MM_BENCH_CORE_HISTORY_SEARCHING (20000), MM_BENCH_CORE_QUEUES (1000),
-#   MM_BENCH_CORE_PGBENCH_SECONDS (10).
+#   MM_BENCH_CORE_PGBENCH_SECONDS (10), MM_BENCH_CORE_SECTIONS (the sections
+#   to run, a subset of "tick pgbench history queues growth"; all but growth
+#   by default; "release" neither), MM_BENCH_CORE_GROWTH_BIG (1000000),
+#   MM_BENCH_CORE_GROWTH_RUNS (1), MM_BENCH_CORE_RELEASE (51c9abe).
 set -euo pipefail
 
 runs=${MM_BENCH_CORE_RUNS:-3}
@@ -48,6 +71,10 @@ n_history_matches=$((n_history / 10))
 n_hist_searching=${MM_BENCH_CORE_HISTORY_SEARCHING:-20000}
 n_queues=${MM_BENCH_CORE_QUEUES:-1000}
 pgbench_seconds=${MM_BENCH_CORE_PGBENCH_SECONDS:-10}
+sections=" ${MM_BENCH_CORE_SECTIONS:-tick pgbench history queues} "
+n_big=${MM_BENCH_CORE_GROWTH_BIG:-1000000}
+growth_runs=${MM_BENCH_CORE_GROWTH_RUNS:-1}
+release=${MM_BENCH_CORE_RELEASE:-51c9abe}
 now="2026-01-01 00:10:00+00"
 main_db=${PGDATABASE:-mm_bench}
 hist_db=${main_db}_core_hist
@@ -82,8 +109,10 @@ CREATE TABLE bench_core_runs (figure text, run int, kind text, value float8);
 CREATE TABLE bench_core_notes (note text);
 -- (a re-run in the same database starts afresh)
 DROP TABLE IF EXISTS floor_tickets, floor_matches, floor_match_players, floor_ended,
+	strict_tickets, strict_matches, strict_match_players,
 	bench_out_matches, bench_out_players, bench_out_tickets, bench_plain;
 DROP FUNCTION IF EXISTS bench_core_floor(text, timestamptz);
+DROP FUNCTION IF EXISTS bench_core_strict_floor(text);
 TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
 SELECT count(mm.drop_queue(name)) FROM mm.queues WHERE name IN ('bench', 'warm') \gset dummy_
 SELECT mm.create_queue('bench', :'config') \gset dummy_
@@ -131,6 +160,13 @@ CREATE TABLE floor_match_players (LIKE mm.match_players INCLUDING DEFAULTS);
 ALTER TABLE floor_match_players ADD PRIMARY KEY (match_id, player_id);
 CREATE TABLE floor_ended (LIKE mm.tickets_ended INCLUDING DEFAULTS INCLUDING GENERATED);
 ALTER TABLE floor_ended ADD PRIMARY KEY (id);
+-- the strict floor: the same, with no ended table
+CREATE TABLE strict_tickets (id bigint PRIMARY KEY, queue text NOT NULL, players jsonb NOT NULL,
+                             created_at timestamptz NOT NULL);
+CREATE TABLE strict_matches (LIKE mm.matches INCLUDING DEFAULTS);
+ALTER TABLE strict_matches ADD PRIMARY KEY (id);
+CREATE TABLE strict_match_players (LIKE mm.match_players INCLUDING DEFAULTS);
+ALTER TABLE strict_match_players ADD PRIMARY KEY (match_id, player_id);
 -- what the tick wrote, for the floor to write again
 CREATE TABLE bench_out_matches (LIKE mm.matches);
 CREATE TABLE bench_out_players (LIKE mm.match_players);
@@ -156,6 +192,22 @@ BEGIN
 		RETURNING t.id, t.queue, t.players, t.created_at, o.match_id, o.team)
 	INSERT INTO floor_ended (id, queue, players, status, created_at, updated_at, matched_at, match_id, team)
 	SELECT id, queue, players, 'matched', created_at, now, now, match_id, team FROM moved;
+	RETURN n;
+END
+$$;
+
+-- The strict floor, in one transaction (the caller's): four statements.
+CREATE FUNCTION bench_core_strict_floor(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
+	bytes bigint;
+BEGIN
+	SELECT count(*), sum(pg_column_size(s.players)) INTO n, bytes
+	  FROM (SELECT t.id, t.created_at, t.players FROM strict_tickets t
+	         WHERE t.queue = q ORDER BY t.created_at, t.id FOR UPDATE SKIP LOCKED) s;
+	INSERT INTO strict_matches SELECT * FROM bench_out_matches;
+	INSERT INTO strict_match_players SELECT * FROM bench_out_players;
+	DELETE FROM strict_tickets t USING bench_out_tickets o WHERE t.id = o.ticket_id;
 	RETURN n;
 END
 $$;
@@ -227,6 +279,7 @@ figure_tick() {
 -- reset
 TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results,
          mm.backfill_requests, floor_tickets, floor_matches, floor_match_players, floor_ended,
+         strict_tickets, strict_matches, strict_match_players,
          bench_out_matches, bench_out_players, bench_out_tickets;
 TRUNCATE bench_plain RESTART IDENTITY;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
@@ -241,10 +294,12 @@ SQL
 			cat <<'SQL'
 -- the floor's tickets: the same rows, the same ids
 INSERT INTO floor_tickets SELECT id, queue, players, created_at FROM mm.tickets_active;
+INSERT INTO strict_tickets SELECT id, queue, players, created_at FROM mm.tickets_active;
 SELECT count(*) AS searching, avg(pg_column_size(players)) AS jsonb_bytes FROM mm.tickets_active \gset
 INSERT INTO bench_core_runs VALUES ('tick', :run, 'searching', :searching), ('tick', :run, 'jsonb_bytes', :jsonb_bytes);
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players,
-               floor_tickets, floor_matches, floor_match_players, floor_ended;
+               floor_tickets, floor_matches, floor_match_players, floor_ended,
+               strict_tickets, strict_matches, strict_match_players;
 CHECKPOINT;
 -- the tick, in its own transaction
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
@@ -283,6 +338,17 @@ INSERT INTO bench_core_runs VALUES ('tick', :run, 'floor_ms', (:t1 - :t0) * 1000
 	('tick', :run, 'floor_read', :floor_read), ('tick', :run, 'floor_rows_ok',
 	 (:floor_m = :out_matches AND :floor_p = :out_players AND :floor_t = :out_tickets
 	  AND :floor_left = :left_searching AND :floor_read = :searching)::int);
+CHECKPOINT;
+-- the strict floor, in its own transaction
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT bench_core_strict_floor('bench') AS strict_read \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT (SELECT count(*) FROM strict_matches) AS strict_m, (SELECT count(*) FROM strict_match_players) AS strict_p,
+       (SELECT count(*) FROM strict_tickets) AS strict_left \gset
+INSERT INTO bench_core_runs VALUES ('tick', :run, 'strict_floor_ms', (:t1 - :t0) * 1000),
+	('tick', :run, 'strict_rows_ok',
+	 (:strict_m = :out_matches AND :strict_p = :out_players AND :strict_left = :left_searching
+	  AND :strict_read = :searching)::int);
 SQL
 		done
 	} | q -d "$main_db" -v now="$now" -v file="$dir/tickets_main.tsv"
@@ -496,10 +562,148 @@ SQL
 	collect_runs "$queues_db" bench_core_runs
 }
 
-section "1, 4a, 5: tick vs floor at $n_tickets tickets, COPY enqueue" figure_tick
-section "4b: create_ticket from 8 pgbench clients" figure_pgbench
-section "2: history" figure_history
-section "3: $n_queues small queues" figure_queues
+# ---------------------------------------------------------------------------
+# 6: growth.  The same queue's tick at n_tickets and n_big searching tickets
+# in one run, alternating (run 0 is not a warm-up here: every run counts).
+# ---------------------------------------------------------------------------
+figure_growth() {
+	q -d "$main_db" -v now="$now" -v dir="$dir" -v n="$n_big" <<'SQL'
+SET client_min_messages = warning;
+CREATE FUNCTION pg_temp.ticket_rows(queue text, n int, now timestamptz, prefix text)
+RETURNS TABLE (queue text, players jsonb, created_at timestamptz) LANGUAGE sql AS $$
+	SELECT ticket_rows.queue,
+	       jsonb_build_array(jsonb_build_object('id', prefix || g.i,
+	         'attributes', jsonb_build_object('skill', g.skill),
+	         'latencies', jsonb_build_object('eu', g.eu, 'us', g.us, 'asia', g.asia))),
+	       g.created_at
+	  FROM (SELECT i,
+	               round(1000 + 400 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random())) AS skill,
+	               greatest(1, round(70 + 20 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))) AS eu,
+	               greatest(1, round(70 + 20 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))) AS us,
+	               greatest(1, round(70 + 20 * sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))) AS asia,
+	               ticket_rows.now - random() * interval '60 seconds' AS created_at
+	          FROM generate_series(1, n) i) g
+	 ORDER BY g.created_at, g.i
+$$;
+SELECT setseed(0.25) \gset dummy_
+\set file :dir '/tickets_big.tsv'
+COPY (SELECT * FROM pg_temp.ticket_rows('bench', :n, :'now', 'g')) TO :'file';
+SQL
+	local run size file
+	for run in $(seq 1 "$growth_runs"); do
+		for size in $(if [ $((run % 2)) = 1 ]; then echo "$n_tickets $n_big"; else echo "$n_big $n_tickets"; fi); do
+			file=$dir/tickets_main.tsv
+			[ "$size" = "$n_big" ] && file=$dir/tickets_big.tsv
+			say "growth run $run: $size tickets"
+			q -d "$main_db" -v now="$now" -v file="$file" -v run="$run" -v kind="$([ "$size" = "$n_big" ] && echo big || echo small)" <<'SQL'
+SET client_min_messages = warning;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
+COPY mm.tickets (queue, players, created_at) FROM :'file';
+VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
+CHECKPOINT;
+-- where the time goes as the rows grow: WAL (full-page images), checkpoints
+-- requested by the WAL volume, temporary files, buffers the backend wrote
+SELECT pg_stat_force_next_flush() \gset dummy_
+SELECT w.wal_bytes AS wal0, w.wal_fpi AS fpi0, b.checkpoints_req AS ckpt0, b.buffers_backend AS bw0,
+       d.temp_bytes AS temp0
+  FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d WHERE d.datname = current_database() \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT mm.tick('bench', :'now') AS tick_matches \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT pg_stat_force_next_flush() \gset dummy_
+SELECT pg_stat_clear_snapshot() \gset dummy_
+SELECT w.wal_bytes - :wal0 AS wal, w.wal_fpi - :fpi0 AS fpi, b.checkpoints_req - :ckpt0 AS ckpt,
+       b.buffers_backend - :bw0 AS bw, d.temp_bytes - :temp0 AS temp
+  FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d WHERE d.datname = current_database() \gset
+SELECT tickets_loaded, load_ms, compute_ms, write_ms, memory_bytes FROM mm.last_tick_stats() WHERE queue = 'bench' \gset
+INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_wal_mb', :wal / 1e6),
+	('growth', :run, :'kind' || '_wal_fpi', :fpi), ('growth', :run, :'kind' || '_checkpoints_req', :ckpt),
+	('growth', :run, :'kind' || '_backend_buffers_written', :bw), ('growth', :run, :'kind' || '_temp_mb', :temp / 1e6);
+INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_ms', (:t1 - :t0) * 1000),
+	('growth', :run, :'kind' || '_matches', :tick_matches), ('growth', :run, :'kind' || '_loaded', :tickets_loaded),
+	('growth', :run, :'kind' || '_load_ms', :load_ms), ('growth', :run, :'kind' || '_compute_ms', :compute_ms),
+	('growth', :run, :'kind' || '_write_ms', :write_ms),
+	('growth', :run, :'kind' || '_bytes_per_ticket', :memory_bytes::float8 / :tickets_loaded);
+SQL
+		done
+	done
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests"
+}
+
+# ---------------------------------------------------------------------------
+# 7: this version's tick against the release's, same queue, same tickets.
+# The release gets its own installation (its library has the same name) and
+# cluster, with the settings of run.sh's.
+# ---------------------------------------------------------------------------
+release_stop() {
+	local bindir=$1 data=$2
+	[ -f "$data/postmaster.pid" ] && "$bindir/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+figure_release() {
+	local rdir=$MM_WORKDIR/release system_bindir=/usr/lib/postgresql/15/bin
+	local rbin=$rdir/root$system_bindir rport=$((PGPORT + 1)) v
+	[ -n "${MM_SRC:-}" ] || { say "release: MM_SRC (the git checkout) is not set"; return 1; }
+	rm -rf "$rdir"
+	mkdir -p "$rdir/tree" "$rdir/root/usr/lib/postgresql" "$rdir/root/usr/share/postgresql" "$rdir/sock"
+	say "release: building $release into $rdir"
+	git -c safe.directory='*' -C "$MM_SRC" archive "$release" | tar -x -C "$rdir/tree"
+	cp -a /usr/lib/postgresql/15 "$rdir/root/usr/lib/postgresql/"
+	cp -a /usr/share/postgresql/15 "$rdir/root/usr/share/postgresql/"
+	make -C "$rdir/tree" PG_CONFIG="$system_bindir/pg_config" -s -j2 all >/dev/null
+	make -C "$rdir/tree" PG_CONFIG="$system_bindir/pg_config" -s install DESTDIR="$rdir/root" >/dev/null
+	"$rbin/initdb" -D "$rdir/data" -U postgres -A trust --no-sync -E UTF8 --locale=C >/dev/null
+	# the settings of this run's cluster (mm_cluster_start and run.sh), its
+	# own port and socket, no pg_cron
+	grep -v -e '^port' -e '^unix_socket_directories' -e '^shared_preload_libraries' -e '^cron\.' \
+		"$MM_DATADIR/postgresql.conf" | sed -n '/^listen_addresses/,$p' >> "$rdir/data/postgresql.conf"
+	printf "port = %s\nunix_socket_directories = '%s'\n" "$rport" "$rdir/sock" >> "$rdir/data/postgresql.conf"
+	# shellcheck disable=SC2064 # the paths are known now
+	trap "release_stop '$rbin' '$rdir/data'" EXIT
+	"$rbin/pg_ctl" -D "$rdir/data" -l "$rdir/postgresql.log" -w -t 60 start >/dev/null
+	rq() { PGHOST=$rdir/sock PGPORT=$rport q -d mm_bench "$@"; }
+	PGHOST=$rdir/sock PGPORT=$rport q -d postgres -c "CREATE DATABASE mm_bench"
+	rq -c "CREATE EXTENSION matchmaking" -c "SELECT mm.create_queue('bench', '$bench_config')" >/dev/null
+	say "release: $(rq -c "SELECT 'release ' || extversion FROM pg_extension WHERE extname = 'matchmaking'")"
+	local run
+	for run in $(seq 0 "$runs"); do
+		for v in $(if [ $((run % 2)) = 0 ]; then echo current release; else echo release current; fi); do
+			{
+				cat <<'SQL'
+SET client_min_messages = warning;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
+COPY mm.tickets (queue, players, created_at) FROM :'file';
+VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
+CHECKPOINT;
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT mm.tick('bench', :'now') AS tick_matches \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+\o :out
+SELECT :run, :'v' || '_ms', (:t1 - :t0) * 1000;
+SELECT :run, :'v' || '_matches', :tick_matches;
+\o
+SQL
+			} > "$dir/release.sql"
+			if [ "$v" = release ]; then
+				rq -v now="$now" -v file="$dir/tickets_main.tsv" -v run="$run" -v v="$v" -v out="$dir/release.out" -F '	' -f "$dir/release.sql"
+			else
+				q -d "$main_db" -v now="$now" -v file="$dir/tickets_main.tsv" -v run="$run" -v v="$v" -v out="$dir/release.out" -F '	' -f "$dir/release.sql"
+			fi
+			sed 's/^/release	/' "$dir/release.out" | q -d "$main_db" -c "COPY bench_core_runs FROM STDIN"
+		done
+	done
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests"
+	release_stop "$rbin" "$rdir/data"
+}
+
+case $sections in *" tick "*) section "1, 4a, 5: tick vs floors at $n_tickets tickets, COPY enqueue" figure_tick ;; esac
+case $sections in *" pgbench "*) section "4b: create_ticket from 8 pgbench clients" figure_pgbench ;; esac
+case $sections in *" history "*) section "2: history" figure_history ;; esac
+case $sections in *" queues "*) section "3: $n_queues small queues" figure_queues ;; esac
+case $sections in *" growth "*) section "6: growth, $n_tickets vs $n_big tickets" figure_growth ;; esac
+case $sections in *" release "*) section "7: this version's tick vs the release $release" figure_release ;; esac
 
 # drop the extra databases (the cluster is thrown away anyway)
 PGOPTIONS="-c client_min_messages=warning" q -d postgres -c "DROP DATABASE IF EXISTS $hist_db" -c "DROP DATABASE IF EXISTS $queues_db" || true
@@ -509,7 +713,7 @@ PGOPTIONS="-c client_min_messages=warning" q -d postgres -c "DROP DATABASE IF EX
 # ---------------------------------------------------------------------------
 q -d "$main_db" -v runs="$runs" -v nt="$n_tickets" -v cpus="$(nproc 2>/dev/null || echo '?')" \
   -v load_start="$load_start" -v load_end="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')" -v nh="$n_history" -v nhs="$n_hist_searching" \
-  -v nq="$n_queues" -v pgs="$pgbench_seconds" <<'SQL'
+  -v nq="$n_queues" -v pgs="$pgbench_seconds" -v nbig="$n_big" -v release="$release" <<'SQL'
 -- medians of the recorded runs (run 0 is the warm-up)
 CREATE TEMP VIEW med AS
 SELECT figure, kind, percentile_cont(0.5) WITHIN GROUP (ORDER BY value) AS v,
@@ -517,6 +721,9 @@ SELECT figure, kind, percentile_cont(0.5) WITHIN GROUP (ORDER BY value) AS v,
   FROM bench_core_runs WHERE run > 0 GROUP BY figure, kind;
 CREATE FUNCTION pg_temp.m(f text, k text) RETURNS float8 LANGUAGE sql AS
 	$$ SELECT v FROM med WHERE figure = f AND kind = k $$;
+-- growth: every run counts (no warm-up)
+CREATE FUNCTION pg_temp.mg(k text) RETURNS float8 LANGUAGE sql AS
+	$$ SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY value) FROM bench_core_runs WHERE figure = 'growth' AND kind = k $$;
 CREATE FUNCTION pg_temp.fmt(x float8, digits int DEFAULT 0) RETURNS text LANGUAGE sql AS
 	$$ SELECT coalesce(to_char(round(x::numeric, digits),
 	                           'FM999,999,999,990' || CASE WHEN digits > 0 THEN '.' || repeat('0', digits) ELSE '' END),
@@ -531,10 +738,14 @@ CREATE FUNCTION pg_temp.verdict(x float8, limit_ float8) RETURNS text LANGUAGE s
 \echo '| --- | ---: | ---: | ---: | --- |'
 SELECT format('| %s | %s | %s | %s | %s |', figure, ours, baseline, ratio, target)
   FROM (VALUES
-	(1, format('1. tick vs physical floor, %s searching tickets, 5v5 (ms)', pg_temp.fmt(:nt)),
+	(0.5, format('1. tick vs strict floor (no ended table), %s searching tickets, 5v5 (ms)', pg_temp.fmt(:nt)),
+	 pg_temp.fmt(pg_temp.m('tick', 'tick_ms')), pg_temp.fmt(pg_temp.m('tick', 'strict_floor_ms')),
+	 pg_temp.fmt(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'strict_floor_ms'), 2),
+	 '≤ 1.5: ' || pg_temp.verdict(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'strict_floor_ms'), 1.5)),
+	(1, format('1. tick vs ended-table floor, %s searching tickets, 5v5 (ms)', pg_temp.fmt(:nt)),
 	 pg_temp.fmt(pg_temp.m('tick', 'tick_ms')), pg_temp.fmt(pg_temp.m('tick', 'floor_ms')),
 	 pg_temp.fmt(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'floor_ms'), 2),
-	 '≤ 1.5: ' || pg_temp.verdict(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'floor_ms'), 1.5)),
+	 '≤ 1.2: ' || pg_temp.verdict(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'floor_ms'), 1.2)),
 	(2, '1a. tick phases: load / compute / write (ms)',
 	 format('%s / %s / %s', pg_temp.fmt(pg_temp.m('tick', 'load_ms'), 1), pg_temp.fmt(pg_temp.m('tick', 'compute_ms'), 1),
 	        pg_temp.fmt(pg_temp.m('tick', 'write_ms'), 1)), '—', '—', '—'),
@@ -570,7 +781,26 @@ SELECT format('| %s | %s | %s | %s | %s |', figure, ours, baseline, ratio, targe
 	 pg_temp.fmt(pg_temp.m('tick', 'memory_bytes') / pg_temp.m('tick', 'tickets_loaded')),
 	 pg_temp.fmt(pg_temp.m('tick', 'jsonb_bytes')),
 	 pg_temp.fmt(pg_temp.m('tick', 'memory_bytes') / pg_temp.m('tick', 'tickets_loaded') / pg_temp.m('tick', 'jsonb_bytes'), 2),
-	 '≤ 1024 B: ' || pg_temp.verdict(pg_temp.m('tick', 'memory_bytes') / pg_temp.m('tick', 'tickets_loaded'), 1024))
+	 '≤ 900 B: ' || pg_temp.verdict(pg_temp.m('tick', 'memory_bytes') / pg_temp.m('tick', 'tickets_loaded'), 900))
+	,
+	(11, format('6. growth: tick at %s vs %s searching tickets (ms; every run counts)', pg_temp.fmt(:nbig), pg_temp.fmt(:nt)),
+	 pg_temp.fmt(pg_temp.mg('big_ms')), pg_temp.fmt(pg_temp.mg('small_ms')),
+	 pg_temp.fmt(pg_temp.mg('big_ms') / pg_temp.mg('small_ms'), 2),
+	 '≤ 11: ' || pg_temp.verdict(pg_temp.mg('big_ms') / pg_temp.mg('small_ms'), 11)),
+	(12, '6a. growth: phases load / compute / write (ms), big vs small',
+	 format('%s / %s / %s', pg_temp.fmt(pg_temp.mg('big_load_ms')), pg_temp.fmt(pg_temp.mg('big_compute_ms')),
+	        pg_temp.fmt(pg_temp.mg('big_write_ms'))),
+	 format('%s / %s / %s', pg_temp.fmt(pg_temp.mg('small_load_ms')), pg_temp.fmt(pg_temp.mg('small_compute_ms')),
+	        pg_temp.fmt(pg_temp.mg('small_write_ms'))), '—', '—'),
+	(13, format('6b. growth: tick memory per ticket at %s (B)', pg_temp.fmt(:nbig)),
+	 pg_temp.fmt(pg_temp.mg('big_bytes_per_ticket')), '—', '—',
+	 '≤ 900 B: ' || pg_temp.verdict(pg_temp.mg('big_bytes_per_ticket'), 900))
+	,
+	(14, format('7. tick of a queue using none of the 0.4 features, %s tickets: this version vs the release %s (ms)',
+	            pg_temp.fmt(:nt), :'release'),
+	 pg_temp.fmt(pg_temp.m('release', 'current_ms')), pg_temp.fmt(pg_temp.m('release', 'release_ms')),
+	 pg_temp.fmt(pg_temp.m('release', 'current_ms') / pg_temp.m('release', 'release_ms'), 2),
+	 '≤ 1.05: ' || pg_temp.verdict(pg_temp.m('release', 'current_ms') / pg_temp.m('release', 'release_ms'), 1.05))
   ) t(ord, figure, ours, baseline, ratio, target)
  ORDER BY ord;
 
@@ -595,6 +825,9 @@ SELECT 'check: ' || msg FROM (
 	SELECT 'floor did not write the tick''s rows in run ' || run AS msg FROM bench_core_runs
 	 WHERE figure = 'tick' AND kind = 'floor_rows_ok' AND value <> 1
 	UNION ALL
+	SELECT 'strict floor did not write the tick''s rows in run ' || run FROM bench_core_runs
+	 WHERE figure = 'tick' AND kind = 'strict_rows_ok' AND value <> 1
+	UNION ALL
 	SELECT format('run %s: %s players searching or in a match but %s held', a.run, a.value, b.value)
 	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
 	 WHERE a.figure = 'tick' AND a.kind = 'left_held' AND b.kind = 'left_active_players' AND a.value <> b.value
@@ -602,6 +835,10 @@ SELECT 'check: ' || msg FROM (
 	SELECT format('run %s: tick loaded %s of %s searching tickets', a.run, a.value, b.value)
 	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
 	 WHERE a.figure = 'tick' AND a.kind = 'tickets_loaded' AND b.kind = 'searching' AND a.value <> b.value
+	UNION ALL
+	SELECT format('release run %s: %s matches in this version, %s in the release', a.run, a.value, b.value)
+	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
+	 WHERE a.figure = 'release' AND a.kind = 'current_matches' AND b.kind = 'release_matches' AND a.value <> b.value
 	UNION ALL
 	SELECT format('history run %s: %s matches with history, %s without', a.run, a.value, b.value)
 	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)

@@ -17,6 +17,9 @@ case "${1:-}" in
 "" | c | ci | cit | citu | citus*) mm_setup_citus || true ;;
 esac
 
+# the git checkout, for a benchmark that builds a released commit (core.sh)
+export MM_SRC
+
 mm_psql -d postgres -c "CREATE DATABASE mm_bench"
 export PGDATABASE=mm_bench
 mm_psql -c "CREATE EXTENSION matchmaking"
