@@ -42,6 +42,25 @@ COMMENT ON FUNCTION mm.metrics_round(float8) IS
 REVOKE ALL ON FUNCTION mm.metrics_round(float8) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.metrics_round(float8) TO mm_analyst;
 
+-- What the metrics count as a match: one formed and not cancelled while
+-- proposed, that is a match every player accepted or any match of a queue
+-- without acceptance (a live match requeued or expired later stays one).
+-- A proposal cancelled before every player accepted it (rejected, expired,
+-- a ticket cancelled) is counted apart (proposals_cancelled), and one still
+-- waiting for answers is neither yet.  No SET clause, so that it is inlined.
+CREATE FUNCTION mm.metrics_is_match(status text, ready_at timestamptz, acceptance_deadline timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+	SELECT status OPERATOR(pg_catalog.<>) 'proposed'
+		   AND NOT (status OPERATOR(pg_catalog.=) 'cancelled' AND ready_at IS NULL
+					AND acceptance_deadline IS NOT NULL)
+$$;
+COMMENT ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) IS
+'Internal: whether a match counts as one in the metrics (formed, not cancelled while proposed)';
+REVOKE ALL ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) TO mm_analyst;
+
 -- The argument checks of every metrics function over a time window, in one
 -- place: a positive time_window ending at a finite `now` whose start is a
 -- timestamp, a skill_attribute that is not NULL, and the queue, which must
@@ -359,8 +378,9 @@ GRANT EXECUTE ON FUNCTION mm.match_player_values(bigint, text, text) TO mm_analy
 -- the skill spread (highest minus lowest player skill), the team skill gap
 -- (highest minus lowest team average skill), and the players' latency to
 -- the match's region, average and worst.  Skill is a numeric ticket
--- attribute (skill_attribute).  mm.match_details rounds them,
--- mm.match_figures averages them.
+-- attribute (skill_attribute).  A proposal cancelled before every player
+-- accepted it is no match (mm.metrics_is_match).  mm.match_details rounds
+-- them, mm.match_figures averages them.
 CREATE FUNCTION mm.match_details_figures(queues text[], time_window interval, now timestamptz,
 										 skill_attribute text)
 RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
@@ -369,30 +389,64 @@ RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region 
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
+DECLARE
+	w_id bigint[];
+	w_queue text[];
+	w_created timestamptz[];
+	w_region text[];
+	w_quality float8[];
+	p_match bigint[];
+	p_queue text[];
+	p_team text[];
+	p_player text[];
+	p_ticket bigint[];
+	tp_ticket bigint[];
+	tp_player text[];
+	tp_attributes jsonb[];
+	tp_latencies jsonb[];
 BEGIN
 	-- The window's matches, their players (same queue: by the match_players
 	-- key), then the players' tickets by id (a ticket may belong to another
-	-- queue, on Citus one sharded apart), so the cost follows the window's
-	-- matches, not the tables.  A skill or latency that is not a number
-	-- within the tick's range of ±1e12 (stored before a validation) is
-	-- missing, and one too small for a float8 (1e-400) reads as 0, so one
-	-- stored value cannot make a metric fail (as mm.match_player_values).
+	-- queue, on Citus one sharded apart), each read through an index into
+	-- arrays, so the cost follows the window's matches, not the tables: the
+	-- planner then knows how many rows each step has, and joins them by hash
+	-- even when the tables' statistics are stale (as right after a bulk load:
+	-- with a guess of one row it looped over them, 12 s for 300 matches).
+	-- enable_seqscan off: a table is never scanned for a window, whatever the
+	-- statistics guess; plan_cache_mode: every plan sees the arrays' sizes.
+	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at), array_agg(m.region),
+		   array_agg(m.quality)
+	  INTO w_id, w_queue, w_created, w_region, w_quality
+	  FROM mm.matches m
+	 WHERE m.queue = ANY (match_details_figures.queues)
+	   AND m.created_at > now - time_window AND m.created_at <= now
+	   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline);
+	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.team), array_agg(mp.player_id),
+		   array_agg(mp.ticket_id)
+	  INTO p_match, p_queue, p_team, p_player, p_ticket
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (match_details_figures.queues);
+	SELECT array_agg(x.ticket_id), array_agg(x.player_id), array_agg(x.attributes), array_agg(x.latencies)
+	  INTO tp_ticket, tp_player, tp_attributes, tp_latencies
+	  FROM mm.ticket_players x
+	 WHERE x.ticket_id = ANY (p_ticket);
+	-- A skill or latency that is not a number within the tick's range of
+	-- ±1e12 (stored before a validation) is missing, and one too small for a
+	-- float8 (1e-400) reads as 0, so one stored value cannot make a metric
+	-- fail (as mm.match_player_values).
 	RETURN QUERY
 	WITH w AS (
-		SELECT m.id, m.queue, m.created_at, m.region, m.quality
-		  FROM mm.matches m
-		 WHERE m.queue = ANY (match_details_figures.queues)
-		   AND m.created_at > now - time_window AND m.created_at <= now
+		SELECT * FROM unnest(w_id, w_queue, w_created, w_region, w_quality)
+			AS w(id, queue, created_at, region, quality)
 	), p AS (
-		SELECT mp.match_id, mp.queue, mp.team, mp.player_id, mp.ticket_id
-		  FROM mm.match_players mp
-		 WHERE mp.queue = ANY (match_details_figures.queues)
-		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+		SELECT * FROM unnest(p_match, p_queue, p_team, p_player, p_ticket)
+			AS p(match_id, queue, team, player_id, ticket_id)
 	), tp AS (
-		SELECT x.ticket_id, x.player_id, x.attributes, x.latencies
-		  FROM mm.ticket_players x
-		 WHERE x.ticket_id IN (SELECT p.ticket_id FROM p)
+		SELECT * FROM unnest(tp_ticket, tp_player, tp_attributes, tp_latencies)
+			AS tp(ticket_id, player_id, attributes, latencies)
 	), v AS (
 		-- one row per player: team, skill and latency to the match's region
 		SELECT p.match_id, p.queue, p.team,
@@ -476,7 +530,11 @@ GRANT EXECUTE ON FUNCTION mm.match_details(text, interval, timestamptz, text) TO
 --  - the proposals rejected (a player said no) and expired (the acceptance
 --    deadline passed), the matches requeued (mm.requeue_match) and the live
 --    matches expired (live_match_timeout_seconds), by when they were
---    cancelled.
+--    cancelled;
+--  - the proposals formed in the window and cancelled before every player
+--    accepted (proposals_cancelled), which are no matches: `matches` and
+--    the averages are over the matches formed and not cancelled while
+--    proposed (mm.metrics_is_match).
 -- (mm.match_figures: unrounded, for mm.match_metrics to round and
 -- mm.health_report to judge.)
 CREATE FUNCTION mm.match_figures(queue text, time_window interval, now timestamptz)
@@ -486,10 +544,12 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(match_figures.queue, match_figures.time_window, match_figures.now);
@@ -507,7 +567,7 @@ BEGIN
 	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
 		   worst_latency_avg_ms, o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
 		   e.early, e.early_rate, o.coin_flips, e.leaves, e.leave_rate,
-		   c.rejected, c.expired, c.requeued, c.live_expired
+		   c.rejected, c.expired, c.requeued, c.live_expired, d.cancelled
 	  FROM (
 		SELECT count(*) AS results,
 			   avg((w.winner = w.predicted_favourite)::integer::float8)
@@ -554,7 +614,15 @@ BEGIN
 			   count(*) FILTER (WHERE m.cancel_reason = 'expired') AS live_expired
 		  FROM mm.matches m
 		 WHERE m.queue = ANY (covered) AND m.status = 'cancelled'
-		   AND m.updated_at > now - time_window AND m.updated_at <= now) c;
+		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
+	 CROSS JOIN (
+		-- the proposals formed in the window and cancelled before every
+		-- player accepted (no match: mm.metrics_is_match)
+		SELECT count(*) AS cancelled
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (covered)
+		   AND m.created_at > now - time_window AND m.created_at <= now
+		   AND m.status = 'cancelled' AND m.ready_at IS NULL AND m.acceptance_deadline IS NOT NULL) d;
 END
 $$;
 COMMENT ON FUNCTION mm.match_figures(text, interval, timestamptz) IS
@@ -570,7 +638,7 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -581,11 +649,12 @@ AS $$
 		   f.results, mm.metrics_round(f.favourite_win_rate), mm.metrics_round(f.favourite_predicted_rate),
 		   mm.metrics_round(f.win_rate_balance_points), f.early_quits, mm.metrics_round(f.early_quit_rate),
 		   f.coin_flip_results, f.leaves, mm.metrics_round(f.leave_rate),
-		   f.proposals_rejected, f.proposals_expired, f.matches_requeued, f.matches_expired
+		   f.proposals_rejected, f.proposals_expired, f.matches_requeued, f.matches_expired,
+		   f.proposals_cancelled
 	  FROM mm.match_figures(match_metrics.queue, time_window, now) f
 $$;
 COMMENT ON FUNCTION mm.match_metrics(text, interval, timestamptz) IS
-'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
+'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired, proposals cancelled (no matches)';
 REVOKE ALL ON FUNCTION mm.match_metrics(text, interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.match_metrics(text, interval, timestamptz) TO mm_analyst;
 
@@ -597,7 +666,7 @@ RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg
 			   favourite_predicted_rate float8, win_rate_balance_points float8, early_quits bigint,
 			   early_quit_rate float8, coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -609,7 +678,7 @@ AS $$
 	 ORDER BY q.name
 $$;
 COMMENT ON FUNCTION mm.match_stats(interval, timestamptz) IS
-'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
+'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired, proposals cancelled (no matches)';
 REVOKE ALL ON FUNCTION mm.match_stats(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.match_stats(interval, timestamptz) TO mm_analyst;
 
@@ -620,7 +689,7 @@ GRANT SELECT ON TABLE mm.match_stats TO mm_analyst;
 
 -- One row per minute [minute, minute + 1 min) from from_time's minute up to
 -- to_time, for dashboards: tickets created and matched, time to match of the
--- tickets matched in that minute, matches formed and their quality, timeouts,
+-- tickets matched in that minute, matches formed (mm.metrics_is_match) and their quality, timeouts,
 -- cancellations, and the tickets still searching at the end of the minute;
 -- rounded like every figure.
 CREATE FUNCTION mm.queue_stats_by_minute(queue text, from_time timestamptz, to_time timestamptz)
@@ -660,6 +729,7 @@ BEGIN
 			  FROM mm.matches m
 			 WHERE m.queue = queue_stats_by_minute.queue
 			   AND m.created_at >= first_minute AND m.created_at < last_end
+			   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline)
 			 GROUP BY 1
 		), ended AS (
 			SELECT date_trunc('minute', t.updated_at) AS minute,
@@ -801,29 +871,55 @@ RETURNS TABLE (queue text, role text, players bigint, first_choice_share float8,
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(NULL, role_stats.time_window, role_stats.now);
+	w_id bigint[];
+	w_queue text[];
+	p_queue text[];
+	p_match bigint[];
+	p_player text[];
+	p_ticket bigint[];
+	p_role text[];
+	p_autofilled boolean[];
+	tp_id bigint[];
+	tp_match bigint[];
+	tp_created timestamptz[];
+	tp_matched timestamptz[];
+	tp_player text[];
+	tp_wanted jsonb[];
 BEGIN
 	-- the window's matches, their players with a role (same queue: by the
 	-- match_players key), then the players' tickets by id (a ticket may
-	-- belong to another queue, on Citus one sharded apart)
+	-- belong to another queue, on Citus one sharded apart); each step read
+	-- through an index into arrays, so that the joins below know their sizes
+	-- (as mm.match_details_figures)
+	SELECT array_agg(m.id), array_agg(m.queue) INTO w_id, w_queue
+	  FROM mm.matches m
+	 WHERE m.queue = ANY (covered)
+	   AND m.created_at > role_stats.now - role_stats.time_window AND m.created_at <= role_stats.now;
+	SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.player_id), array_agg(mp.ticket_id),
+		   array_agg(mp.role), array_agg(mp.autofilled)
+	  INTO p_queue, p_match, p_player, p_ticket, p_role, p_autofilled
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (covered) AND mp.role IS NOT NULL;
+	SELECT array_agg(t.id), array_agg(t.match_id), array_agg(t.created_at), array_agg(t.matched_at),
+		   array_agg(e.value ->> 'id'), array_agg(e.value -> 'roles')
+	  INTO tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted
+	  FROM mm.tickets t, jsonb_array_elements(t.players) e
+	 WHERE t.id = ANY (p_ticket);
 	RETURN QUERY
 	WITH w AS (
-		SELECT m.id, m.queue
-		  FROM mm.matches m
-		 WHERE m.queue = ANY (covered)
-		   AND m.created_at > role_stats.now - role_stats.time_window AND m.created_at <= role_stats.now
+		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
 	), p AS (
-		SELECT mp.queue, mp.match_id, mp.player_id, mp.ticket_id, mp.role, mp.autofilled
-		  FROM mm.match_players mp
-		 WHERE mp.queue = ANY (covered) AND mp.role IS NOT NULL
-		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+		SELECT * FROM unnest(p_queue, p_match, p_player, p_ticket, p_role, p_autofilled)
+			AS p(queue, match_id, player_id, ticket_id, role, autofilled)
+		 WHERE (p.match_id, p.queue) IN (SELECT w.id, w.queue FROM w)
 	), tp AS (
-		SELECT t.id, t.match_id, t.created_at, t.matched_at, e.value ->> 'id' AS player_id,
-			   e.value -> 'roles' AS wanted
-		  FROM mm.tickets t, jsonb_array_elements(t.players) e
-		 WHERE t.id IN (SELECT p.ticket_id FROM p)
+		SELECT * FROM unnest(tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted)
+			AS tp(id, match_id, created_at, matched_at, player_id, wanted)
 	), v AS (
 		SELECT p.queue, p.role, p.autofilled,
 			   CASE WHEN tp.id IS NULL THEN NULL
@@ -905,14 +1001,17 @@ AS $$
 		 m.team_skill_gap_avg, NULL, NULL),
 		(9, 'worst latency (ms)', 'highest player latency to the match''s region, average over the matches',
 		 m.worst_latency_avg_ms, NULL, NULL),
-		(10, 'matches formed', 'matches formed in the window', m.matches::float8, NULL, NULL),
+		(10, 'matches formed', 'matches formed in the window, not counting proposals cancelled before every player accepted',
+		 m.matches::float8, NULL, NULL),
 		(11, 'tickets matched', 'tickets matched in the window', t.tickets_matched::float8, NULL, NULL),
 		(12, 'time to match average (s)', 'average created-to-matched time of the tickets matched',
 		 t.time_to_match_avg_s, NULL, NULL),
 		(13, 'players searching', 'players in searching tickets at now', t.searching_players::float8, NULL, NULL),
 		(14, 'timeouts', 'tickets timed out in the window', t.timeouts::float8, NULL, NULL),
 		(15, 'cancellations', 'tickets cancelled in the window', t.cancellations::float8, NULL, NULL),
-		(16, 'results reported', 'match results reported in the window', m.results::float8, NULL, NULL))
+		(16, 'results reported', 'match results reported in the window', m.results::float8, NULL, NULL),
+		(17, 'proposals cancelled', 'proposals formed in the window and cancelled before every player accepted (no matches)',
+		 m.proposals_cancelled::float8, NULL, NULL))
 		AS r (n, metric, measures, value, op, bound)
 	 ORDER BY r.n
 $$;

@@ -29,12 +29,42 @@ COMMENT ON FUNCTION mm.metrics_round(float8) IS
 REVOKE ALL ON FUNCTION mm.metrics_round(float8) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.metrics_round(float8) TO mm_analyst;
 
+-- What the metrics count as a match: one formed and not cancelled while
+-- proposed, that is a match every player accepted or any match of a queue
+-- without acceptance (a live match requeued or expired later stays one).
+-- A proposal cancelled before every player accepted it (rejected, expired,
+-- a ticket cancelled) is counted apart (proposals_cancelled), and one still
+-- waiting for answers is neither yet.  No SET clause, so that it is inlined.
+CREATE FUNCTION mm.metrics_is_match(status text, ready_at timestamptz, acceptance_deadline timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+	SELECT status OPERATOR(pg_catalog.<>) 'proposed'
+		   AND NOT (status OPERATOR(pg_catalog.=) 'cancelled' AND ready_at IS NULL
+					AND acceptance_deadline IS NOT NULL)
+$$;
+COMMENT ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) IS
+'Internal: whether a match counts as one in the metrics (formed, not cancelled while proposed)';
+REVOKE ALL ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) TO mm_analyst;
+
 -- The cancelled matches of a queue by the time they were cancelled (a
 -- cancelled match is never updated again): the proposals rejected and
 -- expired and the matches requeued in a window.  Few rows: only
 -- cancellations are indexed.
 CREATE INDEX matches_queue_cancelled ON mm.matches (queue, updated_at)
 	WHERE status OPERATOR(pg_catalog.=) 'cancelled';
+
+-- The metrics read one queue's window of ended tickets (created, matched,
+-- cancelled or timed out) through a (queue, time) index each, so the cost
+-- follows the window whatever the statistics say: the BRIN reads every
+-- queue's rows of the window, and with statistics taken before a bulk load
+-- the planner preferred a scan of the whole primary key.
+CREATE INDEX tickets_ended_queue_created ON mm.tickets_ended (queue, created_at);
+CREATE INDEX tickets_ended_queue_matched ON mm.tickets_ended (queue, matched_at)
+	WHERE matched_at IS NOT NULL;
+CREATE INDEX tickets_ended_queue_gone ON mm.tickets_ended (queue, updated_at)
+	WHERE status OPERATOR(pg_catalog.=) ANY (ARRAY['cancelled', 'timed_out']);
 
 -- The ticket figures unrounded (the 0.3 mm.ticket_metrics): mm.ticket_metrics
 -- rounds them, mm.health_report judges them.
@@ -203,23 +233,31 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
-LANGUAGE sql STABLE PARALLEL SAFE
+			   matches_expired bigint, proposals_cancelled bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
-	SELECT d.matches, d.players, d.quality, d.spread, d.gap, d.latency, d.worst,
-		   o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
+DECLARE
+	covered text[] := mm.metrics_scope(match_figures.queue, match_figures.time_window, match_figures.now);
+BEGIN
+	-- the matches' own figures unrounded (match_details rounds them); a
+	-- statement of its own: on Citus the query below may run on the queue's
+	-- node, where a function cannot query the shards again
+	SELECT count(*), avg(x.players::float8), avg(x.quality), avg(x.skill_spread), avg(x.team_skill_gap),
+		   avg(x.latency_avg_ms), avg(x.worst_latency_ms)
+	  INTO matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg,
+		   latency_avg_ms, worst_latency_avg_ms
+	  FROM mm.match_details_figures(covered, time_window, now, 'skill') x;
+	-- each part an aggregate of its own (no LATERAL reference into a sharded table)
+	RETURN QUERY
+	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
+		   worst_latency_avg_ms, o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
 		   e.early, e.early_rate, o.coin_flips, e.leaves, e.leave_rate,
-		   c.rejected, c.expired, c.requeued, c.live_expired
-	  FROM mm.metrics_scope(match_figures.queue, time_window, now) AS scope(queues)
-	 CROSS JOIN LATERAL (
-		-- the matches' own figures unrounded (match_details rounds them)
-		SELECT count(*) AS matches, avg(x.players::float8) AS players, avg(x.quality) AS quality,
-			   avg(x.skill_spread) AS spread, avg(x.team_skill_gap) AS gap,
-			   avg(x.latency_avg_ms) AS latency, avg(x.worst_latency_ms) AS worst
-		  FROM mm.match_details_figures(scope.queues, time_window, now, 'skill') x) d
-	 CROSS JOIN LATERAL (
+		   c.rejected, c.expired, c.requeued, c.live_expired, d.cancelled
+	  FROM (
 		SELECT count(*) AS results,
 			   avg((w.winner = w.predicted_favourite)::integer::float8)
 				   FILTER (WHERE w.predicted AND NOT w.coin_flip) AS won,
@@ -231,27 +269,29 @@ AS $$
 				  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
 							   r.favourite_win_probability
 						  FROM mm.match_results r
-						 WHERE r.queue = ANY (scope.queues)
+						 WHERE r.queue = ANY (covered)
 						   AND r.reported_at > now - time_window AND r.reported_at <= now
 						OFFSET 0) v) w) o	-- OFFSET 0: the winner is worked out once per result
-	 CROSS JOIN LATERAL (
-		-- per result lookups by primary key (an aggregate LATERAL is not flattened)
-		SELECT coalesce(sum(q.early) FILTER (WHERE r.duration IS NOT NULL), 0)::bigint AS early,
-			   (sum(q.early) FILTER (WHERE r.duration IS NOT NULL))::float8
-				   / nullif(sum(q.players) FILTER (WHERE r.duration IS NOT NULL), 0) AS early_rate,
+	 CROSS JOIN (
+		-- per result, its match's players (a result, its match and the
+		-- players share the queue)
+		SELECT coalesce(sum(q.early) FILTER (WHERE q.duration IS NOT NULL), 0)::bigint AS early,
+			   (sum(q.early) FILTER (WHERE q.duration IS NOT NULL))::float8
+				   / nullif(sum(q.players) FILTER (WHERE q.duration IS NOT NULL), 0) AS early_rate,
 			   coalesce(sum(q.gone), 0)::bigint AS leaves,
 			   sum(q.gone)::float8 / nullif(sum(q.players), 0) AS leave_rate
-		  FROM mm.match_results r
-		 CROSS JOIN LATERAL (
-			SELECT count(*) AS players,
-				   count(mp.left_at) AS gone,
-				   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
-									   < 0.2 * extract(epoch FROM r.duration)) AS early
-			  FROM mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id
-			 WHERE m.id = r.match_id) q
-		 WHERE r.queue = ANY (scope.queues)
-		   AND r.reported_at > now - time_window AND r.reported_at <= now) e
-	 CROSS JOIN LATERAL (
+		  FROM (SELECT r.duration,
+					   count(mp.match_id) AS players,
+					   count(mp.left_at) AS gone,
+					   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
+										   < 0.2 * extract(epoch FROM r.duration)) AS early
+				  FROM mm.match_results r
+				  LEFT JOIN (mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id AND mp.queue = m.queue)
+						 ON m.id = r.match_id AND m.queue = r.queue
+				 WHERE r.queue = ANY (covered)
+				   AND r.reported_at > now - time_window AND r.reported_at <= now
+				 GROUP BY r.match_id, r.queue, r.duration) q) e
+	 CROSS JOIN (
 		-- cancel_reason: rejected and acceptance_timeout for a proposal, the
 		-- director's own reason for a requeue; the tick's and the queue's own
 		-- (ticket_cancelled, queue_dropped, expired) are neither
@@ -262,8 +302,17 @@ AS $$
 															  'expired')) AS requeued,
 			   count(*) FILTER (WHERE m.cancel_reason = 'expired') AS live_expired
 		  FROM mm.matches m
-		 WHERE m.queue = ANY (scope.queues) AND m.status = 'cancelled'
+		 WHERE m.queue = ANY (covered) AND m.status = 'cancelled'
 		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
+	 CROSS JOIN (
+		-- the proposals formed in the window and cancelled before every
+		-- player accepted (no match: mm.metrics_is_match)
+		SELECT count(*) AS cancelled
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (covered)
+		   AND m.created_at > now - time_window AND m.created_at <= now
+		   AND m.status = 'cancelled' AND m.ready_at IS NULL AND m.acceptance_deadline IS NOT NULL) d;
+END
 $$;
 COMMENT ON FUNCTION mm.match_figures(text, interval, timestamptz) IS
 'Internal: the figures of mm.match_metrics unrounded';
@@ -276,7 +325,7 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -287,11 +336,12 @@ AS $$
 		   f.results, mm.metrics_round(f.favourite_win_rate), mm.metrics_round(f.favourite_predicted_rate),
 		   mm.metrics_round(f.win_rate_balance_points), f.early_quits, mm.metrics_round(f.early_quit_rate),
 		   f.coin_flip_results, f.leaves, mm.metrics_round(f.leave_rate),
-		   f.proposals_rejected, f.proposals_expired, f.matches_requeued, f.matches_expired
+		   f.proposals_rejected, f.proposals_expired, f.matches_requeued, f.matches_expired,
+		   f.proposals_cancelled
 	  FROM mm.match_figures(match_metrics.queue, time_window, now) f
 $$;
 COMMENT ON FUNCTION mm.match_metrics(text, interval, timestamptz) IS
-'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
+'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired, proposals cancelled (no matches)';
 
 -- Per queue match figures over a time_window (the view mm.match_stats is the last hour).
 CREATE FUNCTION mm.match_stats(time_window interval, now timestamptz DEFAULT now())
@@ -301,7 +351,7 @@ RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg
 			   favourite_predicted_rate float8, win_rate_balance_points float8, early_quits bigint,
 			   early_quit_rate float8, coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -313,7 +363,7 @@ AS $$
 	 ORDER BY q.name
 $$;
 COMMENT ON FUNCTION mm.match_stats(interval, timestamptz) IS
-'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
+'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired, proposals cancelled (no matches)';
 
 CREATE VIEW mm.match_stats AS
 	SELECT * FROM mm.match_stats('1 hour'::interval, pg_catalog.now());
@@ -372,14 +422,17 @@ AS $$
 		 m.team_skill_gap_avg, NULL, NULL),
 		(9, 'worst latency (ms)', 'highest player latency to the match''s region, average over the matches',
 		 m.worst_latency_avg_ms, NULL, NULL),
-		(10, 'matches formed', 'matches formed in the window', m.matches::float8, NULL, NULL),
+		(10, 'matches formed', 'matches formed in the window, not counting proposals cancelled before every player accepted',
+		 m.matches::float8, NULL, NULL),
 		(11, 'tickets matched', 'tickets matched in the window', t.tickets_matched::float8, NULL, NULL),
 		(12, 'time to match average (s)', 'average created-to-matched time of the tickets matched',
 		 t.time_to_match_avg_s, NULL, NULL),
 		(13, 'players searching', 'players in searching tickets at now', t.searching_players::float8, NULL, NULL),
 		(14, 'timeouts', 'tickets timed out in the window', t.timeouts::float8, NULL, NULL),
 		(15, 'cancellations', 'tickets cancelled in the window', t.cancellations::float8, NULL, NULL),
-		(16, 'results reported', 'match results reported in the window', m.results::float8, NULL, NULL))
+		(16, 'results reported', 'match results reported in the window', m.results::float8, NULL, NULL),
+		(17, 'proposals cancelled', 'proposals formed in the window and cancelled before every player accepted (no matches)',
+		 m.proposals_cancelled::float8, NULL, NULL))
 		AS r (n, metric, measures, value, op, bound)
 	 ORDER BY r.n
 $$;

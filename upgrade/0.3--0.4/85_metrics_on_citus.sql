@@ -129,30 +129,64 @@ RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region 
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
+DECLARE
+	w_id bigint[];
+	w_queue text[];
+	w_created timestamptz[];
+	w_region text[];
+	w_quality float8[];
+	p_match bigint[];
+	p_queue text[];
+	p_team text[];
+	p_player text[];
+	p_ticket bigint[];
+	tp_ticket bigint[];
+	tp_player text[];
+	tp_attributes jsonb[];
+	tp_latencies jsonb[];
 BEGIN
 	-- The window's matches, their players (same queue: by the match_players
 	-- key), then the players' tickets by id (a ticket may belong to another
-	-- queue, on Citus one sharded apart), so the cost follows the window's
-	-- matches, not the tables.  A skill or latency that is not a number
-	-- within the tick's range of ±1e12 (stored before a validation) is
-	-- missing, and one too small for a float8 (1e-400) reads as 0, so one
-	-- stored value cannot make a metric fail (as mm.match_player_values).
+	-- queue, on Citus one sharded apart), each read through an index into
+	-- arrays, so the cost follows the window's matches, not the tables: the
+	-- planner then knows how many rows each step has, and joins them by hash
+	-- even when the tables' statistics are stale (as right after a bulk load:
+	-- with a guess of one row it looped over them, 12 s for 300 matches).
+	-- enable_seqscan off: a table is never scanned for a window, whatever the
+	-- statistics guess; plan_cache_mode: every plan sees the arrays' sizes.
+	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at), array_agg(m.region),
+		   array_agg(m.quality)
+	  INTO w_id, w_queue, w_created, w_region, w_quality
+	  FROM mm.matches m
+	 WHERE m.queue = ANY (match_details_figures.queues)
+	   AND m.created_at > now - time_window AND m.created_at <= now
+	   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline);
+	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.team), array_agg(mp.player_id),
+		   array_agg(mp.ticket_id)
+	  INTO p_match, p_queue, p_team, p_player, p_ticket
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (match_details_figures.queues);
+	SELECT array_agg(x.ticket_id), array_agg(x.player_id), array_agg(x.attributes), array_agg(x.latencies)
+	  INTO tp_ticket, tp_player, tp_attributes, tp_latencies
+	  FROM mm.ticket_players x
+	 WHERE x.ticket_id = ANY (p_ticket);
+	-- A skill or latency that is not a number within the tick's range of
+	-- ±1e12 (stored before a validation) is missing, and one too small for a
+	-- float8 (1e-400) reads as 0, so one stored value cannot make a metric
+	-- fail (as mm.match_player_values).
 	RETURN QUERY
 	WITH w AS (
-		SELECT m.id, m.queue, m.created_at, m.region, m.quality
-		  FROM mm.matches m
-		 WHERE m.queue = ANY (match_details_figures.queues)
-		   AND m.created_at > now - time_window AND m.created_at <= now
+		SELECT * FROM unnest(w_id, w_queue, w_created, w_region, w_quality)
+			AS w(id, queue, created_at, region, quality)
 	), p AS (
-		SELECT mp.match_id, mp.queue, mp.team, mp.player_id, mp.ticket_id
-		  FROM mm.match_players mp
-		 WHERE mp.queue = ANY (match_details_figures.queues)
-		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+		SELECT * FROM unnest(p_match, p_queue, p_team, p_player, p_ticket)
+			AS p(match_id, queue, team, player_id, ticket_id)
 	), tp AS (
-		SELECT x.ticket_id, x.player_id, x.attributes, x.latencies
-		  FROM mm.ticket_players x
-		 WHERE x.ticket_id IN (SELECT p.ticket_id FROM p)
+		SELECT * FROM unnest(tp_ticket, tp_player, tp_attributes, tp_latencies)
+			AS tp(ticket_id, player_id, attributes, latencies)
 	), v AS (
 		-- one row per player: team, skill and latency to the match's region
 		SELECT p.match_id, p.queue, p.team,
@@ -203,10 +237,12 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(match_figures.queue, match_figures.time_window, match_figures.now);
@@ -224,7 +260,7 @@ BEGIN
 	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
 		   worst_latency_avg_ms, o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
 		   e.early, e.early_rate, o.coin_flips, e.leaves, e.leave_rate,
-		   c.rejected, c.expired, c.requeued, c.live_expired
+		   c.rejected, c.expired, c.requeued, c.live_expired, d.cancelled
 	  FROM (
 		SELECT count(*) AS results,
 			   avg((w.winner = w.predicted_favourite)::integer::float8)
@@ -271,7 +307,15 @@ BEGIN
 			   count(*) FILTER (WHERE m.cancel_reason = 'expired') AS live_expired
 		  FROM mm.matches m
 		 WHERE m.queue = ANY (covered) AND m.status = 'cancelled'
-		   AND m.updated_at > now - time_window AND m.updated_at <= now) c;
+		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
+	 CROSS JOIN (
+		-- the proposals formed in the window and cancelled before every
+		-- player accepted (no match: mm.metrics_is_match)
+		SELECT count(*) AS cancelled
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (covered)
+		   AND m.created_at > now - time_window AND m.created_at <= now
+		   AND m.status = 'cancelled' AND m.ready_at IS NULL AND m.acceptance_deadline IS NOT NULL) d;
 END
 $$;
 
@@ -312,6 +356,7 @@ BEGIN
 			  FROM mm.matches m
 			 WHERE m.queue = queue_stats_by_minute.queue
 			   AND m.created_at >= first_minute AND m.created_at < last_end
+			   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline)
 			 GROUP BY 1
 		), ended AS (
 			SELECT date_trunc('minute', t.updated_at) AS minute,

@@ -831,29 +831,55 @@ RETURNS TABLE (queue text, role text, players bigint, first_choice_share float8,
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(NULL, role_stats.time_window, role_stats.now);
+	w_id bigint[];
+	w_queue text[];
+	p_queue text[];
+	p_match bigint[];
+	p_player text[];
+	p_ticket bigint[];
+	p_role text[];
+	p_autofilled boolean[];
+	tp_id bigint[];
+	tp_match bigint[];
+	tp_created timestamptz[];
+	tp_matched timestamptz[];
+	tp_player text[];
+	tp_wanted jsonb[];
 BEGIN
 	-- the window's matches, their players with a role (same queue: by the
 	-- match_players key), then the players' tickets by id (a ticket may
-	-- belong to another queue, on Citus one sharded apart)
+	-- belong to another queue, on Citus one sharded apart); each step read
+	-- through an index into arrays, so that the joins below know their sizes
+	-- (as mm.match_details_figures)
+	SELECT array_agg(m.id), array_agg(m.queue) INTO w_id, w_queue
+	  FROM mm.matches m
+	 WHERE m.queue = ANY (covered)
+	   AND m.created_at > role_stats.now - role_stats.time_window AND m.created_at <= role_stats.now;
+	SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.player_id), array_agg(mp.ticket_id),
+		   array_agg(mp.role), array_agg(mp.autofilled)
+	  INTO p_queue, p_match, p_player, p_ticket, p_role, p_autofilled
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (covered) AND mp.role IS NOT NULL;
+	SELECT array_agg(t.id), array_agg(t.match_id), array_agg(t.created_at), array_agg(t.matched_at),
+		   array_agg(e.value ->> 'id'), array_agg(e.value -> 'roles')
+	  INTO tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted
+	  FROM mm.tickets t, jsonb_array_elements(t.players) e
+	 WHERE t.id = ANY (p_ticket);
 	RETURN QUERY
 	WITH w AS (
-		SELECT m.id, m.queue
-		  FROM mm.matches m
-		 WHERE m.queue = ANY (covered)
-		   AND m.created_at > role_stats.now - role_stats.time_window AND m.created_at <= role_stats.now
+		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
 	), p AS (
-		SELECT mp.queue, mp.match_id, mp.player_id, mp.ticket_id, mp.role, mp.autofilled
-		  FROM mm.match_players mp
-		 WHERE mp.queue = ANY (covered) AND mp.role IS NOT NULL
-		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+		SELECT * FROM unnest(p_queue, p_match, p_player, p_ticket, p_role, p_autofilled)
+			AS p(queue, match_id, player_id, ticket_id, role, autofilled)
+		 WHERE (p.match_id, p.queue) IN (SELECT w.id, w.queue FROM w)
 	), tp AS (
-		SELECT t.id, t.match_id, t.created_at, t.matched_at, e.value ->> 'id' AS player_id,
-			   e.value -> 'roles' AS wanted
-		  FROM mm.tickets t, jsonb_array_elements(t.players) e
-		 WHERE t.id IN (SELECT p.ticket_id FROM p)
+		SELECT * FROM unnest(tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted)
+			AS tp(id, match_id, created_at, matched_at, player_id, wanted)
 	), v AS (
 		SELECT p.queue, p.role, p.autofilled,
 			   CASE WHEN tp.id IS NULL THEN NULL
