@@ -189,7 +189,10 @@ GRANT EXECUTE ON FUNCTION mm.metrics_check_target(text, float8, float8) TO mm_an
 -- and still searching (or proposed: an accepted ticket is matched when the
 -- last answer comes), or ended (matched, cancelled, timed out) after it, so
 -- that a past now sees the queue as it was.  Each part is read through an
--- index (the ended ones through the BRIN of their times).
+-- index: the ended ones by their queue and end, a range closed by
+-- 'infinity' so that the planner takes it over (queue, created_at) even
+-- without statistics (two open ranges look alike to it, and the created
+-- one reads the queue's whole history).
 CREATE FUNCTION mm.tickets_searching_at(queues text[], at timestamptz)
 RETURNS TABLE (players jsonb, created_at timestamptz)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -202,11 +205,14 @@ BEGIN
 	   AND t.created_at <= tickets_searching_at.at
 	UNION ALL
 	SELECT t.players, t.created_at FROM mm.tickets t
-	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.matched_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at
+	 WHERE t.queue = ANY (tickets_searching_at.queues)
+	   AND t.matched_at > tickets_searching_at.at AND t.matched_at < 'infinity'
+	   AND t.created_at <= tickets_searching_at.at
 	UNION ALL
 	SELECT t.players, t.created_at FROM mm.tickets t
 	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status IN ('cancelled', 'timed_out')
-	   AND t.updated_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at;
+	   AND t.updated_at > tickets_searching_at.at AND t.updated_at < 'infinity'
+	   AND t.created_at <= tickets_searching_at.at;
 END
 $$;
 COMMENT ON FUNCTION mm.tickets_searching_at(text[], timestamptz) IS
@@ -405,7 +411,7 @@ DECLARE
 	p_ticket bigint[];
 	tp_ticket bigint[];
 	tp_player text[];
-	tp_attributes jsonb[];
+	tp_skill float8[];
 	tp_latencies jsonb[];
 BEGIN
 	-- The window's matches, their players (same queue: by the match_players
@@ -414,7 +420,7 @@ BEGIN
 	-- arrays, so the cost follows the window's matches, not the tables: the
 	-- planner then knows how many rows each step has, and joins them by hash
 	-- even when the tables' statistics are stale (as right after a bulk load:
-	-- with a guess of one row it looped over them, 12 s for 300 matches).
+	-- guessing one row it looped over them, 12 s for 284 matches).
 	-- enable_seqscan off: a table is never scanned for a window, whatever the
 	-- statistics guess; plan_cache_mode: every plan sees the arrays' sizes.
 	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at), array_agg(m.region),
@@ -429,14 +435,20 @@ BEGIN
 	  INTO p_match, p_queue, p_team, p_player, p_ticket
 	  FROM mm.match_players mp
 	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (match_details_figures.queues);
-	SELECT array_agg(x.ticket_id), array_agg(x.player_id), array_agg(x.attributes), array_agg(x.latencies)
-	  INTO tp_ticket, tp_player, tp_attributes, tp_latencies
-	  FROM mm.ticket_players x
-	 WHERE x.ticket_id = ANY (p_ticket);
 	-- A skill or latency that is not a number within the tick's range of
 	-- ±1e12 (stored before a validation) is missing, and one too small for a
 	-- float8 (1e-400) reads as 0, so one stored value cannot make a metric
-	-- fail (as mm.match_player_values).
+	-- fail (as mm.match_player_values); a number is read as jsonb's numeric,
+	-- not parsed from text.
+	SELECT array_agg(x.ticket_id), array_agg(x.player_id),
+		   array_agg(CASE WHEN jsonb_typeof(x.attributes -> match_details_figures.skill_attribute) = 'number'
+							   AND abs((x.attributes -> match_details_figures.skill_attribute)::numeric) <= 1e12
+						  THEN round((x.attributes -> match_details_figures.skill_attribute)::numeric, 12)::float8
+					 END),
+		   array_agg(x.latencies)
+	  INTO tp_ticket, tp_player, tp_skill, tp_latencies
+	  FROM mm.ticket_players x
+	 WHERE x.ticket_id = ANY (p_ticket);
 	RETURN QUERY
 	WITH w AS (
 		SELECT * FROM unnest(w_id, w_queue, w_created, w_region, w_quality)
@@ -445,18 +457,14 @@ BEGIN
 		SELECT * FROM unnest(p_match, p_queue, p_team, p_player, p_ticket)
 			AS p(match_id, queue, team, player_id, ticket_id)
 	), tp AS (
-		SELECT * FROM unnest(tp_ticket, tp_player, tp_attributes, tp_latencies)
-			AS tp(ticket_id, player_id, attributes, latencies)
+		SELECT * FROM unnest(tp_ticket, tp_player, tp_skill, tp_latencies)
+			AS tp(ticket_id, player_id, skill, latencies)
 	), v AS (
 		-- one row per player: team, skill and latency to the match's region
-		SELECT p.match_id, p.queue, p.team,
-			   CASE WHEN jsonb_typeof(tp.attributes -> match_details_figures.skill_attribute) = 'number'
-					 AND abs((tp.attributes ->> match_details_figures.skill_attribute)::numeric) <= 1e12
-					THEN round((tp.attributes ->> match_details_figures.skill_attribute)::numeric, 12)::float8
-			   END AS skill,
+		SELECT p.match_id, p.queue, p.team, tp.skill,
 			   CASE WHEN jsonb_typeof(tp.latencies -> w.region) = 'number'
-					 AND abs((tp.latencies ->> w.region)::numeric) <= 1e12
-					THEN round((tp.latencies ->> w.region)::numeric, 12)::float8 END AS latency
+					 AND abs((tp.latencies -> w.region)::numeric) <= 1e12
+					THEN round((tp.latencies -> w.region)::numeric, 12)::float8 END AS latency
 		  FROM p
 		  JOIN w ON w.id = p.match_id AND w.queue = p.queue
 		  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id
@@ -553,6 +561,18 @@ SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(match_figures.queue, match_figures.time_window, match_figures.now);
+	r_match bigint[];
+	r_queue text[];
+	r_duration interval[];
+	m_id bigint[];
+	m_queue text[];
+	m_created timestamptz[];
+	g_match bigint[];
+	g_queue text[];
+	g_players bigint[];
+	l_match bigint[];
+	l_queue text[];
+	l_left timestamptz[];
 BEGIN
 	-- the matches' own figures unrounded (match_details rounds them); a
 	-- statement of its own: on Citus the query below may run on the queue's
@@ -562,6 +582,29 @@ BEGIN
 	  INTO matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg,
 		   latency_avg_ms, worst_latency_avg_ms
 	  FROM mm.match_details_figures(covered, time_window, now, 'skill') x;
+	-- the reported matches, their matches and players, each read through an
+	-- index into arrays, so that their join knows its sizes (as
+	-- mm.match_details_figures)
+	SELECT array_agg(r.match_id), array_agg(r.queue), array_agg(r.duration)
+	  INTO r_match, r_queue, r_duration
+	  FROM mm.match_results r
+	 WHERE r.queue = ANY (covered)
+	   AND r.reported_at > now - time_window AND r.reported_at <= now;
+	-- by id alone, so that only the primary key serves it (with the queue,
+	-- (queue, created_at) looked as cheap without statistics and read the
+	-- queue's history); the join below pairs them with their results' queue
+	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at) INTO m_id, m_queue, m_created
+	  FROM mm.matches m
+	 WHERE m.id = ANY (r_match);
+	-- their players counted per match, and those who left one row each
+	SELECT array_agg(g.match_id), array_agg(g.queue), array_agg(g.players) INTO g_match, g_queue, g_players
+	  FROM (SELECT mp.match_id, mp.queue, count(*) AS players
+			  FROM mm.match_players mp
+			 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered)
+			 GROUP BY mp.match_id, mp.queue) g;
+	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.left_at) INTO l_match, l_queue, l_left
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered) AND mp.left_at IS NOT NULL;
 	-- each part an aggregate of its own (no LATERAL reference into a sharded table)
 	RETURN QUERY
 	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
@@ -591,17 +634,17 @@ BEGIN
 				   / nullif(sum(q.players) FILTER (WHERE q.duration IS NOT NULL), 0) AS early_rate,
 			   coalesce(sum(q.gone), 0)::bigint AS leaves,
 			   sum(q.gone)::float8 / nullif(sum(q.players), 0) AS leave_rate
-		  FROM (SELECT r.duration,
-					   count(mp.match_id) AS players,
-					   count(mp.left_at) AS gone,
-					   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
+		  FROM (SELECT r.duration, coalesce(g.players, 0) AS players, count(l.left_at) AS gone,
+					   count(*) FILTER (WHERE extract(epoch FROM l.left_at) - extract(epoch FROM m.created_at)
 										   < 0.2 * extract(epoch FROM r.duration)) AS early
-				  FROM mm.match_results r
-				  LEFT JOIN (mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id AND mp.queue = m.queue)
+				  FROM unnest(r_match, r_queue, r_duration) AS r(match_id, queue, duration)
+				  LEFT JOIN (unnest(m_id, m_queue, m_created) AS m(id, queue, created_at)
+							 JOIN unnest(g_match, g_queue, g_players) AS g(match_id, queue, players)
+							   ON g.match_id = m.id AND g.queue = m.queue)
 						 ON m.id = r.match_id AND m.queue = r.queue
-				 WHERE r.queue = ANY (covered)
-				   AND r.reported_at > now - time_window AND r.reported_at <= now
-				 GROUP BY r.match_id, r.queue, r.duration) q) e
+				  LEFT JOIN unnest(l_match, l_queue, l_left) AS l(match_id, queue, left_at)
+						 ON l.match_id = m.id AND l.queue = m.queue
+				 GROUP BY r.match_id, r.queue, r.duration, g.players) q) e
 	 CROSS JOIN (
 		-- cancel_reason: rejected and acceptance_timeout for a proposal, the
 		-- director's own reason for a requeue; the tick's and the queue's own
@@ -617,12 +660,14 @@ BEGIN
 		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
 	 CROSS JOIN (
 		-- the proposals formed in the window and cancelled before every
-		-- player accepted (no match: mm.metrics_is_match)
-		SELECT count(*) AS cancelled
+		-- player accepted (no match: mm.metrics_is_match); a filter, not a
+		-- condition, so that (queue, created_at) serves it and not the index
+		-- of every cancelled match of the queue
+		SELECT count(*) FILTER (WHERE m.status = 'cancelled' AND m.ready_at IS NULL
+								  AND m.acceptance_deadline IS NOT NULL) AS cancelled
 		  FROM mm.matches m
 		 WHERE m.queue = ANY (covered)
-		   AND m.created_at > now - time_window AND m.created_at <= now
-		   AND m.status = 'cancelled' AND m.ready_at IS NULL AND m.acceptance_deadline IS NOT NULL) d;
+		   AND m.created_at > now - time_window AND m.created_at <= now) d;
 END
 $$;
 COMMENT ON FUNCTION mm.match_figures(text, interval, timestamptz) IS
@@ -689,9 +734,9 @@ GRANT SELECT ON TABLE mm.match_stats TO mm_analyst;
 
 -- One row per minute [minute, minute + 1 min) from from_time's minute up to
 -- to_time, for dashboards: tickets created and matched, time to match of the
--- tickets matched in that minute, matches formed (mm.metrics_is_match) and their quality, timeouts,
--- cancellations, and the tickets still searching at the end of the minute;
--- rounded like every figure.
+-- tickets matched in that minute, matches formed (mm.metrics_is_match) and
+-- their quality, timeouts, cancellations, and the tickets still searching at
+-- the end of the minute; rounded like every figure.
 CREATE FUNCTION mm.queue_stats_by_minute(queue text, from_time timestamptz, to_time timestamptz)
 RETURNS TABLE (minute timestamptz, tickets_created bigint, tickets_matched bigint,
 			   time_to_match_avg_s float8, time_to_match_p95_s float8, matches bigint,
@@ -742,7 +787,9 @@ BEGIN
 		), alive AS (
 			-- tickets searching at the end of some minute of the range: created
 			-- before its end, ended (matched, cancelled, timed out) after the first
-			-- minute's end or not at all; each read through an index
+			-- minute's end or not at all; each read through an index (the ended
+			-- ones by their end, a range closed by 'infinity' as in
+			-- mm.tickets_searching_at)
 			SELECT t.created_at, NULL::timestamptz AS ended_at
 			  FROM mm.tickets t
 			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
@@ -751,12 +798,14 @@ BEGIN
 			SELECT t.created_at, t.matched_at
 			  FROM mm.tickets t
 			 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
-			   AND t.matched_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+			   AND t.matched_at >= first_minute + '1 minute'::interval AND t.matched_at < 'infinity'
+			   AND t.created_at < last_end
 			UNION ALL
 			SELECT t.created_at, t.updated_at
 			  FROM mm.tickets t
 			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
-			   AND t.updated_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+			   AND t.updated_at >= first_minute + '1 minute'::interval AND t.updated_at < 'infinity'
+			   AND t.created_at < last_end
 		), depth_change AS (
 			-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
 			SELECT d.minute, sum(d.change) AS change
@@ -798,6 +847,8 @@ RETURNS TABLE (players_searching bigint, estimated_wait_s float8, roles jsonb)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(queue_statistics.queue, '15 minutes', queue_statistics.now, true);
@@ -805,6 +856,12 @@ DECLARE
 	show_time_to_match boolean;
 	queue_roles text[];
 	role_waits jsonb;
+	t_id bigint[];
+	t_match bigint[];
+	t_wait float8[];
+	p_match bigint[];
+	p_ticket bigint[];
+	p_role text[];
 BEGIN
 	SELECT coalesce((q.config #>> '{statistics,show_player_count}')::boolean, false),
 		   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false),
@@ -827,21 +884,29 @@ BEGIN
 	END IF;
 	IF show_time_to_match AND queue_roles IS NOT NULL THEN
 		-- the same tickets, one row per player with the role they got (in
-		-- the match that matched the ticket)
+		-- the match that matched the ticket); the tickets and the players
+		-- read through an index into arrays, so that the join knows its sizes
+		-- (as mm.match_details_figures)
+		SELECT array_agg(t.id), array_agg(t.match_id),
+			   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
+		  INTO t_id, t_match, t_wait
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_statistics.queue
+		   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
+		   AND t.matched_at <= queue_statistics.now;
+		SELECT array_agg(mp.match_id), array_agg(mp.ticket_id), array_agg(mp.role)
+		  INTO p_match, p_ticket, p_role
+		  FROM mm.match_players mp
+		 WHERE mp.match_id = ANY (t_match) AND mp.queue = queue_statistics.queue
+		   AND mp.role IS NOT NULL AND NOT mp.autofilled;
 		SELECT jsonb_object_agg(w.role, jsonb_build_object('estimated_wait_seconds', w.wait,
 														   'players_matched', w.n))
 		  INTO role_waits
 		  FROM (SELECT mp.role, count(*) AS n,
-					   round(percentile_cont(0.5) WITHIN GROUP (
-							 ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8))
-						   AS wait
-				  FROM mm.tickets t
-				  JOIN mm.match_players mp
-					ON mp.queue = t.queue AND mp.match_id = t.match_id AND mp.ticket_id = t.id
-				 WHERE t.queue = queue_statistics.queue
-				   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
-				   AND t.matched_at <= queue_statistics.now
-				   AND mp.role IS NOT NULL AND NOT mp.autofilled
+					   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.wait)) AS wait
+				  FROM unnest(t_id, t_match, t_wait) AS t(id, match_id, wait)
+				  JOIN unnest(p_match, p_ticket, p_role) AS mp(match_id, ticket_id, role)
+					ON mp.match_id = t.match_id AND mp.ticket_id = t.id
 				 GROUP BY mp.role) w;
 		-- every role of the queue, the ones nobody got too
 		SELECT jsonb_object_agg(r.role, coalesce(role_waits -> r.role,

@@ -242,6 +242,18 @@ SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(match_figures.queue, match_figures.time_window, match_figures.now);
+	r_match bigint[];
+	r_queue text[];
+	r_duration interval[];
+	m_id bigint[];
+	m_queue text[];
+	m_created timestamptz[];
+	g_match bigint[];
+	g_queue text[];
+	g_players bigint[];
+	l_match bigint[];
+	l_queue text[];
+	l_left timestamptz[];
 BEGIN
 	-- the matches' own figures unrounded (match_details rounds them); a
 	-- statement of its own: on Citus the query below may run on the queue's
@@ -251,6 +263,29 @@ BEGIN
 	  INTO matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg,
 		   latency_avg_ms, worst_latency_avg_ms
 	  FROM mm.match_details_figures(covered, time_window, now, 'skill') x;
+	-- the reported matches, their matches and players, each read through an
+	-- index into arrays, so that their join knows its sizes (as
+	-- mm.match_details_figures)
+	SELECT array_agg(r.match_id), array_agg(r.queue), array_agg(r.duration)
+	  INTO r_match, r_queue, r_duration
+	  FROM mm.match_results r
+	 WHERE r.queue = ANY (covered)
+	   AND r.reported_at > now - time_window AND r.reported_at <= now;
+	-- by id alone, so that only the primary key serves it (with the queue,
+	-- (queue, created_at) looked as cheap without statistics and read the
+	-- queue's history); the join below pairs them with their results' queue
+	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at) INTO m_id, m_queue, m_created
+	  FROM mm.matches m
+	 WHERE m.id = ANY (r_match);
+	-- their players counted per match, and those who left one row each
+	SELECT array_agg(g.match_id), array_agg(g.queue), array_agg(g.players) INTO g_match, g_queue, g_players
+	  FROM (SELECT mp.match_id, mp.queue, count(*) AS players
+			  FROM mm.match_players mp
+			 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered)
+			 GROUP BY mp.match_id, mp.queue) g;
+	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.left_at) INTO l_match, l_queue, l_left
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered) AND mp.left_at IS NOT NULL;
 	-- each part an aggregate of its own (no LATERAL reference into a sharded table)
 	RETURN QUERY
 	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
@@ -280,17 +315,17 @@ BEGIN
 				   / nullif(sum(q.players) FILTER (WHERE q.duration IS NOT NULL), 0) AS early_rate,
 			   coalesce(sum(q.gone), 0)::bigint AS leaves,
 			   sum(q.gone)::float8 / nullif(sum(q.players), 0) AS leave_rate
-		  FROM (SELECT r.duration,
-					   count(mp.match_id) AS players,
-					   count(mp.left_at) AS gone,
-					   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
+		  FROM (SELECT r.duration, coalesce(g.players, 0) AS players, count(l.left_at) AS gone,
+					   count(*) FILTER (WHERE extract(epoch FROM l.left_at) - extract(epoch FROM m.created_at)
 										   < 0.2 * extract(epoch FROM r.duration)) AS early
-				  FROM mm.match_results r
-				  LEFT JOIN (mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id AND mp.queue = m.queue)
+				  FROM unnest(r_match, r_queue, r_duration) AS r(match_id, queue, duration)
+				  LEFT JOIN (unnest(m_id, m_queue, m_created) AS m(id, queue, created_at)
+							 JOIN unnest(g_match, g_queue, g_players) AS g(match_id, queue, players)
+							   ON g.match_id = m.id AND g.queue = m.queue)
 						 ON m.id = r.match_id AND m.queue = r.queue
-				 WHERE r.queue = ANY (covered)
-				   AND r.reported_at > now - time_window AND r.reported_at <= now
-				 GROUP BY r.match_id, r.queue, r.duration) q) e
+				  LEFT JOIN unnest(l_match, l_queue, l_left) AS l(match_id, queue, left_at)
+						 ON l.match_id = m.id AND l.queue = m.queue
+				 GROUP BY r.match_id, r.queue, r.duration, g.players) q) e
 	 CROSS JOIN (
 		-- cancel_reason: rejected and acceptance_timeout for a proposal, the
 		-- director's own reason for a requeue; the tick's and the queue's own
@@ -306,12 +341,14 @@ BEGIN
 		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
 	 CROSS JOIN (
 		-- the proposals formed in the window and cancelled before every
-		-- player accepted (no match: mm.metrics_is_match)
-		SELECT count(*) AS cancelled
+		-- player accepted (no match: mm.metrics_is_match); a filter, not a
+		-- condition, so that (queue, created_at) serves it and not the index
+		-- of every cancelled match of the queue
+		SELECT count(*) FILTER (WHERE m.status = 'cancelled' AND m.ready_at IS NULL
+								  AND m.acceptance_deadline IS NOT NULL) AS cancelled
 		  FROM mm.matches m
 		 WHERE m.queue = ANY (covered)
-		   AND m.created_at > now - time_window AND m.created_at <= now
-		   AND m.status = 'cancelled' AND m.ready_at IS NULL AND m.acceptance_deadline IS NOT NULL) d;
+		   AND m.created_at > now - time_window AND m.created_at <= now) d;
 END
 $$;
 COMMENT ON FUNCTION mm.match_figures(text, interval, timestamptz) IS

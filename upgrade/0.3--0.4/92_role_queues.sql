@@ -758,6 +758,8 @@ RETURNS TABLE (players_searching bigint, estimated_wait_s float8, roles jsonb)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(queue_statistics.queue, '15 minutes', queue_statistics.now, true);
@@ -765,6 +767,12 @@ DECLARE
 	show_time_to_match boolean;
 	queue_roles text[];
 	role_waits jsonb;
+	t_id bigint[];
+	t_match bigint[];
+	t_wait float8[];
+	p_match bigint[];
+	p_ticket bigint[];
+	p_role text[];
 BEGIN
 	SELECT coalesce((q.config #>> '{statistics,show_player_count}')::boolean, false),
 		   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false),
@@ -787,21 +795,29 @@ BEGIN
 	END IF;
 	IF show_time_to_match AND queue_roles IS NOT NULL THEN
 		-- the same tickets, one row per player with the role they got (in
-		-- the match that matched the ticket)
+		-- the match that matched the ticket); the tickets and the players
+		-- read through an index into arrays, so that the join knows its sizes
+		-- (as mm.match_details_figures)
+		SELECT array_agg(t.id), array_agg(t.match_id),
+			   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
+		  INTO t_id, t_match, t_wait
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_statistics.queue
+		   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
+		   AND t.matched_at <= queue_statistics.now;
+		SELECT array_agg(mp.match_id), array_agg(mp.ticket_id), array_agg(mp.role)
+		  INTO p_match, p_ticket, p_role
+		  FROM mm.match_players mp
+		 WHERE mp.match_id = ANY (t_match) AND mp.queue = queue_statistics.queue
+		   AND mp.role IS NOT NULL AND NOT mp.autofilled;
 		SELECT jsonb_object_agg(w.role, jsonb_build_object('estimated_wait_seconds', w.wait,
 														   'players_matched', w.n))
 		  INTO role_waits
 		  FROM (SELECT mp.role, count(*) AS n,
-					   round(percentile_cont(0.5) WITHIN GROUP (
-							 ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8))
-						   AS wait
-				  FROM mm.tickets t
-				  JOIN mm.match_players mp
-					ON mp.queue = t.queue AND mp.match_id = t.match_id AND mp.ticket_id = t.id
-				 WHERE t.queue = queue_statistics.queue
-				   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
-				   AND t.matched_at <= queue_statistics.now
-				   AND mp.role IS NOT NULL AND NOT mp.autofilled
+					   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.wait)) AS wait
+				  FROM unnest(t_id, t_match, t_wait) AS t(id, match_id, wait)
+				  JOIN unnest(p_match, p_ticket, p_role) AS mp(match_id, ticket_id, role)
+					ON mp.match_id = t.match_id AND mp.ticket_id = t.id
 				 GROUP BY mp.role) w;
 		-- every role of the queue, the ones nobody got too
 		SELECT jsonb_object_agg(r.role, coalesce(role_waits -> r.role,
