@@ -286,11 +286,32 @@ BEGIN
 	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.left_at) INTO l_match, l_queue, l_left
 	  FROM mm.match_players mp
 	 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered) AND mp.left_at IS NOT NULL;
+	-- per result, its match's players (a result, its match and the players
+	-- share the queue); a statement of its own, over the arrays only (on
+	-- Citus, beside the shards' subqueries below, the arrays' columns came
+	-- out of order)
+	SELECT coalesce(sum(q.early) FILTER (WHERE q.duration IS NOT NULL), 0)::bigint,
+		   (sum(q.early) FILTER (WHERE q.duration IS NOT NULL))::float8
+			   / nullif(sum(q.players) FILTER (WHERE q.duration IS NOT NULL), 0),
+		   coalesce(sum(q.gone), 0)::bigint,
+		   sum(q.gone)::float8 / nullif(sum(q.players), 0)
+	  INTO early_quits, early_quit_rate, leaves, leave_rate
+	  FROM (SELECT r.duration, coalesce(g.players, 0) AS players, count(l.left_at) AS gone,
+				   count(*) FILTER (WHERE extract(epoch FROM l.left_at) - extract(epoch FROM m.created_at)
+									   < 0.2 * extract(epoch FROM r.duration)) AS early
+			  FROM unnest(r_match, r_queue, r_duration) AS r(match_id, queue, duration)
+			  LEFT JOIN (unnest(m_id, m_queue, m_created) AS m(id, queue, created_at)
+						 JOIN unnest(g_match, g_queue, g_players) AS g(match_id, queue, players)
+						   ON g.match_id = m.id AND g.queue = m.queue)
+					 ON m.id = r.match_id AND m.queue = r.queue
+			  LEFT JOIN unnest(l_match, l_queue, l_left) AS l(match_id, queue, left_at)
+					 ON l.match_id = m.id AND l.queue = m.queue
+			 GROUP BY r.match_id, r.queue, r.duration, g.players) q;
 	-- each part an aggregate of its own (no LATERAL reference into a sharded table)
 	RETURN QUERY
 	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
 		   worst_latency_avg_ms, o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
-		   e.early, e.early_rate, o.coin_flips, e.leaves, e.leave_rate,
+		   early_quits, early_quit_rate, o.coin_flips, leaves, leave_rate,
 		   c.rejected, c.expired, c.requeued, c.live_expired, d.cancelled
 	  FROM (
 		SELECT count(*) AS results,
@@ -307,25 +328,6 @@ BEGIN
 						 WHERE r.queue = ANY (covered)
 						   AND r.reported_at > now - time_window AND r.reported_at <= now
 						OFFSET 0) v) w) o	-- OFFSET 0: the winner is worked out once per result
-	 CROSS JOIN (
-		-- per result, its match's players (a result, its match and the
-		-- players share the queue)
-		SELECT coalesce(sum(q.early) FILTER (WHERE q.duration IS NOT NULL), 0)::bigint AS early,
-			   (sum(q.early) FILTER (WHERE q.duration IS NOT NULL))::float8
-				   / nullif(sum(q.players) FILTER (WHERE q.duration IS NOT NULL), 0) AS early_rate,
-			   coalesce(sum(q.gone), 0)::bigint AS leaves,
-			   sum(q.gone)::float8 / nullif(sum(q.players), 0) AS leave_rate
-		  FROM (SELECT r.duration, coalesce(g.players, 0) AS players, count(l.left_at) AS gone,
-					   count(*) FILTER (WHERE extract(epoch FROM l.left_at) - extract(epoch FROM m.created_at)
-										   < 0.2 * extract(epoch FROM r.duration)) AS early
-				  FROM unnest(r_match, r_queue, r_duration) AS r(match_id, queue, duration)
-				  LEFT JOIN (unnest(m_id, m_queue, m_created) AS m(id, queue, created_at)
-							 JOIN unnest(g_match, g_queue, g_players) AS g(match_id, queue, players)
-							   ON g.match_id = m.id AND g.queue = m.queue)
-						 ON m.id = r.match_id AND m.queue = r.queue
-				  LEFT JOIN unnest(l_match, l_queue, l_left) AS l(match_id, queue, left_at)
-						 ON l.match_id = m.id AND l.queue = m.queue
-				 GROUP BY r.match_id, r.queue, r.duration, g.players) q) e
 	 CROSS JOIN (
 		-- cancel_reason: rejected and acceptance_timeout for a proposal, the
 		-- director's own reason for a requeue; the tick's and the queue's own
