@@ -432,9 +432,26 @@ SELECT cardinality(mm.requeue_match(m.id, 'server crashed', '2041-06-16 11:30:00
   FROM mm.matches m WHERE m.queue = 'metrics_requeue';
 SELECT queue, status, cancel_reason, updated_at FROM mm.matches
  WHERE queue IN ('metrics_life', 'metrics_requeue') ORDER BY id;
-SELECT queue, matches, proposals_rejected, proposals_expired, matches_requeued, matches_expired
+-- matches counts the matches formed and not cancelled while proposed: the
+-- two proposals of metrics_life are no matches (proposals_cancelled, by
+-- when they were formed), the requeued match was one (it was ready); the
+-- averages, match_details and the health report leave the proposals out too
+SELECT queue, matches, proposals_cancelled, proposals_rejected, proposals_expired, matches_requeued,
+	   matches_expired, quality_avg
   FROM mm.match_stats('1 hour', '2041-06-16 12:00:00+00') WHERE queue IN ('metrics_life', 'metrics_requeue')
  ORDER BY queue;
+SELECT queue_name, count(*) FROM mm.match_details(NULL, '1 hour', '2041-06-16 12:00:00+00')
+ WHERE queue_name IN ('metrics_life', 'metrics_requeue') GROUP BY queue_name ORDER BY queue_name;
+SELECT metric, value FROM mm.health_report('metrics_life', '1 hour', '2041-06-16 12:00:00+00')
+ WHERE metric IN ('matches formed', 'proposals cancelled', 'match quality');
+SELECT sum(matches) AS matches, sum(quality_avg) AS quality
+  FROM mm.queue_stats_by_minute('metrics_life', '2041-06-16 11:00:00+00', '2041-06-16 12:00:00+00');
+-- a proposal still waiting for answers is neither yet
+BEGIN;
+UPDATE mm.matches SET status = 'proposed', cancel_reason = NULL
+ WHERE queue = 'metrics_life' AND cancel_reason = 'rejected';
+SELECT matches, proposals_cancelled FROM mm.match_metrics('metrics_life', '1 hour', '2041-06-16 12:00:00+00');
+ROLLBACK;
 -- by when they were cancelled: the window (11:01, 11:31] holds the expiry
 -- and the requeue, not the rejection at 11:00:20
 SELECT proposals_rejected, proposals_expired, matches_requeued, matches_expired

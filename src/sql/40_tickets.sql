@@ -76,6 +76,17 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.tickets_ended TO mm_admin;
 -- ended, matched); rows arrive in time order, so a block range index serves
 -- them at almost no cost to the tick
 CREATE INDEX tickets_ended_times ON mm.tickets_ended USING brin (created_at, updated_at, matched_at);
+-- The metrics read one queue's window (docs/metrics.md): its tickets
+-- created, matched, and cancelled or timed out, each through a (queue,
+-- time) index, so the cost follows the window's tickets whatever the
+-- statistics say (the BRIN reads every queue's rows of the window, and with
+-- statistics taken before a bulk load the planner preferred a scan of the
+-- whole primary key).
+CREATE INDEX tickets_ended_queue_created ON mm.tickets_ended (queue, created_at);
+CREATE INDEX tickets_ended_queue_matched ON mm.tickets_ended (queue, matched_at)
+	WHERE matched_at IS NOT NULL;
+CREATE INDEX tickets_ended_queue_gone ON mm.tickets_ended (queue, updated_at)
+	WHERE status OPERATOR(pg_catalog.=) ANY (ARRAY['cancelled', 'timed_out']);
 SELECT pg_catalog.pg_extension_config_dump('mm.tickets_ended', '');
 
 -- One active ticket per player: a player's row lives from the ticket's

@@ -305,29 +305,48 @@ RETURNS TABLE (queue text, low_priority boolean, players bigint, avg_wait_second
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(NULL, low_priority_waits.time_window, low_priority_waits.now);
+	w_id bigint[];
+	w_queue text[];
+	p_queue text[];
+	p_match bigint[];
+	p_ticket bigint[];
+	p_low boolean[];
+	t_id bigint[];
+	t_match bigint[];
+	t_wait float8[];
 BEGIN
+	-- the window's matches, their players, their tickets: each read through
+	-- an index into arrays, so that the joins below know their sizes (as
+	-- mm.match_details_figures)
+	SELECT array_agg(m.id), array_agg(m.queue) INTO w_id, w_queue
+	  FROM mm.matches m
+	 WHERE m.queue = ANY (covered)
+	   AND m.created_at > low_priority_waits.now - low_priority_waits.time_window
+	   AND m.created_at <= low_priority_waits.now;
+	SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.ticket_id), array_agg(mp.low_priority)
+	  INTO p_queue, p_match, p_ticket, p_low
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (covered);
+	SELECT array_agg(t.id), array_agg(t.match_id),
+		   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
+	  INTO t_id, t_match, t_wait
+	  FROM mm.tickets t
+	 WHERE t.id = ANY (p_ticket);
 	RETURN QUERY
 	WITH w AS (
-		SELECT m.id, m.queue
-		  FROM mm.matches m
-		 WHERE m.queue = ANY (covered)
-		   AND m.created_at > low_priority_waits.now - low_priority_waits.time_window
-		   AND m.created_at <= low_priority_waits.now
+		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
 	), p AS (
-		SELECT mp.queue, mp.match_id, mp.ticket_id, mp.low_priority
-		  FROM mm.match_players mp
-		 WHERE mp.queue = ANY (covered)
-		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+		SELECT * FROM unnest(p_queue, p_match, p_ticket, p_low) AS p(queue, match_id, ticket_id, low_priority)
+		 WHERE (p.match_id, p.queue) IN (SELECT w.id, w.queue FROM w)
 	), t AS (
-		SELECT t.id, t.match_id, t.created_at, t.matched_at
-		  FROM mm.tickets t
-		 WHERE t.id IN (SELECT p.ticket_id FROM p)
+		SELECT * FROM unnest(t_id, t_match, t_wait) AS t(id, match_id, wait)
 	), v AS (
-		SELECT p.queue, p.low_priority,
-			   (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8 AS wait
+		SELECT p.queue, p.low_priority, t.wait
 		  FROM p JOIN t ON t.id = p.ticket_id AND t.match_id = p.match_id
 	), bound AS (
 		SELECT q.name, (q.config #>> '{penalties,low_priority,max_wait_seconds}')::float8 AS seconds

@@ -38,6 +38,25 @@ COMMENT ON FUNCTION mm.metrics_round(float8) IS
 REVOKE ALL ON FUNCTION mm.metrics_round(float8) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.metrics_round(float8) TO mm_analyst;
 
+-- What the metrics count as a match: one formed and not cancelled while
+-- proposed, that is a match every player accepted or any match of a queue
+-- without acceptance (a live match requeued or expired later stays one).
+-- A proposal cancelled before every player accepted it (rejected, expired,
+-- a ticket cancelled) is counted apart (proposals_cancelled), and one still
+-- waiting for answers is neither yet.  No SET clause, so that it is inlined.
+CREATE FUNCTION mm.metrics_is_match(status text, ready_at timestamptz, acceptance_deadline timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+	SELECT status OPERATOR(pg_catalog.<>) 'proposed'
+		   AND NOT (status OPERATOR(pg_catalog.=) 'cancelled' AND ready_at IS NULL
+					AND acceptance_deadline IS NOT NULL)
+$$;
+COMMENT ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) IS
+'Internal: whether a match counts as one in the metrics (formed, not cancelled while proposed)';
+REVOKE ALL ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_is_match(text, timestamptz, timestamptz) TO mm_analyst;
+
 -- The argument checks of every metrics function over a time window, in one
 -- place: a positive time_window ending at a finite `now` whose start is a
 -- timestamp, a skill_attribute that is not NULL, and the queue, which must
@@ -166,7 +185,10 @@ GRANT EXECUTE ON FUNCTION mm.metrics_check_target(text, float8, float8) TO mm_an
 -- and still searching (or proposed: an accepted ticket is matched when the
 -- last answer comes), or ended (matched, cancelled, timed out) after it, so
 -- that a past now sees the queue as it was.  Each part is read through an
--- index (the ended ones through the BRIN of their times).
+-- index: the ended ones by their queue and end, a range closed by
+-- 'infinity' so that the planner takes it over (queue, created_at) even
+-- without statistics (two open ranges look alike to it, and the created
+-- one reads the queue's whole history).
 CREATE FUNCTION mm.tickets_searching_at(queues text[], at timestamptz)
 RETURNS TABLE (players jsonb, created_at timestamptz)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -179,11 +201,14 @@ BEGIN
 	   AND t.created_at <= tickets_searching_at.at
 	UNION ALL
 	SELECT t.players, t.created_at FROM mm.tickets t
-	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.matched_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at
+	 WHERE t.queue = ANY (tickets_searching_at.queues)
+	   AND t.matched_at > tickets_searching_at.at AND t.matched_at < 'infinity'
+	   AND t.created_at <= tickets_searching_at.at
 	UNION ALL
 	SELECT t.players, t.created_at FROM mm.tickets t
 	 WHERE t.queue = ANY (tickets_searching_at.queues) AND t.status IN ('cancelled', 'timed_out')
-	   AND t.updated_at > tickets_searching_at.at AND t.created_at <= tickets_searching_at.at;
+	   AND t.updated_at > tickets_searching_at.at AND t.updated_at < 'infinity'
+	   AND t.created_at <= tickets_searching_at.at;
 END
 $$;
 COMMENT ON FUNCTION mm.tickets_searching_at(text[], timestamptz) IS
@@ -354,8 +379,9 @@ GRANT EXECUTE ON FUNCTION mm.match_player_values(bigint, text, text) TO mm_analy
 -- the skill spread (highest minus lowest player skill), the team skill gap
 -- (highest minus lowest team average skill), and the players' latency to
 -- the match's region, average and worst.  Skill is a numeric ticket
--- attribute (skill_attribute).  mm.match_details rounds them,
--- mm.match_figures averages them.
+-- attribute (skill_attribute).  A proposal cancelled before every player
+-- accepted it is no match (mm.metrics_is_match).  mm.match_details rounds
+-- them, mm.match_figures averages them.
 CREATE FUNCTION mm.match_details_figures(queues text[], time_window interval, now timestamptz,
 										 skill_attribute text)
 RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
@@ -364,40 +390,76 @@ RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region 
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
+DECLARE
+	w_id bigint[];
+	w_queue text[];
+	w_created timestamptz[];
+	w_region text[];
+	w_quality float8[];
+	p_match bigint[];
+	p_queue text[];
+	p_team text[];
+	p_player text[];
+	p_ticket bigint[];
+	tp_ticket bigint[];
+	tp_player text[];
+	tp_skill float8[];
+	tp_latencies jsonb[];
 BEGIN
 	-- The window's matches, their players (same queue: by the match_players
 	-- key), then the players' tickets by id (a ticket may belong to another
-	-- queue, on Citus one sharded apart), so the cost follows the window's
-	-- matches, not the tables.  A skill or latency that is not a number
-	-- within the tick's range of ±1e12 (stored before a validation) is
-	-- missing, and one too small for a float8 (1e-400) reads as 0, so one
-	-- stored value cannot make a metric fail (as mm.match_player_values).
+	-- queue, on Citus one sharded apart), each read through an index into
+	-- arrays, so the cost follows the window's matches, not the tables: the
+	-- planner then knows how many rows each step has, and joins them by hash
+	-- even when the tables' statistics are stale (as right after a bulk load:
+	-- guessing one row it looped over them, 12 s for 284 matches).
+	-- enable_seqscan off: a table is never scanned for a window, whatever the
+	-- statistics guess; plan_cache_mode: every plan sees the arrays' sizes.
+	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at), array_agg(m.region),
+		   array_agg(m.quality)
+	  INTO w_id, w_queue, w_created, w_region, w_quality
+	  FROM mm.matches m
+	 WHERE m.queue = ANY (match_details_figures.queues)
+	   AND m.created_at > now - time_window AND m.created_at <= now
+	   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline);
+	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.team), array_agg(mp.player_id),
+		   array_agg(mp.ticket_id)
+	  INTO p_match, p_queue, p_team, p_player, p_ticket
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (match_details_figures.queues);
+	-- A skill or latency that is not a number within the tick's range of
+	-- ±1e12 (stored before a validation) is missing, and one too small for a
+	-- float8 (1e-400) reads as 0, so one stored value cannot make a metric
+	-- fail (as mm.match_player_values); a number is read as jsonb's numeric,
+	-- not parsed from text.
+	SELECT array_agg(x.ticket_id), array_agg(x.player_id),
+		   array_agg(CASE WHEN jsonb_typeof(x.attributes -> match_details_figures.skill_attribute) = 'number'
+							   AND abs((x.attributes -> match_details_figures.skill_attribute)::numeric) <= 1e12
+						  THEN round((x.attributes -> match_details_figures.skill_attribute)::numeric, 12)::float8
+					 END),
+		   array_agg(x.latencies)
+	  INTO tp_ticket, tp_player, tp_skill, tp_latencies
+	  FROM mm.ticket_players x
+	 WHERE x.ticket_id = ANY (p_ticket);
 	RETURN QUERY
 	WITH w AS (
-		SELECT m.id, m.queue, m.created_at, m.region, m.quality
-		  FROM mm.matches m
-		 WHERE m.queue = ANY (match_details_figures.queues)
-		   AND m.created_at > now - time_window AND m.created_at <= now
+		SELECT * FROM unnest(w_id, w_queue, w_created, w_region, w_quality)
+			AS w(id, queue, created_at, region, quality)
 	), p AS (
-		SELECT mp.match_id, mp.queue, mp.team, mp.player_id, mp.ticket_id
-		  FROM mm.match_players mp
-		 WHERE mp.queue = ANY (match_details_figures.queues)
-		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+		SELECT * FROM unnest(p_match, p_queue, p_team, p_player, p_ticket)
+			AS p(match_id, queue, team, player_id, ticket_id)
 	), tp AS (
-		SELECT x.ticket_id, x.player_id, x.attributes, x.latencies
-		  FROM mm.ticket_players x
-		 WHERE x.ticket_id IN (SELECT p.ticket_id FROM p)
+		SELECT * FROM unnest(tp_ticket, tp_player, tp_skill, tp_latencies)
+			AS tp(ticket_id, player_id, skill, latencies)
 	), v AS (
 		-- one row per player: team, skill and latency to the match's region
-		SELECT p.match_id, p.queue, p.team,
-			   CASE WHEN jsonb_typeof(tp.attributes -> match_details_figures.skill_attribute) = 'number'
-					 AND abs((tp.attributes ->> match_details_figures.skill_attribute)::numeric) <= 1e12
-					THEN round((tp.attributes ->> match_details_figures.skill_attribute)::numeric, 12)::float8
-			   END AS skill,
+		SELECT p.match_id, p.queue, p.team, tp.skill,
 			   CASE WHEN jsonb_typeof(tp.latencies -> w.region) = 'number'
-					 AND abs((tp.latencies ->> w.region)::numeric) <= 1e12
-					THEN round((tp.latencies ->> w.region)::numeric, 12)::float8 END AS latency
+					 AND abs((tp.latencies -> w.region)::numeric) <= 1e12
+					THEN round((tp.latencies -> w.region)::numeric, 12)::float8 END AS latency
 		  FROM p
 		  JOIN w ON w.id = p.match_id AND w.queue = p.queue
 		  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id
@@ -471,7 +533,11 @@ GRANT EXECUTE ON FUNCTION mm.match_details(text, interval, timestamptz, text) TO
 --  - the proposals rejected (a player said no) and expired (the acceptance
 --    deadline passed), the matches requeued (mm.requeue_match) and the live
 --    matches expired (live_match_timeout_seconds), by when they were
---    cancelled.
+--    cancelled;
+--  - the proposals formed in the window and cancelled before every player
+--    accepted (proposals_cancelled), which are no matches: `matches` and
+--    the averages are over the matches formed and not cancelled while
+--    proposed (mm.metrics_is_match).
 -- (mm.match_figures: unrounded, for mm.match_metrics to round and
 -- mm.health_report to judge.)
 CREATE FUNCTION mm.match_figures(queue text, time_window interval, now timestamptz)
@@ -481,13 +547,27 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(match_figures.queue, match_figures.time_window, match_figures.now);
+	r_match bigint[];
+	r_queue text[];
+	r_duration interval[];
+	m_id bigint[];
+	m_queue text[];
+	m_created timestamptz[];
+	g_match bigint[];
+	g_queue text[];
+	g_players bigint[];
+	l_match bigint[];
+	l_queue text[];
+	l_left timestamptz[];
 BEGIN
 	-- the matches' own figures unrounded (match_details rounds them); a
 	-- statement of its own (Citus rule 6)
@@ -496,12 +576,56 @@ BEGIN
 	  INTO matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg,
 		   latency_avg_ms, worst_latency_avg_ms
 	  FROM mm.match_details_figures(covered, time_window, now, 'skill') x;
+	-- the reported matches, their matches and players, each read through an
+	-- index into arrays, so that their join knows its sizes (as
+	-- mm.match_details_figures)
+	SELECT array_agg(r.match_id), array_agg(r.queue), array_agg(r.duration)
+	  INTO r_match, r_queue, r_duration
+	  FROM mm.match_results r
+	 WHERE r.queue = ANY (covered)
+	   AND r.reported_at > now - time_window AND r.reported_at <= now;
+	-- by id alone, so that only the primary key serves it (with the queue,
+	-- (queue, created_at) looked as cheap without statistics and read the
+	-- queue's history); the join below pairs them with their results' queue
+	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at) INTO m_id, m_queue, m_created
+	  FROM mm.matches m
+	 WHERE m.id = ANY (r_match);
+	-- their players counted per match, and those who left one row each
+	SELECT array_agg(g.match_id), array_agg(g.queue), array_agg(g.players) INTO g_match, g_queue, g_players
+	  FROM (SELECT mp.match_id, mp.queue, count(*) AS players
+			  FROM mm.match_players mp
+			 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered)
+			 GROUP BY mp.match_id, mp.queue) g;
+	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.left_at) INTO l_match, l_queue, l_left
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered) AND mp.left_at IS NOT NULL;
+	-- per result, its match's players (a result, its match and the players
+	-- share the queue); a statement of its own, over the arrays only (on
+	-- Citus, beside the shards' subqueries below, the arrays' columns came
+	-- out of order)
+	SELECT coalesce(sum(q.early) FILTER (WHERE q.duration IS NOT NULL), 0)::bigint,
+		   (sum(q.early) FILTER (WHERE q.duration IS NOT NULL))::float8
+			   / nullif(sum(q.players) FILTER (WHERE q.duration IS NOT NULL), 0),
+		   coalesce(sum(q.gone), 0)::bigint,
+		   sum(q.gone)::float8 / nullif(sum(q.players), 0)
+	  INTO early_quits, early_quit_rate, leaves, leave_rate
+	  FROM (SELECT r.duration, coalesce(g.players, 0) AS players, count(l.left_at) AS gone,
+				   count(*) FILTER (WHERE extract(epoch FROM l.left_at) - extract(epoch FROM m.created_at)
+									   < 0.2 * extract(epoch FROM r.duration)) AS early
+			  FROM unnest(r_match, r_queue, r_duration) AS r(match_id, queue, duration)
+			  LEFT JOIN (unnest(m_id, m_queue, m_created) AS m(id, queue, created_at)
+						 JOIN unnest(g_match, g_queue, g_players) AS g(match_id, queue, players)
+						   ON g.match_id = m.id AND g.queue = m.queue)
+					 ON m.id = r.match_id AND m.queue = r.queue
+			  LEFT JOIN unnest(l_match, l_queue, l_left) AS l(match_id, queue, left_at)
+					 ON l.match_id = m.id AND l.queue = m.queue
+			 GROUP BY r.match_id, r.queue, r.duration, g.players) q;
 	-- each part an aggregate of its own (no LATERAL reference into a sharded table)
 	RETURN QUERY
 	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
 		   worst_latency_avg_ms, o.results, o.won, o.predicted, 100 * abs(o.won - o.predicted),
-		   e.early, e.early_rate, o.coin_flips, e.leaves, e.leave_rate,
-		   c.rejected, c.expired, c.requeued, c.live_expired
+		   early_quits, early_quit_rate, o.coin_flips, leaves, leave_rate,
+		   c.rejected, c.expired, c.requeued, c.live_expired, d.cancelled
 	  FROM (
 		SELECT count(*) AS results,
 			   avg((w.winner = w.predicted_favourite)::integer::float8)
@@ -518,25 +642,6 @@ BEGIN
 						   AND r.reported_at > now - time_window AND r.reported_at <= now
 						OFFSET 0) v) w) o	-- OFFSET 0: the winner is worked out once per result
 	 CROSS JOIN (
-		-- per result, its match's players (a result, its match and the
-		-- players share the queue)
-		SELECT coalesce(sum(q.early) FILTER (WHERE q.duration IS NOT NULL), 0)::bigint AS early,
-			   (sum(q.early) FILTER (WHERE q.duration IS NOT NULL))::float8
-				   / nullif(sum(q.players) FILTER (WHERE q.duration IS NOT NULL), 0) AS early_rate,
-			   coalesce(sum(q.gone), 0)::bigint AS leaves,
-			   sum(q.gone)::float8 / nullif(sum(q.players), 0) AS leave_rate
-		  FROM (SELECT r.duration,
-					   count(mp.match_id) AS players,
-					   count(mp.left_at) AS gone,
-					   count(*) FILTER (WHERE extract(epoch FROM mp.left_at) - extract(epoch FROM m.created_at)
-										   < 0.2 * extract(epoch FROM r.duration)) AS early
-				  FROM mm.match_results r
-				  LEFT JOIN (mm.matches m JOIN mm.match_players mp ON mp.match_id = m.id AND mp.queue = m.queue)
-						 ON m.id = r.match_id AND m.queue = r.queue
-				 WHERE r.queue = ANY (covered)
-				   AND r.reported_at > now - time_window AND r.reported_at <= now
-				 GROUP BY r.match_id, r.queue, r.duration) q) e
-	 CROSS JOIN (
 		-- cancel_reason: rejected and acceptance_timeout for a proposal, the
 		-- director's own reason for a requeue; the tick's and the queue's own
 		-- (ticket_cancelled, queue_dropped, expired) are neither
@@ -548,7 +653,17 @@ BEGIN
 			   count(*) FILTER (WHERE m.cancel_reason = 'expired') AS live_expired
 		  FROM mm.matches m
 		 WHERE m.queue = ANY (covered) AND m.status = 'cancelled'
-		   AND m.updated_at > now - time_window AND m.updated_at <= now) c;
+		   AND m.updated_at > now - time_window AND m.updated_at <= now) c
+	 CROSS JOIN (
+		-- the proposals formed in the window and cancelled before every
+		-- player accepted (no match: mm.metrics_is_match); a filter, not a
+		-- condition, so that (queue, created_at) serves it and not the index
+		-- of every cancelled match of the queue
+		SELECT count(*) FILTER (WHERE m.status = 'cancelled' AND m.ready_at IS NULL
+								  AND m.acceptance_deadline IS NOT NULL) AS cancelled
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (covered)
+		   AND m.created_at > now - time_window AND m.created_at <= now) d;
 END
 $$;
 COMMENT ON FUNCTION mm.match_figures(text, interval, timestamptz) IS
@@ -564,7 +679,7 @@ RETURNS TABLE (matches bigint, players_per_match float8, quality_avg float8, ski
 			   win_rate_balance_points float8, early_quits bigint, early_quit_rate float8,
 			   coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -575,11 +690,12 @@ AS $$
 		   f.results, mm.metrics_round(f.favourite_win_rate), mm.metrics_round(f.favourite_predicted_rate),
 		   mm.metrics_round(f.win_rate_balance_points), f.early_quits, mm.metrics_round(f.early_quit_rate),
 		   f.coin_flip_results, f.leaves, mm.metrics_round(f.leave_rate),
-		   f.proposals_rejected, f.proposals_expired, f.matches_requeued, f.matches_expired
+		   f.proposals_rejected, f.proposals_expired, f.matches_requeued, f.matches_expired,
+		   f.proposals_cancelled
 	  FROM mm.match_figures(match_metrics.queue, time_window, now) f
 $$;
 COMMENT ON FUNCTION mm.match_metrics(text, interval, timestamptz) IS
-'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
+'Match figures of a queue (all pooled for NULL): match quality, skill spread, team skill gap, latency, players per match, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired, proposals cancelled (no matches)';
 REVOKE ALL ON FUNCTION mm.match_metrics(text, interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.match_metrics(text, interval, timestamptz) TO mm_analyst;
 
@@ -591,7 +707,7 @@ RETURNS TABLE (queue text, matches bigint, players_per_match float8, quality_avg
 			   favourite_predicted_rate float8, win_rate_balance_points float8, early_quits bigint,
 			   early_quit_rate float8, coin_flip_results bigint, leaves bigint, leave_rate float8,
 			   proposals_rejected bigint, proposals_expired bigint, matches_requeued bigint,
-			   matches_expired bigint)
+			   matches_expired bigint, proposals_cancelled bigint)
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -603,7 +719,7 @@ AS $$
 	 ORDER BY q.name
 $$;
 COMMENT ON FUNCTION mm.match_stats(interval, timestamptz) IS
-'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired';
+'Per queue: matches, players per match, match quality, skill spread, team skill gap, latency, win-rate balance (coin flips apart), leaves and early quits, proposals rejected and expired, matches requeued, live matches expired, proposals cancelled (no matches)';
 REVOKE ALL ON FUNCTION mm.match_stats(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.match_stats(interval, timestamptz) TO mm_analyst;
 
@@ -614,9 +730,9 @@ GRANT SELECT ON TABLE mm.match_stats TO mm_analyst;
 
 -- One row per minute [minute, minute + 1 min) from from_time's minute up to
 -- to_time, for dashboards: tickets created and matched, time to match of the
--- tickets matched in that minute, matches formed and their quality, timeouts,
--- cancellations, and the tickets still searching at the end of the minute;
--- rounded like every figure.
+-- tickets matched in that minute, matches formed (mm.metrics_is_match) and
+-- their quality, timeouts, cancellations, and the tickets still searching at
+-- the end of the minute; rounded like every figure.
 CREATE FUNCTION mm.queue_stats_by_minute(queue text, from_time timestamptz, to_time timestamptz)
 RETURNS TABLE (minute timestamptz, tickets_created bigint, tickets_matched bigint,
 			   time_to_match_avg_s float8, time_to_match_p95_s float8, matches bigint,
@@ -654,6 +770,7 @@ BEGIN
 			  FROM mm.matches m
 			 WHERE m.queue = queue_stats_by_minute.queue
 			   AND m.created_at >= first_minute AND m.created_at < last_end
+			   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline)
 			 GROUP BY 1
 		), ended AS (
 			SELECT date_trunc('minute', t.updated_at) AS minute,
@@ -666,7 +783,9 @@ BEGIN
 		), alive AS (
 			-- tickets searching at the end of some minute of the range: created
 			-- before its end, ended (matched, cancelled, timed out) after the first
-			-- minute's end or not at all; each read through an index
+			-- minute's end or not at all; each read through an index (the ended
+			-- ones by their end, a range closed by 'infinity' as in
+			-- mm.tickets_searching_at)
 			SELECT t.created_at, NULL::timestamptz AS ended_at
 			  FROM mm.tickets t
 			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
@@ -675,12 +794,14 @@ BEGIN
 			SELECT t.created_at, t.matched_at
 			  FROM mm.tickets t
 			 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
-			   AND t.matched_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+			   AND t.matched_at >= first_minute + '1 minute'::interval AND t.matched_at < 'infinity'
+			   AND t.created_at < last_end
 			UNION ALL
 			SELECT t.created_at, t.updated_at
 			  FROM mm.tickets t
 			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
-			   AND t.updated_at >= first_minute + '1 minute'::interval AND t.created_at < last_end
+			   AND t.updated_at >= first_minute + '1 minute'::interval AND t.updated_at < 'infinity'
+			   AND t.created_at < last_end
 		), depth_change AS (
 			-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
 			SELECT d.minute, sum(d.change) AS change
@@ -722,6 +843,8 @@ RETURNS TABLE (players_searching bigint, estimated_wait_s float8, roles jsonb)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(queue_statistics.queue, '15 minutes', queue_statistics.now, true);
@@ -729,6 +852,12 @@ DECLARE
 	show_time_to_match boolean;
 	queue_roles text[];
 	role_waits jsonb;
+	t_id bigint[];
+	t_match bigint[];
+	t_wait float8[];
+	p_match bigint[];
+	p_ticket bigint[];
+	p_role text[];
 BEGIN
 	SELECT coalesce((q.config #>> '{statistics,show_player_count}')::boolean, false),
 		   coalesce((q.config #>> '{statistics,show_time_to_match}')::boolean, false),
@@ -751,21 +880,29 @@ BEGIN
 	END IF;
 	IF show_time_to_match AND queue_roles IS NOT NULL THEN
 		-- the same tickets, one row per player with the role they got (in
-		-- the match that matched the ticket)
+		-- the match that matched the ticket); the tickets and the players
+		-- read through an index into arrays, so that the join knows its sizes
+		-- (as mm.match_details_figures)
+		SELECT array_agg(t.id), array_agg(t.match_id),
+			   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
+		  INTO t_id, t_match, t_wait
+		  FROM mm.tickets t
+		 WHERE t.queue = queue_statistics.queue
+		   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
+		   AND t.matched_at <= queue_statistics.now;
+		SELECT array_agg(mp.match_id), array_agg(mp.ticket_id), array_agg(mp.role)
+		  INTO p_match, p_ticket, p_role
+		  FROM mm.match_players mp
+		 WHERE mp.match_id = ANY (t_match) AND mp.queue = queue_statistics.queue
+		   AND mp.role IS NOT NULL AND NOT mp.autofilled;
 		SELECT jsonb_object_agg(w.role, jsonb_build_object('estimated_wait_seconds', w.wait,
 														   'players_matched', w.n))
 		  INTO role_waits
 		  FROM (SELECT mp.role, count(*) AS n,
-					   round(percentile_cont(0.5) WITHIN GROUP (
-							 ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8))
-						   AS wait
-				  FROM mm.tickets t
-				  JOIN mm.match_players mp
-					ON mp.queue = t.queue AND mp.match_id = t.match_id AND mp.ticket_id = t.id
-				 WHERE t.queue = queue_statistics.queue
-				   AND t.matched_at > queue_statistics.now - '15 minutes'::interval
-				   AND t.matched_at <= queue_statistics.now
-				   AND mp.role IS NOT NULL AND NOT mp.autofilled
+					   round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.wait)) AS wait
+				  FROM unnest(t_id, t_match, t_wait) AS t(id, match_id, wait)
+				  JOIN unnest(p_match, p_ticket, p_role) AS mp(match_id, ticket_id, role)
+					ON mp.match_id = t.match_id AND mp.ticket_id = t.id
 				 GROUP BY mp.role) w;
 		-- every role of the queue, the ones nobody got too
 		SELECT jsonb_object_agg(r.role, coalesce(role_waits -> r.role,
@@ -795,29 +932,55 @@ RETURNS TABLE (queue text, role text, players bigint, first_choice_share float8,
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(NULL, role_stats.time_window, role_stats.now);
+	w_id bigint[];
+	w_queue text[];
+	p_queue text[];
+	p_match bigint[];
+	p_player text[];
+	p_ticket bigint[];
+	p_role text[];
+	p_autofilled boolean[];
+	tp_id bigint[];
+	tp_match bigint[];
+	tp_created timestamptz[];
+	tp_matched timestamptz[];
+	tp_player text[];
+	tp_wanted jsonb[];
 BEGIN
 	-- the window's matches, their players with a role (same queue: by the
 	-- match_players key), then the players' tickets by id (a ticket may
-	-- belong to another queue, on Citus one sharded apart)
+	-- belong to another queue, on Citus one sharded apart); each step read
+	-- through an index into arrays, so that the joins below know their sizes
+	-- (as mm.match_details_figures)
+	SELECT array_agg(m.id), array_agg(m.queue) INTO w_id, w_queue
+	  FROM mm.matches m
+	 WHERE m.queue = ANY (covered)
+	   AND m.created_at > role_stats.now - role_stats.time_window AND m.created_at <= role_stats.now;
+	SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.player_id), array_agg(mp.ticket_id),
+		   array_agg(mp.role), array_agg(mp.autofilled)
+	  INTO p_queue, p_match, p_player, p_ticket, p_role, p_autofilled
+	  FROM mm.match_players mp
+	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (covered) AND mp.role IS NOT NULL;
+	SELECT array_agg(t.id), array_agg(t.match_id), array_agg(t.created_at), array_agg(t.matched_at),
+		   array_agg(e.value ->> 'id'), array_agg(e.value -> 'roles')
+	  INTO tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted
+	  FROM mm.tickets t, jsonb_array_elements(t.players) e
+	 WHERE t.id = ANY (p_ticket);
 	RETURN QUERY
 	WITH w AS (
-		SELECT m.id, m.queue
-		  FROM mm.matches m
-		 WHERE m.queue = ANY (covered)
-		   AND m.created_at > role_stats.now - role_stats.time_window AND m.created_at <= role_stats.now
+		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
 	), p AS (
-		SELECT mp.queue, mp.match_id, mp.player_id, mp.ticket_id, mp.role, mp.autofilled
-		  FROM mm.match_players mp
-		 WHERE mp.queue = ANY (covered) AND mp.role IS NOT NULL
-		   AND (mp.match_id, mp.queue) IN (SELECT w.id, w.queue FROM w)
+		SELECT * FROM unnest(p_queue, p_match, p_player, p_ticket, p_role, p_autofilled)
+			AS p(queue, match_id, player_id, ticket_id, role, autofilled)
+		 WHERE (p.match_id, p.queue) IN (SELECT w.id, w.queue FROM w)
 	), tp AS (
-		SELECT t.id, t.match_id, t.created_at, t.matched_at, e.value ->> 'id' AS player_id,
-			   e.value -> 'roles' AS wanted
-		  FROM mm.tickets t, jsonb_array_elements(t.players) e
-		 WHERE t.id IN (SELECT p.ticket_id FROM p)
+		SELECT * FROM unnest(tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted)
+			AS tp(id, match_id, created_at, matched_at, player_id, wanted)
 	), v AS (
 		SELECT p.queue, p.role, p.autofilled,
 			   CASE WHEN tp.id IS NULL THEN NULL
@@ -899,14 +1062,17 @@ AS $$
 		 m.team_skill_gap_avg, NULL, NULL),
 		(9, 'worst latency (ms)', 'highest player latency to the match''s region, average over the matches',
 		 m.worst_latency_avg_ms, NULL, NULL),
-		(10, 'matches formed', 'matches formed in the window', m.matches::float8, NULL, NULL),
+		(10, 'matches formed', 'matches formed in the window, not counting proposals cancelled before every player accepted',
+		 m.matches::float8, NULL, NULL),
 		(11, 'tickets matched', 'tickets matched in the window', t.tickets_matched::float8, NULL, NULL),
 		(12, 'time to match average (s)', 'average created-to-matched time of the tickets matched',
 		 t.time_to_match_avg_s, NULL, NULL),
 		(13, 'players searching', 'players in searching tickets at now', t.searching_players::float8, NULL, NULL),
 		(14, 'timeouts', 'tickets timed out in the window', t.timeouts::float8, NULL, NULL),
 		(15, 'cancellations', 'tickets cancelled in the window', t.cancellations::float8, NULL, NULL),
-		(16, 'results reported', 'match results reported in the window', m.results::float8, NULL, NULL))
+		(16, 'results reported', 'match results reported in the window', m.results::float8, NULL, NULL),
+		(17, 'proposals cancelled', 'proposals formed in the window and cancelled before every player accepted (no matches)',
+		 m.proposals_cancelled::float8, NULL, NULL))
 		AS r (n, metric, measures, value, op, bound)
 	 ORDER BY r.n
 $$;

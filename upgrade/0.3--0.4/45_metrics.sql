@@ -26,3 +26,14 @@ CREATE INDEX matches_queue_cancelled ON mm.matches (queue, updated_at)
 -- The match figures gain columns: the view goes before its function is
 -- re-created (50_routines.txt), and comes back in 70_metrics_views.sql.
 DROP VIEW mm.match_stats;
+
+-- The metrics read one queue's window of ended tickets (created, matched,
+-- cancelled or timed out) through a (queue, time) index each, so the cost
+-- follows the window whatever the statistics say: the BRIN reads every
+-- queue's rows of the window, and with statistics taken before a bulk load
+-- the planner preferred a scan of the whole primary key.
+CREATE INDEX tickets_ended_queue_created ON mm.tickets_ended (queue, created_at);
+CREATE INDEX tickets_ended_queue_matched ON mm.tickets_ended (queue, matched_at)
+	WHERE matched_at IS NOT NULL;
+CREATE INDEX tickets_ended_queue_gone ON mm.tickets_ended (queue, updated_at)
+	WHERE status OPERATOR(pg_catalog.=) ANY (ARRAY['cancelled', 'timed_out']);
