@@ -319,13 +319,17 @@ MmRunStatement(const char *sql)
 }
 
 /*
- * Called from _PG_init: defines matchmaking.loop_keeper_database and, while
- * the library is being preloaded, registers the loop keeper.
+ * Called from _PG_init: while the library is being preloaded, defines
+ * matchmaking.loop_keeper_database and registers the loop keeper.
  */
 void
 MmRegisterLoopKeeper(void)
 {
 	BackgroundWorker worker;
+
+	/* a server-start setting can only be defined while preloading */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 
 	DefineCustomStringVariable("matchmaking.loop_keeper_database",
 							   "Database whose scheduled tick loops the loop keeper keeps running.",
@@ -336,9 +340,6 @@ MmRegisterLoopKeeper(void)
 							   "",
 							   PGC_POSTMASTER, 0,
 							   NULL, NULL, NULL);
-
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;

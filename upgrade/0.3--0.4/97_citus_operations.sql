@@ -111,12 +111,15 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-	IF mm.tables_are_distributed()
-	   AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p
+	-- nested: Citus's catalog exists only with Citus, and PL/pgSQL plans a
+	-- statement when it first runs
+	IF mm.tables_are_distributed() THEN
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p
 						WHERE p.shardid = pg_catalog.get_shard_id_for_distribution_column('mm.tickets',
 																						 tick_loop_every.queue)
 						  AND p.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)) THEN
-		RETURN NULL;
+			RETURN NULL;
+		END IF;
 	END IF;
 	RETURN (SELECT s.every FROM mm.schedule_jobs s
 			 WHERE s.job_name = pg_catalog.concat('mm_tick:', tick_loop_every.queue) AND s.mode = 'loop');

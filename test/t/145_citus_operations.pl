@@ -1,0 +1,225 @@
+# Operating matchmaking on Citus (issue 29): scheduled queues come back in
+# seconds and one worker's failure stays with its shards.  A coordinator and
+# two workers, eight queues scheduled every second (pg_cron's per-minute
+# loop) and the loop keeper of each node (src/schedule_starter.c):
+# - every queue ticks (a pair of tickets is matched) within 5 s;
+# - a worker killed (kill -9): the other worker's queues keep ticking; the
+#   analysts' metrics on the coordinator fail naming the dead node (08xxx);
+#   once it is back, its queues tick within 5 s of its start (its loop
+#   keeper, not pg_cron's next minute);
+# - the coordinator restarted: every queue ticks within 5 s;
+# - a third worker added and the shards rebalanced (citus_rebalance_start,
+#   logical replication) while tickets flow and the loops tick: the
+#   rebalance completes, nothing is lost or doubled, ids stay unique, no
+#   player is in two matches, the loop of a moved queue ends on its old node
+#   and every queue ticks on its node within 5 s of the end of the move.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use MmCitus;
+use MmTest;
+use IPC::Run;
+use Time::HiRes qw(usleep time);
+
+mm_citus_require();
+
+my ($coord, @workers) = mm_citus_cluster(workers => 2, name => 'ops');
+$coord->safe_psql('postgres', 'CREATE EXTENSION matchmaking');
+$coord->safe_psql('postgres', 'CREATE EXTENSION pg_cron');
+
+# 1v1 by skill: equal skills match at once; 0 against 1000 only once the
+# older ticket has waited 3 s (the rule's expansion)
+my $config = q({"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}],
+	"rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 10,
+			   "expansion": {"every_seconds": 3, "delta": 1000, "limit": 1010}}]});
+my @queues = map { "q$_" } 0 .. 7;
+$coord->safe_psql('postgres', "SELECT mm.create_queue('$_', '$config')") for @queues;
+is($coord->safe_psql('postgres', 'SELECT mm.distribute(8)'), 't', 'the database is distributed');
+$coord->safe_psql('postgres', "SELECT mm.schedule('$_', '1 second')") for @queues;
+is( $coord->safe_psql(
+		'postgres', q{SELECT string_agg(DISTINCT mode || ' ' || job_role, ',') FROM mm.schedule_jobs
+		 WHERE kind = 'tick'}),
+	'loop ' . $coord->safe_psql('postgres', 'SELECT current_user'),
+	'the queues are on the per-minute loop, with the role that scheduled them');
+
+# The node of each queue, and a queue of each worker.
+sub node_of
+{
+	my ($q) = @_;
+	return mm_citus_shard_node($coord, 'mm.tickets', $q);
+}
+my ($qa) = grep { node_of($_) == $workers[0] } @queues;
+my ($qb) = grep { node_of($_) == $workers[1] } @queues;
+ok($qa && $qb, "queue $qa is on the first worker, $qb on the second");
+my ($wa, $wb) = @workers;
+
+# Creates a pair of tickets in queue $q through $node (retrying while it
+# fails, as a backend would) that match at once, and waits until both are
+# matched.  Returns the seconds from $from until they were, or undef after
+# $limit seconds.
+my $pair = 0;
+sub seconds_until_ticked
+{
+	my ($q, $from, $limit, $node) = @_;
+	$node //= $coord;
+	$pair++;
+	my @ids;
+	for my $side ('a', 'b')
+	{
+		my $id = '';
+		while ($id !~ /^\d+$/)
+		{
+			return undef if time - $from > $limit;
+			(undef, $id) = $node->psql('postgres',
+				qq{SELECT mm.create_ticket('$q', '[{"id": "p$pair$side", "attributes": {"skill": 500}}]')});
+			$id //= '';
+			usleep(100_000) unless $id =~ /^\d+$/;
+		}
+		push @ids, $id;
+	}
+	while (time - $from <= $limit)
+	{
+		my (undef, $n) = $node->psql('postgres',
+			"SELECT count(*) FROM mm.tickets WHERE queue = '$q' AND id IN ($ids[0], $ids[1]) AND match_id IS NOT NULL");
+		return time - $from if defined $n && $n eq '2';
+		usleep(100_000);
+	}
+	return undef;
+}
+
+sub ticks_within
+{
+	my ($q, $from, $label, $node) = @_;
+	my $s = seconds_until_ticked($q, $from, 15, $node);
+	ok(defined $s && $s <= 5, "$label: $q ticks within 5 s")
+	  or diag(defined $s ? sprintf('%.1f s', $s) : 'not within 15 s');
+	note(sprintf('%s: %s ticked after %.1f s', $label, $q, $s)) if defined $s;
+	return;
+}
+
+# --- every queue ticks ---
+ticks_within($_, time, 'scheduled') for @queues;
+
+# --- a worker killed: the other worker's queues keep ticking ---
+# a pair in $qb that matches only after 3 s of waiting, created before the kill
+my @slow = map {
+	my $skill = $_ * 1000;
+	$coord->safe_psql('postgres',
+		qq{SELECT mm.create_ticket('$qb', '[{"id": "slow$_", "attributes": {"skill": $skill}}]')})
+} 0 .. 1;
+$wa->kill9;
+my $killed = time;
+my $matched = '';
+while (time - $killed < 15)
+{
+	(undef, $matched) = $coord->psql('postgres',
+		"SELECT count(*) FROM mm.tickets WHERE queue = '$qb' AND id IN ($slow[0], $slow[1]) AND match_id IS NOT NULL");
+	last if ($matched // '') eq '2';
+	usleep(200_000);
+}
+is($matched, '2', 'with ' . $wa->name . " down, $qb on the other worker keeps ticking (a pair matched after the kill)");
+ok(time - $killed <= 8, sprintf('within 5 s of the pair becoming matchable (%.1f s after the kill)', time - $killed));
+is($wb->safe_psql('postgres', "SELECT mm.tick_loop_running('$qb')"), 't', "the loop of $qb runs on its worker");
+
+# the analysts' metrics on the coordinator read every shard: they fail, naming the node missing
+my $port_a = $wa->port;
+my ($ret, $out, $err) = $coord->psql('postgres', "SELECT count(*) FROM mm.queue_stats('1 hour')",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+isnt($ret, 0, 'mm.queue_stats fails with a worker down');
+like($err, qr/ERROR:  08\w{3}: .*$port_a/, 'with a connection error (08xxx) naming the node missing');
+($ret, $out, $err) = $coord->psql('postgres', "SELECT count(*) FROM mm.match_stats('1 hour')",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/ERROR:  08\w{3}: .*$port_a/, 'mm.match_stats too');
+
+# back: its queues tick within 5 s of its start
+$wa->start;
+my $started = time;
+ticks_within($qa, $started, $wa->name . ' restarted after kill -9');
+ok($wa->log_contains(qr/matchmaking loop keeper started the tick loop of queue "$qa"/),
+	'the loop keeper of ' . $wa->name . " restarted the loop of $qa");
+
+# --- the coordinator restarted ---
+$coord->restart;
+$started = time;
+ticks_within($_, $started, 'the coordinator restarted') for ($qa, $qb);
+
+# --- a third worker, a rebalance while tickets flow and the loops tick ---
+my $wc = mm_citus_add_worker($coord, 'ops_w3');
+is($coord->safe_psql('postgres', 'SELECT mm.distribute(8)'), 't', 'mm.distribute again for the new worker');
+my %before = map { $_ => node_of($_)->name } @queues;
+
+# the flow: 400 tickets through the coordinator, one statement each, in
+# pairs of one queue that match at once
+my $script = '';
+for my $i (0 .. 399)
+{
+	my $q = $queues[ int($i / 2) % @queues ];
+	$script .= qq{SELECT mm.create_ticket('$q', '[{"id": "flow$i", "attributes": {"skill": 500}}]');\n};
+}
+my ($fout, $ferr) = ('', '');
+my $flow = IPC::Run::start([ 'psql', '-XAtq', '-h', $coord->host, '-p', $coord->port, '-d', 'postgres' ],
+	'<', \$script, '>', \$fout, '2>', \$ferr);
+
+($ret, $out, $err) = $coord->psql('postgres', 'SELECT citus_rebalance_start()');
+is($ret, 0, 'citus_rebalance_start() starts (logical replication: every table has a key)') or diag($err);
+($ret, $out, $err) = $coord->psql('postgres', 'SELECT citus_rebalance_wait()', timeout => 300);
+my $moved_at = time;
+is($ret, 0, 'the rebalance completes') or diag($err);
+is( $coord->safe_psql(
+		'postgres', q{SELECT state FROM pg_dist_background_job ORDER BY job_id DESC LIMIT 1}),
+	'finished', 'its background job finished');
+$flow->finish;
+my @created = grep { /^\d+$/ } split /\n/, $fout;
+note(scalar(@created) . ' tickets created during the rebalance; errors: ' . ($ferr eq '' ? 'none' : $ferr));
+ok(@created >= 390, 'the tickets flowed during the rebalance (' . scalar(@created) . ' of 400)');
+
+my @moved = grep { node_of($_)->name ne $before{$_} } @queues;
+ok(@moved > 0, 'queues moved: ' . join(' ', map { "$_ $before{$_} -> " . node_of($_)->name } @moved));
+is($wc->safe_psql('postgres', "SELECT count(*) > 0 FROM citus_shards WHERE nodeport = " . $wc->port),
+	't', 'the new worker holds shards');
+ticks_within($_, $moved_at, 'after the rebalance, on ' . node_of($_)->name) for @queues;
+for my $q (@moved)
+{
+	my $old = (grep { $_->name eq $before{$q} } @workers)[0];
+	is($old->safe_psql('postgres', "SELECT mm.tick_loop_running('$q')"), 'f',
+		"the loop of $q ended on its old node ($before{$q})");
+	is(node_of($q)->safe_psql('postgres', "SELECT mm.tick_loop_running('$q')"), 't',
+		"and runs on its new one");
+}
+
+# nothing lost or doubled
+my $list = join(',', @created);
+is($coord->safe_psql('postgres', "SELECT count(*), count(DISTINCT id) FROM mm.tickets WHERE id IN ($list)"),
+	scalar(@created) . '|' . scalar(@created), 'every ticket created is there, once');
+is($coord->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT id) FROM mm.tickets'), 't',
+	'ticket ids are unique');
+is($coord->safe_psql('postgres', 'SELECT count(*) = count(DISTINCT id) FROM mm.matches'), 't',
+	'match ids are unique');
+is( $coord->safe_psql(
+		'postgres', q{SELECT count(*) FROM (SELECT player_id FROM mm.match_players
+		 GROUP BY player_id HAVING count(*) > 1) d}),
+	'0', 'no player is in two matches');
+is( $coord->safe_psql(
+		'postgres', qq{SELECT count(*) FROM mm.tickets t WHERE t.id IN ($list) AND t.match_id IS NOT NULL
+		 AND NOT EXISTS (SELECT FROM mm.match_players mp WHERE mp.queue = t.queue
+						  AND mp.match_id = t.match_id AND mp.ticket_id = t.id)}),
+	'0', 'every matched ticket is among its match\'s players');
+# the flow's pairs are matched by the loops (one whose partner failed may wait)
+my $searching = '';
+for (1 .. 50)
+{
+	$searching = $coord->safe_psql('postgres',
+		"SELECT count(*) FROM mm.tickets WHERE id IN ($list) AND match_id IS NULL");
+	last if $searching <= 400 - @created;
+	usleep(200_000);
+}
+ok($searching <= 400 - @created, "the flow's tickets are matched ($searching searching)");
+is( $coord->safe_psql(
+		'postgres', q{SELECT count(*) FROM mm.active_players a
+		 WHERE NOT EXISTS (SELECT FROM mm.tickets t WHERE t.id = a.ticket_id AND t.queue = a.queue)}),
+	'0', 'every player claim has its ticket');
+
+$_->stop for reverse($coord, @workers, $wc);
+done_testing();
