@@ -109,8 +109,8 @@ my @slow = map {
 	$coord->safe_psql('postgres',
 		qq{SELECT mm.create_ticket('$qb', '[{"id": "slow$_", "attributes": {"skill": $skill}}]')})
 } 0 .. 1;
-$wa->kill9;
 my $killed = time;
+mm_crash_stop($wa);
 my $matched = '';
 while (time - $killed < 15)
 {
