@@ -48,7 +48,8 @@ is( $coord->safe_psql(
 sub node_of
 {
 	my ($q) = @_;
-	return mm_citus_shard_node($coord, 'mm.tickets', $q);
+	my $port = $coord->safe_psql('postgres', "SELECT node_port FROM mm.queue_node('$q')");
+	return mm_citus_node_at($port) // die "queue $q: no node at port '$port'";
 }
 my ($qa) = grep { node_of($_) == $workers[0] } @queues;
 my ($qb) = grep { node_of($_) == $workers[1] } @queues;
@@ -87,6 +88,36 @@ sub seconds_until_ticked
 		usleep(100_000);
 	}
 	return undef;
+}
+
+# Creates a pair of tickets that match at once in each queue of @$queues
+# (through the coordinator), then waits until every pair is matched;
+# returns the seconds from $from until each queue's pair was (undef: not
+# within $limit seconds).
+sub seconds_until_all_ticked
+{
+	my ($queues, $from, $limit) = @_;
+	my (%ids, %after);
+	for my $q (@$queues)
+	{
+		$pair++;
+		$ids{$q} = join(',', map {
+			$coord->safe_psql('postgres',
+				qq{SELECT mm.create_ticket('$q', '[{"id": "p$pair$_", "attributes": {"skill": 500}}]')})
+		} ('a', 'b'));
+	}
+	while (time - $from <= $limit && keys %after < @$queues)
+	{
+		for my $q (grep { !exists $after{$_} } @$queues)
+		{
+			$after{$q} = time - $from
+			  if $coord->safe_psql('postgres',
+				"SELECT count(*) FROM mm.tickets WHERE queue = '$q' AND id IN ($ids{$q}) AND match_id IS NOT NULL")
+			  eq '2';
+		}
+		usleep(100_000);
+	}
+	return \%after;
 }
 
 sub ticks_within
@@ -167,19 +198,32 @@ is($ret, 0, 'citus_rebalance_start() starts (logical replication: every table ha
 ($ret, $out, $err) = $coord->psql('postgres', 'SELECT citus_rebalance_wait()', timeout => 300);
 my $moved_at = time;
 is($ret, 0, 'the rebalance completes') or diag($err);
+$flow->pump_nb;
+my $during = () = $fout =~ /^\d+$/mg;
+ok($during < 400, "the tickets were still flowing when the move ended ($during of 400 created)");
 is( $coord->safe_psql(
 		'postgres', q{SELECT state FROM pg_dist_background_job ORDER BY job_id DESC LIMIT 1}),
 	'finished', 'its background job finished');
+
+my @moved = grep { node_of($_)->name ne $before{$_} } @queues;
+ok(@moved > 0, 'queues moved: ' . join(' ', map { "$_ $before{$_} -> " . node_of($_)->name } @moved));
+is( $coord->safe_psql(
+		'postgres', "SELECT count(*) > 0 FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+		 WHERE n.nodeport = " . $wc->port),
+	't', 'the new worker holds shards');
+# the pairs are created once the move has ended, while the flow goes on
+my $after = seconds_until_all_ticked(\@queues, $moved_at, 15);
+for my $q (@queues)
+{
+	ok(defined $after->{$q} && $after->{$q} <= 5,
+		"after the rebalance, $q ticks on " . node_of($q)->name . ' within 5 s of the end of the move')
+	  or diag(defined $after->{$q} ? sprintf('%.1f s', $after->{$q}) : 'not within 15 s');
+	note(sprintf('after the rebalance: %s ticked after %.1f s', $q, $after->{$q})) if defined $after->{$q};
+}
 $flow->finish;
 my @created = grep { /^\d+$/ } split /\n/, $fout;
 note(scalar(@created) . ' tickets created during the rebalance; errors: ' . ($ferr eq '' ? 'none' : $ferr));
 ok(@created >= 390, 'the tickets flowed during the rebalance (' . scalar(@created) . ' of 400)');
-
-my @moved = grep { node_of($_)->name ne $before{$_} } @queues;
-ok(@moved > 0, 'queues moved: ' . join(' ', map { "$_ $before{$_} -> " . node_of($_)->name } @moved));
-is($wc->safe_psql('postgres', "SELECT count(*) > 0 FROM citus_shards WHERE nodeport = " . $wc->port),
-	't', 'the new worker holds shards');
-ticks_within($_, $moved_at, 'after the rebalance, on ' . node_of($_)->name) for @queues;
 for my $q (@moved)
 {
 	my $old = (grep { $_->name eq $before{$q} } @workers)[0];
