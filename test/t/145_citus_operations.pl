@@ -12,7 +12,8 @@
 #   logical replication) while tickets flow and the loops tick: the
 #   rebalance completes, nothing is lost or doubled, ids stay unique, no
 #   player is in two matches, the loop of a moved queue ends on its old node
-#   and every queue ticks on its node within 5 s of the end of the move.
+#   and runs on its new one within 5 s of the end of the move, and every
+#   queue matches a pair created after the move within 5 s.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -92,12 +93,12 @@ sub seconds_until_ticked
 
 # Creates a pair of tickets that match at once in each queue of @$queues
 # (through the coordinator), then waits until every pair is matched;
-# returns the seconds from $from until each queue's pair was (undef: not
-# within $limit seconds).
+# returns the seconds from the creation of each queue's pair until it was
+# matched (undef: not within $limit seconds).
 sub seconds_until_all_ticked
 {
-	my ($queues, $from, $limit) = @_;
-	my (%ids, %after);
+	my ($queues, $limit) = @_;
+	my (%ids, %created, %after);
 	for my $q (@$queues)
 	{
 		$pair++;
@@ -105,12 +106,14 @@ sub seconds_until_all_ticked
 			$coord->safe_psql('postgres',
 				qq{SELECT mm.create_ticket('$q', '[{"id": "p$pair$_", "attributes": {"skill": 500}}]')})
 		} ('a', 'b'));
+		$created{$q} = time;
 	}
+	my $from = time;
 	while (time - $from <= $limit && keys %after < @$queues)
 	{
 		for my $q (grep { !exists $after{$_} } @$queues)
 		{
-			$after{$q} = time - $from
+			$after{$q} = time - $created{$q}
 			  if $coord->safe_psql('postgres',
 				"SELECT count(*) FROM mm.tickets WHERE queue = '$q' AND id IN ($ids{$q}) AND match_id IS NOT NULL")
 			  eq '2';
@@ -198,9 +201,9 @@ is($ret, 0, 'citus_rebalance_start() starts (logical replication: every table ha
 ($ret, $out, $err) = $coord->psql('postgres', 'SELECT citus_rebalance_wait()', timeout => 300);
 my $moved_at = time;
 is($ret, 0, 'the rebalance completes') or diag($err);
-$flow->pump_nb;
-my $during = () = $fout =~ /^\d+$/mg;
-ok($during < 400, "the tickets were still flowing when the move ended ($during of 400 created)");
+my $during = $coord->safe_psql('postgres',
+	q{SELECT count(*) FROM mm.tickets WHERE players -> 0 ->> 'id' LIKE 'flow%'});
+ok($during > 0 && $during < 400, "the tickets flowed while the shards moved ($during of 400 created at the end)");
 is( $coord->safe_psql(
 		'postgres', q{SELECT state FROM pg_dist_background_job ORDER BY job_id DESC LIMIT 1}),
 	'finished', 'its background job finished');
@@ -211,14 +214,35 @@ is( $coord->safe_psql(
 		'postgres', "SELECT count(*) > 0 FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
 		 WHERE n.nodeport = " . $wc->port),
 	't', 'the new worker holds shards');
-# the pairs are created once the move has ended, while the flow goes on
-my $after = seconds_until_all_ticked(\@queues, $moved_at, 15);
+# the hand-over: the loop of each queue moved runs on its new node
+my %running;
+while (time - $moved_at < 15 && keys %running < @moved)
+{
+	for my $q (grep { !exists $running{$_} } @moved)
+	{
+		$running{$q} = time - $moved_at
+		  if node_of($q)->safe_psql('postgres', "SELECT mm.tick_loop_running('$q')") eq 't';
+	}
+	usleep(100_000);
+}
+for my $q (@moved)
+{
+	ok(defined $running{$q} && $running{$q} <= 5,
+		"the loop of $q runs on " . node_of($q)->name . ' within 5 s of the end of the move')
+	  or diag(defined $running{$q} ? sprintf('%.1f s', $running{$q}) : 'not within 15 s');
+	note(sprintf('after the rebalance: the loop of %s ran on its new node after %.1f s', $q, $running{$q}))
+	  if defined $running{$q};
+}
+# and every queue ticks: a pair created after the move, while the flow
+# goes on, is matched within 5 s of its creation
+my $after = seconds_until_all_ticked(\@queues, 15);
 for my $q (@queues)
 {
 	ok(defined $after->{$q} && $after->{$q} <= 5,
-		"after the rebalance, $q ticks on " . node_of($q)->name . ' within 5 s of the end of the move')
+		"after the rebalance, $q ticks on " . node_of($q)->name . ' (a new pair matched within 5 s)')
 	  or diag(defined $after->{$q} ? sprintf('%.1f s', $after->{$q}) : 'not within 15 s');
-	note(sprintf('after the rebalance: %s ticked after %.1f s', $q, $after->{$q})) if defined $after->{$q};
+	note(sprintf('after the rebalance: the pair of %s was matched %.1f s after its creation', $q, $after->{$q}))
+	  if defined $after->{$q};
 }
 $flow->finish;
 my @created = grep { /^\d+$/ } split /\n/, $fout;
