@@ -33,7 +33,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -54,6 +56,7 @@
 #include "utils/memutils.h"
 #include "utils/portal.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/wait_event.h"
 
 #include "queue_locks.h"
@@ -424,11 +427,15 @@ MmKeeperRound(List *kept)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		ret = SPI_execute("SELECT s.queue, r.oid"
+		/*
+		 * mm.schedule_jobs alone: on Citus a reference table, read on this
+		 * node's copy (a join with a catalog would make it a distributed
+		 * query); the role is looked up below
+		 */
+		ret = SPI_execute("SELECT s.queue, s.job_role"
 						  "  FROM mm.schedule_jobs s"
-						  "  JOIN pg_catalog.pg_roles r ON r.rolname OPERATOR(pg_catalog.=) s.job_role"
 						  " WHERE s.kind OPERATOR(pg_catalog.=) 'tick' AND s.mode OPERATOR(pg_catalog.=) 'loop'"
-						  "   AND r.rolcanlogin"
+						  "   AND s.job_role IS NOT NULL"
 						  "   AND mm.tick_loop_every(s.queue) IS NOT NULL"
 						  "   AND NOT mm.tick_loop_running(s.queue)"
 						  " ORDER BY s.queue",
@@ -437,13 +444,27 @@ MmKeeperRound(List *kept)
 			elog(ERROR, "the loop keeper's query failed: %s", SPI_result_code_string(ret));
 		for (i = 0; i < SPI_processed; i++)
 		{
-			bool		isnull;
 			char	   *queue = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-			Datum		role = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
-			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+			char	   *role_name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+			HeapTuple	role_tuple;
+			Oid			role = InvalidOid;
+			MemoryContext old;
 
+			/* a role that cannot log in could not run pg_cron's job either */
+			role_tuple = SearchSysCache1(AUTHNAME, CStringGetDatum(role_name));
+			if (HeapTupleIsValid(role_tuple))
+			{
+				Form_pg_authid form = (Form_pg_authid) GETSTRUCT(role_tuple);
+
+				if (form->rolcanlogin)
+					role = form->oid;
+				ReleaseSysCache(role_tuple);
+			}
+			if (!OidIsValid(role))
+				continue;
+			old = MemoryContextSwitchTo(TopMemoryContext);
 			to_start = lappend(to_start, pstrdup(queue));
-			roles = lappend_oid(roles, DatumGetObjectId(role));
+			roles = lappend_oid(roles, role);
 			MemoryContextSwitchTo(old);
 		}
 		SPI_finish();

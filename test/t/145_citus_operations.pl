@@ -192,9 +192,23 @@ for my $i (0 .. 399)
 	my $q = $queues[ int($i / 2) % @queues ];
 	$script .= qq{SELECT mm.create_ticket('$q', '[{"id": "flow$i", "attributes": {"skill": 500}}]');\n};
 }
+# from a file: psql reads it on its own (IPC::Run feeds a scalar only when pumped)
+my $script_file = PostgreSQL::Test::Utils::tempdir() . '/flow.sql';
+PostgreSQL::Test::Utils::append_to_file($script_file, $script);
 my ($fout, $ferr) = ('', '');
-my $flow = IPC::Run::start([ 'psql', '-XAtq', '-h', $coord->host, '-p', $coord->port, '-d', 'postgres' ],
-	'<', \$script, '>', \$fout, '2>', \$ferr);
+my $flow = IPC::Run::start(
+	[ 'psql', '-XAtq', '-h', $coord->host, '-p', $coord->port, '-d', 'postgres', '-f', $script_file ],
+	'>', \$fout, '2>', \$ferr);
+# the flow is under way before the rebalance starts
+my $flowing = '0';
+for (1 .. 100)
+{
+	$flowing = $coord->safe_psql('postgres',
+		q{SELECT count(*) FROM mm.tickets WHERE players -> 0 ->> 'id' LIKE 'flow%'});
+	last if $flowing > 0;
+	usleep(100_000);
+}
+ok($flowing > 0, 'tickets flow through the coordinator');
 
 ($ret, $out, $err) = $coord->psql('postgres', 'SELECT citus_rebalance_start()');
 is($ret, 0, 'citus_rebalance_start() starts (logical replication: every table has a key)') or diag($err);
