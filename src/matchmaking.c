@@ -13,6 +13,7 @@
 
 #include "citus_guard.h"
 #include "events.h"
+#include "schedule_starter.h"
 
 PG_MODULE_MAGIC;
 
@@ -37,6 +38,7 @@ _PG_init(void)
 							 0.9, 0.0, 1.0,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+	MmRegisterLoopKeeper();
 	MarkGUCPrefixReserved("matchmaking");
 	MmInstallCitusGuard();
 }

@@ -19,28 +19,49 @@
  * take) and returns at once, with a WARNING, when another loop has it.  The loop re-reads the
  * queue's schedule on every round, so mm.unschedule stops the worker within
  * one interval.
+ *
+ * The loop keeper: when the library is in shared_preload_libraries (as on
+ * Citus, where every node preloads it), a background worker of each node
+ * checks every second, in the database matchmaking.loop_keeper_database
+ * names (by default cron.database_name's), which queues on the per-minute
+ * loop should tick on this node and have no loop running, and starts their
+ * loop the same way, as the role that scheduled the queue
+ * (mm.schedule_jobs.job_role).  A loop that died with its session (a node's
+ * restart, the coordinator's connection gone) or ended because its queue's
+ * shards moved to another node (mm.tick_loop_every is NULL there) is thus
+ * running again within a second or two, not at the next minute.
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "common/hashfn.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "parser/analyze.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "tcop/dest.h"
 #include "tcop/pquery.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/portal.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/wait_event.h"
 
 #include "queue_locks.h"
+#include "schema_version.h"
+#include "schedule_starter.h"
 
 /* What the worker needs, passed in bgw_extra (BGW_EXTRALEN bytes). */
 typedef struct MmTickLoopStart
@@ -55,7 +76,27 @@ StaticAssertDecl(sizeof(MmTickLoopStart) <= BGW_EXTRALEN,
 				 "MmTickLoopStart must fit in bgw_extra");
 
 PGDLLEXPORT void MmTickLoopWorkerMain(Datum main_arg);
+PGDLLEXPORT void MmLoopKeeperMain(Datum main_arg);
 static void MmRunStatement(const char *sql);
+static bool MmStartTickLoopWorker(const char *queue, Oid database, Oid role, TransactionId xid,
+								  BackgroundWorkerHandle **handle);
+
+/* matchmaking.loop_keeper_database: see MmRegisterLoopKeeper */
+static char *MmLoopKeeperDatabase = NULL;
+
+/* How often the keeper looks for loops to start, and waits after an error. */
+#define MM_KEEPER_NAPTIME_MS 1000L
+#define MM_KEEPER_ERROR_NAPTIME_MS 5000L
+
+/* A loop worker the keeper started, until it has stopped. */
+typedef struct MmKeptLoop
+{
+	char		queue[NAMEDATALEN * 2];
+	BackgroundWorkerHandle *handle;
+} MmKeptLoop;
+
+/* The keeper's loops (MmKeptLoop), in TopMemoryContext. */
+static List *KeptLoops = NIL;
 
 PG_FUNCTION_INFO_V1(mm_schedule_start_loop);
 PG_FUNCTION_INFO_V1(mm_tick_loop_lock);
@@ -117,11 +158,9 @@ Datum
 mm_schedule_start_loop(PG_FUNCTION_ARGS)
 {
 	char	   *queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	MmTickLoopStart start;
-	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 
-	if (strlen(queue) >= sizeof(start.queue))
+	if (strlen(queue) >= sizeof(((MmTickLoopStart *) NULL)->queue))
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),
 				 errmsg("queue name is too long for the tick loop worker: \"%s\"", queue)));
@@ -130,10 +169,35 @@ mm_schedule_start_loop(PG_FUNCTION_ARGS)
 	if (!IsUnderPostmaster)
 		PG_RETURN_BOOL(false);
 
+	/* no transaction id: nothing written to wait for */
+	if (!MmStartTickLoopWorker(queue, MyDatabaseId, GetUserId(), GetTopTransactionIdIfAny(), &handle))
+	{
+		ereport(NOTICE,
+				(errmsg("queue \"%s\" starts ticking at the next minute boundary", queue),
+				 errdetail("No background worker slot was free to tick it before then "
+						   "(max_worker_processes is %d).", max_worker_processes),
+				 errhint("Raise max_worker_processes to let newly scheduled queues tick at once.")));
+		PG_RETURN_BOOL(false);
+	}
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * Registers a dynamic worker that runs CALL mm.tick_loop(queue) in database
+ * as role, once transaction xid (if valid) has ended.  False when no slot
+ * is free.  The queue name must fit MmTickLoopStart.
+ */
+static bool
+MmStartTickLoopWorker(const char *queue, Oid database, Oid role, TransactionId xid,
+					  BackgroundWorkerHandle **handle)
+{
+	MmTickLoopStart start;
+	BackgroundWorker worker;
+
 	memset(&start, 0, sizeof(start));
-	start.database = MyDatabaseId;
-	start.role = GetUserId();
-	start.xid = GetTopTransactionIdIfAny();	/* none: nothing written to wait for */
+	start.database = database;
+	start.role = role;
+	start.xid = xid;
 	strlcpy(start.queue, queue, sizeof(start.queue));
 
 	memset(&worker, 0, sizeof(worker));
@@ -145,19 +209,11 @@ mm_schedule_start_loop(PG_FUNCTION_ARGS)
 	snprintf(worker.bgw_name, sizeof(worker.bgw_name), "matchmaking tick loop of queue %s", queue);
 	strlcpy(worker.bgw_type, "matchmaking tick loop", sizeof(worker.bgw_type));
 	worker.bgw_main_arg = (Datum) 0;
+	/* the keeper asks the handle whether its loop still runs */
 	worker.bgw_notify_pid = 0;
 	memcpy(worker.bgw_extra, &start, sizeof(start));
 
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-	{
-		ereport(NOTICE,
-				(errmsg("queue \"%s\" starts ticking at the next minute boundary", queue),
-				 errdetail("No background worker slot was free to tick it before then "
-						   "(max_worker_processes is %d).", max_worker_processes),
-				 errhint("Raise max_worker_processes to let newly scheduled queues tick at once.")));
-		PG_RETURN_BOOL(false);
-	}
-	PG_RETURN_BOOL(true);
+	return RegisterDynamicBackgroundWorker(&worker, handle);
 }
 
 /*
@@ -263,4 +319,256 @@ MmRunStatement(const char *sql)
 	receiver->rDestroy(receiver);
 	PortalDrop(portal, false);
 	MemoryContextDelete(parse_context);
+}
+
+/*
+ * Called from _PG_init: while the library is being preloaded, defines
+ * matchmaking.loop_keeper_database and registers the loop keeper.
+ */
+void
+MmRegisterLoopKeeper(void)
+{
+	BackgroundWorker worker;
+
+	/* a server-start setting can only be defined while preloading */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	DefineCustomStringVariable("matchmaking.loop_keeper_database",
+							   "Database whose scheduled tick loops the loop keeper keeps running.",
+							   "Empty: the database of cron.database_name. The keeper runs only when "
+							   "matchmaking is in shared_preload_libraries, and does nothing when "
+							   "neither names a database.",
+							   &MmLoopKeeperDatabase,
+							   "",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	/* after an unexpected exit; proc_exit(0) (nothing to keep) unregisters it */
+	worker.bgw_restart_time = 5;
+	strlcpy(worker.bgw_library_name, "matchmaking", sizeof(worker.bgw_library_name));
+	strlcpy(worker.bgw_function_name, "MmLoopKeeperMain", sizeof(worker.bgw_function_name));
+	strlcpy(worker.bgw_name, "matchmaking loop keeper", sizeof(worker.bgw_name));
+	strlcpy(worker.bgw_type, "matchmaking loop keeper", sizeof(worker.bgw_type));
+	RegisterBackgroundWorker(&worker);
+}
+
+/* Whether a loop the keeper started for the queue has not stopped yet. */
+static bool
+MmKeptLoopAlive(List *kept, const char *queue)
+{
+	ListCell   *lc;
+
+	foreach(lc, kept)
+	{
+		MmKeptLoop *loop = (MmKeptLoop *) lfirst(lc);
+		pid_t		pid;
+
+		if (strcmp(loop->queue, queue) == 0 &&
+			GetBackgroundWorkerPid(loop->handle, &pid) != BGWH_STOPPED)
+			return true;
+	}
+	return false;
+}
+
+/* The loops that have stopped, forgotten (the list lives in TopMemoryContext). */
+static List *
+MmKeptLoopsPrune(List *kept)
+{
+	List	   *alive = NIL;
+	ListCell   *lc;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	foreach(lc, kept)
+	{
+		MmKeptLoop *loop = (MmKeptLoop *) lfirst(lc);
+		pid_t		pid;
+
+		if (GetBackgroundWorkerPid(loop->handle, &pid) == BGWH_STOPPED)
+		{
+			pfree(loop->handle);
+			pfree(loop);
+		}
+		else
+			alive = lappend(alive, loop);
+	}
+	list_free(kept);
+	MemoryContextSwitchTo(old);
+	return alive;
+}
+
+/*
+ * One round of the keeper: in a transaction, the queues whose loop should
+ * run on this node (on the per-minute loop, and on Citus with their shards
+ * here: mm.tick_loop_every is not NULL) with no loop holding their lock, each
+ * with its job's role when that role may log in; a loop worker for each
+ * one not started already.  Returns the list of loops started and running.
+ */
+static List *
+MmKeeperRound(List *kept)
+{
+	int			ret;
+	uint64		i;
+	List	   *to_start = NIL;
+	List	   *roles = NIL;
+	ListCell   *lq;
+	ListCell   *lr;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "matchmaking loop keeper: looking for loops to start");
+
+	/* a database without the extension, or not yet updated, has nothing to keep */
+	if (MmSchemaIsServed())
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		/*
+		 * mm.schedule_jobs alone: on Citus a reference table, read on this
+		 * node's copy (a join with a catalog would make it a distributed
+		 * query); the role is looked up below
+		 */
+		ret = SPI_execute("SELECT s.queue, s.job_role"
+						  "  FROM mm.schedule_jobs s"
+						  " WHERE s.kind OPERATOR(pg_catalog.=) 'tick' AND s.mode OPERATOR(pg_catalog.=) 'loop'"
+						  "   AND s.job_role IS NOT NULL"
+						  "   AND mm.tick_loop_every(s.queue) IS NOT NULL"
+						  "   AND NOT mm.tick_loop_running(s.queue)"
+						  " ORDER BY s.queue",
+						  true, 0);
+		if (ret != SPI_OK_SELECT)
+			elog(ERROR, "the loop keeper's query failed: %s", SPI_result_code_string(ret));
+		for (i = 0; i < SPI_processed; i++)
+		{
+			char	   *queue = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+			char	   *role_name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+			HeapTuple	role_tuple;
+			Oid			role = InvalidOid;
+			MemoryContext old;
+
+			/* a role that cannot log in could not run pg_cron's job either */
+			role_tuple = SearchSysCache1(AUTHNAME, CStringGetDatum(role_name));
+			if (HeapTupleIsValid(role_tuple))
+			{
+				Form_pg_authid form = (Form_pg_authid) GETSTRUCT(role_tuple);
+
+				if (form->rolcanlogin)
+					role = form->oid;
+				ReleaseSysCache(role_tuple);
+			}
+			if (!OidIsValid(role))
+				continue;
+			old = MemoryContextSwitchTo(TopMemoryContext);
+			to_start = lappend(to_start, pstrdup(queue));
+			roles = lappend_oid(roles, role);
+			MemoryContextSwitchTo(old);
+		}
+		SPI_finish();
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	kept = MmKeptLoopsPrune(kept);
+	forboth(lq, to_start, lr, roles)
+	{
+		char	   *queue = (char *) lfirst(lq);
+		BackgroundWorkerHandle *handle;
+		MmKeptLoop *loop;
+		MemoryContext old;
+
+		/* started, but not holding its lock yet */
+		if (MmKeptLoopAlive(kept, queue))
+			continue;
+		if (strlen(queue) >= sizeof(((MmTickLoopStart *) NULL)->queue))
+			continue;
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		if (!MmStartTickLoopWorker(queue, MyDatabaseId, lfirst_oid(lr), InvalidTransactionId, &handle))
+		{
+			MemoryContextSwitchTo(old);
+			ereport(WARNING,
+					(errmsg("the loop keeper could not start the tick loop of queue \"%s\"", queue),
+					 errdetail("No background worker slot was free (max_worker_processes is %d).",
+							   max_worker_processes)));
+			continue;
+		}
+		loop = palloc0(sizeof(MmKeptLoop));
+		strlcpy(loop->queue, queue, sizeof(loop->queue));
+		loop->handle = handle;
+		kept = lappend(kept, loop);
+		MemoryContextSwitchTo(old);
+		ereport(LOG,
+				(errmsg("matchmaking loop keeper started the tick loop of queue \"%s\"", queue)));
+	}
+	list_free_deep(to_start);
+	list_free(roles);
+	return kept;
+}
+
+/*
+ * Entry point of the loop keeper: connects to its database and, every
+ * second, starts the loops that should run and do not (MmKeeperRound).  An
+ * error is logged and the keeper carries on after a pause.
+ */
+void
+MmLoopKeeperMain(Datum main_arg)
+{
+	const char *database;
+	MemoryContext round_context;
+
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+
+	database = MmLoopKeeperDatabase && MmLoopKeeperDatabase[0] != '\0'
+		? MmLoopKeeperDatabase : GetConfigOption("cron.database_name", true, false);
+	if (database == NULL || database[0] == '\0')
+	{
+		ereport(LOG,
+				(errmsg("matchmaking loop keeper: no database to keep"),
+				 errdetail("Neither matchmaking.loop_keeper_database nor cron.database_name is set.")));
+		proc_exit(0);
+	}
+	BackgroundWorkerInitializeConnection(database, NULL, 0);
+	pgstat_report_appname("matchmaking loop keeper");
+
+	round_context = AllocSetContextCreate(TopMemoryContext, "matchmaking loop keeper round",
+										  ALLOCSET_DEFAULT_SIZES);
+	for (;;)
+	{
+		long		naptime = MM_KEEPER_NAPTIME_MS;
+		MemoryContext old = MemoryContextSwitchTo(round_context);
+
+		PG_TRY();
+		{
+			KeptLoops = MmKeeperRound(KeptLoops);
+		}
+		PG_CATCH();
+		{
+			/* log it, roll back, and try again after a pause */
+			MemoryContextSwitchTo(round_context);
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			pgstat_report_activity(STATE_IDLE, NULL);
+			naptime = MM_KEEPER_ERROR_NAPTIME_MS;
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(round_context);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, naptime,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
 }

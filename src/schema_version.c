@@ -112,6 +112,20 @@ MmRequireServedSchema(const char *what)
 			 errhint("Run ALTER EXTENSION matchmaking UPDATE.")));
 }
 
+bool
+MmSchemaIsServed(void)
+{
+	char	   *installed = InstalledVersion();
+	bool		served = false;
+	int			i;
+
+	for (i = 0; installed != NULL && i < lengthof(ServedVersions); i++)
+		served = served || strcmp(installed, ServedVersions[i]) == 0;
+	if (installed != NULL)
+		pfree(installed);
+	return served;
+}
+
 void
 MmRetiredEntryPoint(const char *what)
 {

@@ -25,6 +25,13 @@
 extern void MmRequireServedSchema(const char *what);
 
 /*
+ * Whether this database's extension is installed at a served version, for a
+ * caller that waits for it rather than fail (the loop keeper).  Needs a
+ * transaction.
+ */
+extern bool MmSchemaIsServed(void);
+
+/*
  * For an entry point only an older version's scripts reference: raises the
  * version error, or, should a served schema call it, an error saying it is
  * retired.

@@ -31,6 +31,9 @@ CREATE TABLE mm.schedule_jobs (
 	batch_size integer,
 	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	-- a tick job's role (the role that scheduled it, as pg_cron runs it): the loop keeper
+	-- (src/schedule_starter.c) restarts a queue's loop as this role
+	job_role name,
 	CONSTRAINT schedule_jobs_queue_for_ticks CHECK (
 		(kind OPERATOR(pg_catalog.=) 'tick') OPERATOR(pg_catalog.=) (queue IS NOT NULL)),
 	CONSTRAINT schedule_jobs_retention_settings CHECK (
@@ -67,7 +70,10 @@ CREATE TABLE mm.matches_archive (
 	acceptance_deadline timestamptz,
 	cancel_reason text,
 	archived_at timestamptz NOT NULL,
-	ready_at timestamptz
+	ready_at timestamptz,
+	-- a key for logical replication: Citus moves shards with it
+	-- (citus_rebalance_start), which needs a key on every table moved
+	CONSTRAINT matches_archive_pkey PRIMARY KEY (id, queue)
 );
 COMMENT ON TABLE mm.matches_archive IS 'Finished matches moved out by mm.purge_finished(archive => true)';
 GRANT SELECT ON TABLE mm.matches_archive TO mm_analyst;
@@ -86,7 +92,8 @@ CREATE TABLE mm.match_players_archive (
 	archived_at timestamptz NOT NULL,
 	role text,
 	autofilled boolean NOT NULL,
-	low_priority boolean NOT NULL DEFAULT false
+	low_priority boolean NOT NULL DEFAULT false,
+	CONSTRAINT match_players_archive_pkey PRIMARY KEY (match_id, player_id, queue)
 );
 COMMENT ON TABLE mm.match_players_archive IS 'Players of archived matches';
 GRANT SELECT ON TABLE mm.match_players_archive TO mm_analyst;
@@ -103,7 +110,8 @@ CREATE TABLE mm.match_results_archive (
 	favourite_win_probability float8,
 	duration interval,
 	reported_at timestamptz NOT NULL,
-	archived_at timestamptz NOT NULL
+	archived_at timestamptz NOT NULL,
+	CONSTRAINT match_results_archive_pkey PRIMARY KEY (match_id, queue)
 );
 COMMENT ON TABLE mm.match_results_archive IS 'Results of archived matches';
 GRANT SELECT ON TABLE mm.match_results_archive TO mm_analyst;
@@ -124,7 +132,8 @@ CREATE TABLE mm.tickets_archive (
 	archived_at timestamptz NOT NULL,
 	queues text[],
 	heartbeat_at timestamptz,
-	cancel_reason text
+	cancel_reason text,
+	CONSTRAINT tickets_archive_pkey PRIMARY KEY (id, queue)
 );
 COMMENT ON TABLE mm.tickets_archive IS 'Finished tickets moved out by mm.purge_finished(archive => true)';
 GRANT SELECT ON TABLE mm.tickets_archive TO mm_analyst;
@@ -560,11 +569,13 @@ BEGIN
 
 	-- the time comes in the row (Citus rule 10)
 	INSERT INTO mm.schedule_jobs AS s (job_name, kind, queue, every, mode, cron_schedule, cron_job_id,
-									   updated_at)
-	VALUES (tick_job_name, 'tick', queue, every, plan.mode, plan.cron_schedule, tick_job_id, now())
+									   updated_at, job_role)
+	VALUES (tick_job_name, 'tick', queue, every, plan.mode, plan.cron_schedule, tick_job_id, now(),
+			current_user)
 	ON CONFLICT ON CONSTRAINT schedule_jobs_pkey DO UPDATE
 	   SET every = EXCLUDED.every, mode = EXCLUDED.mode, cron_schedule = EXCLUDED.cron_schedule,
-		   cron_job_id = EXCLUDED.cron_job_id, updated_at = EXCLUDED.updated_at;
+		   cron_job_id = EXCLUDED.cron_job_id, updated_at = EXCLUDED.updated_at,
+		   job_role = EXCLUDED.job_role;
 
 	-- a job of that name of another role (pg_cron shows each role its own
 	-- jobs only, so cron.schedule could not replace it) runs the loop too
@@ -1148,7 +1159,10 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.schedules TO mm_admin;
 GRANT SELECT ON TABLE mm.schedules TO mm_analyst;
 
 -- The loop's interval for a queue on the per-minute loop, NULL when the queue
--- is no longer on one (unscheduled, re-scheduled to another mode, dropped).
+-- is no longer on one (unscheduled, re-scheduled to another mode, dropped)
+-- or, on Citus, when its shards are not on this node: a loop whose queue
+-- moved (a shard move, a rebalance) ends, and the loop keeper of the node
+-- that now holds the queue starts it there (src/schedule_starter.c).
 -- SECURITY DEFINER: the loop runs as the job's role, which needs no
 -- privilege on mm.schedule_jobs.
 -- PL/pgSQL: the loop of a queue runs on the queue's node (Citus rule 5).
@@ -1158,11 +1172,21 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+	-- nested: Citus's catalog exists only with Citus, and PL/pgSQL plans a
+	-- statement when it first runs
+	IF mm.tables_are_distributed() THEN
+		IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p
+						WHERE p.shardid = pg_catalog.get_shard_id_for_distribution_column('mm.tickets',
+																						 tick_loop_every.queue)
+						  AND p.groupid = (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)) THEN
+			RETURN NULL;
+		END IF;
+	END IF;
 	RETURN (SELECT s.every FROM mm.schedule_jobs s
 			 WHERE s.job_name = pg_catalog.concat('mm_tick:', tick_loop_every.queue) AND s.mode = 'loop');
 END
 $$;
 COMMENT ON FUNCTION mm.tick_loop_every(text) IS
-'How often the per-minute loop of a queue ticks; NULL when the queue is not on the loop (internal to mm.tick_loop)';
+'How often the per-minute loop of a queue ticks; NULL when the queue is not on the loop, or on Citus not on this node (internal to mm.tick_loop and the loop keeper)';
 REVOKE ALL ON FUNCTION mm.tick_loop_every(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.tick_loop_every(text) TO mm_ticker;

@@ -19,8 +19,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use Exporter 'import';
-our @EXPORT = qw(mm_citus_require mm_citus_missing mm_citus_cluster mm_citus_node_at
-  mm_citus_shard_node mm_citus_table_nodes);
+our @EXPORT = qw(mm_citus_require mm_citus_missing mm_citus_cluster mm_citus_add_worker
+  mm_citus_node_at mm_citus_shard_node mm_citus_table_nodes);
 
 # Every node started here, by port: a shard placement names (host, port).
 my %node_at_port;
@@ -80,6 +80,18 @@ sub mm_citus_cluster
 			"SELECT citus_add_node('" . $w->host . "', " . $w->port . ')');
 	}
 	return ($coord, @workers);
+}
+
+# Starts one more worker named $name (with the extra postgresql.conf lines
+# $conf) and registers it with the coordinator; returns it.  It holds no
+# shards until they are moved there (citus_rebalance_start).
+sub mm_citus_add_worker
+{
+	my ($coord, $name, $conf) = @_;
+	my $w = _citus_node($name, $conf);
+	$coord->safe_psql('postgres',
+		"SELECT citus_add_node('" . $w->host . "', " . $w->port . ')');
+	return $w;
 }
 
 # A started node with Citus (first, as it requires), matchmaking (its guard of Citus's delegation) and pg_cron preloaded and

@@ -9,7 +9,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 use Exporter 'import';
-our @EXPORT = qw(mm_new_node mm_crash_restart mm_scenario_sql mm_old_ticket_sql mm_old_tick_sql);
+our @EXPORT = qw(mm_new_node mm_crash_restart mm_crash_stop mm_scenario_sql mm_old_ticket_sql mm_old_tick_sql);
 
 # A fresh node with pg_cron preloaded (cron.database_name = postgres) and the
 # extension created in database postgres.
@@ -31,6 +31,16 @@ sub mm_new_node
 # zombie and still "owns" postmaster.pid and the socket lock, so the stale lock
 # files are removed once only zombies are left.
 sub mm_crash_restart
+{
+	my ($node) = @_;
+	mm_crash_stop($node);
+	$node->start;
+	return;
+}
+
+# kill -9 the postmaster and wait until its children have gone (the node
+# stays down: ->start brings it back).
+sub mm_crash_stop
 {
 	my ($node) = @_;
 	my $pidfile = $node->data_dir . '/postmaster.pid';
@@ -60,7 +70,6 @@ sub mm_crash_restart
 	}
 	unlink $pidfile;
 	unlink $node->host . '/.s.PGSQL.' . $node->port . '.lock';
-	$node->start;
 	return;
 }
 
