@@ -153,6 +153,15 @@ SET ROLE rl_ticker;
 CALL mm.tick_loop('rl_tq');
 RESET ROLE;
 SELECT count(*) AS rl_tq_matches FROM mm.matches WHERE queue = 'rl_tq';
+-- the loop keeper runs a loop as its row's job_role: an admin may name
+-- itself, never a role it cannot act as (here the superuser running the test)
+SELECT pg_temp.as_role('rl_admin', $q$UPDATE mm.schedule_jobs SET job_role = 'rl_admin' WHERE job_name = 'mm_tick:rl_tq'$q$)
+	AS admin_names_itself;
+SELECT left(pg_temp.as_role('rl_admin', format($q$UPDATE mm.schedule_jobs SET job_role = %L WHERE job_name = 'mm_tick:rl_tq'$q$,
+											   current_user)), 5) AS admin_names_superuser;
+SELECT left(pg_temp.as_role('rl_admin', format($q$INSERT INTO mm.schedule_jobs (job_name, kind, queue, every, mode, cron_schedule, job_role)
+	VALUES ('mm_tick:rl_x', 'tick', 'rl_x', '1 second', 'loop', '* * * * *', %L)$q$, current_user)), 5) AS admin_inserts_superuser;
+SELECT job_role = 'rl_admin' AS job_role_kept FROM mm.schedule_jobs WHERE job_name = 'mm_tick:rl_tq';
 DELETE FROM mm.schedule_jobs WHERE job_name = 'mm_tick:rl_tq';
 SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_tq', true)$q$) AS admin_drops_rl_tq;
 

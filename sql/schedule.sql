@@ -110,6 +110,11 @@ SELECT mm.create_ticket('sched_duel', '[{"id": "duel_3"}]') > 0 AS t3,
 CALL mm.tick_loop('sched_duel');
 SELECT mm.tick_loop_running('sched_duel');
 DROP TRIGGER test_refuse_match ON mm.matches;
+-- the loop recorded each tick it ran for the operators' figures: the one
+-- that matched, then the five that failed (docs/monitoring.md)
+SELECT ticks_total, failures_total, consecutive_failures, last_error_sqlstate,
+	   last_success_at IS NOT NULL AS succeeded_once, last_duration_seconds >= 0 AS timed
+  FROM mm.tick_runs WHERE queue = 'sched_duel';
 -- the view lists the row even without pg_cron (no pg_cron state)
 SELECT job_name, kind, queue, every, mode, cron_schedule, job_id, active, loop_running
   FROM mm.schedules;

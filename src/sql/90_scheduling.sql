@@ -394,6 +394,33 @@ GRANT EXECUTE ON FUNCTION mm.schedule_jobs_after_delete() TO mm_admin;
 CREATE TRIGGER schedule_jobs_remove_cron_job AFTER DELETE ON mm.schedule_jobs
 	FOR EACH ROW EXECUTE FUNCTION mm.schedule_jobs_after_delete();
 
+-- The loop keeper starts a queue's loop as the row's job_role, so a writer
+-- may name only a role it could become itself (SET ROLE): an admin cannot
+-- have loops run as a superuser or another login role.  pg_cron runs a job
+-- as its owner by the same rule; a superuser's restore keeps the dumped role.
+CREATE FUNCTION mm.schedule_jobs_check_role() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF NEW.job_role IS NOT NULL
+	   AND (TG_OP = 'INSERT' OR NEW.job_role IS DISTINCT FROM OLD.job_role)
+	   AND NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = NEW.job_role
+						  AND pg_has_role(current_user, r.oid, 'MEMBER')) THEN
+		RAISE EXCEPTION 'job_role "%" is not a role that "%" may act as', NEW.job_role, current_user
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'mm.schedule records the role that calls it; loops run as that role.';
+	END IF;
+	RETURN NEW;
+END;
+$$;
+COMMENT ON FUNCTION mm.schedule_jobs_check_role() IS
+'Trigger: a mm.schedule_jobs row names only a job_role its writer is a member of';
+REVOKE ALL ON FUNCTION mm.schedule_jobs_check_role() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.schedule_jobs_check_role() TO mm_admin;
+CREATE TRIGGER schedule_jobs_check_role BEFORE INSERT OR UPDATE OF job_role ON mm.schedule_jobs
+	FOR EACH ROW EXECUTE FUNCTION mm.schedule_jobs_check_role();
+
 -- The tick loop's exclusion: a session lock per queue that SQL's advisory
 -- lock functions cannot take (src/queue_locks.h), so that only the roles that
 -- may run the loop can hold it.  False when another session holds it.
@@ -447,6 +474,7 @@ DECLARE
 	held_off_in_a_row integer := 0;
 	ticks_held_off integer := 0;
 	ticks_run integer := 0;
+	tick_started timestamptz;
 BEGIN
 	IF queue IS NULL THEN
 		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -462,6 +490,7 @@ BEGIN
 		tick_every := mm.tick_loop_every(queue);
 		EXIT WHEN tick_every IS NULL;
 
+		tick_started := pg_catalog.clock_timestamp();
 		BEGIN
 			PERFORM mm.tick(queue);
 			failures := 0;
@@ -478,6 +507,8 @@ BEGIN
 			ELSE
 				ticks_run := ticks_run OPERATOR(pg_catalog.+) 1;
 				held_off_in_a_row := 0;
+				-- its duration for the operators' figures (mm.tick_runs)
+				PERFORM mm.record_tick(queue, tick_started, pg_catalog.clock_timestamp());
 			END IF;
 		EXCEPTION WHEN OTHERS THEN
 			-- one failed tick (a deadlock, a serialization failure) must not stop
@@ -485,6 +516,8 @@ BEGIN
 			GET STACKED DIAGNOSTICS last_state = RETURNED_SQLSTATE, last_message = MESSAGE_TEXT;
 			failures := failures OPERATOR(pg_catalog.+) 1;
 			RAISE WARNING 'tick of queue "%" failed: %', queue, last_message;
+			-- the failed tick rolled back; its failure is recorded after it
+			PERFORM mm.record_tick(queue, tick_started, pg_catalog.clock_timestamp(), last_state);
 		END;
 		COMMIT;
 
