@@ -425,6 +425,7 @@ DECLARE
 	ids bigint[];
 	q text;
 	claimed integer;
+	player_ids text[];
 	pid text;
 	tid bigint;
 BEGIN
@@ -447,12 +448,11 @@ BEGIN
 	ON CONFLICT DO NOTHING;
 	-- counted on the shards: Citus's row count of an INSERT ... SELECT is
 	-- the rows it sent, not those inserted
+	player_ids := ARRAY(SELECT e.value ->> 'id'
+						  FROM unnest(create_tickets_on_shards.players) u(players), jsonb_array_elements(u.players) e);
 	SELECT count(*) INTO claimed FROM mm.active_players a
-	 WHERE a.player_id = ANY (ARRAY(SELECT e.value ->> 'id'
-									   FROM unnest(create_tickets_on_shards.players) u(players),
-											jsonb_array_elements(u.players) e))
-	   AND a.ticket_id = ANY (ids);
-	IF claimed < (SELECT sum(jsonb_array_length(u.players)) FROM unnest(create_tickets_on_shards.players) u(players)) THEN
+	 WHERE a.player_id = ANY (player_ids) AND a.ticket_id = ANY (ids);
+	IF claimed < cardinality(player_ids) THEN
 		-- the first player, in batch order, whose claim is not its ticket's
 		FOR pid, tid IN
 			SELECT e.value ->> 'id', u.id
