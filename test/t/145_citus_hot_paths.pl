@@ -154,8 +154,52 @@ like(fails(qq{SELECT mm.create_ticket('$qa', '[{"id": 5}]', $now)}),
 	qr/ERROR:  22023: invalid ticket at players\[0\]\.id/,
 	'a validation error names players[0] as on one node');
 
-# --- kill -9 of a worker under ticket load ---
+# --- two tickets of one player at once, through two nodes ---
+# one on the coordinator (queue on the first worker), one on the second
+# worker (Citus 13 runs the call there; its queue there): the second waits
+# for the first's claim and, once it commits, is refused; after a rollback
+# it is created
 my ($wa, $wb) = @workers;
+for my $end ('COMMIT', 'ROLLBACK')
+{
+	my $p = "dup_$end";
+	my $s1 = $coord->background_psql('postgres');
+	$s1->query_safe(qq{BEGIN; SELECT mm.create_ticket('$qa', '[{"id": "$p"}]', $now)});
+	my ($o2, $e2) = ('', '');
+	my $h = IPC::Run::start(
+		[
+			'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-h', $wb->host, '-p', $wb->port,
+			'-d', 'postgres', '-c', qq{SELECT mm.create_ticket('$qb', '[{"id": "$p"}]', $now)}
+		],
+		'>', \$o2, '2>', \$e2);
+	my $waiting = 0;
+	for my $try (1 .. 300)
+	{
+		$waiting = $_->safe_psql('postgres',
+			q{SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'}) + $waiting
+		  for @workers;
+		last if $waiting;
+		usleep(100_000);
+	}
+	ok($waiting, "$end: the second ticket of $p waits for the first's claim");
+	$s1->query_safe($end);
+	$s1->quit;
+	$h->finish;
+	if ($end eq 'COMMIT')
+	{
+		like($e2, qr/ERROR:  23505: player "$p" already has an active ticket/,
+			'the second ticket, on another node: 23505 once the first commits');
+	}
+	else
+	{
+		like($o2, qr/^\d+$/, 'the second ticket, on another node: created once the first rolls back');
+	}
+	is(q1(qq{SELECT count(*) FROM mm.tickets_active WHERE players \@> '[{"id": "$p"}]'})
+		  . '|' . q1(qq{SELECT count(*) FROM mm.active_players WHERE player_id = '$p'}),
+		'1|1', "$end: one ticket and one claim of $p");
+}
+
+# --- kill -9 of a worker under ticket load ---
 # a session creating tickets in both queues (those that need the dead
 # worker fail, the loop goes on)
 my $load = $coord->background_psql('postgres', on_error_stop => 0);
