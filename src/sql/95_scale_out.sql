@@ -467,12 +467,17 @@ BEGIN
 		END LOOP;
 	END IF;
 	-- a player cooling down after an offence may not queue (penalties), as
-	-- on one node: checked after the claim
-	PERFORM mm.refuse_cooled_down_players(array_agg(e.value ->> 'id'), array_agg(q.queue),
-										  array_agg(create_tickets_on_shards.now))
-	  FROM unnest(create_tickets_on_shards.players) AS u(players), jsonb_array_elements(u.players) e,
-		   unnest(array_prepend(create_tickets_on_shards.queue,
-								coalesce(create_tickets_on_shards.other_queues, '{}'))) q(queue);
+	-- on one node: checked after the claim, on the players' shards
+	PERFORM FROM mm.player_penalties p
+	 WHERE p.player_id = ANY (player_ids) AND p.cooldown_until > create_tickets_on_shards.now
+	 LIMIT 1;
+	IF FOUND THEN
+		PERFORM mm.refuse_cooled_down_players(array_agg(e.value ->> 'id'), array_agg(q.queue),
+											  array_agg(create_tickets_on_shards.now))
+		  FROM unnest(create_tickets_on_shards.players) AS u(players), jsonb_array_elements(u.players) e,
+			   unnest(array_prepend(create_tickets_on_shards.queue,
+									coalesce(create_tickets_on_shards.other_queues, '{}'))) q(queue);
+	END IF;
 	INSERT INTO mm.tickets_active (id, queue, queues, players, created_at)
 	SELECT u.id, create_tickets_on_shards.queue, create_tickets_on_shards.other_queues, u.players,
 		   create_tickets_on_shards.now

@@ -21,7 +21,9 @@
 #      (from the first tick's start to the last one's end).
 #      The machine's cores bound this: with 2 cores the two workers and the
 #      coordinator share them.
-#   3. ingest (tickets/s): mm.create_ticket from 8 pgbench clients for
+#   3. ingest (tickets/s): mm.create_ticket (constant arguments, as a
+#      backend's parameters: a volatile one keeps Citus from delegating the
+#      call to the queue's worker) from 8 pgbench clients for
 #      MM_BENCH_CITUS_PGBENCH_SECONDS (10), and mm.create_tickets in batches
 #      of 1,000 from one session, through the coordinator vs the plain node
 #      (issue 29's targets: >= 0.5x and >= 0.8x).
@@ -240,8 +242,8 @@ if part ingest; then
 	q -d "$plain_db" -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
 	cat > "$dir/create_ticket.pgbench" <<'EOF'
 \set id random(1, 1000000000)
-SELECT mm.create_ticket('ingest', jsonb_build_array(jsonb_build_object('id', 'i' || :client_id || '-' || :id || '-' || random(),
-  'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50))));
+\set r random(1, 1000000000)
+SELECT mm.create_ticket('ingest', '[{"id": "i:client_id-:id-:r", "attributes": {"skill": 1000}, "latencies": {"eu": 50}}]');
 EOF
 	citus_tps=$(tps "$dir/create_ticket.pgbench" -h "$sock" -p "${ports[0]}" postgres)
 	plain_tps=$(tps "$dir/create_ticket.pgbench" "$plain_db")
@@ -296,8 +298,13 @@ if part cpu; then
 	done
 	cat > "$dir/cpu.pgbench" <<EOF
 \set id random(1, 1000000000)
-SELECT mm.create_ticket(CASE WHEN random() < 0.5 THEN '$cq1' ELSE '$cq2' END,
-  jsonb_build_array(jsonb_build_object('id', 'c' || :client_id || '-' || :id || '-' || random())));
+\set r random(1, 1000000000)
+\set which random(1, 2)
+\if :which = 1
+SELECT mm.create_ticket('$cq1', '[{"id": "c:client_id-:id-:r"}]');
+\else
+SELECT mm.create_ticket('$cq2', '[{"id": "c:client_id-:id-:r"}]');
+\endif
 EOF
 	# one deployment's run: $1 its postmasters' pids, $2 the database, the
 	# rest the connection options; prints CPU s per 1,000 tickets

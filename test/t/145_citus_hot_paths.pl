@@ -111,6 +111,14 @@ for my $case ([ $qa, $pa ], [ $qa, $pb ], [ $qb, $pb ], [ $qb, $pa ])
 	is_deeply($cextra, [], "cancel_ticket($q, id) reaches only its shards ($cn commands)");
 }
 
+# a batch of two tickets: the queue's shards and the two players'
+my ($ids, $bn, $bextra) = shards_of(
+	qq{SELECT mm.create_tickets('$qb', ARRAY['[{"id": "bat1"}]', '[{"id": "bat2"}]']::jsonb[], $now)},
+	[$qb], [qw(bat1 bat2)]);
+like($ids, qr/^\{\d+,\d+\}$/, 'create_tickets, two tickets');
+is_deeply($bextra, [], "create_tickets($qb, ...) reaches only its queue's and its players' shards ($bn commands)");
+q1(qq{SELECT mm.cancel_ticket('$qb', id) FROM unnest('$ids'::bigint[]) id});
+
 # a match in $qa: heartbeat, the tick, get_assignment, assign, complete
 my $t1 = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$pa"}]', $now)});
 my $t2 = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$pb"}]', $now)});
