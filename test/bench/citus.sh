@@ -269,15 +269,15 @@ fi
 # live child's.
 node_cpu() {
 	local pmpid=$1
-	awk -v pm="$pmpid" -v hz="$(getconf CLK_TCK)" '
-		FNR == 1 {
-			line = $0; sub(/^[^)]*\) /, "", line); split(line, f, " ")
+	# cat skips the processes that end meanwhile
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$pmpid" -v hz="$(getconf CLK_TCK)" '
+		{
+			pid = $1; line = $0; sub(/^[^)]*\) /, "", line); split(line, f, " ")
 			# f[2] ppid, f[12] utime, f[13] stime, f[14] cutime, f[15] cstime
-			pid = FILENAME; sub(/^\/proc\//, "", pid); sub(/\/stat$/, "", pid)
 			if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
 			else if (f[2] == pm) t += f[12] + f[13]
 		}
-		END { printf "%.3f", t / hz }' /proc/[0-9]*/stat 2>/dev/null
+		END { printf "%.3f", t / hz }'
 }
 cluster_cpu() {
 	local total=0 pm c

@@ -240,6 +240,7 @@ is($made_b, $ok, "with " . $wa->name . " dead, tickets of $qb for players on " .
 my $err = fails(qq{SELECT mm.create_ticket('$qa', '[{"id": "needs_dead"}]', $now)});
 my $dead = $wa->port;
 like($err, qr/ERROR:  08006: .*$dead/s, 'a ticket that needs the dead worker: 08006 naming it');
+note("the error: $err");
 
 eval { $load->quit };
 $wa->start;
