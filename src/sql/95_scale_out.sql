@@ -439,19 +439,23 @@ BEGIN
 				   FROM generate_series(1, cardinality(create_tickets_on_shards.players)));
 	-- one active ticket per player, in player order as on one node: a
 	-- taken player (or one repeated in the batch) is skipped and refused
-	-- below with 23505 (mm.refuse_taken_player says why not the key's error)
-	INSERT INTO mm.active_players (player_id, ticket_id, queue)
-	SELECT e.value ->> 'id', u.id, create_tickets_on_shards.queue
-	  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players),
-		   jsonb_array_elements(u.players) e
-	 ORDER BY 1
-	ON CONFLICT DO NOTHING;
-	-- counted on the shards: Citus's row count of an INSERT ... SELECT is
-	-- the rows it sent, not those inserted
+	-- below with 23505 (mm.refuse_taken_player says why not the key's
+	-- error); the claims counted from RETURNING, as Citus's row count of an
+	-- INSERT ... SELECT is the rows it sent, not those inserted
 	player_ids := ARRAY(SELECT e.value ->> 'id'
 						  FROM unnest(create_tickets_on_shards.players) u(players), jsonb_array_elements(u.players) e);
-	SELECT count(*) INTO claimed FROM mm.active_players a
-	 WHERE a.player_id = ANY (player_ids) AND a.ticket_id = ANY (ids);
+	claimed := 0;
+	FOR pid IN
+		INSERT INTO mm.active_players (player_id, ticket_id, queue)
+		SELECT e.value ->> 'id', u.id, create_tickets_on_shards.queue
+		  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players),
+			   jsonb_array_elements(u.players) e
+		 ORDER BY 1
+		ON CONFLICT DO NOTHING
+		RETURNING player_id
+	LOOP
+		claimed := claimed + 1;
+	END LOOP;
 	IF claimed < cardinality(player_ids) THEN
 		-- the first player, in batch order, whose claim is not its ticket's
 		FOR pid, tid IN
