@@ -31,7 +31,7 @@
 #      exited children included) of every PostgreSQL process of the nodes
 #      per 1,000 tickets created and matched: 8 pgbench clients creating
 #      1v1 tickets in two queues (on Citus one on each worker) for
-#      MM_BENCH_CITUS_PGBENCH_SECONDS while a session ticks both queues
+#      MM_BENCH_CITUS_PGBENCH_SECONDS while one session ticks both queues
 #      every 0.2 s; all three Citus nodes against the plain node (target
 #      <= 1.5x).
 #   5. a lifecycle call by (queue, id) through the coordinator vs on the
@@ -311,18 +311,18 @@ EOF
 	cpu_run() {
 		local pms=$1 db=$2
 		shift 2
-		local before after made matched ticker stop="$dir/stop"
-		rm -f "$stop"
+		local before after made matched ticker i
 		before=$(cluster_cpu $pms)
-		(while [ ! -f "$stop" ]; do
-			q "$@" -d "$db" -c "SELECT mm.tick('$cq1')" >/dev/null 2>&1 || true
-			q "$@" -d "$db" -c "SELECT mm.tick('$cq2')" >/dev/null 2>&1 || true
-			sleep 0.2
-		done) &
+		# one session ticks both queues every 0.2 s while pgbench runs
+		# (each call alone in its statement: Citus runs it on the queue's node)
+		for i in $(seq 1 $((pgbench_seconds * 5))); do
+			echo "SELECT mm.tick('$cq1') \\gset dummy_"
+			echo "SELECT mm.tick('$cq2') \\gset dummy_"
+			echo "SELECT pg_sleep(0.2) \\gset dummy_"
+		done | psql -X -q "$@" -d "$db" >/dev/null 2>&1 &
 		ticker=$!
 		tps "$dir/cpu.pgbench" "$@" "$db" >/dev/null
-		touch "$stop"
-		wait "$ticker"
+		wait "$ticker" || true
 		# the last tickets are matched too
 		q "$@" -d "$db" -c "SELECT mm.tick('$cq1')" >/dev/null
 		q "$@" -d "$db" -c "SELECT mm.tick('$cq2')" >/dev/null
