@@ -309,25 +309,19 @@ mm_notify_ticket_event(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-PG_FUNCTION_INFO_V1(mm_notify_match_event);
-
 /*
- * mm.notify_match_event(event text, match_id bigint, details jsonb) RETURNS void
- *
  * Queues a match lifecycle event: {"event", "queue", "match_id", "status",
  * <the keys of details>, "sig"}.  The queue and status are read from
  * mm.matches, so the payload states the match as this transaction leaves it;
- * details (an object) carries the event's own fields.  Internal: EXECUTE is
- * revoked from PUBLIC, the lifecycle functions call it.
+ * details (an object) carries the event's own fields.  With the queue known
+ * (queue not NULL) the match is read by (queue, id), which Citus routes to
+ * the queue's shard; by id alone it reads every shard.
  */
-Datum
-mm_notify_match_event(PG_FUNCTION_ARGS)
+static void
+NotifyMatchEvent(const char *event, text *queue_arg, int64 match_id, Jsonb *details)
 {
-	char	   *event = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int64		match_id = PG_GETARG_INT64(1);
-	Jsonb	   *details = PG_GETARG_JSONB_P(2);
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1];
+	Oid			argtypes[2] = {INT8OID, TEXTOID};
+	Datum		values[2];
 	char	   *queue;
 	char	   *status;
 	char	   *details_text;
@@ -342,14 +336,29 @@ mm_notify_match_event(PG_FUNCTION_ARGS)
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 	values[0] = Int64GetDatum(match_id);
-	rc = SPI_execute_with_args("SELECT queue, status FROM mm.matches WHERE id OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, false, 1);
+	if (queue_arg != NULL)
+	{
+		values[1] = PointerGetDatum(queue_arg);
+		rc = SPI_execute_with_args("SELECT queue, status FROM mm.matches"
+								   " WHERE queue OPERATOR(pg_catalog.=) $2 AND id OPERATOR(pg_catalog.=) $1",
+								   2, argtypes, values, NULL, false, 1);
+	}
+	else
+		rc = SPI_execute_with_args("SELECT queue, status FROM mm.matches WHERE id OPERATOR(pg_catalog.=) $1",
+								   1, argtypes, values, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "reading match " INT64_FORMAT " failed: %s", match_id, SPI_result_code_string(rc));
 	if (SPI_processed == 0)
+	{
+		if (queue_arg != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("match " INT64_FORMAT " does not exist in queue \"%s\"", match_id,
+							text_to_cstring(queue_arg))));
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("match " INT64_FORMAT " does not exist", match_id)));
+	}
 	/* copied out of SPI's memory before SPI_finish frees it */
 	queue = MemoryContextStrdup(outer,
 								SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
@@ -380,5 +389,36 @@ mm_notify_match_event(PG_FUNCTION_ARGS)
 						   MM_EVENT_BODY_MAX)));
 	SignAndNotify(&buf);
 	pfree(buf.data);
+}
+
+PG_FUNCTION_INFO_V1(mm_notify_match_event);
+
+/*
+ * mm.notify_match_event(event text, match_id bigint, details jsonb) RETURNS void
+ *
+ * Queues a match lifecycle event, the match found by its id
+ * (NotifyMatchEvent).  Internal: EXECUTE is revoked from PUBLIC.
+ */
+Datum
+mm_notify_match_event(PG_FUNCTION_ARGS)
+{
+	NotifyMatchEvent(text_to_cstring(PG_GETARG_TEXT_PP(0)), NULL, PG_GETARG_INT64(1),
+					 PG_GETARG_JSONB_P(2));
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(mm_notify_queue_match_event);
+
+/*
+ * mm.notify_match_event(event text, queue text, match_id bigint, details jsonb) RETURNS void
+ *
+ * The same, the match found by (queue, id): on Citus, on the queue's shard
+ * only.  The lifecycle's calls by queue and the tick use it.
+ */
+Datum
+mm_notify_queue_match_event(PG_FUNCTION_ARGS)
+{
+	NotifyMatchEvent(text_to_cstring(PG_GETARG_TEXT_PP(0)), PG_GETARG_TEXT_PP(1), PG_GETARG_INT64(2),
+					 PG_GETARG_JSONB_P(3));
 	PG_RETURN_VOID();
 }

@@ -280,6 +280,7 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 	appendStringInfo(&details, "]%s}", p < np ? ", \"truncated\": true" : "");
 	values[0] = Int64GetDatum(match_id);
 	values[1] = CStringGetTextDatum(details.data);
+	values[2] = CStringGetTextDatum(q->queue);
 	rc = SPI_execute_plan(MmTickPlan.notify_match, values, NULL, false, 0);
 	MmTickBackToQueue(q);
 	if (rc != SPI_OK_SELECT)

@@ -259,6 +259,7 @@ MmTickExpireLiveMatches(MmTickQueue *q)
 		return;
 	ReleaseClaims(q, players, tickets);
 	values[0] = expired;
+	values[1] = CStringGetTextDatum(q->queue);
 	rc = SPI_execute_plan(MmTickPlan.notify_expired, values, NULL, false, 0);
 	MmTickBackToQueue(q);
 	if (rc != SPI_OK_SELECT)

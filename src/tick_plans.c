@@ -53,7 +53,7 @@ PrepareReadsAndExpiry(void)
 	Oid			text1[] = {TEXTOID};
 	Oid			queue_now[] = {TEXTOID, TIMESTAMPTZOID};
 	Oid			queue_cutoff_now[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Oid			int8_array1[] = {INT8ARRAYOID};
+	Oid			int8_array_text[] = {INT8ARRAYOID, TEXTOID};
 	Oid			release_args[] = {TEXTARRAYOID, INT8ARRAYOID};
 
 	/*
@@ -154,11 +154,11 @@ PrepareReadsAndExpiry(void)
 			 3, queue_cutoff_now);
 	/* match_cancelled for each, signed like every lifecycle event */
 	KeepPlan(&MmTickPlan.notify_expired,
-			 "SELECT mm.notify_match_event('match_cancelled', u.id,"
+			 "SELECT mm.notify_match_event('match_cancelled', $2, u.id,"
 			 " CAST('{\"reason\": \"expired\", \"requeued_tickets\": [], \"cancelled_tickets\": []}'"
 			 " AS pg_catalog.jsonb))"
 			 " FROM pg_catalog.unnest($1) AS u(id) ORDER BY u.id",
-			 1, int8_array1);
+			 2, int8_array_text);
 
 	/*
 	 * heartbeat_timeout_seconds: the searching tickets this queue would read
@@ -412,7 +412,7 @@ PrepareBackfill(void)
 	Oid			backfill_args[] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZOID};
 	Oid			int8_text[] = {INT8OID, TEXTOID};
 	Oid			update_args[] = {INT8OID, TEXTOID, BOOLOID, TIMESTAMPTZOID, TEXTOID};
-	Oid			notify_args[] = {INT8OID, TEXTOID};
+	Oid			notify_args[] = {INT8OID, TEXTOID, TEXTOID};
 	Oid			cancel_args[] = {INT8OID, INT8OID, TIMESTAMPTZOID, TEXTOID};
 
 	KeepPlan(&MmTickPlan.load_backfills,
@@ -461,13 +461,13 @@ PrepareBackfill(void)
 			 " WHERE id OPERATOR(pg_catalog.=) $1 AND queue OPERATOR(pg_catalog.=) $5",
 			 5, update_args);
 	KeepPlan(&MmTickPlan.notify_match,
-			 "SELECT mm.notify_match_event('backfill_filled', $1, CAST($2 AS pg_catalog.jsonb))",
-			 2, notify_args);
+			 "SELECT mm.notify_match_event('backfill_filled', $3, $1, CAST($2 AS pg_catalog.jsonb))",
+			 3, notify_args);
 	/* a request the queue's current teams cannot serve */
 	KeepPlan(&MmTickPlan.cancel_backfill,
 			 "WITH cancelled AS (UPDATE mm.backfill_requests SET status = 'cancelled', updated_at = $3"
 			 " WHERE id OPERATOR(pg_catalog.=) $1 AND queue OPERATOR(pg_catalog.=) $4 RETURNING id)"
-			 " SELECT mm.notify_match_event('backfill_cancelled', $2,"
+			 " SELECT mm.notify_match_event('backfill_cancelled', $4, $2,"
 			 " pg_catalog.jsonb_build_object('request_id', c.id, 'reason', 'queue_teams_changed'))"
 			 " FROM cancelled c",
 			 4, cancel_args);

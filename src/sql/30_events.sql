@@ -45,3 +45,14 @@ COMMENT ON FUNCTION mm.notify_match_event(text, bigint, jsonb) IS
 'Internal: queues a signed match event {"event", "queue", "match_id", "status", <details>} on mm_events, sent at commit';
 REVOKE ALL ON FUNCTION mm.notify_match_event(text, bigint, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.notify_match_event(text, bigint, jsonb) TO mm_admin;
+
+-- The same for a match of a known queue, read by (queue, id): on Citus the
+-- queue's shard only (the lifecycle's calls by queue and the tick).
+CREATE FUNCTION mm.notify_match_event(event text, queue text, match_id bigint, details jsonb)
+RETURNS void
+LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'mm_notify_queue_match_event';
+COMMENT ON FUNCTION mm.notify_match_event(text, text, bigint, jsonb) IS
+'Internal: queues a signed match event of a queue''s match (read by queue and id) on mm_events, sent at commit';
+REVOKE ALL ON FUNCTION mm.notify_match_event(text, text, bigint, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.notify_match_event(text, text, bigint, jsonb) TO mm_admin;

@@ -586,8 +586,8 @@ BEGIN
 		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	IF mm.tables_are_distributed() THEN
-		RETURN (mm.create_tickets_on_shards(create_ticket.queue, NULL, ARRAY[create_ticket.players],
-											create_ticket.now))[1];
+		RETURN mm.create_ticket_on_shards(create_ticket.queue, NULL, create_ticket.players,
+										  create_ticket.now);
 	END IF;
 	-- the trigger validates and claims the players, as for a plain INSERT
 	INSERT INTO mm.tickets (queue, players, created_at)
@@ -934,9 +934,9 @@ BEGIN
 		RAISE EXCEPTION 'players must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	IF mm.tables_are_distributed() THEN
-		RETURN (mm.create_tickets_on_shards(create_ticket.queues[array_lower(create_ticket.queues, 1)],
+		RETURN mm.create_ticket_on_shards(create_ticket.queues[array_lower(create_ticket.queues, 1)],
 			nullif(create_ticket.queues[array_lower(create_ticket.queues, 1) + 1:], '{}'),
-			ARRAY[create_ticket.players], create_ticket.now))[1];
+			create_ticket.players, create_ticket.now);
 	END IF;
 	-- the first queue is the ticket's own; the triggers check the others
 	INSERT INTO mm.tickets (queue, queues, players, created_at)

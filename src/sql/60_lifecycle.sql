@@ -192,7 +192,7 @@ BEGIN
 		   AND t.match_id = cancel_proposed_match.match_id AND t.status = 'proposed'
 		RETURNING t.id)
 	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM back;
-	PERFORM mm.notify_match_event('match_cancelled', cancel_proposed_match.match_id,
+	PERFORM mm.notify_match_event('match_cancelled', cancel_proposed_match.queue, cancel_proposed_match.match_id,
 		jsonb_build_object('reason', cancel_proposed_match.reason,
 						   'requeued_tickets', to_jsonb(requeued),
 						   'cancelled_tickets', to_jsonb(cancelled)));
@@ -299,7 +299,7 @@ BEGIN
 		DELETE FROM mm.ticket_queues o
 		 WHERE o.queue = ANY (listed || m.queue) AND o.ticket_id = ANY (moved);
 	END IF;
-	PERFORM mm.notify_match_event('match_ready', m.id, '{}');
+	PERFORM mm.notify_match_event('match_ready', m.queue, m.id, '{}');
 	RETURN 'ready';
 END
 $$;
@@ -417,7 +417,7 @@ BEGIN
 	 WHERE x.queue = m.queue AND x.id = m.id;
 	-- any role may LISTEN: the join data stays out of the event, a player's
 	-- backend reads it with mm.get_assignment (the ticket's token)
-	PERFORM mm.notify_match_event('match_assigned', m.id, '{}');
+	PERFORM mm.notify_match_event('match_assigned', m.queue, m.id, '{}');
 END
 $$;
 COMMENT ON FUNCTION mm.assign(text, bigint, text, jsonb) IS
@@ -664,7 +664,7 @@ BEGIN
 	  FROM unnest(player_ids, player_tickets) u(p, t)
 	 WHERE NOT u.t = ANY (requeued);
 	PERFORM mm.release_claims(stale_players, stale_tickets);
-	PERFORM mm.notify_match_event('match_cancelled', m.id,
+	PERFORM mm.notify_match_event('match_cancelled', m.queue, m.id,
 		jsonb_build_object('reason', requeue_match.reason, 'requeued_tickets', to_jsonb(requeued),
 						   'cancelled_tickets', '[]'::jsonb));
 	RETURN requeued;
@@ -715,7 +715,7 @@ BEGIN
 	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = complete_match.now
 	 WHERE b.queue = m.queue AND b.match_id = m.id AND b.status = 'open';
 	PERFORM mm.release_match_players(m.queue, m.id);
-	PERFORM mm.notify_match_event('match_completed', m.id, '{}');
+	PERFORM mm.notify_match_event('match_completed', m.queue, m.id, '{}');
 END
 $$;
 COMMENT ON FUNCTION mm.complete_match(text, bigint, timestamptz) IS
@@ -781,7 +781,7 @@ BEGIN
 	 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.player_id = leave_match.player_id;
 	DELETE FROM mm.active_players a
 	 WHERE a.player_id = leave_match.player_id AND a.ticket_id = player_ticket;
-	PERFORM mm.notify_match_event('player_left', m.id,
+	PERFORM mm.notify_match_event('player_left', m.queue, m.id,
 		jsonb_build_object('player_id', leave_match.player_id));
 	-- leaving a live match early is an offence (penalties)
 	PERFORM mm.record_offences(m.queue, ARRAY[leave_match.player_id], 'leave', m.id, leave_match.now);
@@ -795,7 +795,7 @@ BEGIN
 		 WHERE b.queue = m.queue AND b.match_id = m.id AND b.status = 'open'
 		RETURNING b.id, b.open_slots INTO request_id, slots;
 		IF request_id IS NOT NULL THEN
-			PERFORM mm.notify_match_event('backfill_requested', m.id,
+			PERFORM mm.notify_match_event('backfill_requested', m.queue, m.id,
 				jsonb_build_object('request_id', request_id, 'open_slots', slots));
 		ELSE
 			BEGIN
@@ -940,7 +940,7 @@ BEGIN
 	INSERT INTO mm.backfill_requests (match_id, queue, open_slots, created_at)
 	VALUES (m.id, m.queue, slots, request_backfill.now)
 	RETURNING id INTO request_id;
-	PERFORM mm.notify_match_event('backfill_requested', m.id,
+	PERFORM mm.notify_match_event('backfill_requested', m.queue, m.id,
 		jsonb_build_object('request_id', request_id, 'open_slots', slots));
 	RETURN request_id;
 END
@@ -993,7 +993,7 @@ BEGIN
 	IF request_id IS NULL THEN
 		RETURN false;
 	END IF;
-	PERFORM mm.notify_match_event('backfill_cancelled', cancel_backfill.match_id,
+	PERFORM mm.notify_match_event('backfill_cancelled', cancel_backfill.queue, cancel_backfill.match_id,
 		jsonb_build_object('request_id', request_id));
 	RETURN true;
 END

@@ -121,7 +121,7 @@ BEGIN
 										low_priority_games, created_at)
 		VALUES (r.id, record_offences.queue, record_offences.match_id, record_offences.reason, offence_count,
 				cooldown, lp_left, record_offences.now);
-		PERFORM mm.notify_match_event('player_penalised', record_offences.match_id,
+		PERFORM mm.notify_match_event('player_penalised', record_offences.queue, record_offences.match_id,
 			jsonb_build_object('player_id', r.id, 'reason', record_offences.reason, 'offences', offence_count,
 							   'cooldown_until', cooldown, 'low_priority_games', lp_left));
 		recorded := recorded + 1;

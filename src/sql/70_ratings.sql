@@ -664,7 +664,7 @@ BEGIN
 		-- a big free-for-all: the compact form (the ranks are in mm.match_results)
 		event_details := jsonb_build_object('winner', winner, 'truncated', true);
 	END IF;
-	PERFORM mm.notify_match_event('match_result', m.id, event_details);
+	PERFORM mm.notify_match_event('match_result', m.queue, m.id, event_details);
 
 	RETURN QUERY
 	SELECT u.id, u.team, u.rank,

@@ -254,32 +254,29 @@ COMMENT ON FUNCTION mm.refuse_ticket_write_on_shard(text) IS
 REVOKE ALL ON FUNCTION mm.refuse_ticket_write_on_shard(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.refuse_ticket_write_on_shard(text) TO mm_admin;
 
--- Tickets on Citus, through the coordinator (mm.create_ticket and
--- mm.create_tickets call this once the tables are sharded): the checks of
--- the ticket triggers done here (each queue's config validates the players,
--- in order; the queues of one ticket share a shard), the players claimed on
--- their shards in one statement, then the tickets written to their queue's
--- shard in one statement, straight into the active partition (the parent's
--- triggers are for one node).  Returns the ids in the order of players.
-CREATE FUNCTION mm.create_tickets_on_shards(queue text, other_queues text[], players jsonb[],
-											now timestamptz)
-RETURNS bigint[]
-LANGUAGE plpgsql
+-- The queues of a new ticket on Citus: the queue and the other queues exist,
+-- none repeats the queue, all share the queue's shard (one ticket is written
+-- to one shard).  Reads only the reference table and Citus's metadata.
+CREATE FUNCTION mm.check_ticket_queues_on_shards(queue text, other_queues text[])
+RETURNS void
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	ids bigint[];
 	q text;
 	shard bigint;
 BEGIN
-	PERFORM FROM mm.queues x WHERE x.name = create_tickets_on_shards.queue;
+	PERFORM FROM mm.queues x WHERE x.name = check_ticket_queues_on_shards.queue;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'queue "%" does not exist', create_tickets_on_shards.queue
+		RAISE EXCEPTION 'queue "%" does not exist', check_ticket_queues_on_shards.queue
 			USING ERRCODE = 'undefined_object';
 	END IF;
-	shard := pg_catalog.get_shard_id_for_distribution_column('mm.tickets', create_tickets_on_shards.queue);
-	FOREACH q IN ARRAY coalesce(create_tickets_on_shards.other_queues, '{}') LOOP
-		IF q = create_tickets_on_shards.queue THEN
+	IF check_ticket_queues_on_shards.other_queues IS NULL THEN
+		RETURN;
+	END IF;
+	shard := pg_catalog.get_shard_id_for_distribution_column('mm.tickets', check_ticket_queues_on_shards.queue);
+	FOREACH q IN ARRAY check_ticket_queues_on_shards.other_queues LOOP
+		IF q = check_ticket_queues_on_shards.queue THEN
 			RAISE EXCEPTION 'invalid ticket at queues: "%" repeats the ticket''s queue', q
 				USING ERRCODE = 'invalid_parameter_value';
 		END IF;
@@ -289,11 +286,152 @@ BEGIN
 		END IF;
 		IF pg_catalog.get_shard_id_for_distribution_column('mm.tickets', q) <> shard THEN
 			RAISE EXCEPTION 'queues "%" and "%" are on different shards: one ticket cannot search in both',
-				  create_tickets_on_shards.queue, q
+				  check_ticket_queues_on_shards.queue, q
 				USING ERRCODE = 'feature_not_supported',
 					  HINT = 'On Citus a ticket may combine only the queues of one shard (docs/scale-out.md).';
 		END IF;
 	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION mm.check_ticket_queues_on_shards(text, text[]) IS
+'Internal: on Citus, refuses a ticket whose queues do not exist, repeat, or sit on different shards';
+REVOKE ALL ON FUNCTION mm.check_ticket_queues_on_shards(text, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.check_ticket_queues_on_shards(text, text[]) TO mm_admin;
+
+-- Refuses a player whose claim (mm.active_players) a new ticket on Citus
+-- could not take: 23505 with the message of one node (mm.claim_players).
+-- The claim's own key violation would reach the caller as Citus's XX000
+-- naming the shard's index, and catching it costs a subtransaction (a
+-- SAVEPOINT on every node of the transaction) per ticket: the claims skip a
+-- taken player (ON CONFLICT DO NOTHING, which waits for a concurrent claim
+-- as the key does) and this names it.  Reads the player's shard, and the
+-- holder ticket's queue's.
+CREATE FUNCTION mm.refuse_taken_player(player_id text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	holder record;
+	holder_status text;
+	live record;
+BEGIN
+	SELECT a.ticket_id, a.queue INTO holder
+	  FROM mm.active_players a WHERE a.player_id = refuse_taken_player.player_id;
+	IF holder.ticket_id IS NOT NULL THEN
+		SELECT t.status INTO holder_status
+		  FROM mm.tickets_active t WHERE t.queue = holder.queue AND t.id = holder.ticket_id;
+		IF holder_status IS NULL THEN
+			SELECT m.id, m.status INTO live
+			  FROM mm.tickets_ended t
+			  JOIN mm.matches m ON m.queue = t.queue AND m.id = t.match_id
+			  JOIN mm.match_players mp ON mp.queue = m.queue AND mp.match_id = m.id
+				   AND mp.player_id = refuse_taken_player.player_id
+			 WHERE t.queue = holder.queue AND t.id = holder.ticket_id
+			   AND m.status IN ('proposed', 'ready', 'assigned') AND mp.left_at IS NULL;
+			IF live.id IS NOT NULL THEN
+				RAISE EXCEPTION 'player "%" is in match %, which is %', refuse_taken_player.player_id,
+					  live.id, live.status
+					USING ERRCODE = 'unique_violation',
+						  DETAIL = format('Ticket %s brought the player into the match.', holder.ticket_id),
+						  HINT = 'A player in a live match cannot search until the match is completed or cancelled, or the player leaves it (mm.leave_match).';
+			END IF;
+		ELSE
+			RAISE EXCEPTION 'player "%" already has an active ticket', refuse_taken_player.player_id
+				USING ERRCODE = 'unique_violation',
+					  DETAIL = format('Ticket %s holds the player and is %s.', holder.ticket_id, holder_status),
+					  HINT = 'A player can be in one searching or proposed ticket at a time; cancel that ticket first.';
+		END IF;
+	END IF;
+	-- a ticket of this batch, or a claim whose ticket is gone
+	RAISE EXCEPTION 'player "%" already has an active ticket', refuse_taken_player.player_id
+		USING ERRCODE = 'unique_violation';
+END
+$$;
+COMMENT ON FUNCTION mm.refuse_taken_player(text) IS
+'Internal: on Citus, refuses a new ticket''s player who is already claimed (23505, naming the ticket or match that holds the player)';
+REVOKE ALL ON FUNCTION mm.refuse_taken_player(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.refuse_taken_player(text) TO mm_admin;
+
+-- One ticket on Citus (mm.create_ticket calls this once the tables are
+-- sharded).  Every statement names its distribution column, so Citus
+-- routes each to one shard: the queue's config validates the players
+-- (errors at players[0]..., as on one node), then per player, in player
+-- order (no deadlock with a concurrent claim), the claim and the cooldown
+-- check on the player's shard, then the ticket on the queue's shard.  The
+-- transaction spans at most the queue's node and the players' nodes.
+CREATE FUNCTION mm.create_ticket_on_shards(queue text, other_queues text[], players jsonb,
+										   now timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	new_id bigint;
+	all_queues text[];
+	pid text;
+	q text;
+BEGIN
+	PERFORM mm.check_ticket_queues_on_shards(create_ticket_on_shards.queue, create_ticket_on_shards.other_queues);
+	all_queues := array_prepend(create_ticket_on_shards.queue, coalesce(create_ticket_on_shards.other_queues, '{}'));
+	FOREACH q IN ARRAY all_queues LOOP
+		PERFORM mm.validate_ticket(q, create_ticket_on_shards.players, create_ticket_on_shards.now);
+	END LOOP;
+	new_id := pg_catalog.nextval('mm.tickets_id_seq');
+	FOR pid IN SELECT e.value ->> 'id' FROM jsonb_array_elements(create_ticket_on_shards.players) e ORDER BY 1 LOOP
+		INSERT INTO mm.active_players (player_id, ticket_id, queue)
+		VALUES (pid, new_id, create_ticket_on_shards.queue)
+		ON CONFLICT DO NOTHING;
+		IF NOT FOUND THEN
+			PERFORM mm.refuse_taken_player(pid);
+		END IF;
+		-- after the claim, as on one node: a claim waits for a concurrent
+		-- offence that released the player, whose cooldown this then sees
+		PERFORM FROM mm.player_penalties p
+		 WHERE p.player_id = pid AND p.queue = ANY (all_queues) AND p.cooldown_until > create_ticket_on_shards.now;
+		IF FOUND THEN
+			PERFORM mm.refuse_cooled_down_players(array_fill(pid, ARRAY[cardinality(all_queues)]), all_queues,
+												  array_fill(create_ticket_on_shards.now, ARRAY[cardinality(all_queues)]));
+		END IF;
+	END LOOP;
+	INSERT INTO mm.tickets_active (id, queue, queues, players, created_at)
+	VALUES (new_id, create_ticket_on_shards.queue, create_ticket_on_shards.other_queues,
+			create_ticket_on_shards.players, create_ticket_on_shards.now);
+	FOREACH q IN ARRAY coalesce(create_ticket_on_shards.other_queues, '{}') LOOP
+		INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
+		VALUES (q, new_id, create_ticket_on_shards.now);
+	END LOOP;
+	RETURN new_id;
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) IS
+'Internal: mm.create_ticket on Citus (each statement routed to one shard: the players'' claims and cooldowns on theirs, the ticket on its queue''s)';
+REVOKE ALL ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) TO mm_admin;
+
+-- Tickets on Citus, through the coordinator (mm.create_tickets calls this
+-- once the tables are sharded): the checks of the ticket triggers done
+-- here (each queue's config validates the players, in order; the queues of
+-- one ticket share a shard), the players claimed on their shards in one
+-- statement, then the tickets written to their queue's shard in one
+-- statement, straight into the active partition (the parent's triggers are
+-- for one node).  Returns the ids in the order of players.
+CREATE FUNCTION mm.create_tickets_on_shards(queue text, other_queues text[], players jsonb[],
+											now timestamptz)
+RETURNS bigint[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	ids bigint[];
+	q text;
+	claimed integer;
+	player_ids text[];
+	pid text;
+	tid bigint;
+BEGIN
+	PERFORM mm.check_ticket_queues_on_shards(create_tickets_on_shards.queue, create_tickets_on_shards.other_queues);
 	PERFORM mm.validate_tickets(create_tickets_on_shards.queue, create_tickets_on_shards.players,
 								create_tickets_on_shards.now);
 	FOREACH q IN ARRAY coalesce(create_tickets_on_shards.other_queues, '{}') LOOP
@@ -301,20 +439,51 @@ BEGIN
 	END LOOP;
 	ids := ARRAY(SELECT pg_catalog.nextval('mm.tickets_id_seq')
 				   FROM generate_series(1, cardinality(create_tickets_on_shards.players)));
-	-- one active ticket per player: the claims' key refuses a taken player
-	-- (23505 naming the player); in player order, as on one node
-	INSERT INTO mm.active_players (player_id, ticket_id, queue)
-	SELECT e.value ->> 'id', u.id, create_tickets_on_shards.queue
-	  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players),
-		   jsonb_array_elements(u.players) e
-	 ORDER BY 1;
+	-- one active ticket per player, in player order as on one node: a
+	-- taken player (or one repeated in the batch) is skipped and refused
+	-- below with 23505 (mm.refuse_taken_player says why not the key's
+	-- error); the claims counted from RETURNING, as Citus's row count of an
+	-- INSERT ... SELECT is the rows it sent, not those inserted
+	player_ids := ARRAY(SELECT e.value ->> 'id'
+						  FROM unnest(create_tickets_on_shards.players) u(players), jsonb_array_elements(u.players) e);
+	claimed := 0;
+	FOR pid IN
+		INSERT INTO mm.active_players (player_id, ticket_id, queue)
+		SELECT e.value ->> 'id', u.id, create_tickets_on_shards.queue
+		  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players),
+			   jsonb_array_elements(u.players) e
+		 ORDER BY 1
+		ON CONFLICT DO NOTHING
+		RETURNING player_id
+	LOOP
+		claimed := claimed + 1;
+	END LOOP;
+	IF claimed < cardinality(player_ids) THEN
+		-- the first player, in batch order, whose claim is not its ticket's
+		FOR pid, tid IN
+			SELECT e.value ->> 'id', u.id
+			  FROM unnest(ids, create_tickets_on_shards.players) WITH ORDINALITY AS u(id, players, ord),
+				   jsonb_array_elements(u.players) WITH ORDINALITY AS e(value, pord)
+			 ORDER BY u.ord, e.pord
+		LOOP
+			PERFORM FROM mm.active_players a WHERE a.player_id = pid AND a.ticket_id = tid;
+			IF NOT FOUND THEN
+				PERFORM mm.refuse_taken_player(pid);
+			END IF;
+		END LOOP;
+	END IF;
 	-- a player cooling down after an offence may not queue (penalties), as
-	-- on one node: checked after the claim
-	PERFORM mm.refuse_cooled_down_players(array_agg(e.value ->> 'id'), array_agg(q.queue),
-										  array_agg(create_tickets_on_shards.now))
-	  FROM unnest(create_tickets_on_shards.players) AS u(players), jsonb_array_elements(u.players) e,
-		   unnest(array_prepend(create_tickets_on_shards.queue,
-								coalesce(create_tickets_on_shards.other_queues, '{}'))) q(queue);
+	-- on one node: checked after the claim, on the players' shards
+	PERFORM FROM mm.player_penalties p
+	 WHERE p.player_id = ANY (player_ids) AND p.cooldown_until > create_tickets_on_shards.now
+	 LIMIT 1;
+	IF FOUND THEN
+		PERFORM mm.refuse_cooled_down_players(array_agg(e.value ->> 'id'), array_agg(q.queue),
+											  array_agg(create_tickets_on_shards.now))
+		  FROM unnest(create_tickets_on_shards.players) AS u(players), jsonb_array_elements(u.players) e,
+			   unnest(array_prepend(create_tickets_on_shards.queue,
+									coalesce(create_tickets_on_shards.other_queues, '{}'))) q(queue);
+	END IF;
 	INSERT INTO mm.tickets_active (id, queue, queues, players, created_at)
 	SELECT u.id, create_tickets_on_shards.queue, create_tickets_on_shards.other_queues, u.players,
 		   create_tickets_on_shards.now
@@ -326,7 +495,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) IS
-'Internal: mm.create_ticket(s) on Citus (checks, claims the players on their shards, writes the tickets to their queue''s shard)';
+'Internal: mm.create_tickets on Citus (checks, claims the players on their shards, writes the tickets to their queue''s shard)';
 REVOKE ALL ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) TO mm_admin;
 

@@ -21,10 +21,24 @@
 #      (from the first tick's start to the last one's end).
 #      The machine's cores bound this: with 2 cores the two workers and the
 #      coordinator share them.
-#   3. ingest (tickets/s; reported, no target): mm.create_ticket from 8
-#      pgbench clients for MM_BENCH_CITUS_PGBENCH_SECONDS (10), and
-#      mm.create_tickets in batches of 1,000 from one session, through the
-#      coordinator vs the plain node.
+#   3. ingest (tickets/s): mm.create_ticket (constant arguments, as a
+#      backend's parameters: a volatile one keeps Citus from delegating the
+#      call to the queue's worker) from 8 pgbench clients for
+#      MM_BENCH_CITUS_PGBENCH_SECONDS (10), and mm.create_tickets in batches
+#      of 1,000 from one session, through the coordinator vs the plain node
+#      (issue 29's targets: >= 0.5x and >= 0.8x).
+#   4. CPU cost: the CPU time (utime + stime from /proc, the postmasters'
+#      exited children included) of every PostgreSQL process of the nodes
+#      per 1,000 tickets created and matched: 8 pgbench clients creating
+#      1v1 tickets in two queues (on Citus one on each worker) for
+#      MM_BENCH_CITUS_PGBENCH_SECONDS while one session ticks both queues
+#      every 0.2 s; all three Citus nodes against the plain node (target
+#      <= 1.5x).
+#   5. a lifecycle call by (queue, id) through the coordinator vs on the
+#      plain node: the mean latency of mm.heartbeat(queue, id) from one
+#      pgbench client (target <= 2x).
+# MM_BENCH_CITUS_PARTS picks the parts (default "tick pair ingest cpu
+# lifecycle"), e.g. MM_BENCH_CITUS_PARTS="ingest cpu lifecycle".
 # Run by: bash test/bench/run.sh citus
 set -euo pipefail
 
@@ -32,6 +46,8 @@ runs=${MM_BENCH_CITUS_RUNS:-3}
 n=${MM_BENCH_CITUS_TICKETS:-20000}
 n_pair=${MM_BENCH_CITUS_PAIR_TICKETS:-50000}
 pgbench_seconds=${MM_BENCH_CITUS_PGBENCH_SECONDS:-10}
+parts=" ${MM_BENCH_CITUS_PARTS:-tick pair ingest cpu lifecycle} "
+part() { [[ "$parts" == *" $1 "* ]]; }
 now="2026-01-01 00:10:00+00"
 plain_db=${PGDATABASE:-mm_bench}
 sock=$PGHOST
@@ -129,7 +145,8 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[
 
 # --- 1. a tick on a worker vs on the plain node ---
 worker_totals=() worker_writes=() plain_totals=() plain_writes=() routed=() plain_calls=()
-for r in $(seq 0 "$runs"); do
+wt=- ww=- pt=- pw=- rt=- pc=- pt2=- ps2=-
+part tick && for r in $(seq 0 "$runs"); do
 	queue=$(queue_on "${ports[1]}" "tw${r}_")
 	qc -c "SELECT mm.create_queue('$queue', '$config')" >/dev/null
 	tickets_sql "$queue" | qc >/dev/null
@@ -161,12 +178,14 @@ for r in $(seq 0 "$runs"); do
 	routed+=("$routed_ms") plain_calls+=("$plain_call_ms")
 	say "run $r: worker $wt ms (write $ww), plain $pt ms (write $pw); one call: coordinator $routed_ms ms, plain $plain_call_ms ms; $wm matches"
 done
-wt=$(printf '%s\n' "${worker_totals[@]}" | median)
-ww=$(printf '%s\n' "${worker_writes[@]}" | median)
-pt=$(printf '%s\n' "${plain_totals[@]}" | median)
-pw=$(printf '%s\n' "${plain_writes[@]}" | median)
-rt=$(printf '%s\n' "${routed[@]}" | median)
-pc=$(printf '%s\n' "${plain_calls[@]}" | median)
+if part tick; then
+	wt=$(printf '%s\n' "${worker_totals[@]}" | median)
+	ww=$(printf '%s\n' "${worker_writes[@]}" | median)
+	pt=$(printf '%s\n' "${plain_totals[@]}" | median)
+	pw=$(printf '%s\n' "${plain_writes[@]}" | median)
+	rt=$(printf '%s\n' "${routed[@]}" | median)
+	pc=$(printf '%s\n' "${plain_calls[@]}" | median)
+fi
 
 # --- 2. two queues on two workers: at the same time vs one after the other ---
 # Warm sessions on the coordinator (each has ticked its queues once with a
@@ -184,7 +203,7 @@ session_sql() {
 }
 span_ms() { awk '{v[NR] = $1} END {min = v[1]; max = v[1]; for (i in v) {if (v[i] < min) min = v[i]; if (v[i] > max) max = v[i]}; printf "%.0f", (max - min) * 1000}'; }
 pair_together=() pair_sequential=()
-for r in $(seq 1 "$runs"); do
+part pair && for r in $(seq 1 "$runs"); do
 	for mode in together sequential; do
 		qa=$(queue_on "${ports[1]}" "pa${r}${mode}_")
 		qb=$(queue_on "${ports[2]}" "pb${r}${mode}_")
@@ -204,37 +223,140 @@ for r in $(seq 1 "$runs"); do
 		fi
 	done
 done
-pt2=$(printf '%s\n' "${pair_together[@]}" | median)
-ps2=$(printf '%s\n' "${pair_sequential[@]}" | median)
+if part pair; then
+	pt2=$(printf '%s\n' "${pair_together[@]}" | median)
+	ps2=$(printf '%s\n' "${pair_sequential[@]}" | median)
+fi
 
 # --- 3. ingest through the coordinator vs the plain node ---
-qc -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
-q -d "$plain_db" -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
-cat > "$dir/create_ticket.pgbench" <<'EOF'
-\set id random(1, 1000000000)
-SELECT mm.create_ticket('ingest', jsonb_build_array(jsonb_build_object('id', 'i' || :client_id || '-' || :id || '-' || random(),
-  'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50))));
-EOF
+citus_tps=- plain_tps=- citus_batch=- plain_batch=-
+# pgbench's tps of 8 clients running a script ($1) on a node (the rest)
 tps() {
-	pgbench -n -c 8 -j 2 -T "$pgbench_seconds" -f "$dir/create_ticket.pgbench" "$@" 2>"$dir/pgbench.err" |
+	local script=$1
+	shift
+	pgbench -n -c 8 -j 2 -T "$pgbench_seconds" -f "$script" "$@" 2>"$dir/pgbench.err" |
 		sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1
 }
-citus_tps=$(tps -h "$sock" -p "${ports[0]}" postgres)
-plain_tps=$(tps "$plain_db")
-# batches of 1,000 from one session, 20 of them
-batches() {
-	local start b
-	start=$(date +%s%N)
-	for b in $(seq 1 20); do
-		q "$@" -c "SELECT cardinality(mm.create_tickets('ingest', ARRAY(
-		  SELECT jsonb_build_array(jsonb_build_object('id', 'b$b-' || i,
-		           'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50)))
-		    FROM generate_series(1, 1000) i), '$now'))" >/dev/null
-	done
-	awk -v ns=$(($(date +%s%N) - start)) 'BEGIN {printf "%.0f", 20000 / (ns / 1e9)}'
+if part ingest; then
+	qc -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
+	q -d "$plain_db" -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
+	cat > "$dir/create_ticket.pgbench" <<'EOF'
+\set id random(1, 1000000000)
+\set r random(1, 1000000000)
+SELECT mm.create_ticket('ingest', '[{"id": "i:client_id-:id-:r", "attributes": {"skill": 1000}, "latencies": {"eu": 50}}]');
+EOF
+	citus_tps=$(tps "$dir/create_ticket.pgbench" -h "$sock" -p "${ports[0]}" postgres)
+	plain_tps=$(tps "$dir/create_ticket.pgbench" "$plain_db")
+	# batches of 1,000 from one session, 20 of them
+	batches() {
+		local start b
+		start=$(date +%s%N)
+		for b in $(seq 1 20); do
+			q "$@" -c "SELECT cardinality(mm.create_tickets('ingest', ARRAY(
+			  SELECT jsonb_build_array(jsonb_build_object('id', 'b$b-' || i,
+			           'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50)))
+			    FROM generate_series(1, 1000) i), '$now'))" >/dev/null
+		done
+		awk -v ns=$(($(date +%s%N) - start)) 'BEGIN {printf "%.0f", 20000 / (ns / 1e9)}'
+	}
+	citus_batch=$(batches -h "$sock" -p "${ports[0]}" -d postgres)
+	plain_batch=$(batches -d "$plain_db")
+fi
+
+# --- 4. CPU per 1,000 tickets created and matched ---
+# The CPU seconds of a node's PostgreSQL processes: the postmaster's own, its
+# exited children's (cutime + cstime: it waits for every backend) and every
+# live child's.
+node_cpu() {
+	local pmpid=$1
+	# cat skips the processes that end meanwhile
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v pm="$pmpid" -v hz="$(getconf CLK_TCK)" '
+		{
+			pid = $1; line = $0; sub(/^[^)]*\) /, "", line); split(line, f, " ")
+			# f[2] ppid, f[12] utime, f[13] stime, f[14] cutime, f[15] cstime
+			if (pid == pm) t += f[12] + f[13] + f[14] + f[15]
+			else if (f[2] == pm) t += f[12] + f[13]
+		}
+		END { printf "%.3f", t / hz }'
 }
-citus_batch=$(batches -h "$sock" -p "${ports[0]}" -d postgres)
-plain_batch=$(batches -d "$plain_db")
+cluster_cpu() {
+	local total=0 pm c
+	for pm in "$@"; do
+		c=$(node_cpu "$pm")
+		total=$(awk -v a="$total" -v b="$c" 'BEGIN {printf "%.3f", a + b}')
+	done
+	echo "$total"
+}
+cpu_citus=- cpu_plain=-
+if part cpu; then
+	duel='{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}]}'
+	cq1=$(queue_on "${ports[1]}" "cpu_a")
+	cq2=$(queue_on "${ports[2]}" "cpu_b")
+	for qn in "$cq1" "$cq2"; do
+		qc -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
+		q -d "$plain_db" -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
+	done
+	cat > "$dir/cpu.pgbench" <<EOF
+\set id random(1, 1000000000)
+\set r random(1, 1000000000)
+\set which random(1, 2)
+\if :which = 1
+SELECT mm.create_ticket('$cq1', '[{"id": "c:client_id-:id-:r"}]');
+\else
+SELECT mm.create_ticket('$cq2', '[{"id": "c:client_id-:id-:r"}]');
+\endif
+EOF
+	# one deployment's run: $1 its postmasters' pids, $2 the database, the
+	# rest the connection options; prints CPU s per 1,000 tickets
+	cpu_run() {
+		local pms=$1 db=$2
+		shift 2
+		local before after made matched ticker i
+		before=$(cluster_cpu $pms)
+		# one session ticks both queues every 0.2 s while pgbench runs
+		# (each call alone in its statement: Citus runs it on the queue's node)
+		for i in $(seq 1 $((pgbench_seconds * 5))); do
+			echo "SELECT mm.tick('$cq1') \\gset dummy_"
+			echo "SELECT mm.tick('$cq2') \\gset dummy_"
+			echo "SELECT pg_sleep(0.2) \\gset dummy_"
+		done | psql -X -q "$@" -d "$db" >/dev/null 2>&1 &
+		ticker=$!
+		tps "$dir/cpu.pgbench" "$@" "$db" >/dev/null
+		wait "$ticker" || true
+		# the last tickets are matched too
+		q "$@" -d "$db" -c "SELECT mm.tick('$cq1')" >/dev/null
+		q "$@" -d "$db" -c "SELECT mm.tick('$cq2')" >/dev/null
+		after=$(cluster_cpu $pms)
+		made=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$cq1', '$cq2')")
+		matched=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$cq1', '$cq2') AND status = 'matched'")
+		say "cpu: $made tickets created, $matched matched, $(awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f", b - a}') CPU s"
+		awk -v a="$before" -v b="$after" -v n="$made" 'BEGIN {printf "%.3f", (n > 0) ? (b - a) / n * 1000 : 0}'
+	}
+	pm_of() { head -1 "$1/postmaster.pid"; }
+	cpu_citus=$(cpu_run "$(pm_of "$dir/n${ports[0]}") $(pm_of "$dir/n${ports[1]}") $(pm_of "$dir/n${ports[2]}")" \
+		postgres -h "$sock" -p "${ports[0]}")
+	plain_pm=$(pm_of "$(q -d "$plain_db" -c "SHOW data_directory")")
+	cpu_plain=$(cpu_run "$plain_pm" "$plain_db")
+fi
+
+# --- 5. a lifecycle call by (queue, id): latency ---
+lc_citus=- lc_plain=-
+if part lifecycle; then
+	lq=$(queue_on "${ports[1]}" "life")
+	qc -c "SELECT mm.create_queue('$lq', '$config')" >/dev/null
+	q -d "$plain_db" -c "SELECT mm.create_queue('$lq', '$config')" >/dev/null
+	# the mean latency of mm.heartbeat(queue, id) of one ticket, one client
+	latency() {
+		local id db=$1
+		shift
+		id=$(q "$@" -d "$db" -c "SELECT mm.create_ticket('$lq', '[{\"id\": \"beat\", \"attributes\": {\"skill\": 1}, \"latencies\": {\"eu\": 50}}]')")
+		echo "SELECT mm.heartbeat('$lq', $id);" > "$dir/beat.pgbench"
+		pgbench -n -c 1 -T "$pgbench_seconds" -f "$dir/beat.pgbench" "$@" "$db" 2>/dev/null |
+			sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' | head -1
+	}
+	lc_citus=$(latency postgres -h "$sock" -p "${ports[0]}")
+	lc_plain=$(latency "$plain_db")
+fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
 cores=$(nproc 2>/dev/null || echo '?')
@@ -247,6 +369,8 @@ Scale-out benchmark: $n tickets per tick, medians of $runs runs, $cores cores
 | its write phase, ms | $ww | $pw | $(ratio "$ww" "$pw")x | |
 | one psql call of the tick, on the coordinator vs on the node, ms (wall) | $rt | $pc | $(ratio "$rt" "$pc")x | |
 | two queues ($n_pair tickets each) on two workers: at once (Citus) vs one after the other (Citus), ms | $pt2 | $ps2 | $(ratio "$pt2" "$ps2")x | <= 0.65x |
-| mm.create_ticket, 8 clients, tickets/s | ${citus_tps%.*} | ${plain_tps%.*} | $(ratio "$citus_tps" "$plain_tps")x | (reported) |
-| mm.create_tickets, batches of 1,000, tickets/s | $citus_batch | $plain_batch | $(ratio "$citus_batch" "$plain_batch")x | (reported) |
+| mm.create_ticket, 8 clients, tickets/s | ${citus_tps%.*} | ${plain_tps%.*} | $(ratio "$citus_tps" "$plain_tps")x | >= 0.5x |
+| mm.create_tickets, batches of 1,000, tickets/s | $citus_batch | $plain_batch | $(ratio "$citus_batch" "$plain_batch")x | >= 0.8x |
+| CPU s of all nodes' PostgreSQL processes per 1,000 tickets created and matched | $cpu_citus | $cpu_plain | $(ratio "$cpu_citus" "$cpu_plain")x | <= 1.5x |
+| mm.heartbeat(queue, id): coordinator vs node, mean ms | $lc_citus | $lc_plain | $(ratio "$lc_citus" "$lc_plain")x | <= 2x |
 TABLE
