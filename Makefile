@@ -39,7 +39,8 @@ include $(PGXS)
 # part of the upgrade as it is (MM_NEW_IN_VERSION), after the upgrade's own
 # files: one text for both scripts.
 MM_NEW_IN_VERSION = $(srcdir)/src/sql/45_ticket_batches.sql $(srcdir)/src/sql/65_penalties.sql \
-	$(srcdir)/src/sql/75_ranked_play.sql $(srcdir)/src/sql/77_player_data.sql $(srcdir)/src/sql/85_replay.sql \
+	$(srcdir)/src/sql/75_ranked_play.sql $(srcdir)/src/sql/77_player_data.sql $(srcdir)/src/sql/82_fairness.sql \
+	$(srcdir)/src/sql/85_replay.sql \
 	$(srcdir)/src/sql/95_scale_out.sql
 
 matchmaking--$(MM_PREVIOUS)--$(MM_VERSION).sql: $(sort $(wildcard $(srcdir)/upgrade/$(MM_PREVIOUS)--$(MM_VERSION)/*.sql)) $(MM_NEW_IN_VERSION)
