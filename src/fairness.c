@@ -253,13 +253,58 @@ ReplayMatch(const ReplaySettings *s, int n, const int32 *row, const int32 *side,
 	return prediction;
 }
 
+/* A row's text element as a C string (the arrays have no NULLs). */
+static char **
+TextArrayStrings(ArrayType *array, const char *argname, int *count)
+{
+	Datum	   *elements;
+	bool	   *nulls;
+	char	  **strings;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%s must be a one-dimensional array", argname)));
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elements, &nulls, count);
+	strings = palloc(sizeof(char *) * Max(*count, 1));
+	for (int i = 0; i < *count; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not contain NULL", argname)));
+		strings[i] = TextDatumGetCString(elements[i]);
+	}
+	return strings;
+}
+
+typedef struct PlayerRow
+{
+	const char *id;
+	int			row;
+} PlayerRow;
+
+static int
+ComparePlayerRows(const void *a, const void *b)
+{
+	const PlayerRow *x = (const PlayerRow *) a;
+	const PlayerRow *y = (const PlayerRow *) b;
+	int			c = strcmp(x->id, y->id);
+
+	return c != 0 ? c : (x->row > y->row) - (x->row < y->row);
+}
+
 /*
  * mm.replay_ratings_core(system, tau, k, initial_rating, initial_rd,
- * initial_volatility, player_count, match_sizes, players, sides, ranks,
- * losses): the replay of matches given as consecutive player rows; returns
- * side 1's prediction per match and every player's rating, rd, volatility
- * and games after the last.  Internal to mm.replay_ratings, which checks
- * the settings and builds the arrays.
+ * initial_volatility, match_ids, player_ids, side_names, ranks, losses):
+ * the replay of results given as player rows in replay order, each match's
+ * rows consecutive (sorted here by player id); side_names is the row's team
+ * (a player's own id in a free-for-all), ranks its side's rank (0 or less:
+ * the match is skipped), losses 1 for a leaver scored as a loss.  Sides are
+ * numbered in the byte order of their names.  Returns per replayed match its
+ * id, side 1's prediction and outcome (1, 0.5, 0; NULL with more than two
+ * sides), and per player (byte order of ids) the rating, rd and games after
+ * the last.  Internal to mm.replay_ratings.
  */
 Datum
 mm_replay_ratings_core(PG_FUNCTION_ARGS)
@@ -269,36 +314,42 @@ mm_replay_ratings_core(PG_FUNCTION_ARGS)
 	double		initial_rating = PG_GETARG_FLOAT8(3);
 	double		initial_rd = PG_GETARG_FLOAT8(4);
 	double		initial_volatility = PG_GETARG_FLOAT8(5);
-	int32		player_count = PG_GETARG_INT32(6);
-	int32	   *sizes,
-			   *players,
-			   *sides,
-			   *ranks,
+	int64	   *match_ids;
+	char	  **player_ids;
+	char	  **side_names;
+	int32	   *ranks,
 			   *losses;
-	int			nmatches,
-				nrows,
+	int			nrows,
+				n_players,
 				n_sides,
 				n_ranks,
 				n_losses;
+	int32	   *player_of;
+	int32	   *side_of;
+	PlayerRow  *sorted;
+	const char **distinct_ids;
+	int			player_count = 0;
 	double	   *rating,
 			   *rd,
-			   *volatility,
-			   *prediction;
+			   *volatility;
 	int32	   *games;
+	int64	   *replayed_ids;
+	double	   *prediction,
+			   *outcome;
+	bool	   *outcome_null;
+	int			nreplayed = 0;
 	int			max_size = 1;
 	double	   *scratch;
 	int		   *iscratch;
 	TupleDesc	tupdesc;
-	Datum		values[5];
-	bool		nulls[5] = {false, false, false, false, false};
-	int			offset = 0;
+	Datum		values[7];
+	bool		nulls[7] = {false, false, false, false, false, false, false};
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3) ||
-		PG_ARGISNULL(4) || PG_ARGISNULL(5) || PG_ARGISNULL(6) || PG_ARGISNULL(7) ||
-		PG_ARGISNULL(8) || PG_ARGISNULL(9) || PG_ARGISNULL(10) || PG_ARGISNULL(11))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("replay_ratings_core arguments must not be null")));
+	for (int a = 0; a < 11; a++)
+		if (PG_ARGISNULL(a))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("replay_ratings_core arguments must not be null")));
 	system = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	if (strcmp(system, "glicko2") == 0)
 		s.system = REPLAY_GLICKO2;
@@ -315,50 +366,97 @@ mm_replay_ratings_core(PG_FUNCTION_ARGS)
 	MmCheckFinite(initial_rating, "initial_rating");
 	MmCheckPositive(initial_rd, "initial_rd");
 	MmCheckPositive(initial_volatility, "initial_volatility");
-	if (player_count < 0 || player_count > MM_REPLAY_MAX_ROWS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("player_count must be between 0 and %d", MM_REPLAY_MAX_ROWS)));
 
-	sizes = MmInt4Array(PG_GETARG_ARRAYTYPE_P(7), "match_sizes", MM_REPLAY_MAX_ROWS, &nmatches);
-	players = MmInt4Array(PG_GETARG_ARRAYTYPE_P(8), "players", MM_REPLAY_MAX_ROWS, &nrows);
-	sides = MmInt4Array(PG_GETARG_ARRAYTYPE_P(9), "sides", MM_REPLAY_MAX_ROWS, &n_sides);
-	ranks = MmInt4Array(PG_GETARG_ARRAYTYPE_P(10), "ranks", MM_REPLAY_MAX_ROWS, &n_ranks);
-	losses = MmInt4Array(PG_GETARG_ARRAYTYPE_P(11), "losses", MM_REPLAY_MAX_ROWS, &n_losses);
-	if (n_sides != nrows || n_ranks != nrows || n_losses != nrows)
+	match_ids = MmInt8Array(PG_GETARG_ARRAYTYPE_P(6), "match_ids", MM_REPLAY_MAX_ROWS, &nrows);
+	player_ids = TextArrayStrings(PG_GETARG_ARRAYTYPE_P(7), "player_ids", &n_players);
+	side_names = TextArrayStrings(PG_GETARG_ARRAYTYPE_P(8), "side_names", &n_sides);
+	ranks = MmInt4Array(PG_GETARG_ARRAYTYPE_P(9), "ranks", MM_REPLAY_MAX_ROWS, &n_ranks);
+	losses = MmInt4Array(PG_GETARG_ARRAYTYPE_P(10), "losses", MM_REPLAY_MAX_ROWS, &n_losses);
+	if (n_players != nrows || n_sides != nrows || n_ranks != nrows || n_losses != nrows)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("players, sides, ranks and losses must have the same length")));
+				 errmsg("match_ids, player_ids, side_names, ranks and losses must have the same length")));
 
-	/* every match at least two rows, players in range, sides 1..n dense */
+	/*
+	 * Each match's rows in player id order, as mm.report_result reads them
+	 * (the order its sums run in); the SQL only groups a match's rows.
+	 * Insertion sort: a match has few rows.
+	 */
+	for (int first = 0; first < nrows;)
 	{
-		int64		total = 0;
+		int			end = first;
 
-		for (int m = 0; m < nmatches; m++)
+		while (end < nrows && match_ids[end] == match_ids[first])
+			end++;
+		for (int i = first + 1; i < end; i++)
 		{
-			if (sizes[m] < 2)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("match_sizes[%d] must be at least 2", m + 1)));
-			total += sizes[m];
-			max_size = Max(max_size, sizes[m]);
+			char	   *id = player_ids[i];
+			char	   *side = side_names[i];
+			int32		rank = ranks[i];
+			int32		loss = losses[i];
+			int			j = i - 1;
+
+			while (j >= first && strcmp(player_ids[j], id) > 0)
+			{
+				player_ids[j + 1] = player_ids[j];
+				side_names[j + 1] = side_names[j];
+				ranks[j + 1] = ranks[j];
+				losses[j + 1] = losses[j];
+				j--;
+			}
+			player_ids[j + 1] = id;
+			side_names[j + 1] = side;
+			ranks[j + 1] = rank;
+			losses[j + 1] = loss;
 		}
-		if (total != nrows)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("match_sizes must add up to the length of players")));
+		first = end;
 	}
+
+	/* players numbered in the byte order of their ids */
+	sorted = palloc(sizeof(PlayerRow) * Max(nrows, 1));
 	for (int i = 0; i < nrows; i++)
 	{
-		if (players[i] < 1 || players[i] > player_count)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("players[%d] must be between 1 and player_count", i + 1)));
-		if (sides[i] < 1 || sides[i] > max_size)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("sides[%d] must be between 1 and the size of its match", i + 1)));
-		players[i]--;			/* 0-based from here on */
+		sorted[i].id = player_ids[i];
+		sorted[i].row = i;
+	}
+	qsort(sorted, nrows, sizeof(PlayerRow), ComparePlayerRows);
+	player_of = palloc(sizeof(int32) * Max(nrows, 1));
+	distinct_ids = palloc(sizeof(char *) * Max(nrows, 1));
+	for (int i = 0; i < nrows; i++)
+	{
+		if (i == 0 || strcmp(sorted[i].id, sorted[i - 1].id) != 0)
+			distinct_ids[player_count++] = sorted[i].id;
+		player_of[sorted[i].row] = player_count - 1;
+	}
+
+	/* each row's side: 1 + the distinct side names of its match before it */
+	side_of = palloc(sizeof(int32) * Max(nrows, 1));
+	for (int first = 0; first < nrows;)
+	{
+		int			end = first;
+
+		while (end < nrows && match_ids[end] == match_ids[first])
+			end++;
+		max_size = Max(max_size, end - first);
+		for (int i = first; i < end; i++)
+		{
+			int			before = 0;
+
+			for (int j = first; j < end; j++)
+			{
+				bool		seen = false;
+
+				if (strcmp(side_names[j], side_names[i]) >= 0)
+					continue;
+				/* count each smaller name once */
+				for (int m = first; m < j && !seen; m++)
+					seen = strcmp(side_names[m], side_names[j]) == 0;
+				if (!seen)
+					before++;
+			}
+			side_of[i] = before + 1;
+		}
+		first = end;
 	}
 
 	rating = palloc(sizeof(double) * Max(player_count, 1));
@@ -371,31 +469,53 @@ mm_replay_ratings_core(PG_FUNCTION_ARGS)
 		rd[p] = initial_rd;
 		volatility[p] = initial_volatility;
 	}
-	prediction = palloc(sizeof(double) * Max(nmatches, 1));
+	replayed_ids = palloc(sizeof(int64) * Max(nrows, 1));
+	prediction = palloc(sizeof(double) * Max(nrows, 1));
+	outcome = palloc(sizeof(double) * Max(nrows, 1));
+	outcome_null = palloc(sizeof(bool) * Max(nrows, 1));
 	scratch = palloc(sizeof(double) * (max_size + 1) * 11);
 	iscratch = palloc(sizeof(int) * (max_size + 1) * 2);
 
-	for (int m = 0; m < nmatches; m++)
+	for (int first = 0; first < nrows;)
 	{
-		int			n = sizes[m];
+		int			end = first;
+		int			n;
 		int			nsides = 0;
+		bool		skip = false;
 		int			stride = max_size + 1;
+		int			rank1 = 0,
+					rank2 = 0;
 
 		CHECK_FOR_INTERRUPTS();
-		for (int i = 0; i < n; i++)
-			nsides = Max(nsides, sides[offset + i]);
-		if (nsides < 2)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("match %d of the replay has fewer than two sides", m + 1)));
-		prediction[m] = ReplayMatch(&s, n, players + offset, sides + offset, ranks + offset,
-									losses + offset, rating, rd, volatility, games, nsides,
-									scratch, scratch + stride, iscratch, iscratch + stride,
-									scratch + 2 * stride, scratch + 3 * stride,
-									scratch + 4 * stride, scratch + 5 * stride,
-									scratch + 6 * stride, scratch + 7 * stride,
-									scratch + 8 * stride, scratch + 9 * stride);
-		offset += n;
+		while (end < nrows && match_ids[end] == match_ids[first])
+			end++;
+		n = end - first;
+		for (int i = first; i < end; i++)
+		{
+			nsides = Max(nsides, side_of[i]);
+			skip |= ranks[i] <= 0;
+			if (side_of[i] == 1)
+				rank1 = ranks[i];
+			else if (side_of[i] == 2)
+				rank2 = ranks[i];
+		}
+		/* as mm.report_result: no rating change with fewer than two sides */
+		if (!skip && nsides >= 2)
+		{
+			replayed_ids[nreplayed] = match_ids[first];
+			prediction[nreplayed] =
+				ReplayMatch(&s, n, player_of + first, side_of + first, ranks + first,
+							losses + first, rating, rd, volatility, games, nsides,
+							scratch, scratch + stride, iscratch, iscratch + stride,
+							scratch + 2 * stride, scratch + 3 * stride,
+							scratch + 4 * stride, scratch + 5 * stride,
+							scratch + 6 * stride, scratch + 7 * stride,
+							scratch + 8 * stride, scratch + 9 * stride);
+			outcome_null[nreplayed] = nsides != 2;
+			outcome[nreplayed] = rank1 < rank2 ? 1.0 : rank1 == rank2 ? 0.5 : 0.0;
+			nreplayed++;
+		}
+		first = end;
 	}
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -403,10 +523,21 @@ mm_replay_ratings_core(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("replay_ratings_core must be called in a context that accepts a record")));
 	tupdesc = BlessTupleDesc(tupdesc);
-	values[0] = PointerGetDatum(MmBuildFloat8Array(prediction, nmatches));
-	values[1] = PointerGetDatum(MmBuildFloat8Array(rating, player_count));
-	values[2] = PointerGetDatum(MmBuildFloat8Array(rd, player_count));
-	values[3] = PointerGetDatum(MmBuildFloat8Array(volatility, player_count));
-	values[4] = PointerGetDatum(MmBuildInt4Array(games, player_count));
+	values[0] = PointerGetDatum(MmBuildInt8Array(replayed_ids, nreplayed));
+	values[1] = PointerGetDatum(MmBuildFloat8Array(prediction, nreplayed));
+	{
+		Datum	   *o = palloc(sizeof(Datum) * Max(nreplayed, 1));
+		int			dims[1] = {nreplayed};
+		int			lbs[1] = {1};
+
+		for (int i = 0; i < nreplayed; i++)
+			o[i] = Float8GetDatum(outcome[i]);
+		values[2] = PointerGetDatum(construct_md_array(o, outcome_null, 1, dims, lbs, FLOAT8OID,
+													   sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	}
+	values[3] = PointerGetDatum(MmBuildTextArray(distinct_ids, player_count));
+	values[4] = PointerGetDatum(MmBuildFloat8Array(rating, player_count));
+	values[5] = PointerGetDatum(MmBuildFloat8Array(rd, player_count));
+	values[6] = PointerGetDatum(MmBuildInt4Array(games, player_count));
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

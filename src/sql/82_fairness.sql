@@ -290,13 +290,14 @@ AS $$
 	SELECT jsonb_build_object(
 		'matches', count(*),
 		'ties', count(*) FILTER (WHERE g.y = 0.5),
-		'deviance', -avg(g.y * log(10, g.pc::numeric)::float8 + (1 - g.y) * log(10, (1 - g.pc)::numeric)::float8),
+		-- log(float8) is log10 (a numeric logarithm would cost 100 times more)
+		'deviance', -avg(g.y * log(g.pc) + (1 - g.y) * log(1 - g.pc)),
 		'brier', avg((g.p - g.y) ^ 2),
 		'log_loss', -avg(g.y * ln(g.pe) + (1 - g.y) * ln(1 - g.pe)),
 		'accuracy', avg(((g.p > 0.5) = (g.y = 1))::int) FILTER (WHERE g.y <> 0.5 AND g.p <> 0.5),
 		'decided', count(*) FILTER (WHERE g.y <> 0.5 AND g.p <> 0.5),
 		'baseline', jsonb_build_object(
-			'deviance', CASE WHEN count(*) > 0 THEN log(10, 2::numeric)::float8 END,
+			'deviance', CASE WHEN count(*) > 0 THEN log(2::float8) END,
 			'brier', avg((0.5 - g.y) ^ 2),
 			'log_loss', CASE WHEN count(*) > 0 THEN ln(2::float8) END,
 			'accuracy', CASE WHEN count(*) > 0 THEN 0.5 END),
@@ -518,29 +519,30 @@ COMMENT ON FUNCTION mm.fairness_report(text, timestamptz, timestamptz, float8) I
 REVOKE ALL ON FUNCTION mm.fairness_report(text, timestamptz, timestamptz, float8) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.fairness_report(text, timestamptz, timestamptz, float8) TO mm_analyst, mm_admin;
 
--- The core of mm.replay_ratings (src/fairness.c): matches as consecutive
--- player rows (players 1..player_count, sides numbered in the order of
--- their names, each row's side rank, losses 1 for a leaver scored as a
--- loss); side 1's prediction per match and every player's state after.
+-- The core of mm.replay_ratings (src/fairness.c): the results as player
+-- rows in replay order (a match's rows together, in player order), each
+-- row's side name (team, or the player in a free-for-all), its side's rank
+-- and whether it is a leaver scored as a loss; per replayed match its id,
+-- side 1's prediction and outcome, per player the state after.
 CREATE FUNCTION mm.replay_ratings_core(system text, tau float8, k float8, initial_rating float8,
-									   initial_rd float8, initial_volatility float8, player_count integer,
-									   match_sizes integer[], players integer[], sides integer[],
-									   ranks integer[], losses integer[],
-									   OUT predictions float8[], OUT ratings float8[], OUT rds float8[],
-									   OUT volatilities float8[], OUT games integer[])
+									   initial_rd float8, initial_volatility float8, match_ids bigint[],
+									   player_ids text[], side_names text[], ranks integer[], losses integer[],
+									   OUT replayed_ids bigint[], OUT predictions float8[], OUT outcomes float8[],
+									   OUT players text[], OUT ratings float8[], OUT rds float8[],
+									   OUT games integer[])
 RETURNS record
 AS 'MODULE_PATHNAME', 'mm_replay_ratings_core'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, integer, integer[],
-										   integer[], integer[], integer[], integer[]) IS
-'Internal: the Elo or Glicko-2 replay of mm.replay_ratings over arrays (k <= 0: mm.elo_k_factor)';
-REVOKE ALL ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, integer, integer[],
-											  integer[], integer[], integer[], integer[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, integer, integer[],
-												 integer[], integer[], integer[], integer[]) TO mm_analyst, mm_admin;
+COMMENT ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[],
+										   integer[], integer[]) IS
+'Internal: the Elo or Glicko-2 replay of mm.replay_ratings over player rows (k <= 0: mm.elo_k_factor)';
+REVOKE ALL ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[],
+											  integer[], integer[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[],
+												 integer[], integer[]) TO mm_analyst, mm_admin;
 
 -- What-if for rating settings: the pool's results reported in [from_time,
--- to_time) replayed in order (reported_at, queue, match id) with the
+-- to_time) replayed in order (reported_at, match id) with the
 -- settings, every player starting at the settings' initial values, beside
 -- what the live ratings did on the same results.  settings:
 --   system              "elo" or "glicko2" (required)
@@ -555,6 +557,8 @@ CREATE FUNCTION mm.replay_ratings(pool text, settings jsonb, from_time timestamp
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
+-- the results are sorted in memory: 100,000 results need about 30 MB
+SET work_mem = '64MB'
 AS $$
 #variable_conflict error
 DECLARE
@@ -570,15 +574,11 @@ DECLARE
 	initial_volatility float8 := 0.06;
 	output_ratings boolean := false;
 	pq record;
-	match_queues text[];
-	match_ids bigint[];
-	outcomes float8[];
-	sizes integer[];
-	player_rows integer[];
-	side_rows integer[];
-	rank_rows integer[];
-	loss_rows integer[];
-	player_ids text[];
+	row_matches bigint[];
+	row_players text[];
+	row_sides text[];
+	row_ranks integer[];
+	row_losses integer[];
 	replayed record;
 	live jsonb;
 	replay jsonb;
@@ -647,55 +647,31 @@ BEGIN
 			USING ERRCODE = 'feature_not_supported';
 	END IF;
 
-	-- The results in replay order, one row per player (player_id order
-	-- within a match, as mm.report_result reads them).
-	WITH res AS (
-		SELECT r.queue, r.match_id, r.ranks, r.reported_at
-		  FROM mm.match_results r
-		 WHERE r.queue = ANY (pq.queues) AND r.reported_at >= from_time AND r.reported_at < to_time
-		   AND jsonb_typeof(r.ranks) = 'object'
-	), player_rows AS (
-		SELECT res.queue, res.match_id, res.reported_at, mp.player_id,
-			   coalesce(mp.team, mp.player_id) AS side_name, res.ranks,
-			   (mp.left_at IS NOT NULL AND res.queue = ANY (pq.leavers_lose))::int AS loss,
-			   dense_rank() OVER (PARTITION BY res.queue, res.match_id ORDER BY coalesce(mp.team, mp.player_id))::int
-				   AS side
-		  FROM res JOIN mm.match_players mp ON mp.queue = res.queue AND mp.match_id = res.match_id
-	), counted AS (
-		SELECT x.*, max(x.side) OVER (PARTITION BY x.queue, x.match_id) AS side_count,
-			   (x.ranks ->> x.side_name)::numeric::int AS rank
-		  FROM player_rows x
-	), rated AS (
-		SELECT c.*, dense_rank() OVER (ORDER BY c.player_id)::int AS player_number
-		  FROM counted c WHERE c.side_count >= 2 AND c.rank IS NOT NULL
-	), matches AS (
-		SELECT r.queue, r.match_id, r.reported_at, count(*)::int AS size,
-			   CASE WHEN max(r.side_count) = 2
-					THEN CASE WHEN min(r.rank) FILTER (WHERE r.side = 1) < min(r.rank) FILTER (WHERE r.side = 2) THEN 1
-							  WHEN min(r.rank) FILTER (WHERE r.side = 1) = min(r.rank) FILTER (WHERE r.side = 2) THEN 0.5
-							  ELSE 0 END END::float8 AS outcome
-		  FROM rated r GROUP BY r.queue, r.match_id, r.reported_at
-	)
-	SELECT (SELECT coalesce(array_agg(m.queue ORDER BY m.reported_at, m.queue, m.match_id), '{}') FROM matches m),
-		   (SELECT coalesce(array_agg(m.match_id ORDER BY m.reported_at, m.queue, m.match_id), '{}') FROM matches m),
-		   (SELECT coalesce(array_agg(m.outcome ORDER BY m.reported_at, m.queue, m.match_id), '{}') FROM matches m),
-		   (SELECT coalesce(array_agg(m.size ORDER BY m.reported_at, m.queue, m.match_id), '{}') FROM matches m),
-		   coalesce(array_agg(r.player_number ORDER BY r.reported_at, r.queue, r.match_id, r.player_id), '{}'),
-		   coalesce(array_agg(r.side ORDER BY r.reported_at, r.queue, r.match_id, r.player_id), '{}'),
-		   coalesce(array_agg(r.rank ORDER BY r.reported_at, r.queue, r.match_id, r.player_id), '{}'),
-		   coalesce(array_agg(r.loss ORDER BY r.reported_at, r.queue, r.match_id, r.player_id), '{}'),
-		   (SELECT coalesce(array_agg(DISTINCT x.player_id ORDER BY x.player_id), '{}') FROM rated x)
-	  INTO match_queues, match_ids, outcomes, sizes, player_rows, side_rows, rank_rows, loss_rows, player_ids
-	  FROM rated r;
+	-- The results in replay order (match ids are unique over queues), one
+	-- row per player; the C core puts a match's rows in player order (as
+	-- mm.report_result reads them), numbers players and sides and replays.
+	SELECT coalesce(array_agg(x.match_id), '{}'), coalesce(array_agg(x.player_id), '{}'),
+		   coalesce(array_agg(x.side_name), '{}'), coalesce(array_agg(x.rank), '{}'),
+		   coalesce(array_agg(x.loss), '{}')
+	  INTO row_matches, row_players, row_sides, row_ranks, row_losses
+	  FROM (SELECT r.match_id, mp.player_id, coalesce(mp.team, mp.player_id) AS side_name,
+				   coalesce(CASE WHEN jsonb_typeof(r.ranks -> coalesce(mp.team, mp.player_id)) = 'number'
+								 THEN (r.ranks ->> coalesce(mp.team, mp.player_id))::numeric::int END, 0) AS rank,
+				   (mp.left_at IS NOT NULL AND r.queue = ANY (pq.leavers_lose))::int AS loss
+			  FROM mm.match_results r
+			  JOIN mm.match_players mp ON mp.queue = r.queue AND mp.match_id = r.match_id
+			 WHERE r.queue = ANY (pq.queues) AND r.reported_at >= from_time AND r.reported_at < to_time
+			   AND jsonb_typeof(r.ranks) = 'object'
+			 ORDER BY r.reported_at, r.match_id) x;
 
 	replayed := mm.replay_ratings_core(rating_system, tau, k, initial_rating, initial_rd, initial_volatility,
-									   cardinality(player_ids), sizes, player_rows, side_rows, rank_rows, loss_rows);
+									   row_matches, row_players, row_sides, row_ranks, row_losses);
 
 	SELECT mm.prediction_figures(coalesce(array_agg(x.p ORDER BY x.queue, x.match_id), '{}'),
 								 coalesce(array_agg(x.y ORDER BY x.queue, x.match_id), '{}'))
 	  INTO live
 	  FROM mm.pool_predictions(replay_ratings.pool, pq.queues, from_time, to_time) x;
-	replay := mm.prediction_figures(replayed.predictions, outcomes);
+	replay := mm.prediction_figures(replayed.predictions, replayed.outcomes);
 
 	-- The replayed ratings beside the live ones after each player's last
 	-- result of the window, and the tiers both give (the pool's tiers,
@@ -711,7 +687,7 @@ BEGIN
 		 ORDER BY rh.player_id, rh.created_at DESC, rh.id DESC
 	), pairs AS (
 		SELECT u.id, u.rating, u.rd, u.games, l.rating AS live_rating, l.rd AS live_rd
-		  FROM unnest(player_ids, replayed.ratings, replayed.rds, replayed.games) u(id, rating, rd, games)
+		  FROM unnest(replayed.players, replayed.ratings, replayed.rds, replayed.games) u(id, rating, rd, games)
 		  LEFT JOIN live_after l ON l.player_id = u.id
 	)
 	SELECT jsonb_build_object(
@@ -743,7 +719,7 @@ BEGIN
 			'initial_rating', initial_rating,
 			'initial_rd', CASE WHEN rating_system = 'glicko2' THEN initial_rd END,
 			'initial_volatility', CASE WHEN rating_system = 'glicko2' THEN initial_volatility END)),
-		'results', cardinality(sizes),
+		'results', cardinality(replayed.replayed_ids),
 		'live', live,
 		'replay', replay,
 		'ratings', compared);

@@ -145,8 +145,9 @@ def read_games(path):
 
 def generate(n, seed, out):
     """n games between players of known true skill, outcomes drawn from
-    the Elo (logistic) model of the true skills; opponents within about
-    200 points, as a matchmaker pairs them."""
+    the Elo (logistic) model of the true skills; opponents drawn at random
+    (a matchmaker pairing on true skill would leave every game near 50/50:
+    nothing for a rating to learn from)."""
     rnd = random.Random(seed)
     players = 2000
     skill = {"p%04d" % i: rnd.gauss(1500.0, 300.0) for i in range(players)}
@@ -154,9 +155,8 @@ def generate(n, seed, out):
     games = []
     for _ in range(n):
         i = rnd.randrange(players)
-        j = min(max(i + rnd.randint(-60, 60), 0), players - 1)
-        if i == j:
-            j = i + 1 if i + 1 < players else i - 1
+        j = rnd.randrange(players - 1)
+        j = j + 1 if j >= i else j
         a, b = ids[i], ids[j]
         y = 1.0 if rnd.random() < elo_expected(skill[a], skill[b]) else 0.0
         games.append((a, b, y))
