@@ -205,7 +205,7 @@ SELECT r AS role,
 	   has_function_privilege(r, 'mm.report_result(bigint, jsonb, timestamptz, jsonb)', 'EXECUTE') AS scores_by_id,
 	   has_table_privilege(r, 'mm.match_scores', 'SELECT') AS reads_scores,
 	   has_table_privilege(r, 'mm.match_scores', 'INSERT') AS writes_scores,
-	   has_function_privilege(r, 'mm.replay_ratings_core(text, float8, float8, float8, float8, float8, integer, integer[], integer[], integer[], integer[], integer[])', 'EXECUTE') AS replay_core
+	   has_function_privilege(r, 'mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[], integer[], integer[])', 'EXECUTE') AS replay_core
   FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_ticker', 'mm_admin']) r;
 SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_rated', true)$q$) AS admin_drops_rated;
 
