@@ -182,7 +182,7 @@ SELECT (q.j ->> 'matches')::int AS matches, (q.j ->> 'ties')::int AS ties, (q.j 
 	   round((q.j ->> 'deviance')::numeric, 6) AS deviance, abs((q.j ->> 'deviance')::numeric - ref.deviance) < 1e-12 AS deviance_ok,
 	   abs((q.j ->> 'brier')::numeric - ref.brier) < 1e-12 AS brier_ok,
 	   abs((q.j ->> 'log_loss')::numeric - ref.log_loss) < 1e-12 AS log_loss_ok,
-	   (q.j ->> 'accuracy')::numeric = ref.accuracy AS accuracy_ok, round(ref.accuracy, 4) AS accuracy,
+	   abs((q.j ->> 'accuracy')::numeric - ref.accuracy) < 1e-12 AS accuracy_ok, round(ref.accuracy, 4) AS accuracy,
 	   abs((q.j #>> '{baseline,deviance}')::numeric - log(2::numeric)) < 1e-12 AS baseline_deviance_ok,
 	   abs((q.j #>> '{baseline,brier}')::numeric - ref.baseline_brier) < 1e-12 AS baseline_brier_ok,
 	   abs((q.j #>> '{baseline,log_loss}')::numeric - ln(2::numeric)) < 1e-12 AS baseline_log_loss_ok

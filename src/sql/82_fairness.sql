@@ -294,7 +294,7 @@ AS $$
 		'deviance', -avg(g.y * log(g.pc) + (1 - g.y) * log(1 - g.pc)),
 		'brier', avg((g.p - g.y) ^ 2),
 		'log_loss', -avg(g.y * ln(g.pe) + (1 - g.y) * ln(1 - g.pe)),
-		'accuracy', avg(((g.p > 0.5) = (g.y = 1))::int) FILTER (WHERE g.y <> 0.5 AND g.p <> 0.5),
+		'accuracy', (avg(((g.p > 0.5) = (g.y = 1))::int) FILTER (WHERE g.y <> 0.5 AND g.p <> 0.5))::float8,
 		'decided', count(*) FILTER (WHERE g.y <> 0.5 AND g.p <> 0.5),
 		'baseline', jsonb_build_object(
 			'deviance', CASE WHEN count(*) > 0 THEN log(2::float8) END,
@@ -302,7 +302,7 @@ AS $$
 			'log_loss', CASE WHEN count(*) > 0 THEN ln(2::float8) END,
 			'accuracy', CASE WHEN count(*) > 0 THEN 0.5 END),
 		'bins', coalesce((SELECT jsonb_agg(jsonb_build_object(
-									'from', b.b / 10.0, 'to', (b.b + 1) / 10.0, 'teams', b.n,
+									'from', round(b.b / 10.0, 1), 'to', round((b.b + 1) / 10.0, 1), 'teams', b.n,
 									'predicted', b.predicted, 'actual', b.actual) ORDER BY b.b)
 							FROM bins b), '[]'))
 	  FROM g
@@ -466,7 +466,7 @@ BEGIN
 			   (max(p.largest) >= 2 AND min(p.largest) = 1) OR max(p.largest) - min(p.largest) >= 2 AS imbalanced
 		  FROM parties p GROUP BY p.match_id HAVING count(*) >= 2
 	), autofill AS (
-		SELECT mp.role, count(*) AS players, avg(mp.autofilled::int) AS rate
+		SELECT mp.role, count(*) AS players, avg(mp.autofilled::int)::float8 AS rate
 		  FROM m JOIN mm.match_players mp ON mp.queue = fairness_report.queue AND mp.match_id = m.id
 		 WHERE mp.role IS NOT NULL
 		 GROUP BY mp.role
@@ -491,8 +491,8 @@ BEGIN
 		'queue', fairness_report.queue, 'from_time', from_time, 'to_time', to_time,
 		'matches', (SELECT count(*) FROM m),
 		'predicted', (SELECT count(*) FROM predicted),
-		'fair_2', (SELECT avg((p.off_even <= 0.02 + 1e-12)::int) FROM predicted p),
-		'fair_5', (SELECT avg((p.off_even <= 0.05 + 1e-12)::int) FROM predicted p),
+		'fair_2', (SELECT avg((p.off_even <= 0.02 + 1e-12)::int)::float8 FROM predicted p),
+		'fair_5', (SELECT avg((p.off_even <= 0.05 + 1e-12)::int)::float8 FROM predicted p),
 		'rating_gap', (SELECT jsonb_build_object(
 							'p50', percentile_cont(0.5) WITHIN GROUP (ORDER BY p.gap),
 							'p90', percentile_cont(0.9) WITHIN GROUP (ORDER BY p.gap),
@@ -503,13 +503,13 @@ BEGIN
 							'p90', percentile_cont(0.9) WITHIN GROUP (ORDER BY p.spread),
 							'p99', percentile_cont(0.99) WITHIN GROUP (ORDER BY p.spread))
 						   FROM predicted p),
-		'premade_imbalance', (SELECT avg(p.imbalanced::int) FROM premade p),
+		'premade_imbalance', (SELECT avg(p.imbalanced::int)::float8 FROM premade p),
 		'autofill', coalesce((SELECT jsonb_object_agg(a.role, jsonb_build_object('players', a.players, 'rate', a.rate))
 								FROM autofill a), '{}'),
 		'latency_p95_ms', (SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY l.ms) FROM latency l),
 		'scored_results', (SELECT count(*) FROM scored),
 		'lopsided', CASE WHEN lopsided_margin IS NOT NULL
-						 THEN (SELECT avg((s.lead > lopsided_margin)::int) FROM scored s) END)
+						 THEN (SELECT avg((s.lead > lopsided_margin)::int)::float8 FROM scored s) END)
 	  INTO report;
 	RETURN report;
 END
