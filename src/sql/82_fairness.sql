@@ -99,6 +99,16 @@ DECLARE
 	rating_system text;
 	pool_name text;
 	per_role boolean;
+	match_ids bigint[];
+	player_ids text[];
+	team_names text[];
+	player_pools text[];
+	rated_ids text[];
+	rated_pools text[];
+	rated_rating float8[];
+	rated_rd float8[];
+	rated_mu float8[];
+	rated_sigma float8[];
 	written integer;
 BEGIN
 	SELECT q.config INTO config FROM mm.queues q WHERE q.name = record_match_predictions.queue;
@@ -109,24 +119,41 @@ BEGIN
 	pool_name := coalesce(config #>> '{rating,pool}', record_match_predictions.queue);
 	per_role := mm.rating_option(config, 'per_role');
 
+	-- The players of the new matches, then their ratings: two queries, as
+	-- the matches and the ratings are sharded apart on Citus (by queue and
+	-- by player).
+	SELECT array_agg(mp.match_id ORDER BY mp.match_id, mp.player_id), array_agg(mp.player_id ORDER BY mp.match_id, mp.player_id),
+		   array_agg(mp.team ORDER BY mp.match_id, mp.player_id),
+		   array_agg(CASE WHEN per_role AND mp.role IS NOT NULL THEN pool_name || '.' || mp.role ELSE pool_name END
+					 ORDER BY mp.match_id, mp.player_id)
+	  INTO match_ids, player_ids, team_names, player_pools
+	  FROM mm.matches m
+	  JOIN mm.match_players mp ON mp.queue = m.queue AND mp.match_id = m.id
+	 WHERE m.queue = record_match_predictions.queue AND m.created_at = record_match_predictions.now
+	   AND NOT EXISTS (SELECT FROM mm.match_predictions x WHERE x.queue = m.queue AND x.match_id = m.id);
+	IF match_ids IS NULL THEN
+		RETURN 0;
+	END IF;
+	SELECT array_agg(r.player_id), array_agg(r.pool), array_agg(r.rating), array_agg(r.rd), array_agg(r.mu),
+		   array_agg(r.sigma)
+	  INTO rated_ids, rated_pools, rated_rating, rated_rd, rated_mu, rated_sigma
+	  FROM mm.ratings r
+	 WHERE r.player_id = ANY (player_ids) AND r.pool = ANY (ARRAY(SELECT DISTINCT p FROM unnest(player_pools) p));
+
 	WITH team_numbers AS (
 		SELECT t.value ->> 'name' AS name, t.ordinality::int AS number
 		  FROM jsonb_array_elements(CASE WHEN jsonb_typeof(config -> 'teams') = 'array'
 										 THEN config -> 'teams' ELSE '[]' END) WITH ORDINALITY t
+	), rated AS (
+		SELECT * FROM unnest(rated_ids, rated_pools, rated_rating, rated_rd, rated_mu, rated_sigma)
+					  r(player_id, pool, rating, rd, mu, sigma)
 	), players AS (
-		SELECT mp.match_id, tn.number AS team, mp.team AS team_name,
+		SELECT u.match_id, tn.number AS team, u.team_name,
 			   coalesce(r.rating, 1500) AS rating, coalesce(r.rd, 350) AS rd,
 			   coalesce(r.mu, 25) AS mu, coalesce(r.sigma, 25 / 3.0) AS sigma
-		  FROM mm.matches m
-		  JOIN mm.match_players mp ON mp.queue = m.queue AND mp.match_id = m.id
-		  LEFT JOIN team_numbers tn ON tn.name = mp.team
-		  LEFT JOIN mm.ratings r
-			ON r.player_id = mp.player_id
-		   AND r.pool = CASE WHEN per_role AND mp.role IS NOT NULL THEN pool_name || '.' || mp.role
-							 ELSE pool_name END
-		 WHERE m.queue = record_match_predictions.queue AND m.created_at = record_match_predictions.now
-		   AND NOT EXISTS (SELECT FROM mm.match_predictions x
-							WHERE x.queue = m.queue AND x.match_id = m.id)
+		  FROM unnest(match_ids, player_ids, team_names, player_pools) u(match_id, player_id, team_name, pool)
+		  LEFT JOIN team_numbers tn ON tn.name = u.team_name
+		  LEFT JOIN rated r ON r.player_id = u.player_id AND r.pool = u.pool
 	), eligible AS (
 		SELECT p.match_id FROM players p GROUP BY p.match_id
 		HAVING bool_and(p.team IS NOT NULL) AND count(DISTINCT p.team) >= 2
