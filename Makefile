@@ -42,8 +42,9 @@ include $(PGXS)
 # manifest's routines: one text for both scripts.  Emptied when a version is
 # cut (HACKING.md, "Cutting a version").
 MM_NEW_IN_VERSION = $(srcdir)/src/sql/45_ticket_batches.sql $(srcdir)/src/sql/65_penalties.sql \
-	$(srcdir)/src/sql/75_ranked_play.sql $(srcdir)/src/sql/77_player_data.sql $(srcdir)/src/sql/85_replay.sql \
-	$(srcdir)/src/sql/88_monitoring.sql $(srcdir)/src/sql/95_scale_out.sql
+	$(srcdir)/src/sql/75_ranked_play.sql $(srcdir)/src/sql/77_player_data.sql $(srcdir)/src/sql/82_fairness.sql \
+	$(srcdir)/src/sql/85_replay.sql $(srcdir)/src/sql/88_monitoring.sql \
+	$(srcdir)/src/sql/89_monitoring_fairness.sql $(srcdir)/src/sql/95_scale_out.sql
 MM_UPGRADE_DIR = $(srcdir)/upgrade/$(MM_PREVIOUS)--$(MM_VERSION)
 
 # Fails (and writes nothing) when the manifest names a routine src/sql does

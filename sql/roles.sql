@@ -17,7 +17,8 @@ SELECT p.oid::regprocedure AS public_routine
                          'glicko2_period_serialize', 'glicko2_period_deserialize', 'glicko2_period_final',
                          'team_rating', 'team_rating_transition', 'team_rating_combine', 'team_rating_final',
                          'win_probability', 'smurf_score', 'rating_boost', 'balance_teams',
-                         'openskill_rate', 'openskill_predict_win', 'verify_event');
+                         'openskill_rate', 'openskill_predict_win', 'verify_event', 'glicko_expected',
+                         'prediction_figures');
 SELECT c.oid::regclass AS public_relation
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = 'mm' AND c.relkind IN ('r', 'p', 'v', 'S')
@@ -202,9 +203,32 @@ SELECT r AS role,
 	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.queue_monitoring('5 minutes', '2026-03-01 00:01:00+00')$q$) AS monitoring,
 	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.queue_monitoring$q$) AS monitoring_view,
 	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.tick_runs$q$) AS reads_tick_runs,
+	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.fairness_monitoring$q$) AS fairness,
 	   pg_temp.as_role(r, $q$DELETE FROM mm.tick_runs WHERE queue = 'rl_none'$q$) AS writes_tick_runs
   FROM unnest(ARRAY['rl_front', 'rl_director', 'rl_analyst', 'rl_ticker', 'rl_admin']) r;
 SELECT queue, ticks_total FROM mm.tick_runs WHERE queue = 'rl_q';
+-- fairness (docs/fairness.md): analysts and admins read the predictions
+-- and run the three reports; the director reads the predictions and
+-- reports scores; the ticker records predictions; the frontend none of it
+SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.create_queue('rl_rated', '{"teams": [{"name": "red", "min": 1, "max": 1},
+  {"name": "blue", "min": 1, "max": 1}], "rating": {"system": "elo"}}')$q$) AS admin_rated_queue;
+SELECT r AS role,
+	   pg_temp.as_role(r, $q$SELECT mm.prediction_quality('rl_rated', '2026-03-01', '2026-03-02')$q$) AS quality,
+	   pg_temp.as_role(r, $q$SELECT mm.fairness_report('rl_rated', '2026-03-01', '2026-03-02')$q$) AS scorecard,
+	   pg_temp.as_role(r, $q$SELECT mm.replay_ratings('rl_rated', '{"system": "elo"}', '2026-03-01', '2026-03-02')$q$) AS replay,
+	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.match_predictions$q$) AS reads_predictions
+  FROM unnest(ARRAY['rl_front', 'rl_director', 'rl_analyst', 'rl_ticker', 'rl_admin']) r;
+SELECT r AS role, pg_temp.as_role(r, $q$INSERT INTO mm.match_predictions VALUES ('rl_rated', 1, 1, 0.5)$q$) AS writes_predictions,
+	   pg_temp.as_role(r, $q$SELECT mm.record_match_predictions('rl_rated', '2026-03-01')$q$) AS records
+  FROM unnest(ARRAY['rl_front', 'rl_director', 'rl_analyst', 'rl_ticker']) r;
+SELECT r AS role,
+	   has_function_privilege(r, 'mm.report_result(text, bigint, jsonb, timestamptz, jsonb)', 'EXECUTE') AS scores,
+	   has_function_privilege(r, 'mm.report_result(bigint, jsonb, timestamptz, jsonb)', 'EXECUTE') AS scores_by_id,
+	   has_table_privilege(r, 'mm.match_scores', 'SELECT') AS reads_scores,
+	   has_table_privilege(r, 'mm.match_scores', 'INSERT') AS writes_scores,
+	   has_function_privilege(r, 'mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[], integer[], integer[])', 'EXECUTE') AS replay_core
+  FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_ticker', 'mm_admin']) r;
+SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_rated', true)$q$) AS admin_drops_rated;
 
 -- the event key is nobody's but the owner's
 SELECT r AS role, has_table_privilege(r, 'mm.event_key', 'SELECT') AS reads_event_key

@@ -36,6 +36,7 @@
 #include "utils/timestamp.h"
 
 #include "events.h"
+#include "fairness.h"
 #include "match_function.h"
 #include "queue_locks.h"
 #include "schema_version.h"
@@ -216,7 +217,15 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 
 	INSTR_TIME_SET_CURRENT(start);
 	if (result->nmatches > 0)
+	{
 		MmTickWriteMatches(&q, result, properties);
+		/* a rated queue keeps each match's prediction (docs/fairness.md) */
+		if (MmFairnessQueueIsRated(q.config_jsonb))
+		{
+			MmFairnessRecordPredictions(queue, now);
+			MmTickBackToQueue(&q);
+		}
+	}
 	MmTickWriteRuleStats(&q, result);
 	q.stats->write_ms = ElapsedMs(start);
 	MmTickNoteMemoryPeak(&q);

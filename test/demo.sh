@@ -226,6 +226,9 @@ SELECT m.queue,
  ORDER BY m.queue;
 SQL
 
+mm_log "fairness (docs/fairness.md): the scorecard and the calibration of this run"
+demo_psql -q -f "$MM_TREE/test/demo/fairness.sql"
+
 mm_log "what-if (mm.replay): $whatif_queue's tickets of this run replayed with its own config and with a looser one, beside what happened"
 demo_psql -q -v queue="$whatif_queue" -v max="$whatif_max" -v chart="$whatif_chart" -f "$MM_TREE/test/demo/whatif.sql"
 

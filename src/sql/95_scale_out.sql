@@ -27,6 +27,8 @@ AS $$
 				   ('mm.matches', 'queue', 'queue'),
 				   ('mm.match_players', 'queue', 'queue'),
 				   ('mm.match_results', 'queue', 'queue'),
+				   ('mm.match_predictions', 'queue', 'queue'),
+				   ('mm.match_scores', 'queue', 'queue'),
 				   ('mm.backfill_requests', 'queue', 'queue'),
 				   ('mm.autofill_protection', 'queue', 'queue'),
 				   ('mm.rule_evaluations', 'queue', 'queue'),

@@ -205,6 +205,10 @@ is( roles(both(q{SELECT string_agg(player_id || ':' || low_priority, ',' ORDER B
 		 FROM mm.match_players WHERE queue = 'rq' AND match_id = {m:d3}}, 'low_priority flags')),
 	join(',', map { "$role_of{$_->[0]}:$_->[1]" } sort { $a->[0] cmp $b->[0] } ([ $P{d3}, 'true' ], [ $P{s1}, 'false' ])),
 	'match_players.low_priority marks d3 only');
+# the tick on the queue's worker keeps the match's prediction (docs/fairness.md)
+is(both(q{SELECT count(*) || ':' || round(sum(win_probability)::numeric, 9) FROM mm.match_predictions
+		 WHERE queue = 'rq' AND match_id = {m:d3}}, 'match_predictions'),
+	'2:1.000000000', 'a match formed on Citus keeps one prediction per team, as on one node');
 both("SELECT mm.accept_match('rq', {m:d3}, '$_', true, '2026-05-01 10:02:11+00')") for @P{qw(d3 s1)};
 
 # --- 3. results reported on Citus ---

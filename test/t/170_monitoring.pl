@@ -5,8 +5,6 @@
 # its own from the tables (and, for the data it made, by hand).  The names
 # that monitoring/alerts.yml and monitoring/grafana-dashboard.json use are
 # series of the scrape; promtool checks and unit-tests the alert rules.
-# Until mm.match_predictions and the fairness view are merged, a stand-in
-# table is made here and src/sql/88_monitoring_fairness.sql.pending loaded.
 # Skipped without Debian's prometheus-postgres-exporter and prometheus.
 use strict;
 use warnings;
@@ -38,19 +36,6 @@ for my $args ([ 'check', 'rules', 'alerts.yml' ], [ 'test', 'rules', 'alerts_tes
 }
 
 my $node = mm_new_node('monitoring');
-# the stand-in for issue 32's predictions table, and the pending fairness view
-$node->safe_psql('postgres', q{
-	CREATE TABLE IF NOT EXISTS mm.match_predictions (queue text NOT NULL, match_id bigint NOT NULL,
-		team integer NOT NULL, win_probability float8 NOT NULL, draw_probability float8, pool text);
-	GRANT SELECT ON mm.match_predictions TO mm_analyst;
-});
-if ($node->safe_psql('postgres', q{SELECT to_regprocedure('mm.fairness_monitoring(interval, timestamptz)') IS NULL}) eq 't')
-{
-	my $pending = "$top/src/sql/88_monitoring_fairness.sql.pending";
-	ok(-f $pending, 'the pending fairness view is there to load');
-	$node->safe_psql('postgres', slurp_file($pending));
-}
-
 # T0 is the setup's time: six tickets 120 to 70 s before, matched 60 s
 # before (waits 60, 50, 40, 30, 20, 10 s: p50 35, p95 57.5; 3 matches in 5
 # minutes: 0.6 a minute); two more searching.  Autofill: 1 of the 4 role
@@ -80,9 +65,11 @@ $node->safe_psql('postgres', q{
 	 WHERE mp.queue = 'mon_duel' AND mp.match_id = m.match_id AND m.n <= 2;
 	INSERT INTO mm.player_penalties (player_id, queue, offences, low_priority_games, updated_at)
 	VALUES ('mon_lp1', 'mon_duel', 3, 2, now()), ('mon_lp2', 'mon_duel', 1, 0, now());
-	INSERT INTO mm.match_predictions (queue, match_id, team, win_probability, pool)
-	SELECT 'mon_duel', m.match_id, p.team, p.win, 'ranked'
-	  FROM public.mon_matches m
+	INSERT INTO mm.match_predictions (queue, match_id, team, win_probability, pool, team_name, system,
+									  created_at)
+	SELECT 'mon_duel', m.match_id, p.team, p.win, 'ranked', CASE p.team WHEN 1 THEN 'red' ELSE 'blue' END,
+		   'elo', t0 - '60 s'::interval
+	  FROM public.mon_matches m CROSS JOIN public.t0
 	  JOIN (VALUES (1, 1, 0.52), (1, 2, 0.48), (2, 1, 0.4), (2, 2, 0.6), (3, 1, 0.5)) p(n, team, win)
 		ON p.n = m.n;
 	CREATE ROLE mon_ticker LOGIN IN ROLE mm_ticker;

@@ -1,9 +1,6 @@
 -- Monitoring, fairness (docs/monitoring.md): the share of fair matches per
 -- queue, read from mm.match_predictions (one row per team of a rated
--- queue's match, issue 32 item 1).  Kept out of the build (".pending")
--- until mm.match_predictions exists on the branch: renamed to
--- 89_monitoring_fairness.sql and added to MM_NEW_IN_VERSION then.
--- test/t/170_monitoring.pl loads this file when the function is missing.
+-- queue's match, src/sql/82_fairness.sql).
 
 -- Per queue, over the two-team matches formed in (now - time_window, now]
 -- that have a prediction for both teams: how many, how many were fair (the
