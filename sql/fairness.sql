@@ -5,6 +5,9 @@
 -- a computation in this file that does not use the extension's code
 -- (numeric SQL from the stored ratings and results), or by hand.
 SET timezone = 'UTC';
+-- the id sequences as this file found them, restored at its end, so that
+-- the files after it (which print ids) do not depend on it
+SELECT nextval('mm.tickets_id_seq') AS fa_next_ticket, nextval('mm.matches_id_seq') AS fa_next_match \gset
 \i sql/include/try.sql
 
 -- One ticket per player (latency to eu as given) at `at`, a tick one
@@ -385,3 +388,5 @@ SELECT table_name, placement, distribution_column FROM mm.sharding()
  WHERE table_name IN ('mm.match_predictions'::regclass, 'mm.match_scores'::regclass) ORDER BY 1;
 
 SELECT mm.drop_queue(q, force => true) FROM unnest('{fa_elo,fa_elo2,fa_g2,fa_os,fa_plain,fa_card}'::text[]) q;
+SELECT setval('mm.tickets_id_seq', :fa_next_ticket, false) > 0 AS tickets_seq_restored,
+	   setval('mm.matches_id_seq', :fa_next_match, false) > 0 AS matches_seq_restored;

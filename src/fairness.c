@@ -295,6 +295,86 @@ ComparePlayerRows(const void *a, const void *b)
 }
 
 /*
+ * Each match's rows in player id order, as mm.report_result reads them (the
+ * order its sums run in); the SQL only groups a match's rows.  Insertion
+ * sort: a match has few rows.
+ */
+static void
+SortMatchRowsByPlayer(const int64 *match_ids, char **player_ids, char **side_names,
+					  int32 *ranks, int32 *losses, int nrows)
+{
+	for (int first = 0; first < nrows;)
+	{
+		int			end = first;
+
+		while (end < nrows && match_ids[end] == match_ids[first])
+			end++;
+		for (int i = first + 1; i < end; i++)
+		{
+			char	   *id = player_ids[i];
+			char	   *side = side_names[i];
+			int32		rank = ranks[i];
+			int32		loss = losses[i];
+			int			j = i - 1;
+
+			while (j >= first && strcmp(player_ids[j], id) > 0)
+			{
+				player_ids[j + 1] = player_ids[j];
+				side_names[j + 1] = side_names[j];
+				ranks[j + 1] = ranks[j];
+				losses[j + 1] = losses[j];
+				j--;
+			}
+			player_ids[j + 1] = id;
+			side_names[j + 1] = side;
+			ranks[j + 1] = rank;
+			losses[j + 1] = loss;
+		}
+		first = end;
+	}
+}
+
+/*
+ * Each row's side (side_of): 1 + the distinct side names of its match before
+ * it in byte order.  Returns the largest match's row count.
+ */
+static int
+NumberSides(const int64 *match_ids, char **side_names, int nrows, int32 *side_of)
+{
+	int			max_size = 1;
+
+	for (int first = 0; first < nrows;)
+	{
+		int			end = first;
+
+		while (end < nrows && match_ids[end] == match_ids[first])
+			end++;
+		max_size = Max(max_size, end - first);
+		for (int i = first; i < end; i++)
+		{
+			int			before = 0;
+
+			for (int j = first; j < end; j++)
+			{
+				bool		seen = false;
+
+				if (strcmp(side_names[j], side_names[i]) >= 0)
+					continue;
+				/* count each smaller name once */
+				for (int m = first; m < j && !seen; m++)
+					seen = strcmp(side_names[m], side_names[j]) == 0;
+				if (!seen)
+					before++;
+			}
+			side_of[i] = before + 1;
+		}
+		first = end;
+	}
+	return max_size;
+}
+
+
+/*
  * mm.replay_ratings_core(system, tau, k, initial_rating, initial_rd,
  * initial_volatility, match_ids, player_ids, side_names, ranks, losses):
  * the replay of results given as player rows in replay order, each match's
@@ -338,7 +418,7 @@ mm_replay_ratings_core(PG_FUNCTION_ARGS)
 			   *outcome;
 	bool	   *outcome_null;
 	int			nreplayed = 0;
-	int			max_size = 1;
+	int			max_size;
 	double	   *scratch;
 	int		   *iscratch;
 	TupleDesc	tupdesc;
@@ -377,40 +457,7 @@ mm_replay_ratings_core(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("match_ids, player_ids, side_names, ranks and losses must have the same length")));
 
-	/*
-	 * Each match's rows in player id order, as mm.report_result reads them
-	 * (the order its sums run in); the SQL only groups a match's rows.
-	 * Insertion sort: a match has few rows.
-	 */
-	for (int first = 0; first < nrows;)
-	{
-		int			end = first;
-
-		while (end < nrows && match_ids[end] == match_ids[first])
-			end++;
-		for (int i = first + 1; i < end; i++)
-		{
-			char	   *id = player_ids[i];
-			char	   *side = side_names[i];
-			int32		rank = ranks[i];
-			int32		loss = losses[i];
-			int			j = i - 1;
-
-			while (j >= first && strcmp(player_ids[j], id) > 0)
-			{
-				player_ids[j + 1] = player_ids[j];
-				side_names[j + 1] = side_names[j];
-				ranks[j + 1] = ranks[j];
-				losses[j + 1] = losses[j];
-				j--;
-			}
-			player_ids[j + 1] = id;
-			side_names[j + 1] = side;
-			ranks[j + 1] = rank;
-			losses[j + 1] = loss;
-		}
-		first = end;
-	}
+	SortMatchRowsByPlayer(match_ids, player_ids, side_names, ranks, losses, nrows);
 
 	/* players numbered in the byte order of their ids */
 	sorted = palloc(sizeof(PlayerRow) * Max(nrows, 1));
@@ -429,35 +476,8 @@ mm_replay_ratings_core(PG_FUNCTION_ARGS)
 		player_of[sorted[i].row] = player_count - 1;
 	}
 
-	/* each row's side: 1 + the distinct side names of its match before it */
 	side_of = palloc(sizeof(int32) * Max(nrows, 1));
-	for (int first = 0; first < nrows;)
-	{
-		int			end = first;
-
-		while (end < nrows && match_ids[end] == match_ids[first])
-			end++;
-		max_size = Max(max_size, end - first);
-		for (int i = first; i < end; i++)
-		{
-			int			before = 0;
-
-			for (int j = first; j < end; j++)
-			{
-				bool		seen = false;
-
-				if (strcmp(side_names[j], side_names[i]) >= 0)
-					continue;
-				/* count each smaller name once */
-				for (int m = first; m < j && !seen; m++)
-					seen = strcmp(side_names[m], side_names[j]) == 0;
-				if (!seen)
-					before++;
-			}
-			side_of[i] = before + 1;
-		}
-		first = end;
-	}
+	max_size = NumberSides(match_ids, side_names, nrows, side_of);
 
 	rating = palloc(sizeof(double) * Max(player_count, 1));
 	rd = palloc(sizeof(double) * Max(player_count, 1));
