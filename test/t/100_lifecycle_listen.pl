@@ -172,7 +172,8 @@ note 'event types seen: ' . join(' ', sort keys %types);
 my @secrets = ('udp://10.0.0.1', 'harbor', 'secret-server', '7777', 'hunter2', 'password', 'phone', '555-0100',
 	'attributes', 'connection', 'properties', 'token', @tokens);
 is(scalar(@tokens), 4, 'four tokens to look for');
-my @leaks = grep { my $p = $_; grep { index($p, $_) >= 0 } @secrets } @outside;
+# searched without the signature, a random hex string that may hold '7777'
+my @leaks = grep { (my $p = $_) =~ s/"sig": "[0-9a-f]*"//; grep { index($p, $_) >= 0 } @secrets } @outside;
 is(scalar @leaks, 0, 'no payload carries a server, a property, a token or an attribute')
   or diag join("\n", @leaks);
 is($node->safe_psql('postgres', "SELECT connection, properties ->> 'password' FROM mm.get_assignment($dave, '$tokens[1]')"),
