@@ -166,130 +166,27 @@ COMMENT ON FUNCTION mm.config_roles(jsonb) IS
 REVOKE ALL ON FUNCTION mm.config_roles(jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.config_roles(jsonb) TO mm_analyst, mm_admin;
 
--- Reports the outcome of a ready or assigned match.  See docs/ratings.md for
--- the methods; in short, per side (a team, or a player in a free-for-all):
---   glicko2    each player is one Glicko-2 period against every opposing
---              side's composite player (mean rating, mean RD): Williams's
---              "composite opponent" method
---   elo        team Elo: the side's mean rating against each opposing side's,
---              K = mm.elo_k_factor of the player, averaged over the opponents
---   openskill  mm.openskill_rate over the whole match
--- With "per_role": true in the queue's rating object, each player is rated
--- in the pool <pool>.<role> of the role they played (mm.match_players.role;
--- a player without a role in the plain pool).  Each player of the match who
--- was not autofilled in it counts one game off their autofill protection.
--- Concurrency: the match row is locked first, so a second report waits and
--- then finds the match completed; rating rows are locked in player order,
--- and so are the autofill protection rows.
--- now has no default here: with one, a call of the id-only form with
--- untyped literals (report_result(NULL, '{...}', '...')) would be ambiguous.
-CREATE FUNCTION mm.report_result(queue text, match_id bigint, ranks jsonb, now timestamptz)
-RETURNS TABLE (player_id text, team text, rank integer, rating_before float8, rating_after float8)
+-- mm.report_result's steps, in the order it takes them: each its own
+-- function so that the report reads as a list of steps and none outgrows a
+-- screen.  They run as the owner inside mm.report_result (SECURITY DEFINER),
+-- so none is granted to anyone: they trust their arguments, which the
+-- report has checked.
+
+-- The match, locked first: a concurrent report waits here, then sees it
+-- completed (and is refused).
+CREATE FUNCTION mm.report_result_match(queue text, match_id bigint, now timestamptz)
+RETURNS mm.matches
 LANGUAGE plpgsql
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict error
 DECLARE
 	m mm.matches;
-	config jsonb;
-	rating_system text;
-	pool_name text;
-	per_role boolean;
-	leavers_lose boolean;
-	boost_on boolean;
-	free_for_all boolean;
-	some_without_team boolean;
-	-- per player, in player_id order
-	ids text[];
-	teams text[];
-	roles text[];
-	-- the pool each player is rated in
-	pools text[];
-	-- the players who were not autofilled in the match
-	counted_ids text[];
-	player_index integer;
-	sides text[];
-	player_ranks integer[];
-	dense_ranks integer[];
-	side_numbers integer[];
-	scored_loss boolean[];
-	old_rating float8[];
-	old_rd float8[];
-	old_volatility float8[];
-	old_mu float8[];
-	old_sigma float8[];
-	cur_rating float8[];
-	cur_rd float8[];
-	cur_volatility float8[];
-	cur_mu float8[];
-	cur_sigma float8[];
-	new_rating float8[];
-	new_rd float8[];
-	new_volatility float8[];
-	new_mu float8[];
-	new_sigma float8[];
-	games integer[];
-	boosts float8[];
-	win_counts integer[];
-	-- per side, in side order
-	side_list text[];
-	side_ranks integer[];
-	side_rating float8[];
-	side_rd float8[];
-	side_count integer;
-	best_rank integer;
-	winner text;
-	favourite text;
-	favourite_probability float8;
-	probabilities float8[];
-	rank_key text;
-	rank_value jsonb;
-	missing text;
-	leaver_side text;
-	leaver_ranks integer[];
-	leaver_mu float8[];
-	leaver_sigma float8[];
-	event_details jsonb;
-	-- ranked play: each player's ticket, whether they stayed to the end,
-	-- their pool's settings, a first rating seeded from the ticket, the
-	-- players whose rating row this report created, their standing
-	ticket_ids bigint[];
-	stayed boolean[];
-	pool_list text[];
-	pool_settings jsonb[];
-	settings jsonb[];
-	ticket_list bigint[];
-	ticket_players jsonb[];
-	seeds float8[];
-	seed_rds float8[];
-	created text[];
-	old_tier text[];
-	old_division integer[];
-	old_below integer[];
-	old_season_games integer[];
-	new_left integer[];
-	new_tier text[];
-	new_division integer[];
-	new_progress float8[];
-	new_below integer[];
 BEGIN
-	IF report_result.queue IS NULL THEN
-		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF report_result.match_id IS NULL THEN
-		RAISE EXCEPTION 'match_id must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF report_result.ranks IS NULL THEN
-		RAISE EXCEPTION 'ranks must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	PERFORM mm.check_now(report_result.now);
-
-	-- The match first: a concurrent report waits here, then sees it completed.
 	SELECT * INTO m FROM mm.matches mt
-	 WHERE mt.queue = report_result.queue AND mt.id = report_result.match_id FOR UPDATE;
+	 WHERE mt.queue = report_result_match.queue AND mt.id = report_result_match.match_id FOR UPDATE;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'match % does not exist in queue "%"', report_result.match_id, report_result.queue
+		RAISE EXCEPTION 'match % does not exist in queue "%"', report_result_match.match_id, report_result_match.queue
 			USING ERRCODE = 'undefined_object';
 	END IF;
 	IF EXISTS (SELECT FROM mm.match_results r WHERE r.queue = m.queue AND r.match_id = m.id) THEN
@@ -302,13 +199,31 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  HINT = 'Only a ready or assigned match can get a result.';
 	END IF;
-	IF report_result.now < m.created_at THEN
-		RAISE EXCEPTION 'now (%) is before match % was created (%)', report_result.now, m.id, m.created_at
+	IF report_result_match.now < m.created_at THEN
+		RAISE EXCEPTION 'now (%) is before match % was created (%)', report_result_match.now, m.id, m.created_at
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	RETURN m;
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_match(text, bigint, timestamptz) IS
+'Internal (mm.report_result): the match locked and checked (it exists, has no result, is ready or assigned, began before now)';
+REVOKE ALL ON FUNCTION mm.report_result_match(text, bigint, timestamptz) FROM PUBLIC;
 
-	-- The players and their sides: teams, or the players themselves in a
-	-- free-for-all (a match whose players have no team).
+-- The players and their sides, per player in player_id order: a side is a
+-- team, or the player itself in a free-for-all (a match whose players have
+-- no team).  scored_loss is whether the player left early, stayed the
+-- opposite; counted_ids are the players not autofilled in the match.
+CREATE FUNCTION mm.report_result_players(m mm.matches,
+	OUT ids text[], OUT teams text[], OUT sides text[], OUT scored_loss boolean[], OUT free_for_all boolean,
+	OUT roles text[], OUT counted_ids text[], OUT ticket_ids bigint[], OUT stayed boolean[])
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	some_without_team boolean;
+BEGIN
 	SELECT array_agg(mp.player_id ORDER BY mp.player_id),
 		   array_agg(mp.team ORDER BY mp.player_id),
 		   array_agg(coalesce(mp.team, mp.player_id) ORDER BY mp.player_id),
@@ -327,18 +242,33 @@ BEGIN
 		RAISE EXCEPTION 'match % has players with and without a team', m.id
 			USING ERRCODE = 'object_not_in_prerequisite_state';
 	END IF;
-	side_list := ARRAY(SELECT DISTINCT s FROM unnest(sides) s ORDER BY s);
-	side_count := cardinality(side_list);
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_players(mm.matches) IS
+'Internal (mm.report_result): the players of a match and their sides, in player_id order';
+REVOKE ALL ON FUNCTION mm.report_result_players(mm.matches) FROM PUBLIC;
 
-	-- ranks: one positive integer per side, nothing else.
-	IF jsonb_typeof(report_result.ranks) <> 'object' THEN
+-- ranks: one positive integer per side, nothing else; each error names the
+-- side's JSON path (mm.ranks_path).
+CREATE FUNCTION mm.report_result_check_ranks(m mm.matches, ranks jsonb, side_list text[], free_for_all boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	rank_key text;
+	rank_value jsonb;
+	missing text;
+BEGIN
+	IF jsonb_typeof(report_result_check_ranks.ranks) <> 'object' THEN
 		RAISE EXCEPTION 'ranks must be a JSON object'
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = CASE WHEN free_for_all
 								THEN 'Give each player of the free-for-all a rank, e.g. {"p1": 1, "p2": 2}.'
 								ELSE 'Give each team a rank, e.g. {"red": 1, "blue": 2}.' END;
 	END IF;
-	FOR rank_key, rank_value IN SELECT e.key, e.value FROM jsonb_each(report_result.ranks) e ORDER BY e.key
+	FOR rank_key, rank_value IN SELECT e.key, e.value FROM jsonb_each(report_result_check_ranks.ranks) e ORDER BY e.key
 	LOOP
 		IF NOT rank_key = ANY (side_list) THEN
 			RAISE EXCEPTION '% is not a % of match %', mm.ranks_path(rank_key),
@@ -358,7 +288,7 @@ BEGIN
 					  HINT = 'Rank 1 is the best; equal ranks are a tie.';
 		END IF;
 	END LOOP;
-	SELECT min(s) INTO missing FROM unnest(side_list) s WHERE NOT report_result.ranks ? s;
+	SELECT min(s) INTO missing FROM unnest(side_list) s WHERE NOT report_result_check_ranks.ranks ? s;
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION '% is missing', mm.ranks_path(missing)
 			USING ERRCODE = 'invalid_parameter_value',
@@ -366,6 +296,482 @@ BEGIN
 								  CASE WHEN free_for_all THEN 'player' ELSE 'team' END, m.id,
 								  array_to_string(side_list, ', '));
 	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_check_ranks(mm.matches, jsonb, text[], boolean) IS
+'Internal (mm.report_result): refuses ranks that do not give each side of the match one positive integer';
+REVOKE ALL ON FUNCTION mm.report_result_check_ranks(mm.matches, jsonb, text[], boolean) FROM PUBLIC;
+
+-- Unrated players start at the system's defaults, or at a seed: a pool
+-- that seeds first ratings from a ticket attribute takes each player's value
+-- in their ticket (read first: the tickets of the match's queue, Citus rule
+-- 3; NULL when absent or not a number), recorded as such in the history
+-- before the match's change.
+CREATE FUNCTION mm.report_result_seed_ratings(m mm.matches, rating_system text, ids text[], pools text[],
+											  ticket_ids bigint[], settings jsonb[], now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	ticket_list bigint[];
+	ticket_players jsonb[];
+	seeds float8[];
+	seed_rds float8[];
+	created text[];
+BEGIN
+	IF EXISTS (SELECT FROM unnest(settings) x WHERE x ? 'seed') THEN
+		SELECT array_agg(t.id), array_agg(t.players) INTO ticket_list, ticket_players
+		  FROM mm.tickets t WHERE t.queue = m.queue AND t.id = ANY (ticket_ids);
+		SELECT array_agg(mm.attribute_number(tp.value -> 'attributes', u.cfg #>> '{seed,attribute}', -1e9, 1e9)
+						 ORDER BY u.i),
+			   array_agg((u.cfg #>> '{seed,rd}')::float8 ORDER BY u.i)
+		  INTO seeds, seed_rds
+		  FROM unnest(ids, ticket_ids, settings) WITH ORDINALITY u(id, ticket, cfg, i)
+		  LEFT JOIN LATERAL (SELECT e.value
+							   FROM unnest(ticket_list, ticket_players) tl(id, players),
+									jsonb_array_elements(tl.players) e
+							  WHERE tl.id = u.ticket AND e.value ->> 'id' = u.id AND u.cfg ? 'seed'
+							  LIMIT 1) tp ON true;
+	ELSE
+		seeds := array_fill(NULL::float8, ARRAY[cardinality(ids)]);
+		seed_rds := seeds;
+	END IF;
+	WITH made AS (
+		INSERT INTO mm.ratings AS r (player_id, pool, rating, rd, volatility, mu, sigma, games, wins, updated_at,
+									 placement_games_left)
+		SELECT u.id, u.pool,
+			   CASE WHEN rating_system IN ('glicko2', 'elo') THEN coalesce(u.seed, 1500) END,
+			   CASE WHEN rating_system = 'glicko2' THEN coalesce(CASE WHEN u.seed IS NOT NULL THEN u.seed_rd END, 350) END,
+			   CASE WHEN rating_system = 'glicko2' THEN 0.06 END,
+			   CASE WHEN rating_system = 'openskill' THEN coalesce(u.seed, 25) END,
+			   CASE WHEN rating_system = 'openskill'
+					THEN coalesce(CASE WHEN u.seed IS NOT NULL THEN u.seed_rd END, 25 / 3.0) END,
+			   0, 0, report_result_seed_ratings.now,
+			   coalesce((u.cfg #>> '{placement,games}')::integer, 0)
+		  FROM unnest(ids, pools, seeds, seed_rds, settings) u(id, pool, seed, seed_rd, cfg)
+		 ORDER BY u.id
+		ON CONFLICT ON CONSTRAINT ratings_pkey DO NOTHING
+		RETURNING r.player_id
+	)
+	SELECT coalesce(array_agg(made.player_id), '{}') INTO created FROM made;
+	INSERT INTO mm.rating_history (player_id, pool, match_id, rating_after, rd_after, mu_after, sigma_after,
+								   volatility_after, created_at, reason)
+	SELECT u.id, u.pool, NULL,
+		   CASE WHEN rating_system IN ('glicko2', 'elo') THEN u.seed END,
+		   CASE WHEN rating_system = 'glicko2' THEN coalesce(u.seed_rd, 350) END,
+		   CASE WHEN rating_system = 'openskill' THEN u.seed END,
+		   CASE WHEN rating_system = 'openskill' THEN coalesce(u.seed_rd, 25 / 3.0) END,
+		   CASE WHEN rating_system = 'glicko2' THEN 0.06 END,
+		   report_result_seed_ratings.now, 'seed'
+	  FROM unnest(ids, pools, seeds, seed_rds) u(id, pool, seed, seed_rd)
+	 WHERE u.seed IS NOT NULL AND u.id = ANY (created);
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_seed_ratings(mm.matches, text, text[], text[], bigint[], jsonb[], timestamptz) IS
+'Internal (mm.report_result): a first rating for each unrated player of the match, seeded from the ticket when the pool says so';
+REVOKE ALL ON FUNCTION mm.report_result_seed_ratings(mm.matches, text, text[], text[], bigint[], jsonb[], timestamptz) FROM PUBLIC;
+
+-- The rating boost (placement, smurf suspicion) that multiplies each
+-- player's change.  Suspicion: mm.smurf_score from the pool's games and
+-- wins, the last 10 ratings, and avg_kda, mvp_rate, headshot_rate in
+-- mm.players.attributes (no suspicion without avg_kda and mvp_rate).
+CREATE FUNCTION mm.report_result_boosts(ids text[], games integer[], pools text[])
+RETURNS float8[]
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+BEGIN
+	RETURN ARRAY(
+		SELECT mm.rating_boost(coalesce(mm.smurf_score(
+				   u.g, CASE WHEN u.g > 0 THEN least(rt.wins::float8 / u.g, 1) ELSE 0 END,
+				   mm.attribute_number(pl.attributes, 'avg_kda', 0, 1e6),
+				   mm.attribute_number(pl.attributes, 'mvp_rate', 0, 1),
+				   h.recent,
+				   mm.attribute_number(pl.attributes, 'headshot_rate', 0, 1)), 0), u.g)
+		  FROM unnest(ids, games, pools) WITH ORDINALITY u(id, g, pool, i)
+		  JOIN mm.ratings rt ON rt.pool = u.pool AND rt.player_id = u.id
+		  LEFT JOIN mm.players pl ON pl.id = u.id
+		 CROSS JOIN LATERAL (
+			SELECT coalesce(array_agg(x.v ORDER BY x.created_at, x.id), '{}') AS recent
+			  FROM (SELECT coalesce(rh.rating_after, rh.mu_after) AS v, rh.created_at, rh.id
+					  FROM mm.rating_history rh
+					 WHERE rh.player_id = u.id AND rh.pool = u.pool AND rh.match_id IS NOT NULL
+					 ORDER BY rh.created_at DESC, rh.id DESC LIMIT 10) x
+			 WHERE x.v IS NOT NULL) h
+		 ORDER BY u.i);
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_boosts(text[], integer[], text[]) IS
+'Internal (mm.report_result): each player''s rating boost (placement, smurf suspicion), in the order of ids';
+REVOKE ALL ON FUNCTION mm.report_result_boosts(text[], integer[], text[]) FROM PUBLIC;
+
+-- The prediction, from the ratings before the update: the favourite side
+-- and its win probability (mm.match_results keeps both).
+CREATE FUNCTION mm.report_result_prediction(rating_system text, sides text[], side_list text[],
+											side_numbers integer[], cur_rating float8[], cur_mu float8[],
+											cur_sigma float8[], OUT favourite text, OUT favourite_probability float8)
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	side_count integer := cardinality(side_list);
+	probabilities float8[];
+BEGIN
+	IF rating_system = 'openskill' THEN
+		probabilities := mm.openskill_predict_win(cur_mu, cur_sigma, side_numbers);
+	ELSE
+		-- each side's mean of mm.win_probability against every other side
+		-- over the n(n-1)/2 pairs (the two-side case is win_probability)
+		probabilities := ARRAY(
+			SELECT sum(mm.win_probability(a.r, b.r)) / (side_count * (side_count - 1) / 2.0)
+			  FROM (SELECT x.side, array_agg(x.rating) AS r FROM unnest(sides, cur_rating) x(side, rating)
+					 GROUP BY x.side) a
+			  JOIN (SELECT x.side, array_agg(x.rating) AS r FROM unnest(sides, cur_rating) x(side, rating)
+					 GROUP BY x.side) b ON a.side <> b.side
+			 GROUP BY a.side ORDER BY a.side);
+	END IF;
+	SELECT p.side, least(greatest(p.probability, 0), 1) INTO favourite, favourite_probability
+	  FROM unnest(side_list, probabilities) p(side, probability)
+	 ORDER BY p.probability DESC, p.side LIMIT 1;
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_prediction(text, text[], text[], integer[], float8[], float8[], float8[]) IS
+'Internal (mm.report_result): the favourite side of a match and its win probability, from the ratings before it';
+REVOKE ALL ON FUNCTION mm.report_result_prediction(text, text[], text[], integer[], float8[], float8[], float8[]) FROM PUBLIC;
+
+-- Each player's new rating by the queue's system, from the side's ranks.
+-- new_* come in as the ratings before the game (NULL where another system
+-- wrote the row) and go out changed where the system rates: rating, rd and
+-- volatility for Glicko-2, rating for Elo, mu and sigma for OpenSkill.
+CREATE FUNCTION mm.report_result_new_ratings(
+	rating_system text, sides text[], side_list text[], side_ranks integer[], player_ranks integer[],
+	side_numbers integer[], scored_loss boolean[], cur_rating float8[], cur_rd float8[], cur_volatility float8[],
+	cur_mu float8[], cur_sigma float8[], games integer[], boosts float8[],
+	INOUT new_rating float8[], INOUT new_rd float8[], INOUT new_volatility float8[], INOUT new_mu float8[],
+	INOUT new_sigma float8[])
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	side_count integer := cardinality(side_list);
+	side_rating float8[];
+	side_rd float8[];
+	dense_ranks integer[];
+	leaver_side text;
+	leaver_ranks integer[];
+	leaver_mu float8[];
+	leaver_sigma float8[];
+BEGIN
+	-- Each side's strength before the game: the mean rating (Glicko-2 and
+	-- Elo), and for Glicko-2 the mean RD.
+	SELECT array_agg(s.rating ORDER BY s.side), array_agg(s.rd ORDER BY s.side)
+	  INTO side_rating, side_rd
+	  FROM (SELECT x.side, mm.team_rating(x.rating, 1) AS rating, avg(x.rd) AS rd
+			  FROM unnest(sides, cur_rating, cur_rd) x(side, rating, rd)
+			 GROUP BY x.side) s;
+
+	IF rating_system = 'glicko2' THEN
+		-- One rating period per game: a player against the composite
+		-- player of every opposing side (1 for a better rank, 0.5 for a
+		-- tie, 0 for a worse one; a leaver scored as a loss gets 0 against
+		-- every side).
+		SELECT array_agg(p.rating + p.boost * ((g.u).rating - p.rating) ORDER BY p.i),
+			   array_agg((g.u).rd ORDER BY p.i), array_agg((g.u).volatility ORDER BY p.i)
+		  INTO new_rating, new_rd, new_volatility
+		  FROM unnest(sides, player_ranks, scored_loss, cur_rating, cur_rd, cur_volatility, boosts)
+			   WITH ORDINALITY p(side, rank, loss, rating, rd, volatility, boost, i)
+		 CROSS JOIN LATERAL (
+			SELECT mm.glicko2_update(p.rating, p.rd, p.volatility,
+									 array_agg(o.rating ORDER BY o.side), array_agg(o.rd ORDER BY o.side),
+									 array_agg(CASE WHEN p.loss THEN 0 WHEN p.rank < o.rank THEN 1
+													WHEN p.rank = o.rank THEN 0.5 ELSE 0 END::float8
+											   ORDER BY o.side)) AS u
+			  FROM unnest(side_list, side_ranks, side_rating, side_rd) o(side, rank, rating, rd)
+			 WHERE o.side <> p.side) g;
+	ELSIF rating_system = 'elo' THEN
+		-- Team Elo: the side's mean against each opposing side's mean,
+		-- K of the player (mm.elo_k_factor), averaged over the opponents.
+		SELECT array_agg(p.rating + p.boost * mm.elo_k_factor(p.games, p.rating) * d.change ORDER BY p.i)
+		  INTO new_rating
+		  FROM unnest(sides, player_ranks, scored_loss, cur_rating, games, boosts)
+			   WITH ORDINALITY p(side, rank, loss, rating, games, boost, i)
+		 CROSS JOIN LATERAL (
+			SELECT avg(CASE WHEN p.loss THEN 0 WHEN p.rank < o.rank THEN 1
+							WHEN p.rank = o.rank THEN 0.5 ELSE 0 END
+					   - mm.elo_expected(side_rating[array_position(side_list, p.side)], o.rating)) AS change
+			  FROM unnest(side_list, side_ranks, side_rating) o(side, rank, rating)
+			 WHERE o.side <> p.side) d;
+	ELSE
+		-- OpenSkill over the whole match; only the order of the ranks counts.
+		dense_ranks := ARRAY(SELECT (SELECT count(DISTINCT r2) FROM unnest(side_ranks) r2 WHERE r2 <= u.r)::integer
+							   FROM unnest(player_ranks) WITH ORDINALITY u(r, i) ORDER BY u.i);
+		SELECT array_agg(r.mu ORDER BY r.i), array_agg(r.sigma ORDER BY r.i) INTO new_mu, new_sigma
+		  FROM mm.openskill_rate(cur_mu, cur_sigma, side_numbers, dense_ranks) WITH ORDINALITY r(mu, sigma, i);
+		-- A leaver scored as a loss: its side ranked below every other in a
+		-- second run, of which only the leavers of that side keep the result.
+		FOR leaver_side IN SELECT DISTINCT x.side FROM unnest(sides, scored_loss) x(side, loss)
+							WHERE x.loss ORDER BY x.side
+		LOOP
+			leaver_ranks := ARRAY(SELECT CASE WHEN x.side = leaver_side THEN side_count + 1 ELSE x.r END
+									FROM unnest(sides, dense_ranks) WITH ORDINALITY x(side, r, i) ORDER BY x.i);
+			SELECT array_agg(r.mu ORDER BY r.i), array_agg(r.sigma ORDER BY r.i) INTO leaver_mu, leaver_sigma
+			  FROM mm.openskill_rate(cur_mu, cur_sigma, side_numbers, leaver_ranks)
+				   WITH ORDINALITY r(mu, sigma, i);
+			SELECT array_agg(CASE WHEN x.side = leaver_side AND x.loss THEN x.lmu ELSE x.mu END ORDER BY x.i),
+				   array_agg(CASE WHEN x.side = leaver_side AND x.loss THEN x.lsigma ELSE x.sigma END ORDER BY x.i)
+			  INTO new_mu, new_sigma
+			  FROM unnest(sides, scored_loss, new_mu, new_sigma, leaver_mu, leaver_sigma)
+				   WITH ORDINALITY x(side, loss, mu, sigma, lmu, lsigma, i);
+		END LOOP;
+		new_mu := ARRAY(SELECT x.mu + x.boost * (x.new_mu - x.mu)
+						  FROM unnest(cur_mu, new_mu, boosts) WITH ORDINALITY x(mu, new_mu, boost, i)
+						 ORDER BY x.i);
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_new_ratings(text, text[], text[], integer[], integer[], integer[], boolean[],
+												 float8[], float8[], float8[], float8[], float8[], integer[], float8[],
+												 float8[], float8[], float8[], float8[], float8[]) IS
+'Internal (mm.report_result): each player''s rating after the match by the queue''s rating system';
+REVOKE ALL ON FUNCTION mm.report_result_new_ratings(text, text[], text[], integer[], integer[], integer[], boolean[],
+												   float8[], float8[], float8[], float8[], float8[], integer[], float8[],
+												   float8[], float8[], float8[], float8[], float8[]) FROM PUBLIC;
+
+-- The ratings of a rated match, updated: each player's row in the pool
+-- they are rated in (created first), locked in player order (as
+-- mm.decay_ratings does) one player at a time (Citus rule 8), read into
+-- arrays, computed, then written with the standing after the game
+-- (placement games left, the tier moved by the pool's rules: promotion at
+-- once, demotion protected) and a row of mm.rating_history each.  Returns
+-- what the report returns and the prediction it records.
+CREATE FUNCTION mm.report_result_rate(m mm.matches, rating_system text, boost_on boolean, ids text[], pools text[],
+	sides text[], side_list text[], side_ranks integer[], player_ranks integer[], side_numbers integer[],
+	scored_loss boolean[], ticket_ids bigint[], winner text, now timestamptz,
+	OUT old_rating float8[], OUT new_rating float8[], OUT old_mu float8[], OUT new_mu float8[],
+	OUT favourite text, OUT favourite_probability float8)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	player_index integer;
+	pool_list text[];
+	pool_settings jsonb[];
+	settings jsonb[];
+	old_rd float8[];
+	old_volatility float8[];
+	old_sigma float8[];
+	cur_rating float8[];
+	cur_rd float8[];
+	cur_volatility float8[];
+	cur_mu float8[];
+	cur_sigma float8[];
+	new_rd float8[];
+	new_volatility float8[];
+	new_sigma float8[];
+	games integer[];
+	boosts float8[];
+	win_counts integer[];
+	old_tier text[];
+	old_division integer[];
+	old_below integer[];
+	old_season_games integer[];
+	new_left integer[];
+	new_tier text[];
+	new_division integer[];
+	new_progress float8[];
+	new_below integer[];
+BEGIN
+	-- each player's pool settings (ranked play: seeding, placements,
+	-- tiers), looked up once per pool
+	pool_list := ARRAY(SELECT DISTINCT p FROM unnest(pools) p);
+	pool_settings := ARRAY(SELECT mm.rating_pool_settings(p) FROM unnest(pool_list) WITH ORDINALITY u(p, i)
+							ORDER BY u.i);
+	settings := ARRAY(SELECT pool_settings[array_position(pool_list, u.pool)]
+						FROM unnest(pools) WITH ORDINALITY u(pool, i) ORDER BY u.i);
+	PERFORM mm.report_result_seed_ratings(m, rating_system, ids, pools, ticket_ids, settings, report_result_rate.now);
+	FOR player_index IN 1 .. cardinality(ids) LOOP
+		PERFORM FROM mm.ratings rt
+		 WHERE rt.player_id = ids[player_index] AND rt.pool = pools[player_index] FOR UPDATE;
+	END LOOP;
+	SELECT array_agg(r.rating ORDER BY u.i), array_agg(r.rd ORDER BY u.i),
+		   array_agg(r.volatility ORDER BY u.i), array_agg(r.mu ORDER BY u.i),
+		   array_agg(r.sigma ORDER BY u.i), array_agg(r.games ORDER BY u.i),
+		   array_agg(r.tier ORDER BY u.i), array_agg(r.division ORDER BY u.i),
+		   array_agg(r.games_below ORDER BY u.i), array_agg(r.season_games ORDER BY u.i)
+	  INTO old_rating, old_rd, old_volatility, old_mu, old_sigma, games,
+		   old_tier, old_division, old_below, old_season_games
+	  FROM unnest(ids, pools) WITH ORDINALITY u(id, pool, i)
+	  JOIN mm.ratings r ON r.player_id = u.id AND r.pool = u.pool;
+	-- a row another system wrote in the same pool lacks fields: defaults
+	cur_rating := ARRAY(SELECT coalesce(x, 1500) FROM unnest(old_rating) WITH ORDINALITY u(x, i) ORDER BY u.i);
+	cur_rd := ARRAY(SELECT coalesce(x, 350) FROM unnest(old_rd) WITH ORDINALITY u(x, i) ORDER BY u.i);
+	cur_volatility := ARRAY(SELECT coalesce(x, 0.06) FROM unnest(old_volatility) WITH ORDINALITY u(x, i) ORDER BY u.i);
+	cur_mu := ARRAY(SELECT coalesce(x, 25) FROM unnest(old_mu) WITH ORDINALITY u(x, i) ORDER BY u.i);
+	cur_sigma := ARRAY(SELECT coalesce(x, 25 / 3.0) FROM unnest(old_sigma) WITH ORDINALITY u(x, i) ORDER BY u.i);
+
+	IF boost_on THEN
+		boosts := mm.report_result_boosts(ids, games, pools);
+	ELSE
+		boosts := array_fill(1.0::float8, ARRAY[cardinality(ids)]);
+	END IF;
+	SELECT p.favourite, p.favourite_probability INTO favourite, favourite_probability
+	  FROM mm.report_result_prediction(rating_system, sides, side_list, side_numbers, cur_rating, cur_mu,
+									   cur_sigma) p;
+	SELECT r.new_rating, r.new_rd, r.new_volatility, r.new_mu, r.new_sigma
+	  INTO new_rating, new_rd, new_volatility, new_mu, new_sigma
+	  FROM mm.report_result_new_ratings(rating_system, sides, side_list, side_ranks, player_ranks, side_numbers,
+										scored_loss, cur_rating, cur_rd, cur_volatility, cur_mu, cur_sigma, games,
+										boosts, old_rating, old_rd, old_volatility, old_mu, old_sigma) r;
+
+	win_counts := ARRAY(SELECT (x.side IS NOT DISTINCT FROM winner AND NOT x.loss)::integer
+						  FROM unnest(sides, scored_loss) WITH ORDINALITY x(side, loss, i) ORDER BY x.i);
+	SELECT array_agg(s.placement_games_left ORDER BY u.i), array_agg(s.tier ORDER BY u.i),
+		   array_agg(s.division ORDER BY u.i), array_agg(s.tier_progress ORDER BY u.i),
+		   array_agg(s.games_below ORDER BY u.i)
+	  INTO new_left, new_tier, new_division, new_progress, new_below
+	  FROM unnest(settings, new_rating, new_rd, new_mu, new_sigma, games, old_season_games, old_tier,
+				  old_division, old_below)
+		   WITH ORDINALITY u(cfg, rating, rd, mu, sigma, g, sg, tier, division, below, i)
+	 CROSS JOIN LATERAL mm.rating_standing(u.cfg, CASE rating_system WHEN 'openskill' THEN u.mu ELSE u.rating END,
+										   CASE rating_system WHEN 'openskill' THEN u.sigma ELSE u.rd END,
+										   u.g + 1, u.sg + 1, u.tier, u.division, u.below, true) s;
+	UPDATE mm.ratings r
+	   SET rating = u.rating, rd = u.rd, volatility = u.volatility, mu = u.mu, sigma = u.sigma,
+		   games = r.games + 1, wins = r.wins + u.win, updated_at = report_result_rate.now,
+		   season_games = r.season_games + 1, placement_games_left = u.placement_left, tier = u.tier,
+		   division = u.division, tier_progress = u.progress, games_below = u.below
+	  FROM unnest(ids, pools, new_rating, new_rd, new_volatility, new_mu, new_sigma, win_counts,
+				  new_left, new_tier, new_division, new_progress, new_below)
+		   u(id, pool, rating, rd, volatility, mu, sigma, win, placement_left, tier, division, progress, below)
+	 WHERE r.pool = u.pool AND r.player_id = u.id;
+	INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
+								   mu_before, mu_after, sigma_before, sigma_after,
+								   volatility_before, volatility_after, created_at, reason)
+	SELECT u.id, u.pool, m.id, u.rating_before, u.rating_after, u.rd_before, u.rd_after,
+		   u.mu_before, u.mu_after, u.sigma_before, u.sigma_after, u.volatility_before, u.volatility_after,
+		   report_result_rate.now, 'match'
+	  FROM unnest(ids, pools, old_rating, new_rating, old_rd, new_rd, old_mu, new_mu, old_sigma, new_sigma,
+				  old_volatility, new_volatility)
+		   u(id, pool, rating_before, rating_after, rd_before, rd_after, mu_before, mu_after, sigma_before,
+			 sigma_after, volatility_before, volatility_after);
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_rate(mm.matches, text, boolean, text[], text[], text[], text[], integer[],
+										  integer[], integer[], boolean[], bigint[], text, timestamptz) IS
+'Internal (mm.report_result): updates the stored rating of every player of a rated match, with its history';
+REVOKE ALL ON FUNCTION mm.report_result_rate(mm.matches, text, boolean, text[], text[], text[], text[], integer[],
+											 integer[], integer[], boolean[], bigint[], text, timestamptz) FROM PUBLIC;
+
+-- Autofill protection: a match played in a role of one's list counts one
+-- game off (never below 0) for each of counted_ids.  The rows locked in
+-- player order first, so two reports sharing players wait for each other
+-- without deadlock; the update re-checks games_left on a row another report
+-- changed.
+CREATE FUNCTION mm.report_result_protection(m mm.matches, counted_ids text[], now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+BEGIN
+	PERFORM FROM mm.autofill_protection a
+	 WHERE a.queue = m.queue AND a.player_id = ANY (counted_ids) AND a.games_left > 0
+	 ORDER BY a.player_id
+	   FOR UPDATE;
+	UPDATE mm.autofill_protection a
+	   SET games_left = a.games_left - 1, updated_at = report_result_protection.now
+	 WHERE a.queue = m.queue AND a.player_id = ANY (counted_ids) AND a.games_left > 0;
+END
+$$;
+COMMENT ON FUNCTION mm.report_result_protection(mm.matches, text[], timestamptz) IS
+'Internal (mm.report_result): one game off the autofill protection of each player who was not autofilled in the match';
+REVOKE ALL ON FUNCTION mm.report_result_protection(mm.matches, text[], timestamptz) FROM PUBLIC;
+
+-- Reports the outcome of a ready or assigned match.  See docs/ratings.md for
+-- the methods; in short, per side (a team, or a player in a free-for-all):
+--   glicko2    each player is one Glicko-2 period against every opposing
+--              side's composite player (mean rating, mean RD): Williams's
+--              "composite opponent" method
+--   elo        team Elo: the side's mean rating against each opposing side's,
+--              K = mm.elo_k_factor of the player, averaged over the opponents
+--   openskill  mm.openskill_rate over the whole match
+-- With "per_role": true in the queue's rating object, each player is rated
+-- in the pool <pool>.<role> of the role they played (mm.match_players.role;
+-- a player without a role in the plain pool).  Each player of the match who
+-- was not autofilled in it counts one game off their autofill protection.
+-- Concurrency: the match row is locked first, so a second report waits and
+-- then finds the match completed; rating rows are locked in player order,
+-- and so are the autofill protection rows.  The steps are the
+-- mm.report_result_* functions above.
+-- now has no default here: with one, a call of the id-only form with
+-- untyped literals (report_result(NULL, '{...}', '...')) would be ambiguous.
+CREATE FUNCTION mm.report_result(queue text, match_id bigint, ranks jsonb, now timestamptz)
+RETURNS TABLE (player_id text, team text, rank integer, rating_before float8, rating_after float8)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	m mm.matches;
+	config jsonb;
+	rating_system text;
+	pool_name text;
+	per_role boolean;
+	leavers_lose boolean;
+	boost_on boolean;
+	free_for_all boolean;
+	-- per player, in player_id order
+	ids text[];
+	teams text[];
+	roles text[];
+	sides text[];
+	scored_loss boolean[];
+	ticket_ids bigint[];
+	stayed boolean[];
+	-- the pool each player is rated in
+	pools text[];
+	-- the players who were not autofilled in the match
+	counted_ids text[];
+	player_ranks integer[];
+	side_numbers integer[];
+	old_rating float8[];
+	new_rating float8[];
+	old_mu float8[];
+	new_mu float8[];
+	-- per side, in side order
+	side_list text[];
+	side_ranks integer[];
+	side_count integer;
+	best_rank integer;
+	winner text;
+	favourite text;
+	favourite_probability float8;
+	event_details jsonb;
+BEGIN
+	IF report_result.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF report_result.match_id IS NULL THEN
+		RAISE EXCEPTION 'match_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF report_result.ranks IS NULL THEN
+		RAISE EXCEPTION 'ranks must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	PERFORM mm.check_now(report_result.now);
+	m := mm.report_result_match(report_result.queue, report_result.match_id, report_result.now);
+	SELECT p.ids, p.teams, p.sides, p.scored_loss, p.free_for_all, p.roles, p.counted_ids, p.ticket_ids, p.stayed
+	  INTO ids, teams, sides, scored_loss, free_for_all, roles, counted_ids, ticket_ids, stayed
+	  FROM mm.report_result_players(m) p;
+	side_list := ARRAY(SELECT DISTINCT s FROM unnest(sides) s ORDER BY s);
+	side_count := cardinality(side_list);
+	PERFORM mm.report_result_check_ranks(m, report_result.ranks, side_list, free_for_all);
 
 	side_ranks := ARRAY(SELECT (report_result.ranks ->> s)::numeric::integer FROM unnest(side_list) WITH ORDINALITY u(s, i)
 						 ORDER BY u.i);
@@ -397,237 +803,12 @@ BEGIN
 	IF NOT leavers_lose THEN
 		scored_loss := array_fill(false, ARRAY[cardinality(ids)]);
 	END IF;
-
 	IF rating_system IS NOT NULL THEN
-		-- each player's pool settings (ranked play: seeding, placements,
-		-- tiers), looked up once per pool
-		pool_list := ARRAY(SELECT DISTINCT p FROM unnest(pools) p);
-		pool_settings := ARRAY(SELECT mm.rating_pool_settings(p) FROM unnest(pool_list) WITH ORDINALITY u(p, i)
-								ORDER BY u.i);
-		settings := ARRAY(SELECT pool_settings[array_position(pool_list, u.pool)]
-							FROM unnest(pools) WITH ORDINALITY u(pool, i) ORDER BY u.i);
-		-- a pool that seeds first ratings from a ticket attribute: each
-		-- player's value in their ticket (read first: the tickets of the
-		-- match's queue: Citus rule 3), NULL when absent or not a number
-		IF EXISTS (SELECT FROM unnest(settings) x WHERE x ? 'seed') THEN
-			SELECT array_agg(t.id), array_agg(t.players) INTO ticket_list, ticket_players
-			  FROM mm.tickets t WHERE t.queue = m.queue AND t.id = ANY (ticket_ids);
-			SELECT array_agg(mm.attribute_number(tp.value -> 'attributes', u.cfg #>> '{seed,attribute}', -1e9, 1e9)
-							 ORDER BY u.i),
-				   array_agg((u.cfg #>> '{seed,rd}')::float8 ORDER BY u.i)
-			  INTO seeds, seed_rds
-			  FROM unnest(ids, ticket_ids, settings) WITH ORDINALITY u(id, ticket, cfg, i)
-			  LEFT JOIN LATERAL (SELECT e.value
-								   FROM unnest(ticket_list, ticket_players) tl(id, players),
-										jsonb_array_elements(tl.players) e
-								  WHERE tl.id = u.ticket AND e.value ->> 'id' = u.id AND u.cfg ? 'seed'
-								  LIMIT 1) tp ON true;
-		ELSE
-			seeds := array_fill(NULL::float8, ARRAY[cardinality(ids)]);
-			seed_rds := seeds;
-		END IF;
-		-- unrated players start at the system's defaults, or at their seed
-		WITH made AS (
-			INSERT INTO mm.ratings AS r (player_id, pool, rating, rd, volatility, mu, sigma, games, wins, updated_at,
-										 placement_games_left)
-			SELECT u.id, u.pool,
-				   CASE WHEN rating_system IN ('glicko2', 'elo') THEN coalesce(u.seed, 1500) END,
-				   CASE WHEN rating_system = 'glicko2' THEN coalesce(CASE WHEN u.seed IS NOT NULL THEN u.seed_rd END, 350) END,
-				   CASE WHEN rating_system = 'glicko2' THEN 0.06 END,
-				   CASE WHEN rating_system = 'openskill' THEN coalesce(u.seed, 25) END,
-				   CASE WHEN rating_system = 'openskill'
-						THEN coalesce(CASE WHEN u.seed IS NOT NULL THEN u.seed_rd END, 25 / 3.0) END,
-				   0, 0, report_result.now,
-				   coalesce((u.cfg #>> '{placement,games}')::integer, 0)
-			  FROM unnest(ids, pools, seeds, seed_rds, settings) u(id, pool, seed, seed_rd, cfg)
-			 ORDER BY u.id
-			ON CONFLICT ON CONSTRAINT ratings_pkey DO NOTHING
-			RETURNING r.player_id
-		)
-		SELECT coalesce(array_agg(made.player_id), '{}') INTO created FROM made;
-		-- a seeded first rating is recorded as such, before the match's change
-		INSERT INTO mm.rating_history (player_id, pool, match_id, rating_after, rd_after, mu_after, sigma_after,
-									   volatility_after, created_at, reason)
-		SELECT u.id, u.pool, NULL,
-			   CASE WHEN rating_system IN ('glicko2', 'elo') THEN u.seed END,
-			   CASE WHEN rating_system = 'glicko2' THEN coalesce(u.seed_rd, 350) END,
-			   CASE WHEN rating_system = 'openskill' THEN u.seed END,
-			   CASE WHEN rating_system = 'openskill' THEN coalesce(u.seed_rd, 25 / 3.0) END,
-			   CASE WHEN rating_system = 'glicko2' THEN 0.06 END,
-			   report_result.now, 'seed'
-		  FROM unnest(ids, pools, seeds, seed_rds) u(id, pool, seed, seed_rd)
-		 WHERE u.seed IS NOT NULL AND u.id = ANY (created);
-		-- lock the rows in player order (as mm.decay_ratings does), one
-		-- player at a time (Citus rule 8)
-		FOR player_index IN 1 .. cardinality(ids) LOOP
-			PERFORM FROM mm.ratings rt
-			 WHERE rt.player_id = ids[player_index] AND rt.pool = pools[player_index] FOR UPDATE;
-		END LOOP;
-		SELECT array_agg(r.rating ORDER BY u.i), array_agg(r.rd ORDER BY u.i),
-			   array_agg(r.volatility ORDER BY u.i), array_agg(r.mu ORDER BY u.i),
-			   array_agg(r.sigma ORDER BY u.i), array_agg(r.games ORDER BY u.i),
-			   array_agg(r.tier ORDER BY u.i), array_agg(r.division ORDER BY u.i),
-			   array_agg(r.games_below ORDER BY u.i), array_agg(r.season_games ORDER BY u.i)
-		  INTO old_rating, old_rd, old_volatility, old_mu, old_sigma, games,
-			   old_tier, old_division, old_below, old_season_games
-		  FROM unnest(ids, pools) WITH ORDINALITY u(id, pool, i)
-		  JOIN mm.ratings r ON r.player_id = u.id AND r.pool = u.pool;
-		-- a row another system wrote in the same pool lacks fields: defaults
-		cur_rating := ARRAY(SELECT coalesce(x, 1500) FROM unnest(old_rating) WITH ORDINALITY u(x, i) ORDER BY u.i);
-		cur_rd := ARRAY(SELECT coalesce(x, 350) FROM unnest(old_rd) WITH ORDINALITY u(x, i) ORDER BY u.i);
-		cur_volatility := ARRAY(SELECT coalesce(x, 0.06) FROM unnest(old_volatility) WITH ORDINALITY u(x, i) ORDER BY u.i);
-		cur_mu := ARRAY(SELECT coalesce(x, 25) FROM unnest(old_mu) WITH ORDINALITY u(x, i) ORDER BY u.i);
-		cur_sigma := ARRAY(SELECT coalesce(x, 25 / 3.0) FROM unnest(old_sigma) WITH ORDINALITY u(x, i) ORDER BY u.i);
-		new_rating := old_rating;
-		new_rd := old_rd;
-		new_volatility := old_volatility;
-		new_mu := old_mu;
-		new_sigma := old_sigma;
-
-		-- The rating boost (placement, smurf suspicion) multiplies each
-		-- player's change.  Suspicion: mm.smurf_score from the pool's games and
-		-- wins, the last 10 ratings, and avg_kda, mvp_rate, headshot_rate in
-		-- mm.players.attributes (no suspicion without avg_kda and mvp_rate).
-		IF boost_on THEN
-			boosts := ARRAY(
-				SELECT mm.rating_boost(coalesce(mm.smurf_score(
-						   u.g, CASE WHEN u.g > 0 THEN least(rt.wins::float8 / u.g, 1) ELSE 0 END,
-						   mm.attribute_number(pl.attributes, 'avg_kda', 0, 1e6),
-						   mm.attribute_number(pl.attributes, 'mvp_rate', 0, 1),
-						   h.recent,
-						   mm.attribute_number(pl.attributes, 'headshot_rate', 0, 1)), 0), u.g)
-				  FROM unnest(ids, games, pools) WITH ORDINALITY u(id, g, pool, i)
-				  JOIN mm.ratings rt ON rt.pool = u.pool AND rt.player_id = u.id
-				  LEFT JOIN mm.players pl ON pl.id = u.id
-				 CROSS JOIN LATERAL (
-					SELECT coalesce(array_agg(x.v ORDER BY x.created_at, x.id), '{}') AS recent
-					  FROM (SELECT coalesce(rh.rating_after, rh.mu_after) AS v, rh.created_at, rh.id
-							  FROM mm.rating_history rh
-							 WHERE rh.player_id = u.id AND rh.pool = u.pool AND rh.match_id IS NOT NULL
-							 ORDER BY rh.created_at DESC, rh.id DESC LIMIT 10) x
-					 WHERE x.v IS NOT NULL) h
-				 ORDER BY u.i);
-		ELSE
-			boosts := array_fill(1.0::float8, ARRAY[cardinality(ids)]);
-		END IF;
-
-		-- Each side's strength before the game: the mean rating (Glicko-2 and
-		-- Elo), and for Glicko-2 the mean RD.
-		SELECT array_agg(s.rating ORDER BY s.side), array_agg(s.rd ORDER BY s.side)
-		  INTO side_rating, side_rd
-		  FROM (SELECT x.side, mm.team_rating(x.rating, 1) AS rating, avg(x.rd) AS rd
-				  FROM unnest(sides, cur_rating, cur_rd) x(side, rating, rd)
-				 GROUP BY x.side) s;
-
-		-- The prediction, from the ratings before the update.
-		IF rating_system = 'openskill' THEN
-			probabilities := mm.openskill_predict_win(cur_mu, cur_sigma, side_numbers);
-		ELSE
-			-- each side's mean of mm.win_probability against every other side
-			-- over the n(n-1)/2 pairs (the two-side case is win_probability)
-			probabilities := ARRAY(
-				SELECT sum(mm.win_probability(a.r, b.r)) / (side_count * (side_count - 1) / 2.0)
-				  FROM (SELECT x.side, array_agg(x.rating) AS r FROM unnest(sides, cur_rating) x(side, rating)
-						 GROUP BY x.side) a
-				  JOIN (SELECT x.side, array_agg(x.rating) AS r FROM unnest(sides, cur_rating) x(side, rating)
-						 GROUP BY x.side) b ON a.side <> b.side
-				 GROUP BY a.side ORDER BY a.side);
-		END IF;
-		SELECT p.side, least(greatest(p.probability, 0), 1) INTO favourite, favourite_probability
-		  FROM unnest(side_list, probabilities) p(side, probability)
-		 ORDER BY p.probability DESC, p.side LIMIT 1;
-
-		IF rating_system = 'glicko2' THEN
-			-- One rating period per game: a player against the composite
-			-- player of every opposing side (1 for a better rank, 0.5 for a
-			-- tie, 0 for a worse one; a leaver scored as a loss gets 0 against
-			-- every side).
-			SELECT array_agg(p.rating + p.boost * ((g.u).rating - p.rating) ORDER BY p.i),
-				   array_agg((g.u).rd ORDER BY p.i), array_agg((g.u).volatility ORDER BY p.i)
-			  INTO new_rating, new_rd, new_volatility
-			  FROM unnest(sides, player_ranks, scored_loss, cur_rating, cur_rd, cur_volatility, boosts)
-				   WITH ORDINALITY p(side, rank, loss, rating, rd, volatility, boost, i)
-			 CROSS JOIN LATERAL (
-				SELECT mm.glicko2_update(p.rating, p.rd, p.volatility,
-										 array_agg(o.rating ORDER BY o.side), array_agg(o.rd ORDER BY o.side),
-										 array_agg(CASE WHEN p.loss THEN 0 WHEN p.rank < o.rank THEN 1
-														WHEN p.rank = o.rank THEN 0.5 ELSE 0 END::float8
-												   ORDER BY o.side)) AS u
-				  FROM unnest(side_list, side_ranks, side_rating, side_rd) o(side, rank, rating, rd)
-				 WHERE o.side <> p.side) g;
-		ELSIF rating_system = 'elo' THEN
-			-- Team Elo: the side's mean against each opposing side's mean,
-			-- K of the player (mm.elo_k_factor), averaged over the opponents.
-			SELECT array_agg(p.rating + p.boost * mm.elo_k_factor(p.games, p.rating) * d.change ORDER BY p.i)
-			  INTO new_rating
-			  FROM unnest(sides, player_ranks, scored_loss, cur_rating, games, boosts)
-				   WITH ORDINALITY p(side, rank, loss, rating, games, boost, i)
-			 CROSS JOIN LATERAL (
-				SELECT avg(CASE WHEN p.loss THEN 0 WHEN p.rank < o.rank THEN 1
-								WHEN p.rank = o.rank THEN 0.5 ELSE 0 END
-						   - mm.elo_expected(side_rating[array_position(side_list, p.side)], o.rating)) AS change
-				  FROM unnest(side_list, side_ranks, side_rating) o(side, rank, rating)
-				 WHERE o.side <> p.side) d;
-		ELSE
-			-- OpenSkill over the whole match; only the order of the ranks counts.
-			dense_ranks := ARRAY(SELECT (SELECT count(DISTINCT r2) FROM unnest(side_ranks) r2 WHERE r2 <= u.r)::integer
-								   FROM unnest(player_ranks) WITH ORDINALITY u(r, i) ORDER BY u.i);
-			SELECT array_agg(r.mu ORDER BY r.i), array_agg(r.sigma ORDER BY r.i) INTO new_mu, new_sigma
-			  FROM mm.openskill_rate(cur_mu, cur_sigma, side_numbers, dense_ranks) WITH ORDINALITY r(mu, sigma, i);
-			-- A leaver scored as a loss: its side ranked below every other in a
-			-- second run, of which only the leavers of that side keep the result.
-			FOR leaver_side IN SELECT DISTINCT x.side FROM unnest(sides, scored_loss) x(side, loss)
-								WHERE x.loss ORDER BY x.side
-			LOOP
-				leaver_ranks := ARRAY(SELECT CASE WHEN x.side = leaver_side THEN side_count + 1 ELSE x.r END
-										FROM unnest(sides, dense_ranks) WITH ORDINALITY x(side, r, i) ORDER BY x.i);
-				SELECT array_agg(r.mu ORDER BY r.i), array_agg(r.sigma ORDER BY r.i) INTO leaver_mu, leaver_sigma
-				  FROM mm.openskill_rate(cur_mu, cur_sigma, side_numbers, leaver_ranks)
-					   WITH ORDINALITY r(mu, sigma, i);
-				SELECT array_agg(CASE WHEN x.side = leaver_side AND x.loss THEN x.lmu ELSE x.mu END ORDER BY x.i),
-					   array_agg(CASE WHEN x.side = leaver_side AND x.loss THEN x.lsigma ELSE x.sigma END ORDER BY x.i)
-				  INTO new_mu, new_sigma
-				  FROM unnest(sides, scored_loss, new_mu, new_sigma, leaver_mu, leaver_sigma)
-					   WITH ORDINALITY x(side, loss, mu, sigma, lmu, lsigma, i);
-			END LOOP;
-			new_mu := ARRAY(SELECT x.mu + x.boost * (x.new_mu - x.mu)
-							  FROM unnest(cur_mu, new_mu, boosts) WITH ORDINALITY x(mu, new_mu, boost, i)
-							 ORDER BY x.i);
-		END IF;
-
-		win_counts := ARRAY(SELECT (x.side IS NOT DISTINCT FROM winner AND NOT x.loss)::integer
-							  FROM unnest(sides, scored_loss) WITH ORDINALITY x(side, loss, i) ORDER BY x.i);
-		-- the standing after this game: placement games left, and the tier
-		-- moved by the pool's rules (promotion at once, demotion protected)
-		SELECT array_agg(s.placement_games_left ORDER BY u.i), array_agg(s.tier ORDER BY u.i),
-			   array_agg(s.division ORDER BY u.i), array_agg(s.tier_progress ORDER BY u.i),
-			   array_agg(s.games_below ORDER BY u.i)
-		  INTO new_left, new_tier, new_division, new_progress, new_below
-		  FROM unnest(settings, new_rating, new_rd, new_mu, new_sigma, games, old_season_games, old_tier,
-					  old_division, old_below)
-			   WITH ORDINALITY u(cfg, rating, rd, mu, sigma, g, sg, tier, division, below, i)
-		 CROSS JOIN LATERAL mm.rating_standing(u.cfg, CASE rating_system WHEN 'openskill' THEN u.mu ELSE u.rating END,
-											   CASE rating_system WHEN 'openskill' THEN u.sigma ELSE u.rd END,
-											   u.g + 1, u.sg + 1, u.tier, u.division, u.below, true) s;
-		UPDATE mm.ratings r
-		   SET rating = u.rating, rd = u.rd, volatility = u.volatility, mu = u.mu, sigma = u.sigma,
-			   games = r.games + 1, wins = r.wins + u.win, updated_at = report_result.now,
-			   season_games = r.season_games + 1, placement_games_left = u.placement_left, tier = u.tier,
-			   division = u.division, tier_progress = u.progress, games_below = u.below
-		  FROM unnest(ids, pools, new_rating, new_rd, new_volatility, new_mu, new_sigma, win_counts,
-					  new_left, new_tier, new_division, new_progress, new_below)
-			   u(id, pool, rating, rd, volatility, mu, sigma, win, placement_left, tier, division, progress, below)
-		 WHERE r.pool = u.pool AND r.player_id = u.id;
-		INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
-									   mu_before, mu_after, sigma_before, sigma_after,
-									   volatility_before, volatility_after, created_at, reason)
-		SELECT u.id, u.pool, m.id, u.rating_before, u.rating_after, u.rd_before, u.rd_after,
-			   u.mu_before, u.mu_after, u.sigma_before, u.sigma_after, u.volatility_before, u.volatility_after,
-			   report_result.now, 'match'
-		  FROM unnest(ids, pools, old_rating, new_rating, old_rd, new_rd, old_mu, new_mu, old_sigma, new_sigma,
-					  old_volatility, new_volatility)
-			   u(id, pool, rating_before, rating_after, rd_before, rd_after, mu_before, mu_after, sigma_before,
-				 sigma_after, volatility_before, volatility_after);
+		SELECT r.old_rating, r.new_rating, r.old_mu, r.new_mu, r.favourite, r.favourite_probability
+		  INTO old_rating, new_rating, old_mu, new_mu, favourite, favourite_probability
+		  FROM mm.report_result_rate(m, rating_system, boost_on, ids, pools, sides, side_list, side_ranks,
+									 player_ranks, side_numbers, scored_loss, ticket_ids, winner,
+									 report_result.now) r;
 	END IF;
 
 	INSERT INTO mm.match_results (match_id, queue, winner_team, ranks, predicted_favourite,
@@ -638,18 +819,8 @@ BEGIN
 	-- completed, players released, match_completed; then the result's event
 	PERFORM mm.complete_match(m.queue, m.id, report_result.now);
 
-	-- Autofill protection: a match played in a role of one's list counts
-	-- one game off (never below 0).  The rows locked in player order first,
-	-- so two reports sharing players wait for each other without deadlock;
-	-- the update re-checks games_left on a row another report changed.
 	IF cardinality(counted_ids) > 0 THEN
-		PERFORM FROM mm.autofill_protection a
-		 WHERE a.queue = m.queue AND a.player_id = ANY (counted_ids) AND a.games_left > 0
-		 ORDER BY a.player_id
-		   FOR UPDATE;
-		UPDATE mm.autofill_protection a
-		   SET games_left = a.games_left - 1, updated_at = report_result.now
-		 WHERE a.queue = m.queue AND a.player_id = ANY (counted_ids) AND a.games_left > 0;
+		PERFORM mm.report_result_protection(m, counted_ids, report_result.now);
 	END IF;
 
 	-- penalties: a match played to the end is a good game for each player

@@ -471,6 +471,82 @@ COMMENT ON FUNCTION mm.configure_rating_pool(text, jsonb, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.configure_rating_pool(text, jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.configure_rating_pool(text, jsonb, timestamptz) TO mm_admin;
 
+-- mm.set_ratings's checks of its arrays, each error naming the element
+-- (player_ids[3]): apart, so that the import reads as check, read, compute,
+-- write.  Called by mm.set_ratings alone (as its owner): granted to no one.
+CREATE FUNCTION mm.set_ratings_check(pool text, rating_system text, n integer, player_ids text[],
+									 ratings float8[], rds float8[], volatilities float8[])
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	bad integer;
+	dup text;
+BEGIN
+	IF n > 1000000 THEN
+		RAISE EXCEPTION 'player_ids has too many elements' USING ERRCODE = 'program_limit_exceeded',
+			DETAIL = format('Got %s; import at most 1000000 ratings per call.', n);
+	END IF;
+	IF array_ndims(set_ratings_check.player_ids) > 1 OR array_ndims(set_ratings_check.ratings) > 1
+	   OR array_ndims(set_ratings_check.rds) > 1 OR array_ndims(set_ratings_check.volatilities) > 1 THEN
+		RAISE EXCEPTION 'player_ids, ratings, rds and volatilities must be one-dimensional arrays'
+			USING ERRCODE = 'array_subscript_error';
+	END IF;
+	IF coalesce(cardinality(set_ratings_check.ratings), 0) <> n
+	   OR (set_ratings_check.rds IS NOT NULL AND cardinality(set_ratings_check.rds) <> n)
+	   OR (set_ratings_check.volatilities IS NOT NULL AND cardinality(set_ratings_check.volatilities) <> n) THEN
+		RAISE EXCEPTION 'player_ids, ratings, rds and volatilities must have the same length'
+			USING ERRCODE = 'array_subscript_error';
+	END IF;
+	SELECT u.i INTO bad FROM unnest(set_ratings_check.player_ids) WITH ORDINALITY u(id, i)
+	 WHERE u.id IS NULL OR u.id = '' ORDER BY u.i LIMIT 1;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'player_ids[%] must be a player id, not %', bad,
+			CASE WHEN set_ratings_check.player_ids[bad] IS NULL THEN 'NULL' ELSE 'empty' END
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	SELECT u.i, u.id INTO bad, dup
+	  FROM (SELECT x.id, x.i, row_number() OVER (PARTITION BY x.id ORDER BY x.i) AS k
+			  FROM unnest(set_ratings_check.player_ids) WITH ORDINALITY x(id, i)) u
+	 WHERE u.k > 1 ORDER BY u.i LIMIT 1;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'player_ids[%] repeats "%"', bad, dup USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	SELECT u.i INTO bad FROM unnest(set_ratings_check.ratings) WITH ORDINALITY u(v, i)
+	 WHERE u.v IS NULL OR u.v IN ('NaN', 'Infinity', '-Infinity') OR abs(u.v) > 1e9 ORDER BY u.i LIMIT 1;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'ratings[%] must be a finite number from -1e9 to 1e9', bad
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = format('Got %s.', coalesce(set_ratings_check.ratings[bad]::text, 'NULL'));
+	END IF;
+	IF rating_system = 'elo' AND (EXISTS (SELECT FROM unnest(set_ratings_check.rds) x WHERE x IS NOT NULL)
+								  OR EXISTS (SELECT FROM unnest(set_ratings_check.volatilities) x WHERE x IS NOT NULL)) THEN
+		RAISE EXCEPTION 'rating pool "%" uses Elo, which has no rd or volatility', set_ratings_check.pool
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass NULL for rds and volatilities.';
+	END IF;
+	IF rating_system = 'openskill' AND EXISTS (SELECT FROM unnest(set_ratings_check.volatilities) x WHERE x IS NOT NULL) THEN
+		RAISE EXCEPTION 'rating pool "%" uses OpenSkill, which has no volatility', set_ratings_check.pool
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass the ratings as mu and the rds as sigma.';
+	END IF;
+	SELECT u.i INTO bad FROM unnest(set_ratings_check.rds) WITH ORDINALITY u(v, i)
+	 WHERE u.v IS NOT NULL AND (u.v IN ('NaN', 'Infinity', '-Infinity') OR u.v <= 0 OR u.v > 1e6) ORDER BY u.i LIMIT 1;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'rds[%] must be greater than 0 and at most 1e6', bad
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = format('Got %s.', set_ratings_check.rds[bad]);
+	END IF;
+	SELECT u.i INTO bad FROM unnest(set_ratings_check.volatilities) WITH ORDINALITY u(v, i)
+	 WHERE u.v IS NOT NULL AND (u.v IN ('NaN', 'Infinity', '-Infinity') OR u.v <= 0 OR u.v > 10) ORDER BY u.i LIMIT 1;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'volatilities[%] must be greater than 0 and at most 10', bad
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = format('Got %s.', set_ratings_check.volatilities[bad]);
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.set_ratings_check(text, text, integer, text[], float8[], float8[], float8[]) IS
+'Internal (mm.set_ratings): refuses arrays that are not one finite rating (and rd, volatility) per distinct player id';
+REVOKE ALL ON FUNCTION mm.set_ratings_check(text, text, integer, text[], float8[], float8[], float8[]) FROM PUBLIC;
+
 -- Imports ratings into a pool: one row per player (rating, rd, volatility;
 -- NULL rd or volatility: the player's current one, else the system's
 -- default).  Glicko-2 takes all three, Elo the rating alone, OpenSkill the
@@ -490,9 +566,7 @@ AS $$
 DECLARE
 	rating_system text;
 	n integer;
-	bad integer;
 	cfg jsonb;
-	dup text;
 	-- per player, in input order: the values before and after, the standing
 	a_id text[];
 	a_old_rating float8[];
@@ -527,62 +601,8 @@ BEGIN
 				  HINT = 'Name the pool in a queue''s "rating" first.';
 	END IF;
 	n := coalesce(cardinality(set_ratings.player_ids), 0);
-	IF n > 1000000 THEN
-		RAISE EXCEPTION 'player_ids has too many elements' USING ERRCODE = 'program_limit_exceeded',
-			DETAIL = format('Got %s; import at most 1000000 ratings per call.', n);
-	END IF;
-	IF array_ndims(set_ratings.player_ids) > 1 OR array_ndims(set_ratings.ratings) > 1
-	   OR array_ndims(set_ratings.rds) > 1 OR array_ndims(set_ratings.volatilities) > 1 THEN
-		RAISE EXCEPTION 'player_ids, ratings, rds and volatilities must be one-dimensional arrays'
-			USING ERRCODE = 'array_subscript_error';
-	END IF;
-	IF coalesce(cardinality(set_ratings.ratings), 0) <> n
-	   OR (set_ratings.rds IS NOT NULL AND cardinality(set_ratings.rds) <> n)
-	   OR (set_ratings.volatilities IS NOT NULL AND cardinality(set_ratings.volatilities) <> n) THEN
-		RAISE EXCEPTION 'player_ids, ratings, rds and volatilities must have the same length'
-			USING ERRCODE = 'array_subscript_error';
-	END IF;
-	SELECT u.i INTO bad FROM unnest(set_ratings.player_ids) WITH ORDINALITY u(id, i)
-	 WHERE u.id IS NULL OR u.id = '' ORDER BY u.i LIMIT 1;
-	IF bad IS NOT NULL THEN
-		RAISE EXCEPTION 'player_ids[%] must be a player id, not %', bad,
-			CASE WHEN set_ratings.player_ids[bad] IS NULL THEN 'NULL' ELSE 'empty' END
-			USING ERRCODE = 'invalid_parameter_value';
-	END IF;
-	SELECT u.i, u.id INTO bad, dup
-	  FROM (SELECT x.id, x.i, row_number() OVER (PARTITION BY x.id ORDER BY x.i) AS k
-			  FROM unnest(set_ratings.player_ids) WITH ORDINALITY x(id, i)) u
-	 WHERE u.k > 1 ORDER BY u.i LIMIT 1;
-	IF bad IS NOT NULL THEN
-		RAISE EXCEPTION 'player_ids[%] repeats "%"', bad, dup USING ERRCODE = 'invalid_parameter_value';
-	END IF;
-	SELECT u.i INTO bad FROM unnest(set_ratings.ratings) WITH ORDINALITY u(v, i)
-	 WHERE u.v IS NULL OR u.v IN ('NaN', 'Infinity', '-Infinity') OR abs(u.v) > 1e9 ORDER BY u.i LIMIT 1;
-	IF bad IS NOT NULL THEN
-		RAISE EXCEPTION 'ratings[%] must be a finite number from -1e9 to 1e9', bad
-			USING ERRCODE = 'invalid_parameter_value', DETAIL = format('Got %s.', coalesce(set_ratings.ratings[bad]::text, 'NULL'));
-	END IF;
-	IF rating_system = 'elo' AND (EXISTS (SELECT FROM unnest(set_ratings.rds) x WHERE x IS NOT NULL)
-								  OR EXISTS (SELECT FROM unnest(set_ratings.volatilities) x WHERE x IS NOT NULL)) THEN
-		RAISE EXCEPTION 'rating pool "%" uses Elo, which has no rd or volatility', set_ratings.pool
-			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass NULL for rds and volatilities.';
-	END IF;
-	IF rating_system = 'openskill' AND EXISTS (SELECT FROM unnest(set_ratings.volatilities) x WHERE x IS NOT NULL) THEN
-		RAISE EXCEPTION 'rating pool "%" uses OpenSkill, which has no volatility', set_ratings.pool
-			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass the ratings as mu and the rds as sigma.';
-	END IF;
-	SELECT u.i INTO bad FROM unnest(set_ratings.rds) WITH ORDINALITY u(v, i)
-	 WHERE u.v IS NOT NULL AND (u.v IN ('NaN', 'Infinity', '-Infinity') OR u.v <= 0 OR u.v > 1e6) ORDER BY u.i LIMIT 1;
-	IF bad IS NOT NULL THEN
-		RAISE EXCEPTION 'rds[%] must be greater than 0 and at most 1e6', bad
-			USING ERRCODE = 'invalid_parameter_value', DETAIL = format('Got %s.', set_ratings.rds[bad]);
-	END IF;
-	SELECT u.i INTO bad FROM unnest(set_ratings.volatilities) WITH ORDINALITY u(v, i)
-	 WHERE u.v IS NOT NULL AND (u.v IN ('NaN', 'Infinity', '-Infinity') OR u.v <= 0 OR u.v > 10) ORDER BY u.i LIMIT 1;
-	IF bad IS NOT NULL THEN
-		RAISE EXCEPTION 'volatilities[%] must be greater than 0 and at most 10', bad
-			USING ERRCODE = 'invalid_parameter_value', DETAIL = format('Got %s.', set_ratings.volatilities[bad]);
-	END IF;
+	PERFORM mm.set_ratings_check(set_ratings.pool, rating_system, n, set_ratings.player_ids, set_ratings.ratings,
+								 set_ratings.rds, set_ratings.volatilities);
 	cfg := mm.rating_pool_settings(set_ratings.pool);
 
 	-- the players' current rows locked in player order (as mm.report_result)
