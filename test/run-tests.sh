@@ -53,6 +53,13 @@ for suite in $suites; do
 			status=1
 			failed=$((failed + 1))
 		fi
+		# HACKING.md names only what exists, and its tables list every file
+		if perl test/scripts/check_hacking.pl; then
+			passed=$((passed + 1))
+		else
+			status=1
+			failed=$((failed + 1))
+		fi
 		# every statement the tick prepares filters on its queue (docs/scale-out.md)
 		if perl test/scripts/check_tick_statements.pl; then
 			passed=$((passed + 1))
