@@ -5,8 +5,8 @@
 EXTENSION = matchmaking
 MODULE_big = matchmaking
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-# Released scripts are frozen (0.1, 0.2 and 0.3 are kept so a test can
-# install them and upgrade).  The version in development (MM_VERSION) has two
+# Released scripts (DATA) are frozen: each is kept so a test can install it
+# and upgrade (src/tools/cut_version.sh adds the scripts of a version it cuts).  The version in development (MM_VERSION) has two
 # built scripts: its fresh install from the SQL source tree, src/sql/*.sql in
 # name order (one current definition of every object), and its upgrade from
 # MM_PREVIOUS: the hand-written table and data changes of
