@@ -5,8 +5,9 @@
 EXTENSION = matchmaking
 MODULE_big = matchmaking
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-# Released scripts (DATA) are frozen: each is kept so a test can install it
-# and upgrade (src/tools/cut_version.sh adds the scripts of a version it cuts).  The version in development (MM_VERSION) has two
+# Released scripts (DATA, in released/, installed under their own names) are
+# frozen: each is kept so a test can install it and upgrade
+# (src/tools/cut_version.sh moves there the scripts of a version it cuts).  The version in development (MM_VERSION) has two
 # built scripts: its fresh install from the SQL source tree, src/sql/*.sql in
 # name order (one current definition of every object), and its upgrade from
 # MM_PREVIOUS: the hand-written table and data changes of
@@ -15,18 +16,21 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 # test/t/050_upgrade.pl proves that both give the same schema.
 MM_VERSION = 0.4
 MM_PREVIOUS = 0.3
-DATA = matchmaking--0.1.sql matchmaking--0.1--0.2.sql matchmaking--0.2.sql \
-	matchmaking--0.2--0.3.sql matchmaking--0.3.sql
+DATA = released/matchmaking--0.1.sql released/matchmaking--0.1--0.2.sql released/matchmaking--0.2.sql \
+	released/matchmaking--0.2--0.3.sql released/matchmaking--0.3.sql
 DATA_built = matchmaking--$(MM_PREVIOUS)--$(MM_VERSION).sql matchmaking--$(MM_VERSION).sql
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress: setup first (creates the extension), then every area in order.
-REGRESS = setup $(filter-out setup,$(sort $(basename $(notdir $(wildcard sql/*.sql)))))
-REGRESS_OPTS = --inputdir=. --load-extension=plpgsql
+# The tests and their output are in test/regress/{sql,expected}; they read
+# their helpers with \i sql/include/..., so pg_regress runs in test/regress
+# (test/run-tests.sh does).
+REGRESS = setup $(filter-out setup,$(sort $(basename $(notdir $(wildcard test/regress/sql/*.sql)))))
+REGRESS_OPTS = --inputdir=test/regress --load-extension=plpgsql
 
-# Isolation specs live in test/specs with their expected output in test/expected.
-ISOLATION = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
-ISOLATION_OPTS = --inputdir=test
+# Isolation specs and their output: test/isolation/{specs,expected}.
+ISOLATION = $(sort $(basename $(notdir $(wildcard test/isolation/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test/isolation
 
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))

@@ -13,7 +13,7 @@ suites=${MM_SUITES:-"regress isolation tap sanitize"}
 
 # the simulator is built too: a TAP test drives it
 MM_BUILD_TARGETS=sim mm_setup_throwaway
-# test support that the shipped library leaves out (sql/search_completeness.sql)
+# test support that the shipped library leaves out (test/regress/sql/search_completeness.sql)
 bash "$MM_SRC/test/modules/install.sh"
 
 cd "$MM_TREE"
@@ -39,7 +39,7 @@ for suite in $suites; do
 	case $suite in
 	regress)
 		mm_log "pg_regress"
-		# the README's walk-through is sql/walkthrough.sql: fail when they drift apart
+		# the README's walk-through is test/regress/sql/walkthrough.sql: fail when they drift apart
 		if bash test/scripts/check_walkthrough.sh; then
 			passed=$((passed + 1))
 		else
@@ -90,7 +90,7 @@ for suite in $suites; do
 		fi
 		# the upgrade's manifest lists every routine that differs from the previous release
 		if perl src/tools/build_upgrade.pl --check \
-			"matchmaking--$(make -s PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" print-MM_PREVIOUS).sql" src/sql \
+			"released/matchmaking--$(make -s PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" print-MM_PREVIOUS).sql" src/sql \
 			"$(make -s PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" print-MM_UPGRADE_DIR)" \
 			$(make -s PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" print-MM_NEW_IN_VERSION); then
 			passed=$((passed + 1))
@@ -99,8 +99,10 @@ for suite in $suites; do
 			failed=$((failed + 1))
 		fi
 		tests=${MM_REGRESS:-$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-REGRESS)}
-		if ! mm_as_user "$MM_PGXS_DIR/src/test/regress/pg_regress" --inputdir=. \
-			--bindir="$MM_BINDIR" --dbname=contrib_regression $tests 2>&1 | tee regress.log; then
+		# run in test/regress: the tests read their helpers with \i sql/include/...;
+		# results/ and regression.diffs stay at the top of the tree
+		if ! (cd test/regress && mm_as_user "$MM_PGXS_DIR/src/test/regress/pg_regress" --inputdir=. \
+			--outputdir="$MM_TREE" --bindir="$MM_BINDIR" --dbname=contrib_regression $tests) 2>&1 | tee regress.log; then
 			status=1
 			print_diffs regression.diffs
 		fi
@@ -110,7 +112,7 @@ for suite in $suites; do
 		tests=${MM_ISOLATION:-$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-ISOLATION)}
 		[ -z "$tests" ] && continue
 		mm_log "isolation specs"
-		if ! mm_as_user "$MM_PGXS_DIR/src/test/isolation/pg_isolation_regress" --inputdir=test \
+		if ! mm_as_user "$MM_PGXS_DIR/src/test/isolation/pg_isolation_regress" --inputdir=test/isolation \
 			--outputdir=output_iso --bindir="$MM_BINDIR" --dbname=isolation_regression \
 			$tests 2>&1 | tee isolation.log; then
 			status=1

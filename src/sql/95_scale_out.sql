@@ -11,9 +11,9 @@
 -- pg_cron jobs are reference tables (a copy on every node: a queue's tick
 -- loop runs on its node and reads its interval there); the event key stays
 -- a table of each node, which mm.distribute gives the coordinator's key (the
--- extension reads it without a query).  test/t/140_citus.pl and sql/scale_out.sql
--- check that every table is listed and that every key of a sharded table
--- holds its distribution column.
+-- extension reads it without a query).  test/t/140_citus.pl and
+-- test/regress/sql/scale_out.sql check that every table is listed and that
+-- every key of a sharded table holds its distribution column.
 CREATE FUNCTION mm.sharding(OUT table_name regclass, OUT placement text, OUT distribution_column text)
 RETURNS SETOF record
 LANGUAGE sql STABLE

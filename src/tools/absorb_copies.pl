@@ -4,7 +4,7 @@
 # of its manifest (HACKING.md, "Where SQL changes go"):
 #
 #   perl src/tools/absorb_copies.pl PREVIOUS_SCRIPT SRC_DIR UPGRADE_DIR [FILE...]
-#   e.g. perl src/tools/absorb_copies.pl matchmaking--0.3.sql src/sql upgrade/0.3--0.4
+#   e.g. perl src/tools/absorb_copies.pl released/matchmaking--0.3.sql src/sql upgrade/0.3--0.4
 #
 # In each FILE (default: every NN_*.sql of UPGRADE_DIR) it removes every
 # CREATE [OR REPLACE] FUNCTION/PROCEDURE/AGGREGATE, the COMMENT, GRANT and

@@ -4,8 +4,9 @@
 #   bash src/tools/cut_version.sh NEXT        # e.g. 0.5, from the repository root
 # With MM_VERSION = V and MM_PREVIOUS = P in the Makefile, it
 #  1. builds matchmaking--V.sql and matchmaking--P--V.sql (make, PG_CONFIG from
-#     the environment) and keeps them as released scripts: added to DATA,
-#     their lines in .gitignore replaced by the next version's built scripts;
+#     the environment) and keeps them as released scripts: moved to released/
+#     and added to DATA, their lines in .gitignore replaced by the next
+#     version's built scripts;
 #  2. deletes upgrade/P--V/ (its output is the frozen matchmaking--P--V.sql)
 #     and creates upgrade/V--NEXT/ with 00_header.sql and an empty manifest
 #     (the old one's header comment, no line);
@@ -37,8 +38,9 @@ upgrade=matchmaking--$previous--$version.sql
 # 1. the scripts of the version, built and kept
 rm -f "$fresh" "$upgrade"
 make -s PG_CONFIG="$pg_config" "$fresh" "$upgrade"
-perl -0pi -e "s{^(DATA = (?:.*\\\\\\n)*.*\\S)[ \\t]*\$}{\$1 \\\\\\n\\t$upgrade $fresh}m" Makefile
-grep -q "^DATA = .*\\\\$" Makefile && grep -q "	$upgrade $fresh\$" Makefile ||
+mv "$fresh" "$upgrade" released/
+perl -0pi -e "s{^(DATA = (?:.*\\\\\\n)*.*\\S)[ \\t]*\$}{\$1 \\\\\\n\\treleased/$upgrade released/$fresh}m" Makefile
+grep -q "^DATA = .*\\\\$" Makefile && grep -q "	released/$upgrade released/$fresh\$" Makefile ||
 	{ echo "cut_version: could not add the scripts to DATA in the Makefile" >&2; exit 1; }
 perl -pi -e "s{^/\\Q$upgrade\\E\$}{/matchmaking--$version--$next.sql}; s{^/\\Q$fresh\\E\$}{/matchmaking--$next.sql}" .gitignore
 
@@ -68,4 +70,4 @@ perl -pi -e "s/(ServedVersions\\[\\] = \\{)[^}]*\\}/\$1\"$next\"}/" src/schema_v
 grep -q "ServedVersions\\[\\] = {\"$next\"}" src/schema_version.c ||
 	{ echo "cut_version: could not set ServedVersions in src/schema_version.c" >&2; exit 1; }
 
-echo "cut_version: $version released ($upgrade, $fresh kept); $next begins in $new_dir"
+echo "cut_version: $version released (released/$upgrade, released/$fresh); $next begins in $new_dir"

@@ -19,7 +19,7 @@
 #   the phases from mm.last_tick_stats() and the sums per hour beside it.
 #   mm.cancel_ticket dates the cancel by the wall clock: the cancelled
 #   tickets' updated_at is then set to the simulated time of their cancel, as
-#   sql/replay.sql does.
+#   test/regress/sql/replay.sql does.
 #   Replay: mm.replay(queue, NULL, day start, day end, the same tick) (the
 #   replay's figures beside the recorded ones), mm.replay_figures alone (the
 #   replay without the recorded side) and mm.replay_matches, each timed

@@ -883,7 +883,7 @@ next:	;
 	/*
 	 * The search ranks candidates by closeness and backtracks (issue 9): it
 	 * no longer equals the age-order greedy; completeness is checked against
-	 * a brute force in sql/search_completeness.sql.
+	 * a brute force in test/regress/sql/search_completeness.sql.
 	 */
 	if (false && sc->reference && config->nteams == 0)
 	{

@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
-# The README's walk-through is a regression test: sql/walkthrough.sql must be
+# The README's walk-through is a regression test: test/regress/sql/walkthrough.sql must be
 # exactly the README's walk-through SQL blocks (between the markers
 # <!-- walkthrough:begin --> and <!-- walkthrough:end -->, leaving out a block
 # right after <!-- walkthrough:skip -->) wrapped in a fixed preamble, which
 # gives the walk-through a fresh database of its own, and postamble.  Every
 # output block the README shows (a ``` block without a language after a SQL
-# block) must appear, line for line, in expected/walkthrough.out (trailing
+# block) must appear, line for line, in test/regress/expected/walkthrough.out (trailing
 # blanks aside).
 #
 #   bash test/scripts/check_walkthrough.sh           # exit 1 on any drift
-#   bash test/scripts/check_walkthrough.sh --write   # regenerate sql/walkthrough.sql
+#   bash test/scripts/check_walkthrough.sh --write   # regenerate test/regress/sql/walkthrough.sql
 #
 # Plain bash and awk, so it runs wherever the tests run.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 readme=$root/README.md
-sql=$root/sql/walkthrough.sql
-out=$root/expected/walkthrough.out
+sql=$root/test/regress/sql/walkthrough.sql
+out=$root/test/regress/expected/walkthrough.out
 
 generate() {
 	cat <<'EOF'
@@ -80,9 +80,9 @@ fi
 
 status=0
 if ! diff -u "$sql" <(generate) > /dev/null; then
-	echo "check_walkthrough: sql/walkthrough.sql differs from the README's walk-through:" >&2
-	diff -u --label sql/walkthrough.sql --label "README.md walk-through" "$sql" <(generate) >&2 || true
-	echo "Run: bash test/scripts/check_walkthrough.sh --write, then review expected/walkthrough.out." >&2
+	echo "check_walkthrough: test/regress/sql/walkthrough.sql differs from the README's walk-through:" >&2
+	diff -u --label test/regress/sql/walkthrough.sql --label "README.md walk-through" "$sql" <(generate) >&2 || true
+	echo "Run: bash test/scripts/check_walkthrough.sh --write, then review test/regress/expected/walkthrough.out." >&2
 	status=1
 fi
 
@@ -98,7 +98,7 @@ if [ -f "$out" ]; then
 				gsub(/[ \t]+\n/, "\n", b)	# trailing blanks: psql prints them, editors strip them
 				if (b == "") continue
 				if (index(text, b) == 0) {
-					printf "check_walkthrough: README output block %d is not in expected/walkthrough.out:\n%s", i, b > "/dev/stderr"
+					printf "check_walkthrough: README output block %d is not in test/regress/expected/walkthrough.out:\n%s", i, b > "/dev/stderr"
 					bad = 1
 				}
 			}
@@ -107,9 +107,9 @@ if [ -f "$out" ]; then
 		status=1
 	fi
 else
-	echo "check_walkthrough: expected/walkthrough.out is missing" >&2
+	echo "check_walkthrough: test/regress/expected/walkthrough.out is missing" >&2
 	status=1
 fi
 
-[ "$status" -eq 0 ] && echo "check_walkthrough: README walk-through and sql/walkthrough.sql agree"
+[ "$status" -eq 0 ] && echo "check_walkthrough: README walk-through and test/regress/sql/walkthrough.sql agree"
 exit $status

@@ -79,9 +79,9 @@ run_ok([ 'sh', '-c', 'cd "$1" && PG_CONFIG="$2" bash src/tools/cut_version.sh "$
 	"cut_version.sh $next");
 my ($v2, $p2) = versions($tree);
 is("$p2 -> $v2", "$version -> $next", 'the Makefile names the new versions');
-ok(-f "$tree/matchmaking--$version.sql" && -f "$tree/matchmaking--$previous--$version.sql",
-	"$version\'s scripts are kept");
-like(slurp("$tree/Makefile"), qr/^\tmatchmaking--\Q$previous--$version\E\.sql matchmaking--\Q$version\E\.sql$/m,
+ok(-f "$tree/released/matchmaking--$version.sql" && -f "$tree/released/matchmaking--$previous--$version.sql",
+	"$version\'s scripts are kept in released/");
+like(slurp("$tree/Makefile"), qr{^\treleased/matchmaking--\Q$previous--$version\E\.sql released/matchmaking--\Q$version\E\.sql$}m,
 	"$version\'s scripts are released scripts (DATA)");
 ok(!-e "$tree/upgrade/$previous--$version", "upgrade/$previous--$version is gone");
 is(join(' ', grep { !/^#/ && /\S/ } split /\n/, slurp("$tree/upgrade/$version--$next/50_routines.txt")),
@@ -90,7 +90,7 @@ is(run_ok([ 'make', '-s', '-C', $tree, "PG_CONFIG=$sys_pgc", 'print-MM_NEW_IN_VE
 	"\n", 'MM_NEW_IN_VERSION is empty');
 like(slurp("$tree/matchmaking.control"), qr/^default_version = '\Q$next\E'$/m, 'default_version');
 like(slurp("$tree/src/schema_version.c"), qr/ServedVersions\[\] = \{"\Q$next\E"\}/, 'ServedVersions');
-run_ok([ 'perl', "$tree/src/tools/build_upgrade.pl", '--check', "$tree/matchmaking--$version.sql",
+run_ok([ 'perl', "$tree/src/tools/build_upgrade.pl", '--check', "$tree/released/matchmaking--$version.sql",
 		"$tree/src/sql", "$tree/upgrade/$version--$next" ],
 	"every routine of src/sql equals $version\'s (build_upgrade.pl --check)");
 

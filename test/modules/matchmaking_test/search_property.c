@@ -6,8 +6,8 @@
  * built with the extension's pure search, rule and config parser files and
  * installed only by the test suite (test/modules/install.sh), never shipped
  * in matchmaking.so.  Its C functions are test tools, not API: no extension
- * script declares them; the regression tests sql/search_completeness.sql and
- * sql/search_backfill.sql create them in pg_temp with
+ * script declares them; the regression tests test/regress/sql/search_completeness.sql and
+ * test/regress/sql/search_backfill.sql create them in pg_temp with
  *		CREATE FUNCTION pg_temp.f(...) ... AS '$libdir/matchmaking_test', '<symbol>'
  *
  * Configs are parsed by the extension's parser without the catalog check of
