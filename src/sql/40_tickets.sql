@@ -248,9 +248,18 @@ CREATE FUNCTION mm.tickets_after_insert() RETURNS trigger
 	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	SET jit = off
+	-- Every table is read here by key.  A session keeps its plans: one made
+	-- while a table was small, or before its first ANALYZE (a bulk load),
+	-- must still read the index once the table has grown, so no plan of the
+	-- trigger (nor of the functions it calls) may scan a whole table.
+	SET enable_seqscan = off
 	AS $$
 DECLARE
 	bad record;
+	n_players bigint;
+	claimed bigint;
+	dup_id bigint;
+	first_created timestamptz;
 BEGIN
 	-- a shard on Citus: the plain write is refused (Citus rule 12)
 	IF TG_TABLE_NAME ~ '_[0-9]+$' THEN
@@ -290,43 +299,50 @@ BEGIN
 	-- KEY SHARE on the queues: mm.drop_queue (FOR UPDATE) waits for this
 	-- insert, or this insert for the drop, whose queue is then gone
 	PERFORM FROM mm.queues q WHERE q.name IN (SELECT n.queue FROM new_tickets n) FOR KEY SHARE OF q;
-	-- in the order the rows came: the first invalid one is reported
-	PERFORM mm.validate_ticket(n.queue, n.players, n.created_at) FROM new_tickets n;
-	-- an explicit id an active ticket of another queue holds (the key holds
-	-- the queue): ids drawn from the sequence are above every older one, so
-	-- only the active ids from the lowest new one up can repeat; planned
-	-- with that id (EXECUTE), an index range scan over about the new rows
-	EXECUTE 'SELECT pg_catalog.min(d.id) AS id FROM (SELECT a.id FROM mm.tickets_active a'
-			' WHERE a.id OPERATOR(pg_catalog.>=) $1 GROUP BY a.id'
-			' HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1) d'
-		INTO bad USING (SELECT pg_catalog.min(n.id) FROM new_tickets n);
-	IF bad.id IS NOT NULL THEN
-		RAISE EXCEPTION 'ticket id % is already used', bad.id
+	-- In one pass over the new rows (a statement costs more to start than a
+	-- row to check): the players validated in the order the rows came (the
+	-- first invalid one is reported), counted; and an explicit id an active
+	-- ticket of another queue holds (the key holds the queue), each new id
+	-- looked up in the active partition's key.
+	SELECT sum(mm.validate_ticket(n.queue, n.players, n.created_at)),
+		   min(CASE WHEN EXISTS (SELECT FROM mm.tickets_active a WHERE a.id = n.id AND a.queue <> n.queue)
+					THEN n.id END),
+		   min(n.created_at)
+	  INTO n_players, dup_id, first_created
+	  FROM new_tickets n;
+	IF dup_id IS NOT NULL THEN
+		RAISE EXCEPTION 'ticket id % is already used', dup_id
 			USING ERRCODE = 'unique_violation',
 				  HINT = 'Leave id to its default (mm.tickets_id_seq).';
 	END IF;
-	-- one active ticket per player: a plain insert, in player order, so that
-	-- two statements claiming the same players in different orders queue up
-	-- on the first one they share instead of deadlocking; the rare refusal
-	-- is explained by claim_players, which tries again and names the holder
-	BEGIN
-		INSERT INTO mm.active_players (player_id, ticket_id, queue)
-		SELECT p.value ->> 'id', n.id, n.queue
-		  FROM new_tickets n, jsonb_array_elements(n.players) p
-		 ORDER BY 1;
-	EXCEPTION WHEN unique_violation THEN
+	-- one active ticket per player: an insert in player order, so that two
+	-- statements claiming the same players in different orders queue up on
+	-- the first one they share instead of deadlocking.  A player it could
+	-- not claim (taken, or twice in the statement) is rare: the claims are
+	-- then undone and claim_players, which tries again and names the
+	-- holder, explains the refusal (no subtransaction on the common path).
+	INSERT INTO mm.active_players (player_id, ticket_id, queue)
+	SELECT p.value ->> 'id', n.id, n.queue
+	  FROM new_tickets n, jsonb_array_elements(n.players) p
+	 ORDER BY 1
+	ON CONFLICT DO NOTHING;
+	GET DIAGNOSTICS claimed = ROW_COUNT;
+	IF claimed < n_players THEN
+		DELETE FROM mm.active_players a
+		 USING new_tickets n, jsonb_array_elements(n.players) p
+		 WHERE a.player_id = p.value ->> 'id' AND a.ticket_id = n.id;
 		PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
 								 array_agg(n.players ORDER BY n.id))
 		  FROM new_tickets n;
-	END;
+	END IF;
 	-- a player cooling down after an offence may not queue (penalties):
 	-- checked after the claim, which waited for a concurrent offence
 	-- releasing the same player, so this later statement sees its cooldown
-	PERFORM mm.refuse_cooled_down_players(array_agg(p.value ->> 'id'), array_agg(q.queue), array_agg(n.created_at))
-	  FROM new_tickets n, jsonb_array_elements(n.players) p,
-		   unnest(array_prepend(n.queue, coalesce(n.queues, '{}'))) q(queue)
-	 WHERE EXISTS (SELECT 1 FROM mm.player_penalties pp
-					WHERE pp.cooldown_until > (SELECT min(n2.created_at) FROM new_tickets n2));
+	IF EXISTS (SELECT FROM mm.player_penalties pp WHERE pp.cooldown_until > first_created) THEN
+		PERFORM mm.refuse_cooled_down_players(array_agg(p.value ->> 'id'), array_agg(q.queue), array_agg(n.created_at))
+		  FROM new_tickets n, jsonb_array_elements(n.players) p,
+			   unnest(array_prepend(n.queue, coalesce(n.queues, '{}'))) q(queue);
+	END IF;
 	RETURN NULL;
 END
 $$;
@@ -585,7 +601,8 @@ BEGIN
 	IF create_ticket.now IS NULL THEN
 		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF mm.tables_are_distributed() THEN
+	-- without Citus, no call of the guard (a function with its own settings)
+	IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL AND mm.tables_are_distributed() THEN
 		RETURN mm.create_ticket_on_shards(create_ticket.queue, NULL, create_ticket.players,
 										  create_ticket.now);
 	END IF;
