@@ -612,9 +612,10 @@ BEGIN
 	-- The work of the insert triggers (tickets_after_insert) for one ticket
 	-- of one queue, in fewer statements: the row goes straight into the
 	-- active partition, which fires no statement trigger of mm.tickets (the
-	-- triggers cost about half of a call).  Same checks, same order, same
-	-- errors.  The id is the sequence's next: it can only collide after a
-	-- setval back, with an ended ticket or an active one of another queue.
+	-- triggers cost about half of a call).  Same checks, same errors, in
+	-- the trigger's order but for the id: the sequence's next, which can
+	-- only collide after a setval back (with an ended ticket, or an active
+	-- one of another queue), checked first.
 	new_id := nextval('mm.tickets_id_seq');
 	-- KEY SHARE on the queue: mm.drop_queue (FOR UPDATE) waits for this
 	-- insert, or this insert for the drop, whose queue is then gone
@@ -640,7 +641,8 @@ BEGIN
 		RETURNING 1)
 	SELECT count(*) AS claimed INTO checked FROM claimed;
 	IF checked.claimed < n_players THEN
-		DELETE FROM mm.active_players a WHERE a.ticket_id = new_id;
+		DELETE FROM mm.active_players a USING jsonb_array_elements(create_ticket.players) p
+		 WHERE a.player_id = p.value ->> 'id' AND a.ticket_id = new_id;
 		PERFORM mm.claim_players(ARRAY[new_id], ARRAY[create_ticket.queue], ARRAY[create_ticket.players]);
 	END IF;
 	-- a player cooling down may not queue: after the claim (see
