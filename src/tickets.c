@@ -10,9 +10,12 @@
  * (mm.players and mm.ticket_players rows, one active ticket per player) is
  * done by statement-level triggers in SQL (Section: tickets).
  *
- * A bulk load validates many tickets of few queues, so the parsed configs are
- * cached for the duration of one SQL command: a queue's config cannot change
- * while the command that inserts its tickets runs.
+ * A bulk load validates many tickets of few queues, and a busy frontend
+ * creates one ticket per call in the same few queues, so the parsed configs
+ * are cached: within one SQL command without a look at mm.queues (a queue's
+ * config cannot change while the command that inserts its tickets runs),
+ * and across commands as long as the stored config is byte for byte the one
+ * that was parsed.
  */
 #include "postgres.h"
 
@@ -50,23 +53,44 @@ PG_FUNCTION_INFO_V1(mm_ticket_token_matches);
 #define MM_MAX_REGION_LENGTH 64
 #define MM_MAX_TICKET_BYTES (1024 * 1024)
 
-/* A parsed queue config, valid for one SQL command. */
+/*
+ * A parsed queue config, kept while the stored config is the same bytes: a
+ * lookup in another command reads the row again and compares.  A config
+ * naming a match function is parsed on every command, as the parse also
+ * checks that the function (still) exists.
+ */
 typedef struct CachedQueueConfig
 {
 	char	   *name;
+	Jsonb	   *raw;			/* the stored config it was parsed from */
 	MmQueueConfig *config;
+	bool		reusable;		/* no match function to look up again */
+	LocalTransactionId lxid;	/* the command that last read the row */
+	CommandId	cid;
+	MemoryContext context;		/* holds the entry */
 	struct CachedQueueConfig *next;
 } CachedQueueConfig;
 
+/* bounds the cache of a session that touches many queues */
+#define MM_QUEUE_CACHE_MAX 64
+
 static MemoryContext queue_cache_context = NULL;
-static LocalTransactionId queue_cache_lxid = InvalidLocalTransactionId;
-static CommandId queue_cache_cid = InvalidCommandId;
 static CachedQueueConfig *queue_cache = NULL;
+static int	queue_cache_size = 0;
 static SPIPlanPtr queue_config_plan = NULL;
 
+/* Drops one entry (unlinked by the caller) with its memory. */
+static void
+FreeCachedQueueConfig(CachedQueueConfig *entry)
+{
+	MemoryContextDelete(entry->context);
+	queue_cache_size--;
+}
+
 /*
- * The parsed config of a queue, from the cache when the same command already
- * read it, else from mm.queues.  Raises 42704 when the queue does not exist.
+ * The parsed config of a queue: from the cache when the same command already
+ * read it, or when mm.queues still holds the bytes it was parsed from; else
+ * parsed from mm.queues.  Raises 42704 when the queue does not exist.
  *
  * Read without a row lock, on purpose: a ticket validated against the config
  * an mm.alter_queue is replacing is no different from the tickets already
@@ -79,28 +103,27 @@ static MmQueueConfig *
 GetQueueConfig(const char *queue)
 {
 	CommandId	cid = GetCurrentCommandId(false);
+	LocalTransactionId lxid = MyProc->lxid;
 	CachedQueueConfig *entry;
+	CachedQueueConfig **link;
 	Datum		arg;
 	Datum		config_datum;
+	Jsonb	   *stored;
 	bool		isnull;
 	MemoryContext old_context;
-	MmQueueConfig *config;
+	MemoryContext entry_context;
 	int			ret;
 
 	if (queue_cache_context == NULL)
 		queue_cache_context = AllocSetContextCreate(TopMemoryContext,
 													"mm queue config cache",
 													ALLOCSET_SMALL_SIZES);
-	if (queue_cache_lxid != MyProc->lxid || queue_cache_cid != cid)
-	{
-		MemoryContextReset(queue_cache_context);
-		queue_cache = NULL;
-		queue_cache_lxid = MyProc->lxid;
-		queue_cache_cid = cid;
-	}
-	for (entry = queue_cache; entry != NULL; entry = entry->next)
-		if (strcmp(entry->name, queue) == 0)
-			return entry->config;
+	for (link = &queue_cache; *link != NULL; link = &(*link)->next)
+		if (strcmp((*link)->name, queue) == 0)
+			break;
+	entry = *link;
+	if (entry != NULL && entry->lxid == lxid && entry->cid == cid)
+		return entry->config;
 
 	if ((ret = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(ret));
@@ -128,20 +151,62 @@ GetQueueConfig(const char *queue)
 	config_datum = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (isnull)
 		elog(ERROR, "queue \"%s\" has a null config", queue);
+	stored = DatumGetJsonbP(config_datum);
 
-	/* Copy out of SPI memory and parse into the cache. */
-	old_context = MemoryContextSwitchTo(queue_cache_context);
-	config = MmParseQueueConfig(DatumGetJsonbPCopy(config_datum));
-	entry = palloc(sizeof(CachedQueueConfig));
-	entry->name = pstrdup(queue);
-	entry->config = config;
-	entry->next = queue_cache;
-	queue_cache = entry;
-	MemoryContextSwitchTo(old_context);
+	if (entry != NULL && entry->reusable && VARSIZE(stored) == VARSIZE(entry->raw) &&
+		memcmp(stored, entry->raw, VARSIZE(stored)) == 0)
+	{
+		entry->lxid = lxid;
+		entry->cid = cid;
+	}
+	else
+	{
+		/* a changed (or uncached) config: parse it into a new entry */
+		if (entry != NULL)
+		{
+			*link = entry->next;
+			FreeCachedQueueConfig(entry);
+		}
+		if (queue_cache_size >= MM_QUEUE_CACHE_MAX)
+		{
+			while (queue_cache != NULL)
+			{
+				entry = queue_cache;
+				queue_cache = entry->next;
+				FreeCachedQueueConfig(entry);
+			}
+		}
+		entry_context = AllocSetContextCreate(queue_cache_context, "mm queue config",
+											  ALLOCSET_SMALL_SIZES);
+		old_context = MemoryContextSwitchTo(entry_context);
+		PG_TRY();
+		{
+			entry = palloc0(sizeof(CachedQueueConfig));
+			entry->context = entry_context;
+			entry->raw = (Jsonb *) palloc(VARSIZE(stored));
+			memcpy(entry->raw, stored, VARSIZE(stored));
+			entry->config = MmParseQueueConfig(entry->raw);
+			entry->reusable = MmQueueConfigMatchFunction(entry->raw) == NULL;
+			entry->name = pstrdup(queue);
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(old_context);
+			MemoryContextDelete(entry_context);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(old_context);
+		entry->lxid = lxid;
+		entry->cid = cid;
+		entry->next = queue_cache;
+		queue_cache = entry;
+		queue_cache_size++;
+	}
 
 	if ((ret = SPI_finish()) != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(ret));
-	return config;
+	return entry->config;
 }
 
 /*

@@ -48,6 +48,15 @@
 #      the same 100k tickets in this version and in the release,
 #      alternating, each after the same reset; the features a queue does not
 #      use must cost its tick nothing (target ≤ 1.05).
+#   8. ingest (section "ingest", not run by default; builds the release as 7
+#      does, once for both): mm.create_ticket from 8 pgbench clients in this
+#      version vs the release, and vs a plain INSERT of the same rows into a
+#      table with only a primary key and a unique index on the player, the
+#      three rotating, each after the same reset; then the first
+#      MM_BENCH_CORE_STALE_SECONDS (20) of create_ticket right after a COPY
+#      of MM_BENCH_CORE_TICKETS tickets into never-analyzed tables vs the
+#      same after VACUUM ANALYZE.  Autovacuum off meanwhile.  Targets:
+#      ≥ 1.0× the release, ≤ 2.5× the plain INSERT, stale ≥ 0.9× steady.
 #   6. growth (section "growth", not run by default: the 1M tick needs about
 #      2 GB and minutes): the same tick at MM_BENCH_CORE_GROWTH_BIG (1M)
 #      searching tickets against MM_BENCH_CORE_TICKETS, alternating, each
@@ -60,8 +69,9 @@
 #   MM_BENCH_CORE_HISTORY_SEARCHING (20000), MM_BENCH_CORE_QUEUES (1000),
 #   MM_BENCH_CORE_PGBENCH_SECONDS (10), MM_BENCH_CORE_SECTIONS (the sections
 #   to run, a subset of "tick pgbench history queues growth"; all but growth
-#   by default; "release" neither), MM_BENCH_CORE_GROWTH_BIG (1000000),
-#   MM_BENCH_CORE_GROWTH_RUNS (1), MM_BENCH_CORE_RELEASE (51c9abe).
+#   by default; "release" and "ingest" neither), MM_BENCH_CORE_GROWTH_BIG
+#   (1000000), MM_BENCH_CORE_GROWTH_RUNS (1), MM_BENCH_CORE_RELEASE (51c9abe),
+#   MM_BENCH_CORE_STALE_SECONDS (20).
 set -euo pipefail
 
 runs=${MM_BENCH_CORE_RUNS:-3}
@@ -113,7 +123,7 @@ DROP TABLE IF EXISTS floor_tickets, floor_matches, floor_match_players, floor_en
 	bench_out_matches, bench_out_players, bench_out_tickets, bench_plain;
 DROP FUNCTION IF EXISTS bench_core_floor(text, timestamptz);
 DROP FUNCTION IF EXISTS bench_core_strict_floor(text);
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 SELECT count(mm.drop_queue(name)) FROM mm.queues WHERE name IN ('bench', 'warm') \gset dummy_
 SELECT mm.create_queue('bench', :'config') \gset dummy_
 
@@ -280,7 +290,7 @@ figure_tick() {
 TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results,
          mm.backfill_requests, floor_tickets, floor_matches, floor_match_players, floor_ended,
          strict_tickets, strict_matches, strict_match_players,
-         bench_out_matches, bench_out_players, bench_out_tickets;
+         bench_out_matches, bench_out_players, bench_out_tickets CASCADE;
 TRUNCATE bench_plain RESTART IDENTITY;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
 VACUUM ANALYZE bench_plain, mm.tickets, mm.active_players;
@@ -378,7 +388,7 @@ EOF
 	for run in $(seq 1 "$runs"); do
 		for kind in $(if [ $((run % 2)) = 1 ]; then echo plain mm; else echo mm plain; fi); do
 			q -d "$main_db" <<'SQL'
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 TRUNCATE bench_plain RESTART IDENTITY;
 VACUUM ANALYZE bench_plain, mm.tickets, mm.active_players;
 CHECKPOINT;
@@ -412,7 +422,7 @@ SQL
 	done
 	q -d "$main_db" <<'SQL'
 TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results,
-         mm.backfill_requests, bench_plain;
+         mm.backfill_requests, bench_plain CASCADE;
 SQL
 }
 
@@ -439,7 +449,7 @@ figure_history() {
 	for db in "$main_db" "$hist_db"; do
 		q -d "$db" -v config="$bench_config" <<'SQL'
 SET client_min_messages = warning;
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 DROP TABLE IF EXISTS bench_core_hist_runs;
 CREATE TABLE bench_core_hist_runs (figure text, run int, kind text, value float8);
 SELECT count(mm.create_queue(name, :'config')) FROM (VALUES ('bench'), ('warm')) v(name)
@@ -534,7 +544,7 @@ SQL
 		for run in $(seq 0 "$runs"); do
 			echo "\\set run $run"
 			cat <<'SQL'
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
 COPY mm.tickets (queue, players, created_at) FROM :'file';
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
@@ -597,7 +607,7 @@ SQL
 			say "growth run $run: $size tickets"
 			q -d "$main_db" -v now="$now" -v file="$file" -v run="$run" -v kind="$([ "$size" = "$n_big" ] && echo big || echo small)" <<'SQL'
 SET client_min_messages = warning;
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
 COPY mm.tickets (queue, players, created_at) FROM :'file';
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
@@ -628,7 +638,7 @@ INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_ms', (:t1 - :t0
 SQL
 		done
 	done
-	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests"
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE"
 }
 
 # ---------------------------------------------------------------------------
@@ -641,30 +651,46 @@ release_stop() {
 	[ -f "$data/postmaster.pid" ] && "$bindir/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
 }
 
-figure_release() {
-	local rdir=$MM_WORKDIR/release system_bindir=/usr/lib/postgresql/15/bin
-	local rbin=$rdir/root$system_bindir rport=$((PGPORT + 1)) v
+# Builds the release (once per run: later sections reuse the installation
+# and its database mm_bench with the queue "bench") and starts its cluster on
+# the next port until the calling section ends.  Sets rbin, rdir, rport and
+# rq (psql on the release's mm_bench).
+release_up() {
+	local system_bindir=/usr/lib/postgresql/15/bin
+	rdir=$MM_WORKDIR/release
+	rbin=$rdir/root$system_bindir
+	rport=$((PGPORT + 1))
 	[ -n "${MM_SRC:-}" ] || { say "release: MM_SRC (the git checkout) is not set"; return 1; }
-	rm -rf "$rdir"
-	mkdir -p "$rdir/tree" "$rdir/root/usr/lib/postgresql" "$rdir/root/usr/share/postgresql" "$rdir/sock"
-	say "release: building $release into $rdir"
-	git -c safe.directory='*' -C "$MM_SRC" archive "$release" | tar -x -C "$rdir/tree"
-	cp -a /usr/lib/postgresql/15 "$rdir/root/usr/lib/postgresql/"
-	cp -a /usr/share/postgresql/15 "$rdir/root/usr/share/postgresql/"
-	make -C "$rdir/tree" PG_CONFIG="$system_bindir/pg_config" -s -j2 all >/dev/null
-	make -C "$rdir/tree" PG_CONFIG="$system_bindir/pg_config" -s install DESTDIR="$rdir/root" >/dev/null
-	"$rbin/initdb" -D "$rdir/data" -U postgres -A trust --no-sync -E UTF8 --locale=C >/dev/null
-	# the settings of this run's cluster (mm_cluster_start and run.sh), its
-	# own port and socket, no pg_cron
-	grep -v -e '^port' -e '^unix_socket_directories' -e '^shared_preload_libraries' -e '^cron\.' \
-		"$MM_DATADIR/postgresql.conf" | sed -n '/^listen_addresses/,$p' >> "$rdir/data/postgresql.conf"
-	printf "port = %s\nunix_socket_directories = '%s'\n" "$rport" "$rdir/sock" >> "$rdir/data/postgresql.conf"
+	if [ ! -f "$rdir/built" ]; then
+		rm -rf "$rdir"
+		mkdir -p "$rdir/tree" "$rdir/root/usr/lib/postgresql" "$rdir/root/usr/share/postgresql" "$rdir/sock"
+		say "release: building $release into $rdir"
+		git -c safe.directory='*' -C "$MM_SRC" archive "$release" | tar -x -C "$rdir/tree"
+		cp -a /usr/lib/postgresql/15 "$rdir/root/usr/lib/postgresql/"
+		cp -a /usr/share/postgresql/15 "$rdir/root/usr/share/postgresql/"
+		make -C "$rdir/tree" PG_CONFIG="$system_bindir/pg_config" -s -j2 all >/dev/null
+		make -C "$rdir/tree" PG_CONFIG="$system_bindir/pg_config" -s install DESTDIR="$rdir/root" >/dev/null
+		"$rbin/initdb" -D "$rdir/data" -U postgres -A trust --no-sync -E UTF8 --locale=C >/dev/null
+		# the settings of this run's cluster (mm_cluster_start and run.sh), its
+		# own port and socket, no pg_cron
+		grep -v -e '^port' -e '^unix_socket_directories' -e '^shared_preload_libraries' -e '^cron\.' \
+			"$MM_DATADIR/postgresql.conf" | sed -n '/^listen_addresses/,$p' >> "$rdir/data/postgresql.conf"
+		printf "port = %s\nunix_socket_directories = '%s'\n" "$rport" "$rdir/sock" >> "$rdir/data/postgresql.conf"
+	fi
 	# shellcheck disable=SC2064 # the paths are known now
 	trap "release_stop '$rbin' '$rdir/data'" EXIT
 	"$rbin/pg_ctl" -D "$rdir/data" -l "$rdir/postgresql.log" -w -t 60 start >/dev/null
 	rq() { PGHOST=$rdir/sock PGPORT=$rport q -d mm_bench "$@"; }
-	PGHOST=$rdir/sock PGPORT=$rport q -d postgres -c "CREATE DATABASE mm_bench"
-	rq -c "CREATE EXTENSION matchmaking" -c "SELECT mm.create_queue('bench', '$bench_config')" >/dev/null
+	if [ ! -f "$rdir/built" ]; then
+		PGHOST=$rdir/sock PGPORT=$rport q -d postgres -c "CREATE DATABASE mm_bench"
+		rq -c "CREATE EXTENSION matchmaking" -c "SELECT mm.create_queue('bench', '$bench_config')" >/dev/null
+		touch "$rdir/built"
+	fi
+}
+
+figure_release() {
+	local v
+	release_up
 	say "release: $(rq -c "SELECT 'release ' || extversion FROM pg_extension WHERE extname = 'matchmaking'")"
 	local run
 	for run in $(seq 0 "$runs"); do
@@ -672,7 +698,7 @@ figure_release() {
 			{
 				cat <<'SQL'
 SET client_min_messages = warning;
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
 COPY mm.tickets (queue, players, created_at) FROM :'file';
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
@@ -694,7 +720,140 @@ SQL
 			sed 's/^/release	/' "$dir/release.out" | q -d "$main_db" -c "COPY bench_core_runs FROM STDIN"
 		done
 	done
-	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests"
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE"
+	release_stop "$rbin" "$rdir/data"
+}
+
+# ---------------------------------------------------------------------------
+# 8: ingest (section "ingest", not run by default; builds the release as 7
+# does, or reuses its build).  Autovacuum is off on both clusters meanwhile.
+#   a. mm.create_ticket from 8 pgbench clients (-c 8 -j 2, the script of 4b)
+#      in this version and in the release, and the plain INSERT of the same
+#      rows into ingest_plain (an identity primary key and a unique index on
+#      the player), MM_BENCH_CORE_PGBENCH_SECONDS each, the order rotating
+#      per run, each after the same reset (truncate, VACUUM ANALYZE of the
+#      empty tables, CHECKPOINT) and in new connections.
+#   b. stale statistics: this version's create_ticket for
+#      MM_BENCH_CORE_STALE_SECONDS (20) right after a COPY of
+#      MM_BENCH_CORE_TICKETS tickets into tables that were never analyzed
+#      (their statistics deleted, as in a new database: no ANALYZE, no
+#      VACUUM) against the same after VACUUM ANALYZE (the steady rate),
+#      alternating.
+# ---------------------------------------------------------------------------
+# prints the tps of one pgbench run (script $1, seconds $2, then pgbench's
+# connection options); a failed transaction is noted
+ingest_pgbench() {
+	local script=$1 secs=$2 out tps failed
+	shift 2
+	out=$(pgbench -n -c 8 -j 2 -T "$secs" -f "$script" "$@" 2>"$dir/pgbench.err") || {
+		cat "$dir/pgbench.err" >&2
+		return 1
+	}
+	tps=$(printf '%s\n' "$out" | sed -n 's/^tps = \([0-9.]*\) (without initial connection time)$/\1/p')
+	failed=$(printf '%s\n' "$out" | sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p')
+	[ -n "$tps" ] || { printf '%s\n' "$out" >&2; return 1; }
+	if [ -s "$dir/pgbench.err" ] || [ "${failed:-0}" != 0 ]; then
+		note "ingest $(basename "$script") $*: ${failed:-?} failed transactions; $(head -c 300 "$dir/pgbench.err" | tr '\n' ' ')"
+	fi
+	echo "$tps"
+}
+
+ingest_record() {
+	echo "INSERT INTO bench_core_runs VALUES ('ingest', :run, :'kind', :value);" |
+		q -d "$main_db" -v run="$1" -v kind="$2" -v value="$3"
+}
+
+figure_ingest() {
+	local run kind tps order stale_seconds=${MM_BENCH_CORE_STALE_SECONDS:-20}
+	local reset_sql="SET client_min_messages = warning;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
+VACUUM ANALYZE mm.tickets, mm.active_players;
+CHECKPOINT;"
+	release_up
+	say "ingest: against $(rq -c "SELECT 'release ' || extversion FROM pg_extension WHERE extname = 'matchmaking'")"
+	q -d "$main_db" <<'SQL'
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS ingest_plain;
+CREATE TABLE ingest_plain (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, queue text NOT NULL,
+                           players jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+CREATE UNIQUE INDEX ingest_plain_player ON ingest_plain ((players -> 0 ->> 'id'));
+SQL
+	cat > "$dir/ingest_mm.pgbench" <<'EOF'
+\set r random(1, 1000000000000)
+\set skill random(0, 2000)
+\set eu random(20, 150)
+\set us random(20, 150)
+\set asia random(20, 150)
+SELECT mm.create_ticket('bench', jsonb_build_array(jsonb_build_object('id', 'c' || :client_id || '-' || :r, 'attributes', jsonb_build_object('skill', :skill), 'latencies', jsonb_build_object('eu', :eu, 'us', :us, 'asia', :asia))));
+EOF
+	# the same rows, written by a plain INSERT
+	sed 's/^SELECT mm.create_ticket(.bench., \(.*\));$/INSERT INTO ingest_plain (queue, players) VALUES ('"'bench'"', \1);/' \
+		"$dir/ingest_mm.pgbench" > "$dir/ingest_plain.pgbench"
+	grep -q '^INSERT INTO ingest_plain' "$dir/ingest_plain.pgbench"
+	q -d "$main_db" -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
+	rq -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
+
+	for run in $(seq 0 "$runs"); do
+		case $((run % 3)) in
+			0) order="current release plain" ;;
+			1) order="release plain current" ;;
+			*) order="plain current release" ;;
+		esac
+		for kind in $order; do
+			case $kind in
+			release)
+				printf '%s\n' "$reset_sql" | rq
+				tps=$(ingest_pgbench "$dir/ingest_mm.pgbench" "$pgbench_seconds" -h "$rdir/sock" -p "$rport" mm_bench) ;;
+			current)
+				printf '%s\n' "$reset_sql" | q -d "$main_db"
+				tps=$(ingest_pgbench "$dir/ingest_mm.pgbench" "$pgbench_seconds" "$main_db") ;;
+			plain)
+				q -d "$main_db" -c "TRUNCATE ingest_plain RESTART IDENTITY" -c "VACUUM ANALYZE ingest_plain" -c "CHECKPOINT"
+				tps=$(ingest_pgbench "$dir/ingest_plain.pgbench" "$pgbench_seconds" "$main_db") ;;
+			esac
+			ingest_record "$run" "${kind}_tps" "$tps"
+		done
+		# every ticket this version wrote is searching and holds its player;
+		# the run's ratios (its three rates measured back to back: the median
+		# of the runs' ratios is steadier than the ratio of the medians when
+		# the machine's load moves)
+		q -d "$main_db" -v run="$run" <<'SQL'
+INSERT INTO bench_core_runs
+SELECT 'ingest', :run, k.kind || '_per_current', k.value / c.value
+  FROM bench_core_runs k JOIN bench_core_runs c ON c.figure = k.figure AND c.run = k.run AND c.kind = 'current_tps'
+ WHERE k.figure = 'ingest' AND k.run = :run AND k.kind IN ('release_tps', 'plain_tps');
+SELECT count(*) AS n, count(*) FILTER (WHERE status = 'searching') AS s,
+       (SELECT count(*) FROM mm.active_players) AS p FROM mm.tickets \gset
+INSERT INTO bench_core_runs VALUES ('ingest', :run, 'current_tickets', :n), ('ingest', :run, 'current_searching', :s),
+	('ingest', :run, 'current_active_players', :p);
+SQL
+	done
+
+	for run in $(seq 1 "$runs"); do
+		for kind in $(if [ $((run % 2)) = 1 ]; then echo stale steady; else echo steady stale; fi); do
+			{
+				cat <<'SQL'
+SET client_min_messages = warning;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
+-- as in a new database: the tables never analyzed
+DELETE FROM pg_catalog.pg_statistic s USING pg_catalog.pg_class c
+ WHERE s.starelid = c.oid AND c.relnamespace = 'mm'::regnamespace;
+COPY mm.tickets (queue, players, created_at) FROM :'file';
+SQL
+				if [ "$kind" = steady ]; then echo "VACUUM ANALYZE mm.tickets, mm.active_players;"; fi
+				echo "CHECKPOINT;"
+			} | q -d "$main_db" -v file="$dir/tickets_main.tsv"
+			tps=$(ingest_pgbench "$dir/ingest_mm.pgbench" "$stale_seconds" "$main_db")
+			ingest_record "$run" "${kind}_tps" "$tps"
+		done
+		echo "INSERT INTO bench_core_runs SELECT 'ingest', :run, 'steady_per_stale', a.value / b.value
+  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
+ WHERE a.figure = 'ingest' AND a.run = :run AND a.kind = 'steady_tps' AND b.kind = 'stale_tps';" |
+			q -d "$main_db" -v run="$run"
+	done
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests, ingest_plain CASCADE" \
+		-c "ALTER SYSTEM RESET autovacuum" -c "SELECT pg_reload_conf()" >/dev/null
+	rq -c "ALTER SYSTEM RESET autovacuum" -c "SELECT pg_reload_conf()" >/dev/null
 	release_stop "$rbin" "$rdir/data"
 }
 
@@ -704,6 +863,7 @@ case $sections in *" history "*) section "2: history" figure_history ;; esac
 case $sections in *" queues "*) section "3: $n_queues small queues" figure_queues ;; esac
 case $sections in *" growth "*) section "6: growth, $n_tickets vs $n_big tickets" figure_growth ;; esac
 case $sections in *" release "*) section "7: this version's tick vs the release $release" figure_release ;; esac
+case $sections in *" ingest "*) section "8: ticket creation vs the release $release, a plain INSERT, stale statistics" figure_ingest ;; esac
 
 # drop the extra databases (the cluster is thrown away anyway)
 PGOPTIONS="-c client_min_messages=warning" q -d postgres -c "DROP DATABASE IF EXISTS $hist_db" -c "DROP DATABASE IF EXISTS $queues_db" || true
@@ -713,7 +873,8 @@ PGOPTIONS="-c client_min_messages=warning" q -d postgres -c "DROP DATABASE IF EX
 # ---------------------------------------------------------------------------
 q -d "$main_db" -v runs="$runs" -v nt="$n_tickets" -v cpus="$(nproc 2>/dev/null || echo '?')" \
   -v load_start="$load_start" -v load_end="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')" -v nh="$n_history" -v nhs="$n_hist_searching" \
-  -v nq="$n_queues" -v pgs="$pgbench_seconds" -v nbig="$n_big" -v release="$release" <<'SQL'
+  -v nq="$n_queues" -v pgs="$pgbench_seconds" -v nbig="$n_big" -v release="$release" \
+  -v stale="${MM_BENCH_CORE_STALE_SECONDS:-20}" <<'SQL'
 -- medians of the recorded runs (run 0 is the warm-up)
 CREATE TEMP VIEW med AS
 SELECT figure, kind, percentile_cont(0.5) WITHIN GROUP (ORDER BY value) AS v,
@@ -801,6 +962,20 @@ SELECT format('| %s | %s | %s | %s | %s |', figure, ours, baseline, ratio, targe
 	 pg_temp.fmt(pg_temp.m('release', 'current_ms')), pg_temp.fmt(pg_temp.m('release', 'release_ms')),
 	 pg_temp.fmt(pg_temp.m('release', 'current_ms') / pg_temp.m('release', 'release_ms'), 2),
 	 '≤ 1.05: ' || pg_temp.verdict(pg_temp.m('release', 'current_ms') / pg_temp.m('release', 'release_ms'), 1.05))
+	,
+	(15, format('8. mm.create_ticket, 8 clients, %s s: this version vs the release %s (tickets/s; ratio: release / this, the median of the runs'' ratios)', :pgs, :'release'),
+	 pg_temp.fmt(pg_temp.m('ingest', 'current_tps')), pg_temp.fmt(pg_temp.m('ingest', 'release_tps')),
+	 pg_temp.fmt(pg_temp.m('ingest', 'release_tps_per_current'), 2),
+	 '≤ 1.0: ' || pg_temp.verdict(pg_temp.m('ingest', 'release_tps_per_current'), 1.0)),
+	(16, format('8a. mm.create_ticket vs a plain INSERT (primary key, unique player), 8 clients, %s s (tickets/s; ratio: plain / this, the median of the runs'' ratios)', :pgs),
+	 pg_temp.fmt(pg_temp.m('ingest', 'current_tps')), pg_temp.fmt(pg_temp.m('ingest', 'plain_tps')),
+	 pg_temp.fmt(pg_temp.m('ingest', 'plain_tps_per_current'), 2),
+	 '≤ 2.5: ' || pg_temp.verdict(pg_temp.m('ingest', 'plain_tps_per_current'), 2.5)),
+	(17, format('8b. mm.create_ticket, 8 clients, the first %s s after a COPY of %s tickets: never analyzed vs after VACUUM ANALYZE (tickets/s; ratio: steady / stale, the median of the runs'' ratios)',
+	            :stale, pg_temp.fmt(:nt)),
+	 pg_temp.fmt(pg_temp.m('ingest', 'stale_tps')), pg_temp.fmt(pg_temp.m('ingest', 'steady_tps')),
+	 pg_temp.fmt(pg_temp.m('ingest', 'steady_per_stale'), 2),
+	 '≤ 1.11 (stale ≥ 0.9 × steady): ' || pg_temp.verdict(pg_temp.m('ingest', 'steady_per_stale'), 1 / 0.9))
   ) t(ord, figure, ours, baseline, ratio, target)
  ORDER BY ord;
 
@@ -847,6 +1022,11 @@ SELECT 'check: ' || msg FROM (
 	SELECT format('pgbench run %s: %s of %s tickets searching', a.run, b.value, a.value)
 	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
 	 WHERE a.figure = 'pgbench' AND a.kind = 'mm_tickets' AND b.kind = 'mm_searching' AND a.value <> b.value
+	UNION ALL
+	SELECT format('ingest run %s: %s of %s tickets searching, %s active players', a.run, b.value, a.value, c.value)
+	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run) JOIN bench_core_runs c USING (figure, run)
+	 WHERE a.figure = 'ingest' AND a.kind = 'current_tickets' AND b.kind = 'current_searching'
+	   AND c.kind = 'current_active_players' AND (a.value <> b.value OR a.value <> c.value)
 	UNION ALL
 	SELECT format('pgbench run %s: %s tickets but %s active players', a.run, a.value, b.value)
 	  FROM bench_core_runs a JOIN bench_core_runs b USING (figure, run)
