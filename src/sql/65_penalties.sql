@@ -336,7 +336,7 @@ BEGIN
 		   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
 	  INTO t_id, t_match, t_wait
 	  FROM mm.tickets t
-	 WHERE t.id = ANY (p_ticket);
+	 WHERE t.id = ANY ((SELECT p_ticket)::bigint[]);	-- a sub-select: as in mm.match_details_figures
 	RETURN QUERY
 	WITH w AS (
 		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
