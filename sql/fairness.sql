@@ -136,6 +136,29 @@ SELECT p.match_id - :o1 AS match, p.team_name, round(p.win_probability::numeric,
   JOIN mm.rating_history o ON o.match_id = p.match_id AND o.player_id = mpo.player_id
  WHERE p.queue = 'fa_os' ORDER BY 1, 2;
 
+-- OpenSkill also predicts a draw: the same for every team of the match,
+-- openskill_predict_draw of the ratings before the game.  Elo and Glicko-2
+-- have none.
+SELECT p.match_id - :o1 AS match, p.team_name, round(p.draw_probability::numeric, 6) AS draw,
+	   abs(p.draw_probability - mm.openskill_predict_draw(ARRAY[s.mu_before, o.mu_before], ARRAY[s.sigma_before, o.sigma_before],
+														 '{1,2}')) < 1e-15 AS agrees
+  FROM mm.match_predictions p
+  JOIN mm.match_players mps ON mps.queue = p.queue AND mps.match_id = p.match_id AND mps.team = p.team_name
+  JOIN mm.match_players mpo ON mpo.queue = p.queue AND mpo.match_id = p.match_id AND mpo.team <> p.team_name
+  JOIN mm.rating_history s ON s.match_id = p.match_id AND s.player_id = mps.player_id
+  JOIN mm.rating_history o ON o.match_id = p.match_id AND o.player_id = mpo.player_id
+ WHERE p.queue = 'fa_os' ORDER BY 1, 2;
+SELECT p.system, count(*) AS teams, count(p.draw_probability) AS with_draw
+  FROM mm.match_predictions p WHERE p.queue IN ('fa_elo', 'fa_g2', 'fa_os') GROUP BY 1 ORDER BY 1;
+-- predictDraw against the published values of the OpenSkill manual
+-- (openskill.me): two players at 35 (sigma 1 and 1.1) draw with
+-- 0.4868868769871696; a team of two against three, all at 35 and sigma 1,
+-- with 0.0002807397636509501.
+SELECT round(mm.openskill_predict_draw('{35,35}', '{1,1.1}', '{1,2}')::numeric, 12) AS one_on_one,
+	   round(0.4868868769871696, 12) AS published,
+	   round(mm.openskill_predict_draw('{35,35,35,35,35}', '{1,1,1,1,1}', '{1,1,2,2,2}')::numeric, 15) AS two_on_three,
+	   round(0.0002807397636509501, 15) AS published_2;
+
 -- An unrated queue keeps no prediction.
 SELECT pg_temp.play('fa_plain', '{u1,u2}', '{1,1}', '2030-01-04 01:00:00') IS NOT NULL AS formed;
 SELECT count(*) AS unrated_predictions FROM mm.match_predictions WHERE queue = 'fa_plain';

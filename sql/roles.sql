@@ -17,7 +17,7 @@ SELECT p.oid::regprocedure AS public_routine
                          'glicko2_period_serialize', 'glicko2_period_deserialize', 'glicko2_period_final',
                          'team_rating', 'team_rating_transition', 'team_rating_combine', 'team_rating_final',
                          'win_probability', 'smurf_score', 'rating_boost', 'balance_teams',
-                         'openskill_rate', 'openskill_predict_win', 'verify_event', 'glicko_expected',
+                         'openskill_rate', 'openskill_predict_win', 'openskill_predict_draw', 'verify_event', 'glicko_expected',
                          'prediction_figures');
 SELECT c.oid::regclass AS public_relation
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

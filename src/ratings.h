@@ -132,4 +132,8 @@ extern void MmOpenSkillPredictWin(int teams, const double *team_mu,
 								  const double *team_sigma_sq, double beta,
 								  double *probability);
 
+/* The chance of a draw (predictDraw) of players in all, from the team sums. */
+extern double MmOpenSkillPredictDraw(int teams, int players, const double *team_mu,
+									 const double *team_sigma_sq, double beta);
+
 #endif							/* MM_RATINGS_H */

@@ -262,6 +262,54 @@ MmOpenSkillPredictWin(int teams, const double *team_mu, const double *team_sigma
 		probability[t] = OpenSkillWinProbability(t, teams, team_mu, team_sigma_sq, beta);
 }
 
+/* The standard normal quantile of p in (0, 1), by bisection (one call per game). */
+static double
+StandardNormalQuantile(double p)
+{
+	double		low = -40.0;
+	double		high = 40.0;
+
+	for (int i = 0; i < 200 && high - low > 0.0; i++)
+	{
+		double		middle = low + (high - low) / 2.0;
+
+		if (middle <= low || middle >= high)
+			break;
+		if (StandardNormalCdf(middle) < p)
+			low = middle;
+		else
+			high = middle;
+	}
+	return low + (high - low) / 2.0;
+}
+
+/*
+ * The chance of a draw (openskill's predictDraw): with n players in all, a
+ * draw margin of sqrt(n) beta Phi^-1((1 + 1/n) / 2), the mean over the pairs
+ * of teams of the chance that their performances differ by less than it.
+ */
+double
+MmOpenSkillPredictDraw(int teams, int players, const double *team_mu,
+					   const double *team_sigma_sq, double beta)
+{
+	double		margin = sqrt((double) players) * beta *
+		StandardNormalQuantile((1.0 + 1.0 / players) / 2.0);
+	double		sum = 0.0;
+	int			pairs = 0;
+
+	for (int a = 0; a < teams; a++)
+		for (int b = a + 1; b < teams; b++)
+		{
+			double		denominator = sqrt(players * beta * beta + team_sigma_sq[a] + team_sigma_sq[b]);
+			double		difference = team_mu[a] - team_mu[b];
+
+			sum += StandardNormalCdf((margin - difference) / denominator) -
+				StandardNormalCdf((-difference - margin) / denominator);
+			pairs++;
+		}
+	return pairs > 0 ? sum / pairs : 1.0;
+}
+
 /* ------------------------------------------------------------------------
  * SQL interface
  * ------------------------------------------------------------------------
@@ -507,4 +555,27 @@ mm_openskill_predict_win(PG_FUNCTION_ARGS)
 	CHECK_FOR_INTERRUPTS();
 	MmOpenSkillPredictWin(game.team_count, team_mu, team_sigma_sq, OPENSKILL_BETA, probability);
 	PG_RETURN_ARRAYTYPE_P(MmBuildFloat8Array(probability, game.team_count));
+}
+
+PG_FUNCTION_INFO_V1(mm_openskill_predict_draw);
+
+/*
+ * mm.openskill_predict_draw(mu float8[], sigma float8[], team int[])
+ *	 RETURNS float8
+ *
+ * The chance that the game ends in a draw.  No tau, as predict_win.
+ */
+Datum
+mm_openskill_predict_draw(PG_FUNCTION_ARGS)
+{
+	OpenSkillGame game;
+	double	   *team_mu,
+			   *team_sigma_sq;
+
+	ReadOpenSkillGame(fcinfo, -1, &game);
+	team_mu = (double *) palloc(sizeof(double) * game.team_count);
+	team_sigma_sq = (double *) palloc(sizeof(double) * game.team_count);
+	SumTeams(&game, game.sigma, team_mu, team_sigma_sq);
+	PG_RETURN_FLOAT8(MmOpenSkillPredictDraw(game.team_count, game.players, team_mu,
+											team_sigma_sq, OPENSKILL_BETA));
 }

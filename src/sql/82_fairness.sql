@@ -4,7 +4,8 @@
 --
 -- mm.match_predictions keeps, for every match of a rated queue, each team's
 -- predicted win probability from the ratings the match was formed with
--- (written by the tick, in the transaction that writes the match);
+-- (written by the tick, in the transaction that writes the match), and
+-- for OpenSkill the chance of a draw;
 -- mm.match_scores keeps the per-team scores a result may carry.
 -- mm.prediction_quality scores the predictions against the results,
 -- mm.fairness_report is a queue's scorecard, and mm.replay_ratings replays
@@ -80,6 +81,17 @@ $$;
 COMMENT ON FUNCTION mm.glicko_expected(float8, float8, float8, float8) IS
 'Glicko expected score of a (rating_a, rd_a) against b (rating_b, rd_b), both deviations combined';
 GRANT EXECUTE ON FUNCTION mm.glicko_expected(float8, float8, float8, float8) TO mm_admin;
+
+-- OpenSkill's chance of a draw (openskill's predictDraw; C in
+-- src/ratings_openskill.c beside predict_win): declared here, where the
+-- predictions use it.  Elo and Glicko-2 predict no draw.
+CREATE FUNCTION mm.openskill_predict_draw(mu float8[], sigma float8[], team int[])
+RETURNS float8
+AS 'MODULE_PATHNAME', 'mm_openskill_predict_draw'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION mm.openskill_predict_draw(float8[], float8[], integer[]) IS
+'OpenSkill chance that a game of these teams ends in a draw (predictDraw: the draw margin of all the players, the mean over the pairs of teams)';
+GRANT EXECUTE ON FUNCTION mm.openskill_predict_draw(float8[], float8[], integer[]) TO mm_admin;
 
 -- Records the predictions of the queue's matches created at now that have
 -- none (the tick calls it after writing the matches of a rated queue; a
@@ -175,6 +187,12 @@ BEGIN
 				 GROUP BY p.match_id) p
 		 CROSS JOIN LATERAL unnest(mm.openskill_predict_win(p.mu, p.sigma, p.sides))
 			   WITH ORDINALITY w(probability, side)
+	), openskill_draw AS (
+		SELECT p.match_id, mm.openskill_predict_draw(array_agg(p.mu ORDER BY p.team), array_agg(p.sigma ORDER BY p.team),
+													 array_agg(t.side::int ORDER BY p.team)) AS draw
+		  FROM players p JOIN teams t ON t.match_id = p.match_id AND t.team = p.team
+		 WHERE rating_system = 'openskill'
+		 GROUP BY p.match_id
 	), probabilities AS (
 		SELECT a.match_id, a.team,
 			   CASE WHEN rating_system = 'openskill'
@@ -189,7 +207,8 @@ BEGIN
 	)
 	INSERT INTO mm.match_predictions (queue, match_id, team, win_probability, draw_probability, pool, team_name,
 									  system, team_rating, rating_min, rating_max, created_at)
-	SELECT record_match_predictions.queue, t.match_id, t.team, least(greatest(p.probability, 0), 1), NULL,
+	SELECT record_match_predictions.queue, t.match_id, t.team, least(greatest(p.probability, 0), 1),
+		   (SELECT least(greatest(d.draw, 0), 1) FROM openskill_draw d WHERE d.match_id = t.match_id),
 		   pool_name, t.team_name, rating_system,
 		   t.mean, (SELECT min(x) FROM unnest(t.ratings) x),
 		   (SELECT max(x) FROM unnest(t.ratings) x), record_match_predictions.now
