@@ -503,6 +503,20 @@ SELECT round((j #>> '{ratings,player_ratings,s1,rating}')::numeric - 25, 9) AS s
   FROM mm.replay_ratings('fa_os2', '{"system": "openskill", "output_ratings": true}', '2030-05-01', '2030-05-01 01:15') j,
 	   mm.replay_ratings('fa_os2', '{"system": "openskill", "beta": 10, "output_ratings": true}', '2030-05-01', '2030-05-01 01:15') k;
 
+-- OpenSkill with leavers scored as a loss: a player who left the winning
+-- team takes a second run with their side last, as mm.report_result does.
+SELECT mm.create_queue('fa_osl', '{"teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}],
+  "rating": {"system": "openskill", "pool": "fa_osl", "leavers_lose": true}}');
+SELECT pg_temp.play('fa_osl', '{l1,l2,l3,l4}', '{1,1,1,1}', '2030-05-02 01:00:00') AS l1 \gset
+SELECT mm.leave_match('fa_osl', :l1, 'l1', '2030-05-02 01:05:00');
+SELECT pg_temp.won(:l1, 'l1', '2030-05-02 01:10:00');
+SELECT pg_temp.won(pg_temp.play('fa_osl', '{l1,l2,l3,l4}', '{1,1,1,1}', '2030-05-02 01:20:00'), 'l3', '2030-05-02 01:30:00');
+SELECT r.player_id, (x.value ->> 'rating')::float8 = r.mu AS mu, (x.value ->> 'rd')::float8 = r.sigma AS sigma,
+	   r.player_id = 'l1' AND r.wins = 0 AS leaver_lost
+  FROM mm.replay_ratings('fa_osl', '{"system": "openskill", "output_ratings": true}', '2030-05-02', '2030-05-03') j,
+	   jsonb_each(j #> '{ratings,player_ratings}') x JOIN mm.ratings r ON r.player_id = x.key AND r.pool = 'fa_osl'
+ ORDER BY 1;
+
 -- A per-role pool (Glicko-2, tank and dps, 2v2): the predictions'
 -- calibration under the pool's name, and the replay of every role pool
 -- reproducing the live ratings of each.
@@ -589,6 +603,6 @@ SELECT c.relname, c.oid = ANY (e.extconfig) AS dumped
 SELECT table_name, placement, distribution_column FROM mm.sharding()
  WHERE table_name IN ('mm.match_predictions'::regclass, 'mm.match_scores'::regclass) ORDER BY 1;
 
-SELECT mm.drop_queue(q, force => true) FROM unnest('{fa_elo,fa_elo2,fa_g2,fa_os,fa_os2,fa_role,fa_plain,fa_card}'::text[]) q;
+SELECT mm.drop_queue(q, force => true) FROM unnest('{fa_elo,fa_elo2,fa_g2,fa_os,fa_os2,fa_osl,fa_role,fa_plain,fa_card}'::text[]) q;
 SELECT setval('mm.tickets_id_seq', :fa_next_ticket, false) > 0 AS tickets_seq_restored,
 	   setval('mm.matches_id_seq', :fa_next_match, false) > 0 AS matches_seq_restored;

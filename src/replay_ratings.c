@@ -684,19 +684,24 @@ NumberPlayers(const ReplaySettings *s, const ReplayRows *r, int32 *player_of,
 		pl->volatility[p] = s->initial_volatility;
 		pl->pool[p] = 1;
 	}
+	/* a player's seed: that of their first row with one (rows in replay order) */
 	for (int i = 0; i < r->count; i++)
 	{
 		int			p = player_of[i];
 
 		if (r->pools != NULL)
 			pl->pool[p] = r->pools[i];
-		if (r->seed_rating != NULL && !isnan(r->seed_rating[i]))
-			pl->rating[p] = r->seed_rating[i];
+		if (pl->seen[p] || r->seed_rating == NULL || isnan(r->seed_rating[i]))
+			continue;
+		pl->seen[p] = true;
+		pl->rating[p] = r->seed_rating[i];
 		if (r->seed_rd != NULL && !isnan(r->seed_rd[i]))
 			pl->rd[p] = r->seed_rd[i];
 		if (r->seed_volatility != NULL && !isnan(r->seed_volatility[i]))
 			pl->volatility[p] = r->seed_volatility[i];
 	}
+	/* seen means played in the replay: the flag only marked the seeded */
+	memset(pl->seen, 0, sizeof(bool) * size);
 	*distinct_ids = ids;
 }
 

@@ -881,76 +881,62 @@ GRANT EXECUTE ON FUNCTION mm.replay_k_schedule(jsonb) TO mm_analyst, mm_admin;
 -- to_time) in replay order (reported_at, match id: ids are unique over
 -- queues), one row per player, with what the core reads beside: the side
 -- name and rank, a leaver scored as a loss (the queue's leavers_lose), the
--- rating identity (player id, unit separator, the pool rated in: per role,
--- <pool>.<role>), the pool's number, the rating period (Glicko-2), the
--- season resets due, and with seed "live" the player's live rating before
--- their first result of the window.
-CREATE FUNCTION mm.replay_rating_rows(pool text, queues text[], leavers_lose text[], settings jsonb,
-									  from_time timestamptz, to_time timestamptz,
+-- rating identity (player id, unit separator, the pool rated in: for the
+-- per_role queues <pool>.<role>), the pool's number in pool_names, the
+-- rating period (Glicko-2), the season resets due (reset_at), and with
+-- seed_live the player's live rating before each result (the core keeps a
+-- player's first).  Sorted once: the aggregates keep the subquery's order.
+CREATE FUNCTION mm.replay_rating_rows(pool text, queues text[], leavers_lose text[], per_role_queues text[],
+									  pool_names text[], rating_period interval, reset_at timestamptz[],
+									  seed_live boolean, openskill boolean, from_time timestamptz,
+									  to_time timestamptz,
 									  OUT match_ids bigint[], OUT player_keys text[], OUT side_names text[],
 									  OUT ranks integer[], OUT losses integer[], OUT periods bigint[],
-									  OUT resets integer[], OUT pool_numbers integer[], OUT pool_names text[],
+									  OUT resets integer[], OUT pool_numbers integer[],
 									  OUT seed_ratings float8[], OUT seed_rds float8[], OUT seed_volatilities float8[])
 RETURNS record
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-	WITH rows AS (
-		SELECT r.match_id, r.reported_at, mp.player_id, coalesce(mp.team, mp.player_id) AS side_name,
-			   coalesce(CASE WHEN jsonb_typeof(r.ranks -> coalesce(mp.team, mp.player_id)) = 'number'
-							 THEN (r.ranks ->> coalesce(mp.team, mp.player_id))::numeric::int END, 0) AS rank,
-			   (mp.left_at IS NOT NULL AND r.queue = ANY (leavers_lose))::int AS loss,
-			   CASE WHEN q.config #>> '{rating,per_role}' = 'true' AND mp.role IS NOT NULL
-					THEN $1 || '.' || mp.role ELSE $1 END AS rated_in
-		  FROM mm.match_results r
-		  JOIN mm.queues q ON q.name = r.queue
-		  JOIN mm.match_players mp ON mp.queue = r.queue AND mp.match_id = r.match_id
-		 WHERE r.queue = ANY (queues) AND r.reported_at >= from_time AND r.reported_at < to_time
-		   AND jsonb_typeof(r.ranks) = 'object'
-	), numbered AS (
-		SELECT x.*, dense_rank() OVER (ORDER BY x.rated_in)::int AS pool_number,
-			   -- the first result of the window of each rated player
-			   (row_number() OVER (PARTITION BY x.player_id, x.rated_in ORDER BY x.reported_at, x.match_id) = 1
-				AND settings ->> 'seed' = 'live') AS seeded
-		  FROM rows x
-	), seeds AS (
-		SELECT n.*, h.rating_before, h.rd_before, h.volatility_before, h.mu_before, h.sigma_before
-		  FROM numbered n
-		  LEFT JOIN mm.rating_history h
-			ON n.seeded AND h.player_id = n.player_id AND h.pool = n.rated_in AND h.match_id = n.match_id
-	)
-	SELECT coalesce(array_agg(s.match_id ORDER BY s.reported_at, s.match_id), '{}'),
-		   coalesce(array_agg(s.player_id || E'\x1f' || s.rated_in ORDER BY s.reported_at, s.match_id), '{}'),
-		   coalesce(array_agg(s.side_name ORDER BY s.reported_at, s.match_id), '{}'),
-		   coalesce(array_agg(s.rank ORDER BY s.reported_at, s.match_id), '{}'),
-		   coalesce(array_agg(s.loss ORDER BY s.reported_at, s.match_id), '{}'),
-		   CASE WHEN settings ? 'rating_period' AND settings -> 'rating_period' <> 'null' THEN
-				coalesce(array_agg(floor(extract(epoch FROM s.reported_at - from_time)
-										 / extract(epoch FROM (settings ->> 'rating_period')::interval))::bigint
-								   ORDER BY s.reported_at, s.match_id), '{}') ELSE '{}' END,
-		   CASE WHEN jsonb_array_length(settings -> 'reset_at') > 0 THEN
-				coalesce(array_agg((SELECT count(*)::int FROM jsonb_array_elements_text(settings -> 'reset_at') a
-									 WHERE a::timestamptz <= s.reported_at)
-								   ORDER BY s.reported_at, s.match_id), '{}') ELSE '{}' END,
-		   coalesce(array_agg(s.pool_number ORDER BY s.reported_at, s.match_id), '{}'),
-		   coalesce(ARRAY(SELECT DISTINCT x.rated_in FROM rows x ORDER BY 1), '{}'),
-		   CASE WHEN settings ->> 'seed' = 'live' THEN
-				coalesce(array_agg(coalesce(CASE WHEN settings ->> 'system' = 'openskill' THEN s.mu_before
-												 ELSE s.rating_before END, 'NaN') ORDER BY s.reported_at, s.match_id), '{}')
-				ELSE '{}' END,
-		   CASE WHEN settings ->> 'seed' = 'live' THEN
-				coalesce(array_agg(coalesce(CASE WHEN settings ->> 'system' = 'openskill' THEN s.sigma_before
-												 ELSE s.rd_before END, 'NaN') ORDER BY s.reported_at, s.match_id), '{}')
-				ELSE '{}' END,
-		   CASE WHEN settings ->> 'seed' = 'live' THEN
-				coalesce(array_agg(coalesce(s.volatility_before, 'NaN') ORDER BY s.reported_at, s.match_id), '{}')
-				ELSE '{}' END
-	  FROM seeds s
+	SELECT coalesce(array_agg(x.match_id), '{}'), coalesce(array_agg(x.player_id || E'\x1f' || x.rated_in), '{}'),
+		   coalesce(array_agg(x.side_name), '{}'), coalesce(array_agg(x.rank), '{}'), coalesce(array_agg(x.loss), '{}'),
+		   coalesce(array_agg(x.period) FILTER (WHERE rating_period IS NOT NULL), '{}'),
+		   coalesce(array_agg(x.due) FILTER (WHERE cardinality(reset_at) > 0), '{}'),
+		   coalesce(array_agg(array_position(pool_names, x.rated_in)) FILTER (WHERE cardinality(pool_names) > 1), '{}'),
+		   coalesce(array_agg(coalesce(x.seed_rating, 'NaN')) FILTER (WHERE seed_live), '{}'),
+		   coalesce(array_agg(coalesce(x.seed_rd, 'NaN')) FILTER (WHERE seed_live), '{}'),
+		   coalesce(array_agg(coalesce(x.seed_volatility, 'NaN')) FILTER (WHERE seed_live), '{}')
+	  FROM (SELECT r.match_id, mp.player_id, coalesce(mp.team, mp.player_id) AS side_name,
+				   coalesce(CASE WHEN jsonb_typeof(r.ranks -> coalesce(mp.team, mp.player_id)) = 'number'
+								 THEN (r.ranks ->> coalesce(mp.team, mp.player_id))::numeric::int END, 0) AS rank,
+				   (mp.left_at IS NOT NULL AND r.queue = ANY (leavers_lose))::int AS loss,
+				   CASE WHEN mp.role IS NOT NULL AND r.queue = ANY (per_role_queues) THEN $1 || '.' || mp.role
+						ELSE $1 END AS rated_in,
+				   CASE WHEN rating_period IS NOT NULL
+						THEN floor(extract(epoch FROM r.reported_at - from_time) / extract(epoch FROM rating_period))::bigint
+						END AS period,
+				   CASE WHEN cardinality(reset_at) > 0
+						THEN (SELECT count(*)::int FROM unnest(reset_at) a WHERE a <= r.reported_at) END AS due,
+				   h.seed_rating, h.seed_rd, h.seed_volatility
+			  FROM mm.match_results r
+			  JOIN mm.match_players mp ON mp.queue = r.queue AND mp.match_id = r.match_id
+			  LEFT JOIN LATERAL (
+				SELECT CASE WHEN openskill THEN rh.mu_before ELSE rh.rating_before END AS seed_rating,
+					   CASE WHEN openskill THEN rh.sigma_before ELSE rh.rd_before END AS seed_rd,
+					   rh.volatility_before AS seed_volatility
+				  FROM mm.rating_history rh
+				 WHERE seed_live AND rh.match_id = r.match_id AND rh.player_id = mp.player_id) h ON true
+			 WHERE r.queue = ANY (queues) AND r.reported_at >= from_time AND r.reported_at < to_time
+			   AND jsonb_typeof(r.ranks) = 'object'
+			 ORDER BY r.reported_at, r.match_id) x
 $$;
-COMMENT ON FUNCTION mm.replay_rating_rows(text, text[], text[], jsonb, timestamptz, timestamptz) IS
+COMMENT ON FUNCTION mm.replay_rating_rows(text, text[], text[], text[], text[], interval, timestamptz[], boolean, boolean,
+										  timestamptz, timestamptz) IS
 'Internal: the player rows of a pool''s results in [from_time, to_time) in replay order, for mm.replay_ratings';
-REVOKE ALL ON FUNCTION mm.replay_rating_rows(text, text[], text[], jsonb, timestamptz, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.replay_rating_rows(text, text[], text[], jsonb, timestamptz, timestamptz)
+REVOKE ALL ON FUNCTION mm.replay_rating_rows(text, text[], text[], text[], text[], interval, timestamptz[], boolean,
+											 boolean, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_rating_rows(text, text[], text[], text[], text[], interval, timestamptz[], boolean,
+												boolean, timestamptz, timestamptz)
 	TO mm_analyst, mm_admin;
 
 -- Step 3 of mm.replay_ratings: the replayed ratings beside the live ones
@@ -1032,6 +1018,8 @@ DECLARE
 	x record;
 	replayed record;
 	live jsonb;
+	per_role_queues text[];
+	pool_names text[];
 BEGIN
 	PERFORM mm.check_window('pool', replay_ratings.pool, from_time, to_time);
 	pq := mm.pool_queues(replay_ratings.pool);
@@ -1044,7 +1032,19 @@ BEGIN
 							  ELSE 'A queue rates into the pool named by its config''s rating.pool, else its own name.' END;
 	END IF;
 	s := mm.replay_rating_settings(replay_ratings.pool, settings, from_time, to_time);
-	x := mm.replay_rating_rows(replay_ratings.pool, pq.queues, pq.leavers_lose, s, from_time, to_time);
+	-- the pools rated: the pool, or a per-role pool's role pools played
+	per_role_queues := ARRAY(SELECT q.name FROM mm.queues q
+							  WHERE q.name = ANY (pq.queues) AND q.config #>> '{rating,per_role}' = 'true');
+	pool_names := CASE WHEN cardinality(per_role_queues) = 0 THEN ARRAY[replay_ratings.pool] ELSE
+		ARRAY(SELECT DISTINCT CASE WHEN mp.role IS NOT NULL AND r.queue = ANY (per_role_queues)
+								   THEN replay_ratings.pool || '.' || mp.role ELSE replay_ratings.pool END
+				FROM mm.match_results r JOIN mm.match_players mp ON mp.queue = r.queue AND mp.match_id = r.match_id
+			   WHERE r.queue = ANY (pq.queues) AND r.reported_at >= from_time AND r.reported_at < to_time
+			   ORDER BY 1) END;
+	x := mm.replay_rating_rows(replay_ratings.pool, pq.queues, pq.leavers_lose, per_role_queues, pool_names,
+							   (s ->> 'rating_period')::interval,
+							   ARRAY(SELECT e::timestamptz FROM jsonb_array_elements_text(s -> 'reset_at') e),
+							   s ->> 'seed' = 'live', s ->> 'system' = 'openskill', from_time, to_time);
 	replayed := mm.replay_ratings_core(
 		s ->> 'system', (s ->> 'tau')::float8, coalesce((s ->> 'k')::float8, 0), (s ->> 'initial_rating')::float8,
 		(s ->> 'initial_rd')::float8, (s ->> 'initial_volatility')::float8, (s ->> 'beta')::float8,
@@ -1088,12 +1088,12 @@ BEGIN
 				   JOIN jsonb_array_elements_text(s -> 'reset_share') WITH ORDINALITY sh(v, i) ON sh.i = a.i
 				   JOIN jsonb_array_elements_text(s -> 'reset_rd') WITH ORDINALITY rd(v, i) ON rd.i = a.i
 				   JOIN jsonb_array_elements_text(s -> 'reset_target') WITH ORDINALITY t(v, i) ON t.i = a.i) END)),
-		'pools', to_jsonb(x.pool_names),
+		'pools', to_jsonb(pool_names),
 		'results', cardinality(replayed.replayed_ids),
 		'live', live,
 		'replay', mm.prediction_figures(replayed.predictions, replayed.outcomes),
 		'ratings', mm.replay_rating_comparison(replayed.players, replayed.ratings, replayed.rds, replayed.games,
-											   x.pool_names, from_time, to_time, s));
+											   pool_names, from_time, to_time, s));
 END
 $$;
 COMMENT ON FUNCTION mm.replay_ratings(text, jsonb, timestamptz, timestamptz) IS
