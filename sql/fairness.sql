@@ -554,7 +554,29 @@ SELECT r.pool, r.player_id, (x.value ->> 'rating')::float8 = r.rating AS rating,
   JOIN mm.ratings r ON r.pool || ':' || r.player_id = x.key
  ORDER BY 1, 2;
 COMMIT;
-SELECT pg_temp.try($$SELECT mm.replay_ratings('fa_role.tank', '{"system": "glicko2"}', '2030-06-01', '2030-06-02')$$);
+-- a role pool's own name: refused, the hint names the pool
+DO $$
+BEGIN
+	PERFORM mm.replay_ratings('fa_role.tank', '{"system": "glicko2"}', '2030-06-01', '2030-06-02');
+EXCEPTION WHEN undefined_object THEN
+	DECLARE
+		hint text;
+	BEGIN
+		GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+		RAISE NOTICE 'replay_ratings: % (%)', SQLERRM, hint;
+	END;
+END $$;
+DO $$
+BEGIN
+	PERFORM mm.prediction_quality('fa_role.tank', '2030-06-01', '2030-06-02');
+EXCEPTION WHEN undefined_object THEN
+	DECLARE
+		hint text;
+	BEGIN
+		GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+		RAISE NOTICE 'prediction_quality: % (%)', SQLERRM, hint;
+	END;
+END $$;
 
 -- the errors, each naming its setting
 SELECT pg_temp.try(format('SELECT mm.replay_ratings(%L, %L, %L, %L)', p, s, f, t)) FROM (VALUES

@@ -446,9 +446,13 @@ BEGIN
 	PERFORM mm.check_window('pool', prediction_quality.pool, from_time, to_time);
 	queues := (mm.pool_queues(prediction_quality.pool)).queues;
 	IF cardinality(queues) = 0 THEN
+		-- a role pool's matches are predicted, and scored, under its pool
 		RAISE EXCEPTION 'rating pool "%" has no rated queue', prediction_quality.pool
 			USING ERRCODE = 'undefined_object',
-				  HINT = 'A queue rates into the pool named by its config''s rating.pool, else its own name.';
+				  HINT = CASE WHEN position('.' IN prediction_quality.pool) > 0
+							  THEN format('A role pool''s matches are scored under their pool: ask for "%s".',
+										  split_part(prediction_quality.pool, '.', 1))
+							  ELSE 'A queue rates into the pool named by its config''s rating.pool, else its own name.' END;
 	END IF;
 	SELECT mm.prediction_figures(coalesce(array_agg(x.p ORDER BY x.queue, x.match_id), '{}'),
 								 coalesce(array_agg(x.y ORDER BY x.queue, x.match_id), '{}'))
