@@ -626,5 +626,13 @@ SELECT table_name, placement, distribution_column FROM mm.sharding()
  WHERE table_name IN ('mm.match_predictions'::regclass, 'mm.match_scores'::regclass) ORDER BY 1;
 
 SELECT mm.drop_queue(q, force => true) FROM unnest('{fa_elo,fa_elo2,fa_g2,fa_os,fa_os2,fa_osl,fa_role,fa_plain,fa_card}'::text[]) q;
+-- the file's ratings, history and seasons go too: with the id sequences
+-- restored, a later file's matches take the ids this file's history names
+WITH h AS (DELETE FROM mm.rating_history WHERE pool LIKE 'fa\_%' RETURNING 1),
+	 r AS (DELETE FROM mm.ratings WHERE pool LIKE 'fa\_%' RETURNING 1)
+SELECT (SELECT count(*) FROM h) > 0 AS history_removed, (SELECT count(*) FROM r) > 0 AS ratings_removed;
+DELETE FROM mm.season_ratings WHERE pool LIKE 'fa\_%';
+DELETE FROM mm.seasons WHERE pool LIKE 'fa\_%';
+DELETE FROM mm.rating_pools WHERE pool LIKE 'fa\_%';
 SELECT setval('mm.tickets_id_seq', :fa_next_ticket, false) > 0 AS tickets_seq_restored,
 	   setval('mm.matches_id_seq', :fa_next_match, false) > 0 AS matches_seq_restored;
