@@ -517,9 +517,9 @@ SELECT r.player_id, (x.value ->> 'rating')::float8 = r.mu AS mu, (x.value ->> 'r
 	   jsonb_each(j #> '{ratings,player_ratings}') x JOIN mm.ratings r ON r.player_id = x.key AND r.pool = 'fa_osl'
  ORDER BY 1;
 
--- A per-role pool (Glicko-2, tank and dps, 2v2): the predictions'
--- calibration under the pool's name, and the replay of every role pool
--- reproducing the live ratings of each.
+-- A per-role pool (Glicko-2, tank and dps, 2v2): the predictions from the
+-- role pools' ratings, their calibration under the pool's name, and the
+-- replay of every role pool reproducing the live ratings of each.
 SELECT mm.create_queue('fa_role', '{"teams": [
 	{"name": "red", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}},
 	{"name": "blue", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}}],
@@ -533,6 +533,9 @@ BEGIN
 	PERFORM mm.tick('fa_role', at + '1 second');
 	RETURN (SELECT max(m.id) FROM mm.matches m WHERE m.queue = 'fa_role');
 END $$;
+-- r1 imported as a strong tank: the predictions leave 50 %, and a replay
+-- reproduces the live ratings when seeded from them ("seed": "live")
+SELECT mm.set_rating('r1', 'fa_role.tank', 1800, 120, NULL, '2030-06-01 00:00:00');
 SELECT pg_temp.won(pg_temp.play_roles(p, r, at), w, at + '10 minutes')
   FROM (VALUES ('{r1,r2,r3,r4}'::text[], '{tank,tank,dps,dps}'::text[], 'r1', '2030-06-01 01:00:00'::timestamptz),
 			   ('{r1,r2,r3,r4}', '{dps,dps,tank,tank}', 'r3', '2030-06-01 01:20:00'),
@@ -544,12 +547,34 @@ SELECT j -> 'matches' AS matches, j -> 'decided' AS decided,
 		   AS deviance_by_sql
   FROM mm.prediction_quality('fa_role', '2030-06-01', '2030-06-02') j;
 SELECT count(DISTINCT pool) AS role_pools, count(*) AS ratings FROM mm.ratings WHERE pool LIKE 'fa_role.%';
+-- each stored prediction from the ratings of the role pools played, just
+-- before the game (the history's rating_before and rd_before per team,
+-- Glickman's expected outcome in numeric SQL, within 1e-6: the extension
+-- uses Glickman's 173.7178 for 400 / ln 10)
+WITH team AS (
+	SELECT mp.match_id, mp.team, avg(h.rating_before)::numeric AS r, avg(h.rd_before)::numeric AS rd,
+		   string_agg(h.pool, ',' ORDER BY h.pool) AS pools
+	  FROM mm.match_players mp JOIN mm.rating_history h ON h.match_id = mp.match_id AND h.player_id = mp.player_id
+	 WHERE mp.queue = 'fa_role' GROUP BY mp.match_id, mp.team
+)
+SELECT p.match_id - (SELECT min(m.id) FROM mm.matches m WHERE m.queue = 'fa_role') AS match, p.team_name, a.pools,
+	   round(p.win_probability::numeric, 6) AS p,
+	   abs(p.win_probability::numeric
+		   - 1 / (1 + power(10::numeric, -(1 / sqrt(1 + 3 * (ln(10::numeric) / 400) ^ 2 * (a.rd ^ 2 + b.rd ^ 2) / pi()::numeric ^ 2))
+										 * (a.r - b.r) / 400))) < 1e-6 AS agrees
+  FROM mm.match_predictions p
+  JOIN team a ON a.match_id = p.match_id AND a.team = p.team_name
+  JOIN team b ON b.match_id = p.match_id AND b.team <> p.team_name
+ WHERE p.queue = 'fa_role' ORDER BY 1, 2;
+
 BEGIN READ ONLY;
 SELECT j -> 'pools' AS pools, j -> 'results' AS results, j #> '{ratings,players}' AS players,
-	   j #> '{ratings,max_rating_difference}' AS difference
-  FROM mm.replay_ratings('fa_role', '{"system": "glicko2"}', '2030-06-01', '2030-06-02') j;
+	   j #> '{ratings,max_rating_difference}' AS difference,
+	   round((k #>> '{ratings,max_rating_difference}')::numeric, 3) AS unseeded_difference
+  FROM mm.replay_ratings('fa_role', '{"system": "glicko2", "seed": "live"}', '2030-06-01', '2030-06-02') j,
+	   mm.replay_ratings('fa_role', '{"system": "glicko2"}', '2030-06-01', '2030-06-02') k;
 SELECT r.pool, r.player_id, (x.value ->> 'rating')::float8 = r.rating AS rating, (x.value ->> 'rd')::float8 = r.rd AS rd
-  FROM mm.replay_ratings('fa_role', '{"system": "glicko2", "output_ratings": true}', '2030-06-01', '2030-06-02') j,
+  FROM mm.replay_ratings('fa_role', '{"system": "glicko2", "seed": "live", "output_ratings": true}', '2030-06-01', '2030-06-02') j,
 	   jsonb_each(j #> '{ratings,player_ratings}') x
   JOIN mm.ratings r ON r.pool || ':' || r.player_id = x.key
  ORDER BY 1, 2;
