@@ -106,4 +106,34 @@ extern double MmSmurfScore(const SmurfEvidence *evidence);
 /* Rating change multiplier for a smurf confidence and games played. */
 extern double MmRatingBoost(double confidence, int games_played);
 
+/* ratings_openskill.c (Weng-Lin, Plackett-Luce; openskill.js 5 defaults) */
+
+#define OPENSKILL_MU 25.0
+#define OPENSKILL_SIGMA (25.0 / 3.0)
+#define OPENSKILL_BETA (25.0 / 6.0)
+#define OPENSKILL_KAPPA 1e-4
+#define OPENSKILL_TAU (25.0 / 300.0)
+
+/*
+ * One game of n players in teams 0..teams-1 (team_of[i]; team_rank[t]: lower
+ * is better, equal ranks tie): tau added to every sigma, then the update.
+ * Writes new_mu and new_sigma per player.  work holds n + 10 * teams
+ * doubles, iwork 2 * teams ints.  Returns -1, or the index of a team whose
+ * summed mu or sigma^2 is not finite (nothing written then).
+ */
+extern int	MmOpenSkillRate(int n, const double *mu, const double *sigma,
+							const int *team_of, int teams, const int *team_rank,
+							double beta, double tau, double kappa,
+							double *new_mu, double *new_sigma, double *work,
+							int *iwork);
+
+/* Each team's chance of winning (predictWin) from its summed mu and sigma^2. */
+extern void MmOpenSkillPredictWin(int teams, const double *team_mu,
+								  const double *team_sigma_sq, double beta,
+								  double *probability);
+
+/* The chance of a draw (predictDraw) of players in all, from the team sums. */
+extern double MmOpenSkillPredictDraw(int teams, int players, const double *team_mu,
+									 const double *team_sigma_sq, double beta);
+
 #endif							/* MM_RATINGS_H */

@@ -21,11 +21,8 @@
 #include "utils/array.h"
 #include "utils/tuplestore.h"
 
+#include "ratings.h"
 #include "sql_arrays.h"
-
-#define OPENSKILL_BETA (25.0 / 6.0)
-#define OPENSKILL_KAPPA 1e-4
-#define OPENSKILL_TAU (25.0 / 300.0)
 
 /* ------------------------------------------------------------------------
  * Pure math
@@ -168,6 +165,151 @@ OpenSkillWinProbability(int i, int team_count, const double *team_mu,
 	return sum / (team_count * (team_count - 1) / 2.0);
 }
 
+/* Team indexes sorted by rank (ties: team index order). */
+static int
+CompareTeamsByRank(const void *a, const void *b, void *arg)
+{
+	const int32 *rank = (const int32 *) arg;
+	int			ta = *(const int *) a;
+	int			tb = *(const int *) b;
+
+	if (rank[ta] != rank[tb])
+		return rank[ta] < rank[tb] ? -1 : 1;
+	return ta - tb;
+}
+
+/*
+ * One game (see ratings.h): tau added to every sigma, the teams' sums, the
+ * teams in rank order through OpenSkillTeamUpdates, each player's share.
+ * mm.openskill_rate and the rating replay (replay_ratings.c) both call it,
+ * so a replay with the same parameters computes bit for bit the same.
+ */
+int
+MmOpenSkillRate(int n, const double *mu, const double *sigma, const int *team_of,
+				int teams, const int *team_rank, double beta, double tau,
+				double kappa, double *new_mu, double *new_sigma, double *work,
+				int *iwork)
+{
+	double	   *sigma_tau = work;
+	double	   *team_mu = sigma_tau + n;
+	double	   *team_sigma_sq = team_mu + teams;
+	double	   *sorted_mu = team_sigma_sq + teams;
+	double	   *sorted_sigma_sq = sorted_mu + teams;
+	double	   *sorted_omega = sorted_sigma_sq + teams;
+	double	   *sorted_delta = sorted_omega + teams;
+	double	   *omega = sorted_delta + teams;
+	double	   *delta = omega + teams;
+	double	   *scratch = delta + teams;	/* 2 * teams */
+	int		   *by_rank = iwork;
+	int32	   *rank_sorted = (int32 *) (iwork + teams);
+	bool		sorted = true;
+
+	/* tau first: sigma' = sqrt(sigma^2 + tau^2) */
+	for (int i = 0; i < n; i++)
+		sigma_tau[i] = sqrt(sigma[i] * sigma[i] + tau * tau);
+	for (int t = 0; t < teams; t++)
+	{
+		team_mu[t] = 0.0;
+		team_sigma_sq[t] = 0.0;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		team_mu[team_of[i]] += mu[i];
+		team_sigma_sq[team_of[i]] += sigma_tau[i] * sigma_tau[i];
+	}
+	for (int t = 0; t < teams; t++)
+		if (!isfinite(team_mu[t]) || !isfinite(team_sigma_sq[t] + teams))
+			return t;
+
+	/* the model wants the teams in rank order (often they already are) */
+	for (int t = 0; t < teams; t++)
+	{
+		by_rank[t] = t;
+		if (t > 0 && team_rank[t] < team_rank[t - 1])
+			sorted = false;
+	}
+	if (!sorted)
+		qsort_arg(by_rank, teams, sizeof(int), CompareTeamsByRank, (void *) team_rank);
+	for (int r = 0; r < teams; r++)
+	{
+		rank_sorted[r] = team_rank[by_rank[r]];
+		sorted_mu[r] = team_mu[by_rank[r]];
+		sorted_sigma_sq[r] = team_sigma_sq[by_rank[r]];
+	}
+	OpenSkillTeamUpdates(teams, rank_sorted, sorted_mu, sorted_sigma_sq,
+						 beta, sorted_omega, sorted_delta, scratch);
+	for (int r = 0; r < teams; r++)
+	{
+		omega[by_rank[r]] = sorted_omega[r];
+		delta[by_rank[r]] = sorted_delta[r];
+	}
+	for (int i = 0; i < n; i++)
+	{
+		int			t = team_of[i];
+
+		OpenSkillApply(mu[i], sigma_tau[i], team_sigma_sq[t], omega[t], delta[t],
+					   kappa, &new_mu[i], &new_sigma[i]);
+	}
+	return -1;
+}
+
+/* Each team's chance of winning from its summed mu and sigma^2 (ratings.h). */
+void
+MmOpenSkillPredictWin(int teams, const double *team_mu, const double *team_sigma_sq,
+					  double beta, double *probability)
+{
+	for (int t = 0; t < teams; t++)
+		probability[t] = OpenSkillWinProbability(t, teams, team_mu, team_sigma_sq, beta);
+}
+
+/* The standard normal quantile of p in (0, 1), by bisection (one call per game). */
+static double
+StandardNormalQuantile(double p)
+{
+	double		low = -40.0;
+	double		high = 40.0;
+
+	for (int i = 0; i < 200 && high - low > 0.0; i++)
+	{
+		double		middle = low + (high - low) / 2.0;
+
+		if (middle <= low || middle >= high)
+			break;
+		if (StandardNormalCdf(middle) < p)
+			low = middle;
+		else
+			high = middle;
+	}
+	return low + (high - low) / 2.0;
+}
+
+/*
+ * The chance of a draw (openskill's predictDraw): with n players in all, a
+ * draw margin of sqrt(n) beta Phi^-1((1 + 1/n) / 2), the mean over the pairs
+ * of teams of the chance that their performances differ by less than it.
+ */
+double
+MmOpenSkillPredictDraw(int teams, int players, const double *team_mu,
+					   const double *team_sigma_sq, double beta)
+{
+	double		margin = sqrt((double) players) * beta *
+		StandardNormalQuantile((1.0 + 1.0 / players) / 2.0);
+	double		sum = 0.0;
+	int			pairs = 0;
+
+	for (int a = 0; a < teams; a++)
+		for (int b = a + 1; b < teams; b++)
+		{
+			double		denominator = sqrt(players * beta * beta + team_sigma_sq[a] + team_sigma_sq[b]);
+			double		difference = team_mu[a] - team_mu[b];
+
+			sum += StandardNormalCdf((margin - difference) / denominator) -
+				StandardNormalCdf((-difference - margin) / denominator);
+			pairs++;
+		}
+	return pairs > 0 ? sum / pairs : 1.0;
+}
+
 /* ------------------------------------------------------------------------
  * SQL interface
  * ------------------------------------------------------------------------
@@ -199,19 +341,6 @@ CompareByTeam(const void *a, const void *b, void *arg)
 	if (team[pa] != team[pb])
 		return team[pa] < team[pb] ? -1 : 1;
 	return pa - pb;
-}
-
-/* Team indexes sorted by rank (ties: team number order). */
-static int
-CompareTeamsByRank(const void *a, const void *b, void *arg)
-{
-	const int32 *rank = (const int32 *) arg;
-	int			ta = *(const int *) a;
-	int			tb = *(const int *) b;
-
-	if (rank[ta] != rank[tb])
-		return rank[ta] < rank[tb] ? -1 : 1;
-	return ta - tb;
 }
 
 /* Refuses an int4[] of a different length than mu. */
@@ -311,6 +440,16 @@ ReadOpenSkillGame(FunctionCallInfo fcinfo, int rank_arg, OpenSkillGame *game)
 				 errdetail("Got %d.", game->team_count)));
 }
 
+/* A team whose sums are not finite numbers. */
+static void
+ReportTeamOutOfRange(int32 team_number)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("mu or sigma of team %d is out of range", team_number),
+			 errdetail("The team's summed mu or summed sigma squared is not a finite number.")));
+}
+
 /*
  * Summed mu and sigma^2 per team (sigma: the sigmas to use, after tau or
  * not).  Finite inputs can still add up to Infinity: refused.
@@ -331,11 +470,7 @@ SumTeams(const OpenSkillGame *game, const double *sigma,
 	}
 	for (int t = 0; t < game->team_count; t++)
 		if (!isfinite(team_mu[t]) || !isfinite(team_sigma_sq[t] + game->team_count))
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("mu or sigma of team %d is out of range",
-							game->team_number[t]),
-					 errdetail("The team's summed mu or summed sigma squared is not a finite number.")));
+			ReportTeamOutOfRange(game->team_number[t]);
 }
 
 PG_FUNCTION_INFO_V1(mm_openskill_rate);
@@ -352,69 +487,28 @@ mm_openskill_rate(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	OpenSkillGame game;
 	int			n,
-				teams;
-	double	   *sigma_tau,
-			   *team_mu,
-			   *team_sigma_sq,
-			   *omega,
-			   *delta,
-			   *scratch;
-	int		   *by_rank;
-	int32	   *rank_sorted;
-	double	   *sorted_mu,
-			   *sorted_sigma_sq,
-			   *sorted_omega,
-			   *sorted_delta;
+				teams,
+				bad;
+	double	   *new_mu,
+			   *new_sigma,
+			   *work;
+	int		   *iwork;
 
 	ReadOpenSkillGame(fcinfo, 3, &game);
 	n = game.players;
 	teams = game.team_count;
 
 	/* one block for all the working arrays of this call */
-	sigma_tau = (double *) palloc(sizeof(double) * (n + 10 * teams));
-	team_mu = sigma_tau + n;
-	team_sigma_sq = team_mu + teams;
-	sorted_mu = team_sigma_sq + teams;
-	sorted_sigma_sq = sorted_mu + teams;
-	sorted_omega = sorted_sigma_sq + teams;
-	sorted_delta = sorted_omega + teams;
-	omega = sorted_delta + teams;
-	delta = omega + teams;
-	scratch = delta + teams;	/* 2 * teams */
-	by_rank = (int *) palloc(sizeof(int) * 2 * teams);
-	rank_sorted = (int32 *) (by_rank + teams);
+	new_mu = (double *) palloc(sizeof(double) * (3 * n + 10 * teams));
+	new_sigma = new_mu + n;
+	work = new_sigma + n;		/* n + 10 * teams */
+	iwork = (int *) palloc(sizeof(int) * 2 * teams);
 
-	/* tau first: sigma' = sqrt(sigma^2 + tau^2) */
-	for (int i = 0; i < n; i++)
-		sigma_tau[i] = sqrt(game.sigma[i] * game.sigma[i] + OPENSKILL_TAU * OPENSKILL_TAU);
-	SumTeams(&game, sigma_tau, team_mu, team_sigma_sq);
-
-	/* the model wants the teams in rank order (often they already are) */
-	{
-		bool		sorted = true;
-
-		for (int t = 0; t < teams; t++)
-		{
-			by_rank[t] = t;
-			if (t > 0 && game.team_rank[t] < game.team_rank[t - 1])
-				sorted = false;
-		}
-		if (!sorted)
-			qsort_arg(by_rank, teams, sizeof(int), CompareTeamsByRank, game.team_rank);
-	}
-	for (int r = 0; r < teams; r++)
-	{
-		rank_sorted[r] = game.team_rank[by_rank[r]];
-		sorted_mu[r] = team_mu[by_rank[r]];
-		sorted_sigma_sq[r] = team_sigma_sq[by_rank[r]];
-	}
-	OpenSkillTeamUpdates(teams, rank_sorted, sorted_mu, sorted_sigma_sq,
-						 OPENSKILL_BETA, sorted_omega, sorted_delta, scratch);
-	for (int r = 0; r < teams; r++)
-	{
-		omega[by_rank[r]] = sorted_omega[r];
-		delta[by_rank[r]] = sorted_delta[r];
-	}
+	bad = MmOpenSkillRate(n, game.mu, game.sigma, game.team_of, teams, game.team_rank,
+						  OPENSKILL_BETA, OPENSKILL_TAU, OPENSKILL_KAPPA,
+						  new_mu, new_sigma, work, iwork);
+	if (bad >= 0)
+		ReportTeamOutOfRange(game.team_number[bad]);
 
 	/*
 	 * The expected descriptor (copied) is much cheaper than building one
@@ -425,16 +519,11 @@ mm_openskill_rate(PG_FUNCTION_ARGS)
 						rsinfo->expectedDesc != NULL ? MAT_SRF_USE_EXPECTED_DESC : 0);
 	for (int i = 0; i < n; i++)
 	{
-		int			t = game.team_of[i];
 		Datum		values[2];
 		bool		nulls[2] = {false, false};
-		double		new_mu,
-					new_sigma;
 
-		OpenSkillApply(game.mu[i], sigma_tau[i], team_sigma_sq[t],
-					   omega[t], delta[t], OPENSKILL_KAPPA, &new_mu, &new_sigma);
-		values[0] = Float8GetDatum(new_mu);
-		values[1] = Float8GetDatum(new_sigma);
+		values[0] = Float8GetDatum(new_mu[i]);
+		values[1] = Float8GetDatum(new_sigma[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -463,11 +552,30 @@ mm_openskill_predict_win(PG_FUNCTION_ARGS)
 	probability = (double *) palloc(sizeof(double) * game.team_count);
 	SumTeams(&game, game.sigma, team_mu, team_sigma_sq);
 
-	for (int t = 0; t < game.team_count; t++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		probability[t] = OpenSkillWinProbability(t, game.team_count, team_mu,
-												 team_sigma_sq, OPENSKILL_BETA);
-	}
+	CHECK_FOR_INTERRUPTS();
+	MmOpenSkillPredictWin(game.team_count, team_mu, team_sigma_sq, OPENSKILL_BETA, probability);
 	PG_RETURN_ARRAYTYPE_P(MmBuildFloat8Array(probability, game.team_count));
+}
+
+PG_FUNCTION_INFO_V1(mm_openskill_predict_draw);
+
+/*
+ * mm.openskill_predict_draw(mu float8[], sigma float8[], team int[])
+ *	 RETURNS float8
+ *
+ * The chance that the game ends in a draw.  No tau, as predict_win.
+ */
+Datum
+mm_openskill_predict_draw(PG_FUNCTION_ARGS)
+{
+	OpenSkillGame game;
+	double	   *team_mu,
+			   *team_sigma_sq;
+
+	ReadOpenSkillGame(fcinfo, -1, &game);
+	team_mu = (double *) palloc(sizeof(double) * game.team_count);
+	team_sigma_sq = (double *) palloc(sizeof(double) * game.team_count);
+	SumTeams(&game, game.sigma, team_mu, team_sigma_sq);
+	PG_RETURN_FLOAT8(MmOpenSkillPredictDraw(game.team_count, game.players, team_mu,
+											team_sigma_sq, OPENSKILL_BETA));
 }

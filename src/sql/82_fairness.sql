@@ -4,7 +4,8 @@
 --
 -- mm.match_predictions keeps, for every match of a rated queue, each team's
 -- predicted win probability from the ratings the match was formed with
--- (written by the tick, in the transaction that writes the match);
+-- (written by the tick, in the transaction that writes the match), and
+-- for OpenSkill the chance of a draw;
 -- mm.match_scores keeps the per-team scores a result may carry.
 -- mm.prediction_quality scores the predictions against the results,
 -- mm.fairness_report is a queue's scorecard, and mm.replay_ratings replays
@@ -80,6 +81,17 @@ $$;
 COMMENT ON FUNCTION mm.glicko_expected(float8, float8, float8, float8) IS
 'Glicko expected score of a (rating_a, rd_a) against b (rating_b, rd_b), both deviations combined';
 GRANT EXECUTE ON FUNCTION mm.glicko_expected(float8, float8, float8, float8) TO mm_admin;
+
+-- OpenSkill's chance of a draw (openskill's predictDraw; C in
+-- src/ratings_openskill.c beside predict_win): declared here, where the
+-- predictions use it.  Elo and Glicko-2 predict no draw.
+CREATE FUNCTION mm.openskill_predict_draw(mu float8[], sigma float8[], team int[])
+RETURNS float8
+AS 'MODULE_PATHNAME', 'mm_openskill_predict_draw'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION mm.openskill_predict_draw(float8[], float8[], integer[]) IS
+'OpenSkill chance that a game of these teams ends in a draw (predictDraw: the draw margin of all the players, the mean over the pairs of teams)';
+GRANT EXECUTE ON FUNCTION mm.openskill_predict_draw(float8[], float8[], integer[]) TO mm_admin;
 
 -- Records the predictions of the queue's matches created at now that have
 -- none (the tick calls it after writing the matches of a rated queue; a
@@ -175,6 +187,12 @@ BEGIN
 				 GROUP BY p.match_id) p
 		 CROSS JOIN LATERAL unnest(mm.openskill_predict_win(p.mu, p.sigma, p.sides))
 			   WITH ORDINALITY w(probability, side)
+	), openskill_draw AS (
+		SELECT p.match_id, mm.openskill_predict_draw(array_agg(p.mu ORDER BY p.team), array_agg(p.sigma ORDER BY p.team),
+													 array_agg(t.side::int ORDER BY p.team)) AS draw
+		  FROM players p JOIN teams t ON t.match_id = p.match_id AND t.team = p.team
+		 WHERE rating_system = 'openskill'
+		 GROUP BY p.match_id
 	), probabilities AS (
 		SELECT a.match_id, a.team,
 			   CASE WHEN rating_system = 'openskill'
@@ -189,7 +207,8 @@ BEGIN
 	)
 	INSERT INTO mm.match_predictions (queue, match_id, team, win_probability, draw_probability, pool, team_name,
 									  system, team_rating, rating_min, rating_max, created_at)
-	SELECT record_match_predictions.queue, t.match_id, t.team, least(greatest(p.probability, 0), 1), NULL,
+	SELECT record_match_predictions.queue, t.match_id, t.team, least(greatest(p.probability, 0), 1),
+		   (SELECT least(greatest(d.draw, 0), 1) FROM openskill_draw d WHERE d.match_id = t.match_id),
 		   pool_name, t.team_name, rating_system,
 		   t.mean, (SELECT min(x) FROM unnest(t.ratings) x),
 		   (SELECT max(x) FROM unnest(t.ratings) x), record_match_predictions.now
@@ -427,9 +446,13 @@ BEGIN
 	PERFORM mm.check_window('pool', prediction_quality.pool, from_time, to_time);
 	queues := (mm.pool_queues(prediction_quality.pool)).queues;
 	IF cardinality(queues) = 0 THEN
+		-- a role pool's matches are predicted, and scored, under its pool
 		RAISE EXCEPTION 'rating pool "%" has no rated queue', prediction_quality.pool
 			USING ERRCODE = 'undefined_object',
-				  HINT = 'A queue rates into the pool named by its config''s rating.pool, else its own name.';
+				  HINT = CASE WHEN position('.' IN prediction_quality.pool) > 0
+							  THEN format('A role pool''s matches are scored under their pool: ask for "%s".',
+										  split_part(prediction_quality.pool, '.', 1))
+							  ELSE 'A queue rates into the pool named by its config''s rating.pool, else its own name.' END;
 	END IF;
 	SELECT mm.prediction_figures(coalesce(array_agg(x.p ORDER BY x.queue, x.match_id), '{}'),
 								 coalesce(array_agg(x.y ORDER BY x.queue, x.match_id), '{}'))
@@ -546,40 +569,445 @@ COMMENT ON FUNCTION mm.fairness_report(text, timestamptz, timestamptz, float8) I
 REVOKE ALL ON FUNCTION mm.fairness_report(text, timestamptz, timestamptz, float8) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.fairness_report(text, timestamptz, timestamptz, float8) TO mm_analyst, mm_admin;
 
--- The core of mm.replay_ratings (src/fairness.c): the results as player
--- rows in replay order (a match's rows together, in player order), each
--- row's side name (team, or the player in a free-for-all), its side's rank
--- and whether it is a leaver scored as a loss; per replayed match its id,
--- side 1's prediction and outcome, per player the state after.
+-- The core of mm.replay_ratings (src/replay_ratings.c): the settings
+-- (tau: Glicko-2's system constant or OpenSkill's; initial_rating and
+-- initial_rd: OpenSkill's mu and sigma; k <= 0: the K schedule k_games /
+-- k_values, else mm.elo_k_factor), the season resets (share, RD, target;
+-- NaN: the pool's mean), then the results as player rows in replay order (a
+-- match's rows together), each row's side name (team, or the player in a
+-- free-for-all), its side's rank and whether it is a leaver scored as a
+-- loss; the optional per-row arrays (empty: none): the rating period
+-- (Glicko-2), the resets due before the row, the pool's number, the
+-- player's seed (NaN: none).  Out: per replayed match its id, side 1's
+-- prediction and outcome, per player the state after.
 CREATE FUNCTION mm.replay_ratings_core(system text, tau float8, k float8, initial_rating float8,
-									   initial_rd float8, initial_volatility float8, match_ids bigint[],
+									   initial_rd float8, initial_volatility float8, beta float8,
+									   k_games integer[], k_values float8[], reset_share float8[],
+									   reset_rd float8[], reset_target float8[], match_ids bigint[],
 									   player_ids text[], side_names text[], ranks integer[], losses integer[],
+									   periods bigint[], resets integer[], pools integer[],
+									   seed_ratings float8[], seed_rds float8[], seed_volatilities float8[],
 									   OUT replayed_ids bigint[], OUT predictions float8[], OUT outcomes float8[],
 									   OUT players text[], OUT ratings float8[], OUT rds float8[],
 									   OUT games integer[])
 RETURNS record
 AS 'MODULE_PATHNAME', 'mm_replay_ratings_core'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[],
-										   integer[], integer[]) IS
-'Internal: the Elo or Glicko-2 replay of mm.replay_ratings over player rows (k <= 0: mm.elo_k_factor)';
-REVOKE ALL ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[],
-											  integer[], integer[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[],
-												 integer[], integer[]) TO mm_analyst, mm_admin;
+COMMENT ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, float8, integer[], float8[],
+										   float8[], float8[], float8[], bigint[], text[], text[], integer[], integer[],
+										   bigint[], integer[], integer[], float8[], float8[], float8[]) IS
+'Internal: the Elo, Glicko-2 or OpenSkill replay of mm.replay_ratings over player rows';
+REVOKE ALL ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, float8, integer[], float8[],
+											  float8[], float8[], float8[], bigint[], text[], text[], integer[],
+											  integer[], bigint[], integer[], integer[], float8[], float8[], float8[])
+	FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_ratings_core(text, float8, float8, float8, float8, float8, float8, integer[],
+												 float8[], float8[], float8[], float8[], bigint[], text[], text[],
+												 integer[], integer[], bigint[], integer[], integer[], float8[],
+												 float8[], float8[])
+	TO mm_analyst, mm_admin;
+
+-- The 22023 error of a replay setting, naming its JSON path.
+CREATE FUNCTION mm.raise_replay_setting_error(path text, problem text, detail text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	RAISE EXCEPTION 'settings.% %', path, problem
+		USING ERRCODE = 'invalid_parameter_value', DETAIL = coalesce(detail, ''),
+			  HINT = 'See docs/fairness.md, "mm.replay_ratings", for the settings.';
+END
+$$;
+COMMENT ON FUNCTION mm.raise_replay_setting_error(text, text, text) IS
+'Internal: the 22023 error of an invalid mm.replay_ratings setting, naming its JSON path';
+REVOKE ALL ON FUNCTION mm.raise_replay_setting_error(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.raise_replay_setting_error(text, text, text) TO mm_analyst, mm_admin;
+
+-- A number of the settings at path within [low, high] (above low when
+-- low_open; whole: an integer), or the error naming the path.
+CREATE FUNCTION mm.replay_setting_number(value jsonb, path text, low float8, high float8,
+										 low_open boolean DEFAULT false, whole boolean DEFAULT false)
+RETURNS float8
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	n numeric;
+BEGIN
+	IF jsonb_typeof(value) IS DISTINCT FROM 'number' THEN
+		PERFORM mm.raise_replay_setting_error(path, format('must be %s', CASE WHEN whole THEN 'an integer' ELSE 'a number' END),
+											  format('Got %s.', left(coalesce(value::text, 'nothing'), 100)));
+	END IF;
+	n := value::text::numeric;
+	IF n > high::numeric OR n < low::numeric OR (low_open AND n = low::numeric) OR (whole AND n <> trunc(n)) THEN
+		PERFORM mm.raise_replay_setting_error(path,
+			format(CASE WHEN low_open THEN 'must be %s above %s and at most %s' ELSE 'must be %s from %s to %s' END,
+				   CASE WHEN whole THEN 'an integer' ELSE 'a number' END, low, high),
+			format('Got %s.', left(value::text, 100)));
+	END IF;
+	RETURN n::float8;
+END
+$$;
+COMMENT ON FUNCTION mm.replay_setting_number(jsonb, text, float8, float8, boolean, boolean) IS
+'Internal: a number of mm.replay_ratings'' settings within its range, or an error naming its path';
+REVOKE ALL ON FUNCTION mm.replay_setting_number(jsonb, text, float8, float8, boolean, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_setting_number(jsonb, text, float8, float8, boolean, boolean)
+	TO mm_analyst, mm_admin;
+
+-- A time of the settings at path: an interval above zero (a rating
+-- period) or, with point, a finite timestamp; else the error naming it.
+CREATE FUNCTION mm.replay_setting_time(value jsonb, path text, point boolean,
+									   OUT span interval, OUT at timestamptz)
+RETURNS record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF jsonb_typeof(value) IS DISTINCT FROM 'string' THEN
+		PERFORM mm.raise_replay_setting_error(path,
+			CASE WHEN point THEN 'must be a timestamp, e.g. "2030-01-01 00:00+00"' ELSE 'must be an interval, e.g. "1 day"' END);
+	END IF;
+	BEGIN
+		IF point THEN
+			at := (value #>> '{}')::timestamptz;
+		ELSE
+			span := (value #>> '{}')::interval;
+		END IF;
+	EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow
+				   OR invalid_parameter_value THEN
+		PERFORM mm.raise_replay_setting_error(path,
+			CASE WHEN point THEN 'must be a timestamp' ELSE 'must be an interval' END,
+			format('Got %s.', left(value::text, 100)));
+	END;
+	IF (point AND NOT isfinite(at)) OR (NOT point AND NOT span > interval '0') THEN
+		PERFORM mm.raise_replay_setting_error(path, CASE WHEN point THEN 'must be finite' ELSE 'must be above zero' END,
+											  format('Got %s.', left(value::text, 100)));
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.replay_setting_time(jsonb, text, boolean) IS
+'Internal: an interval above zero or (point) a finite timestamp of mm.replay_ratings'' settings, or an error naming its path';
+REVOKE ALL ON FUNCTION mm.replay_setting_time(jsonb, text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_setting_time(jsonb, text, boolean) TO mm_analyst, mm_admin;
+
+-- Step 1 of mm.replay_ratings: the settings checked (every error names
+-- its JSON path) and completed with the system's defaults, as one object
+-- the other steps read (k_schedule as k_games / k_values; the resets as
+-- reset_at / reset_share / reset_rd / reset_target, "live" read from
+-- mm.seasons of the window).
+CREATE FUNCTION mm.replay_rating_settings(pool text, settings jsonb, from_time timestamptz, to_time timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict error
+DECLARE
+	systems constant jsonb := '{"elo": ["k", "k_schedule"],
+								"glicko2": ["tau", "initial_rd", "initial_volatility", "rating_period"],
+								"openskill": ["model", "beta", "tau", "initial_rd"]}';
+	common constant text[] := ARRAY['initial_rating', 'output_ratings', 'season_resets', 'seed', 'system'];
+	rating_system text;
+	setting_key text;
+	entry jsonb;
+	pool_reset jsonb;
+	resets jsonb := '[]';
+	result jsonb;
+BEGIN
+	IF settings IS NULL THEN
+		RAISE EXCEPTION 'settings must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF jsonb_typeof(settings) <> 'object' THEN
+		RAISE EXCEPTION 'settings must be a JSON object'
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = 'For example {"system": "glicko2", "tau": 0.5}.';
+	END IF;
+	rating_system := settings ->> 'system';
+	IF jsonb_typeof(settings -> 'system') IS DISTINCT FROM 'string' OR NOT systems ? rating_system THEN
+		PERFORM mm.raise_replay_setting_error('system', 'must be "elo", "glicko2" or "openskill"',
+											  format('Got %s.', left(coalesce((settings -> 'system')::text, 'nothing'), 100)));
+	END IF;
+	FOR setting_key IN SELECT e FROM jsonb_object_keys(settings) e ORDER BY e LOOP
+		IF NOT (setting_key = ANY (common) OR systems -> rating_system ? setting_key) THEN
+			PERFORM mm.raise_replay_setting_error(setting_key,
+				CASE WHEN EXISTS (SELECT FROM jsonb_each(systems) x WHERE x.value ? setting_key)
+					 THEN format('is not a setting of %s', rating_system) ELSE 'is not a rating setting' END,
+				format('The settings of %s: %s.', rating_system,
+					   array_to_string(common || ARRAY(SELECT jsonb_array_elements_text(systems -> rating_system)), ', ')));
+		END IF;
+	END LOOP;
+	IF settings ? 'output_ratings' AND jsonb_typeof(settings -> 'output_ratings') <> 'boolean' THEN
+		PERFORM mm.raise_replay_setting_error('output_ratings', 'must be true or false');
+	END IF;
+	IF settings ? 'model' AND settings -> 'model' <> '"plackett_luce"' THEN
+		IF jsonb_typeof(settings -> 'model') = 'string'
+		   AND settings ->> 'model' IN ('bradley_terry_full', 'bradley_terry_part', 'thurstone_mosteller_full',
+										'thurstone_mosteller_part') THEN
+			RAISE EXCEPTION 'settings.model: OpenSkill''s % model is not supported', settings ->> 'model'
+				USING ERRCODE = 'feature_not_supported', HINT = 'The live OpenSkill is "plackett_luce".';
+		END IF;
+		PERFORM mm.raise_replay_setting_error('model', 'must be "plackett_luce"',
+											  format('Got %s.', left((settings -> 'model')::text, 100)));
+	END IF;
+	IF settings ? 'seed' AND settings -> 'seed' NOT IN ('"initial"', '"live"') THEN
+		PERFORM mm.raise_replay_setting_error('seed', 'must be "initial" or "live"',
+											  format('Got %s.', left((settings -> 'seed')::text, 100)));
+	END IF;
+
+	result := jsonb_build_object(
+		'system', rating_system,
+		'initial_rating', CASE WHEN settings ? 'initial_rating'
+							   THEN mm.replay_setting_number(settings -> 'initial_rating', 'initial_rating', -1e9, 1e9)
+							   WHEN rating_system = 'openskill' THEN 25 ELSE 1500 END,
+		'initial_rd', CASE WHEN settings ? 'initial_rd'
+						   THEN mm.replay_setting_number(settings -> 'initial_rd', 'initial_rd', 0, 1e6, true)
+						   WHEN rating_system = 'openskill' THEN 25 / 3.0::float8 ELSE 350 END,
+		'initial_volatility', CASE WHEN settings ? 'initial_volatility'
+								   THEN mm.replay_setting_number(settings -> 'initial_volatility', 'initial_volatility',
+																 0, 10, true)
+								   ELSE 0.06 END,
+		'tau', CASE WHEN settings ? 'tau' THEN mm.replay_setting_number(settings -> 'tau', 'tau', 0, 1e6, true)
+					WHEN rating_system = 'openskill' THEN 25 / 300.0::float8 ELSE 0.5 END,
+		'beta', CASE WHEN settings ? 'beta' THEN mm.replay_setting_number(settings -> 'beta', 'beta', 0, 1e6, true)
+					 ELSE 25 / 6.0::float8 END,
+		'k', CASE WHEN settings ? 'k' THEN mm.replay_setting_number(settings -> 'k', 'k', 0, 1e6, true) END,
+		'rating_period', CASE WHEN settings ? 'rating_period'
+							  THEN to_jsonb((mm.replay_setting_time(settings -> 'rating_period', 'rating_period', false)).span) END,
+		'seed', coalesce(settings ->> 'seed', 'initial'),
+		'output_ratings', coalesce((settings ->> 'output_ratings')::boolean, false));
+	IF settings ? 'k' AND settings ? 'k_schedule' THEN
+		PERFORM mm.raise_replay_setting_error('k_schedule', 'and settings.k exclude each other');
+	END IF;
+	result := result || mm.replay_k_schedule(settings -> 'k_schedule');
+
+	-- the season resets: the pool's own ("live") or listed, each taking the
+	-- pool's season_reset settings where it gives none
+	pool_reset := coalesce(mm.rating_pool_settings(pool) -> 'season_reset', '{}');
+	IF settings -> 'season_resets' = '"live"' THEN
+		SELECT coalesce(jsonb_agg(jsonb_build_object('at', s.started_at) || coalesce(s.settings -> 'season_reset', '{}')
+								  ORDER BY s.started_at), '[]')
+		  INTO resets
+		  FROM mm.seasons s
+		 WHERE s.pool = replay_rating_settings.pool AND s.started_at >= from_time AND s.started_at < to_time;
+	ELSIF settings ? 'season_resets' THEN
+		IF jsonb_typeof(settings -> 'season_resets') <> 'array' OR jsonb_array_length(settings -> 'season_resets') > 1000 THEN
+			PERFORM mm.raise_replay_setting_error('season_resets', 'must be "live" or an array of at most 1000 resets');
+		END IF;
+		FOR i IN 0 .. jsonb_array_length(settings -> 'season_resets') - 1 LOOP
+			entry := settings -> 'season_resets' -> i;
+			IF jsonb_typeof(entry) IS DISTINCT FROM 'object' OR NOT entry ? 'at' THEN
+				PERFORM mm.raise_replay_setting_error(format('season_resets[%s]', i), 'must be an object with "at"',
+													  'For example {"at": "2030-01-01 00:00+00", "share": 0.5}.');
+			END IF;
+			SELECT min(e) INTO setting_key FROM jsonb_object_keys(entry) e WHERE e NOT IN ('at', 'share', 'rd', 'target');
+			IF setting_key IS NOT NULL THEN
+				PERFORM mm.raise_replay_setting_error(format('season_resets[%s].%s', i, setting_key),
+													  'is not a reset setting (at, share, rd, target)');
+			END IF;
+			resets := resets || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+				'at', (mm.replay_setting_time(entry -> 'at', format('season_resets[%s].at', i), true)).at,
+				'share', CASE WHEN entry ? 'share' THEN mm.replay_setting_number(entry -> 'share', format('season_resets[%s].share', i), 0, 1) END,
+				'rd', CASE WHEN entry ? 'rd' THEN mm.replay_setting_number(entry -> 'rd', format('season_resets[%s].rd', i), 0, 1e6, true) END,
+				'target', CASE WHEN entry ? 'target' THEN mm.replay_setting_number(entry -> 'target', format('season_resets[%s].target', i), -1e9, 1e9) END)));
+			IF i > 0 AND (resets -> i ->> 'at')::timestamptz < (resets -> (i - 1) ->> 'at')::timestamptz THEN
+				PERFORM mm.raise_replay_setting_error(format('season_resets[%s].at', i), 'must not be before the reset before it');
+			END IF;
+		END LOOP;
+	END IF;
+	RETURN result || jsonb_build_object(
+		'season_resets', resets,
+		'reset_at', (SELECT coalesce(jsonb_agg(x -> 'at'), '[]') FROM jsonb_array_elements(resets) x),
+		'reset_share', (SELECT coalesce(jsonb_agg(coalesce(x -> 'share', pool_reset -> 'share', '0.5')), '[]')
+						  FROM jsonb_array_elements(resets) x),
+		'reset_rd', (SELECT coalesce(jsonb_agg(coalesce(x -> 'rd', pool_reset -> 'rd', '250')), '[]')
+					   FROM jsonb_array_elements(resets) x),
+		'reset_target', (SELECT coalesce(jsonb_agg(coalesce(x -> 'target', pool_reset -> 'target', '"NaN"')), '[]')
+						   FROM jsonb_array_elements(resets) x));
+END
+$$;
+COMMENT ON FUNCTION mm.replay_rating_settings(text, jsonb, timestamptz, timestamptz) IS
+'Internal: mm.replay_ratings'' settings checked (errors name the JSON path) and completed with the defaults';
+REVOKE ALL ON FUNCTION mm.replay_rating_settings(text, jsonb, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_rating_settings(text, jsonb, timestamptz, timestamptz) TO mm_analyst, mm_admin;
+
+-- The Elo K schedule: [{"games": 30, "k": 40}, ..., {"k": 20}], games
+-- rising; a player's K is that of the first entry whose games are above
+-- the games they have played (an entry without games: every player), else
+-- the last entry's.  As {"k_games": [...], "k_values": [...]}.
+CREATE FUNCTION mm.replay_k_schedule(schedule jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	entry jsonb;
+	extra text;
+	games integer[] := '{}';
+	k_values float8[] := '{}';
+BEGIN
+	IF schedule IS NULL THEN
+		RETURN '{"k_games": [], "k_values": []}';
+	END IF;
+	IF jsonb_typeof(schedule) <> 'array' OR jsonb_array_length(schedule) NOT BETWEEN 1 AND 100 THEN
+		PERFORM mm.raise_replay_setting_error('k_schedule', 'must be an array of 1 to 100 steps',
+											  'For example [{"games": 30, "k": 40}, {"k": 20}].');
+	END IF;
+	FOR i IN 0 .. jsonb_array_length(schedule) - 1 LOOP
+		entry := schedule -> i;
+		IF jsonb_typeof(entry) IS DISTINCT FROM 'object' OR NOT entry ? 'k' THEN
+			PERFORM mm.raise_replay_setting_error(format('k_schedule[%s]', i), 'must be an object with "k"');
+		END IF;
+		SELECT min(e) INTO extra FROM jsonb_object_keys(entry) e WHERE e NOT IN ('games', 'k');
+		IF extra IS NOT NULL THEN
+			PERFORM mm.raise_replay_setting_error(format('k_schedule[%s].%s', i, extra), 'is not a step setting (games, k)');
+		END IF;
+		IF NOT entry ? 'games' AND i < jsonb_array_length(schedule) - 1 THEN
+			PERFORM mm.raise_replay_setting_error(format('k_schedule[%s].games', i), 'is required but in the last step');
+		END IF;
+		games := games || CASE WHEN entry ? 'games'
+							   THEN mm.replay_setting_number(entry -> 'games', format('k_schedule[%s].games', i), 1,
+															 1e6, false, true)::integer
+							   ELSE 2147483647 END;
+		IF i > 0 AND games[i + 1] <= games[i] THEN
+			PERFORM mm.raise_replay_setting_error(format('k_schedule[%s].games', i), 'must be above the step before',
+												  format('Got %s after %s.', games[i + 1], games[i]));
+		END IF;
+		k_values := k_values || mm.replay_setting_number(entry -> 'k', format('k_schedule[%s].k', i), 0, 1e6, true);
+	END LOOP;
+	RETURN jsonb_build_object('k_games', to_jsonb(games), 'k_values', to_jsonb(k_values));
+END
+$$;
+COMMENT ON FUNCTION mm.replay_k_schedule(jsonb) IS
+'Internal: an Elo K schedule of mm.replay_ratings'' settings checked, as k_games / k_values arrays';
+REVOKE ALL ON FUNCTION mm.replay_k_schedule(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_k_schedule(jsonb) TO mm_analyst, mm_admin;
+
+-- Step 2 of mm.replay_ratings: the pool's results reported in [from_time,
+-- to_time) in replay order (reported_at, match id: ids are unique over
+-- queues), one row per player, with what the core reads beside: the side
+-- name and rank, a leaver scored as a loss (the queue's leavers_lose), the
+-- rating identity (player id, unit separator, the pool rated in: for the
+-- per_role queues <pool>.<role>), the pool's number in pool_names, the
+-- rating period (Glicko-2), the season resets due (reset_at), and with
+-- seed_live the player's live rating before each result (the core keeps a
+-- player's first).  Sorted once: the aggregates keep the subquery's order.
+CREATE FUNCTION mm.replay_rating_rows(pool text, queues text[], leavers_lose text[], per_role_queues text[],
+									  pool_names text[], rating_period interval, reset_at timestamptz[],
+									  seed_live boolean, openskill boolean, from_time timestamptz,
+									  to_time timestamptz,
+									  OUT match_ids bigint[], OUT player_keys text[], OUT side_names text[],
+									  OUT ranks integer[], OUT losses integer[], OUT periods bigint[],
+									  OUT resets integer[], OUT pool_numbers integer[],
+									  OUT seed_ratings float8[], OUT seed_rds float8[], OUT seed_volatilities float8[])
+RETURNS record
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT coalesce(array_agg(x.match_id), '{}'), coalesce(array_agg(x.player_id || E'\x1f' || x.rated_in), '{}'),
+		   coalesce(array_agg(x.side_name), '{}'), coalesce(array_agg(x.rank), '{}'), coalesce(array_agg(x.loss), '{}'),
+		   coalesce(array_agg(x.period) FILTER (WHERE rating_period IS NOT NULL), '{}'),
+		   coalesce(array_agg(x.due) FILTER (WHERE cardinality(reset_at) > 0), '{}'),
+		   coalesce(array_agg(array_position(pool_names, x.rated_in)) FILTER (WHERE cardinality(pool_names) > 1), '{}'),
+		   coalesce(array_agg(coalesce(x.seed_rating, 'NaN')) FILTER (WHERE seed_live), '{}'),
+		   coalesce(array_agg(coalesce(x.seed_rd, 'NaN')) FILTER (WHERE seed_live), '{}'),
+		   coalesce(array_agg(coalesce(x.seed_volatility, 'NaN')) FILTER (WHERE seed_live), '{}')
+	  FROM (SELECT r.match_id, mp.player_id, coalesce(mp.team, mp.player_id) AS side_name,
+				   coalesce(CASE WHEN jsonb_typeof(r.ranks -> coalesce(mp.team, mp.player_id)) = 'number'
+								 THEN (r.ranks ->> coalesce(mp.team, mp.player_id))::numeric::int END, 0) AS rank,
+				   (mp.left_at IS NOT NULL AND r.queue = ANY (leavers_lose))::int AS loss,
+				   CASE WHEN mp.role IS NOT NULL AND r.queue = ANY (per_role_queues) THEN $1 || '.' || mp.role
+						ELSE $1 END AS rated_in,
+				   CASE WHEN rating_period IS NOT NULL
+						THEN floor(extract(epoch FROM r.reported_at - from_time) / extract(epoch FROM rating_period))::bigint
+						END AS period,
+				   CASE WHEN cardinality(reset_at) > 0
+						THEN (SELECT count(*)::int FROM unnest(reset_at) a WHERE a <= r.reported_at) END AS due,
+				   h.seed_rating, h.seed_rd, h.seed_volatility
+			  FROM mm.match_results r
+			  JOIN mm.match_players mp ON mp.queue = r.queue AND mp.match_id = r.match_id
+			  LEFT JOIN LATERAL (
+				SELECT CASE WHEN openskill THEN rh.mu_before ELSE rh.rating_before END AS seed_rating,
+					   CASE WHEN openskill THEN rh.sigma_before ELSE rh.rd_before END AS seed_rd,
+					   rh.volatility_before AS seed_volatility
+				  FROM mm.rating_history rh
+				 WHERE seed_live AND rh.match_id = r.match_id AND rh.player_id = mp.player_id) h ON true
+			 WHERE r.queue = ANY (queues) AND r.reported_at >= from_time AND r.reported_at < to_time
+			   AND jsonb_typeof(r.ranks) = 'object'
+			 ORDER BY r.reported_at, r.match_id) x
+$$;
+COMMENT ON FUNCTION mm.replay_rating_rows(text, text[], text[], text[], text[], interval, timestamptz[], boolean, boolean,
+										  timestamptz, timestamptz) IS
+'Internal: the player rows of a pool''s results in [from_time, to_time) in replay order, for mm.replay_ratings';
+REVOKE ALL ON FUNCTION mm.replay_rating_rows(text, text[], text[], text[], text[], interval, timestamptz[], boolean,
+											 boolean, timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_rating_rows(text, text[], text[], text[], text[], interval, timestamptz[], boolean,
+												boolean, timestamptz, timestamptz)
+	TO mm_analyst, mm_admin;
+
+-- Step 3 of mm.replay_ratings: the replayed ratings beside the live ones
+-- after each player's last result of the window (per rated pool), and the
+-- tiers both give (each pool's tiers, without placements or demotion
+-- protection).  player_keys: player id, unit separator, pool.
+CREATE FUNCTION mm.replay_rating_comparison(player_keys text[], ratings float8[], rds float8[], games integer[],
+											pool_names text[], from_time timestamptz, to_time timestamptz,
+											settings jsonb)
+RETURNS jsonb
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	WITH live_after AS (
+		SELECT DISTINCT ON (rh.player_id, rh.pool) rh.player_id, rh.pool,
+			   coalesce(rh.rating_after, rh.mu_after) AS rating, coalesce(rh.rd_after, rh.sigma_after) AS rd
+		  FROM mm.rating_history rh
+		 WHERE rh.pool = ANY (pool_names) AND rh.reason = 'match'
+		   AND rh.created_at >= from_time AND rh.created_at < to_time
+		 ORDER BY rh.player_id, rh.pool, rh.created_at DESC, rh.id DESC
+	), tiers AS (
+		SELECT p.name, CASE WHEN s ? 'tiers' THEN jsonb_build_object('tiers', s -> 'tiers') END AS tiers
+		  FROM unnest(pool_names) p(name), mm.rating_pool_settings(p.name) s
+	), pairs AS (
+		SELECT split_part(u.key, E'\x1f', 1) AS id, split_part(u.key, E'\x1f', 2) AS pool, u.rating, u.rd, u.games,
+			   l.rating AS live_rating, l.rd AS live_rd, t.tiers
+		  FROM unnest(player_keys, ratings, rds, games) u(key, rating, rd, games)
+		  LEFT JOIN live_after l ON l.player_id = split_part(u.key, E'\x1f', 1) AND l.pool = split_part(u.key, E'\x1f', 2)
+		  LEFT JOIN tiers t ON t.name = split_part(u.key, E'\x1f', 2)
+	)
+	SELECT jsonb_build_object(
+		'players', count(*),
+		'compared', count(p.live_rating),
+		'max_rating_difference', max(abs(p.rating - p.live_rating)),
+		'mean_abs_rating_difference', avg(abs(p.rating - p.live_rating)),
+		'tier_changes', CASE WHEN bool_or(p.tiers IS NOT NULL) THEN
+			count(*) FILTER (WHERE p.live_rating IS NOT NULL AND p.tiers IS NOT NULL
+							   AND (mm.rating_standing(p.tiers, p.rating, p.rd, 0, 0, NULL, NULL, 0, false)).tier
+								   IS DISTINCT FROM
+								   (mm.rating_standing(p.tiers, p.live_rating, p.live_rd, 0, 0, NULL, NULL, 0, false)).tier)
+			END)
+		   || CASE WHEN (settings ->> 'output_ratings')::boolean THEN
+				  jsonb_build_object('player_ratings', coalesce(jsonb_object_agg(
+					  -- a per-role pool's players by pool
+					  CASE WHEN cardinality(pool_names) > 1 OR position('.' IN p.pool) > 0
+						   THEN p.pool || ':' || p.id ELSE p.id END,
+					  jsonb_build_object('rating', p.rating,
+										 'rd', CASE WHEN settings ->> 'system' <> 'elo' THEN p.rd END,
+										 'games', p.games)), '{}'))
+			  ELSE '{}' END
+	  FROM pairs p
+$$;
+COMMENT ON FUNCTION mm.replay_rating_comparison(text[], float8[], float8[], integer[], text[], timestamptz, timestamptz,
+												jsonb) IS
+'Internal: a rating replay''s ratings and tiers beside the live ones, for mm.replay_ratings';
+REVOKE ALL ON FUNCTION mm.replay_rating_comparison(text[], float8[], float8[], integer[], text[], timestamptz,
+												   timestamptz, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replay_rating_comparison(text[], float8[], float8[], integer[], text[], timestamptz,
+													  timestamptz, jsonb) TO mm_analyst, mm_admin;
 
 -- What-if for rating settings: the pool's results reported in [from_time,
--- to_time) replayed in order (reported_at, match id) with the
--- settings, every player starting at the settings' initial values, beside
--- what the live ratings did on the same results.  settings:
---   system              "elo" or "glicko2" (required)
---   k                   Elo: a fixed K (default: mm.elo_k_factor's schedule)
---   tau                 Glicko-2: the system constant (default 0.5)
---   initial_rating      default 1500
---   initial_rd          Glicko-2: default 350
---   initial_volatility  Glicko-2: default 0.06
---   output_ratings      true: each player's replayed rating in the output
--- Reads only: runs in a read-only transaction and on a standby.
+-- to_time) replayed in order with the settings (docs/fairness.md lists
+-- them: system, Elo K or its schedule, Glicko-2 tau, initial RD and
+-- volatility, rating period, OpenSkill model, beta and tau, the initial
+-- rating, seeds, season resets, output_ratings), beside what the live
+-- ratings did on the same results.  A per-role pool replays all its role
+-- pools.  Reads only: runs in a read-only transaction and on a standby.
 CREATE FUNCTION mm.replay_ratings(pool text, settings jsonb, from_time timestamptz, to_time timestamptz)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
@@ -589,171 +1017,90 @@ SET work_mem = '64MB'
 AS $$
 #variable_conflict error
 DECLARE
-	known text[] := ARRAY['initial_rating', 'initial_rd', 'initial_volatility', 'k', 'output_ratings', 'system',
-						  'tau'];
-	setting_key text;
-	setting_value jsonb;
-	rating_system text;
-	tau float8 := 0.5;
-	k float8 := 0;
-	initial_rating float8 := 1500;
-	initial_rd float8 := 350;
-	initial_volatility float8 := 0.06;
-	output_ratings boolean := false;
 	pq record;
-	row_matches bigint[];
-	row_players text[];
-	row_sides text[];
-	row_ranks integer[];
-	row_losses integer[];
+	s jsonb;
+	x record;
 	replayed record;
 	live jsonb;
-	replay jsonb;
-	compared jsonb;
-	tiers jsonb;
-	result jsonb;
+	per_role_queues text[];
+	pool_names text[];
 BEGIN
 	PERFORM mm.check_window('pool', replay_ratings.pool, from_time, to_time);
-	IF settings IS NULL THEN
-		RAISE EXCEPTION 'settings must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF jsonb_typeof(settings) <> 'object' THEN
-		RAISE EXCEPTION 'settings must be a JSON object'
-			USING ERRCODE = 'invalid_parameter_value', DETAIL = 'For example {"system": "glicko2", "tau": 0.5}.';
-	END IF;
-	rating_system := settings ->> 'system';
-	IF NOT settings ? 'system' OR jsonb_typeof(settings -> 'system') <> 'string' THEN
-		RAISE EXCEPTION 'settings.system is required: "elo" or "glicko2"' USING ERRCODE = 'invalid_parameter_value';
-	ELSIF rating_system = 'openskill' THEN
-		RAISE EXCEPTION 'settings.system: a replay of OpenSkill is not supported'
-			USING ERRCODE = 'feature_not_supported', HINT = 'Replay an Elo or Glicko-2 pool.';
-	ELSIF rating_system NOT IN ('elo', 'glicko2') THEN
-		RAISE EXCEPTION 'settings.system must be "elo" or "glicko2"'
-			USING ERRCODE = 'invalid_parameter_value', DETAIL = format('Got %s.', left(settings ->> 'system', 100));
-	END IF;
-	FOR setting_key, setting_value IN SELECT e.key, e.value FROM jsonb_each(settings) e ORDER BY e.key LOOP
-		IF NOT setting_key = ANY (known) THEN
-			RAISE EXCEPTION 'settings.% is not a rating setting', setting_key
-				USING ERRCODE = 'invalid_parameter_value',
-					  DETAIL = 'The settings: ' || array_to_string(known, ', ') || '.';
-		ELSIF setting_key = 'system' THEN
-			CONTINUE;
-		ELSIF setting_key = 'output_ratings' THEN
-			IF jsonb_typeof(setting_value) <> 'boolean' THEN
-				RAISE EXCEPTION 'settings.output_ratings must be true or false' USING ERRCODE = 'invalid_parameter_value';
-			END IF;
-			output_ratings := setting_value::text::boolean;
-		ELSIF (setting_key IN ('k') AND rating_system <> 'elo')
-			  OR (setting_key IN ('tau', 'initial_rd', 'initial_volatility') AND rating_system <> 'glicko2') THEN
-			RAISE EXCEPTION 'settings.% is not a setting of %', setting_key, rating_system
-				USING ERRCODE = 'invalid_parameter_value';
-		ELSIF jsonb_typeof(setting_value) <> 'number'
-			  OR (setting_key <> 'initial_rating' AND setting_value::text::numeric <= 0)
-			  OR abs(setting_value::text::numeric) > 1e9 THEN
-			RAISE EXCEPTION 'settings.% must be a number%', setting_key,
-				CASE WHEN setting_key = 'initial_rating' THEN '' ELSE ' above 0' END
-				USING ERRCODE = 'invalid_parameter_value',
-					  DETAIL = format('Got %s.', left(setting_value::text, 100));
-		END IF;
-	END LOOP;
-	tau := coalesce((settings ->> 'tau')::float8, tau);
-	k := coalesce((settings ->> 'k')::float8, k);
-	initial_rating := coalesce((settings ->> 'initial_rating')::float8, initial_rating);
-	initial_rd := coalesce((settings ->> 'initial_rd')::float8, initial_rd);
-	initial_volatility := coalesce((settings ->> 'initial_volatility')::float8, initial_volatility);
-
 	pq := mm.pool_queues(replay_ratings.pool);
 	IF cardinality(pq.queues) = 0 THEN
 		RAISE EXCEPTION 'rating pool "%" has no rated queue', replay_ratings.pool
 			USING ERRCODE = 'undefined_object',
-				  HINT = 'A queue rates into the pool named by its config''s rating.pool, else its own name.';
+				  HINT = CASE WHEN position('.' IN replay_ratings.pool) > 0
+							  THEN format('A role pool is replayed with the others of its pool: replay "%s".',
+										  split_part(replay_ratings.pool, '.', 1))
+							  ELSE 'A queue rates into the pool named by its config''s rating.pool, else its own name.' END;
 	END IF;
-	IF pq.per_role THEN
-		RAISE EXCEPTION 'rating pool "%" is rated per role: a replay of per-role pools is not supported',
-			replay_ratings.pool
-			USING ERRCODE = 'feature_not_supported';
-	END IF;
+	s := mm.replay_rating_settings(replay_ratings.pool, settings, from_time, to_time);
+	-- the pools rated: the pool, or a per-role pool's role pools played
+	per_role_queues := ARRAY(SELECT q.name FROM mm.queues q
+							  WHERE q.name = ANY (pq.queues) AND q.config #>> '{rating,per_role}' = 'true');
+	pool_names := CASE WHEN cardinality(per_role_queues) = 0 THEN ARRAY[replay_ratings.pool] ELSE
+		ARRAY(SELECT DISTINCT CASE WHEN mp.role IS NOT NULL AND r.queue = ANY (per_role_queues)
+								   THEN replay_ratings.pool || '.' || mp.role ELSE replay_ratings.pool END
+				FROM mm.match_results r JOIN mm.match_players mp ON mp.queue = r.queue AND mp.match_id = r.match_id
+			   WHERE r.queue = ANY (pq.queues) AND r.reported_at >= from_time AND r.reported_at < to_time
+			   ORDER BY 1) END;
+	x := mm.replay_rating_rows(replay_ratings.pool, pq.queues, pq.leavers_lose, per_role_queues, pool_names,
+							   (s ->> 'rating_period')::interval,
+							   ARRAY(SELECT e::timestamptz FROM jsonb_array_elements_text(s -> 'reset_at') e),
+							   s ->> 'seed' = 'live', s ->> 'system' = 'openskill', from_time, to_time);
+	replayed := mm.replay_ratings_core(
+		s ->> 'system', (s ->> 'tau')::float8, coalesce((s ->> 'k')::float8, 0), (s ->> 'initial_rating')::float8,
+		(s ->> 'initial_rd')::float8, (s ->> 'initial_volatility')::float8, (s ->> 'beta')::float8,
+		ARRAY(SELECT e::int FROM jsonb_array_elements_text(s -> 'k_games') e),
+		ARRAY(SELECT e::float8 FROM jsonb_array_elements_text(s -> 'k_values') e),
+		ARRAY(SELECT e::float8 FROM jsonb_array_elements_text(s -> 'reset_share') e),
+		ARRAY(SELECT e::float8 FROM jsonb_array_elements_text(s -> 'reset_rd') e),
+		ARRAY(SELECT e::float8 FROM jsonb_array_elements_text(s -> 'reset_target') e),
+		x.match_ids, x.player_keys, x.side_names, x.ranks, x.losses, x.periods, x.resets, x.pool_numbers,
+		x.seed_ratings, x.seed_rds, x.seed_volatilities);
 
-	-- The results in replay order (match ids are unique over queues), one
-	-- row per player; the C core puts a match's rows in player order (as
-	-- mm.report_result reads them), numbers players and sides and replays.
-	SELECT coalesce(array_agg(x.match_id), '{}'), coalesce(array_agg(x.player_id), '{}'),
-		   coalesce(array_agg(x.side_name), '{}'), coalesce(array_agg(x.rank), '{}'),
-		   coalesce(array_agg(x.loss), '{}')
-	  INTO row_matches, row_players, row_sides, row_ranks, row_losses
-	  FROM (SELECT r.match_id, mp.player_id, coalesce(mp.team, mp.player_id) AS side_name,
-				   coalesce(CASE WHEN jsonb_typeof(r.ranks -> coalesce(mp.team, mp.player_id)) = 'number'
-								 THEN (r.ranks ->> coalesce(mp.team, mp.player_id))::numeric::int END, 0) AS rank,
-				   (mp.left_at IS NOT NULL AND r.queue = ANY (pq.leavers_lose))::int AS loss
-			  FROM mm.match_results r
-			  JOIN mm.match_players mp ON mp.queue = r.queue AND mp.match_id = r.match_id
-			 WHERE r.queue = ANY (pq.queues) AND r.reported_at >= from_time AND r.reported_at < to_time
-			   AND jsonb_typeof(r.ranks) = 'object'
-			 ORDER BY r.reported_at, r.match_id) x;
-
-	replayed := mm.replay_ratings_core(rating_system, tau, k, initial_rating, initial_rd, initial_volatility,
-									   row_matches, row_players, row_sides, row_ranks, row_losses);
-
-	SELECT mm.prediction_figures(coalesce(array_agg(x.p ORDER BY x.queue, x.match_id), '{}'),
-								 coalesce(array_agg(x.y ORDER BY x.queue, x.match_id), '{}'))
+	SELECT mm.prediction_figures(coalesce(array_agg(p.p ORDER BY p.queue, p.match_id), '{}'),
+								 coalesce(array_agg(p.y ORDER BY p.queue, p.match_id), '{}'))
 	  INTO live
-	  FROM mm.pool_predictions(replay_ratings.pool, pq.queues, from_time, to_time) x;
-	replay := mm.prediction_figures(replayed.predictions, replayed.outcomes);
+	  FROM mm.pool_predictions(replay_ratings.pool, pq.queues, from_time, to_time) p;
 
-	-- The replayed ratings beside the live ones after each player's last
-	-- result of the window, and the tiers both give (the pool's tiers,
-	-- without placements or demotion protection).
-	tiers := mm.rating_pool_settings(replay_ratings.pool);
-	tiers := CASE WHEN tiers ? 'tiers' THEN jsonb_build_object('tiers', tiers -> 'tiers') END;
-	WITH live_after AS (
-		SELECT DISTINCT ON (rh.player_id) rh.player_id, coalesce(rh.rating_after, rh.mu_after) AS rating,
-			   coalesce(rh.rd_after, rh.sigma_after) AS rd
-		  FROM mm.rating_history rh
-		 WHERE rh.pool = replay_ratings.pool AND rh.reason = 'match'
-		   AND rh.created_at >= from_time AND rh.created_at < to_time
-		 ORDER BY rh.player_id, rh.created_at DESC, rh.id DESC
-	), pairs AS (
-		SELECT u.id, u.rating, u.rd, u.games, l.rating AS live_rating, l.rd AS live_rd
-		  FROM unnest(replayed.players, replayed.ratings, replayed.rds, replayed.games) u(id, rating, rd, games)
-		  LEFT JOIN live_after l ON l.player_id = u.id
-	)
-	SELECT jsonb_build_object(
-		'players', count(*),
-		'compared', count(p.live_rating),
-		'max_rating_difference', max(abs(p.rating - p.live_rating)),
-		'mean_abs_rating_difference', avg(abs(p.rating - p.live_rating)),
-		'tier_changes', CASE WHEN tiers IS NOT NULL THEN
-			count(*) FILTER (WHERE p.live_rating IS NOT NULL
-							   AND (mm.rating_standing(tiers, p.rating, p.rd, 0, 0, NULL, NULL, 0, false)).tier
-								   IS DISTINCT FROM
-								   (mm.rating_standing(tiers, p.live_rating, p.live_rd, 0, 0, NULL, NULL, 0, false)).tier)
-			END)
-		   || CASE WHEN output_ratings THEN
-				  jsonb_build_object('player_ratings',
-									 coalesce(jsonb_object_agg(p.id, jsonb_build_object('rating', p.rating, 'rd',
-																CASE WHEN rating_system = 'glicko2' THEN p.rd END,
-																'games', p.games)), '{}'))
-			  ELSE '{}' END
-	  INTO compared
-	  FROM pairs p;
-
-	result := jsonb_build_object(
+	RETURN jsonb_build_object(
 		'pool', replay_ratings.pool, 'from_time', from_time, 'to_time', to_time,
 		'settings', jsonb_strip_nulls(jsonb_build_object(
-			'system', rating_system,
-			'k', CASE WHEN rating_system = 'elo' AND k > 0 THEN to_jsonb(k) WHEN rating_system = 'elo' THEN '"schedule"' END,
-			'tau', CASE WHEN rating_system = 'glicko2' THEN tau END,
-			'initial_rating', initial_rating,
-			'initial_rd', CASE WHEN rating_system = 'glicko2' THEN initial_rd END,
-			'initial_volatility', CASE WHEN rating_system = 'glicko2' THEN initial_volatility END)),
+			'system', s -> 'system',
+			'k', CASE WHEN s ->> 'system' <> 'elo' THEN NULL WHEN s ? 'k' AND s -> 'k' <> 'null' THEN s -> 'k'
+					  WHEN jsonb_array_length(s -> 'k_values') > 0 THEN '"k_schedule"' ELSE '"schedule"' END,
+			'k_schedule', CASE WHEN jsonb_array_length(s -> 'k_values') > 0 THEN
+				(SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+							'games', CASE WHEN g.games::int < 2147483647 THEN g.games::int END, 'k', v.k::float8))
+							ORDER BY g.i)
+				   FROM jsonb_array_elements_text(s -> 'k_games') WITH ORDINALITY g(games, i)
+				   JOIN jsonb_array_elements_text(s -> 'k_values') WITH ORDINALITY v(k, j) ON v.j = g.i) END,
+			'model', CASE WHEN s ->> 'system' = 'openskill' THEN 'plackett_luce' END,
+			'beta', CASE WHEN s ->> 'system' = 'openskill' THEN s -> 'beta' END,
+			'tau', CASE WHEN s ->> 'system' <> 'elo' THEN s -> 'tau' END,
+			'initial_rating', s -> 'initial_rating',
+			'initial_rd', CASE WHEN s ->> 'system' <> 'elo' THEN s -> 'initial_rd' END,
+			'initial_volatility', CASE WHEN s ->> 'system' = 'glicko2' THEN s -> 'initial_volatility' END,
+			'rating_period', s -> 'rating_period',
+			'seed', s -> 'seed',
+			'season_resets', CASE WHEN jsonb_array_length(s -> 'season_resets') > 0 THEN
+				(SELECT jsonb_agg(jsonb_build_object('at', a.at, 'share', sh.v::float8, 'rd', rd.v::float8,
+													 'target', CASE WHEN t.v <> 'NaN' THEN t.v::float8 END) ORDER BY a.i)
+				   FROM jsonb_array_elements_text(s -> 'reset_at') WITH ORDINALITY a(at, i)
+				   JOIN jsonb_array_elements_text(s -> 'reset_share') WITH ORDINALITY sh(v, i) ON sh.i = a.i
+				   JOIN jsonb_array_elements_text(s -> 'reset_rd') WITH ORDINALITY rd(v, i) ON rd.i = a.i
+				   JOIN jsonb_array_elements_text(s -> 'reset_target') WITH ORDINALITY t(v, i) ON t.i = a.i) END)),
+		'pools', to_jsonb(pool_names),
 		'results', cardinality(replayed.replayed_ids),
 		'live', live,
-		'replay', replay,
-		'ratings', compared);
-	RETURN result;
+		'replay', mm.prediction_figures(replayed.predictions, replayed.outcomes),
+		'ratings', mm.replay_rating_comparison(replayed.players, replayed.ratings, replayed.rds, replayed.games,
+											   pool_names, from_time, to_time, s));
 END
 $$;
 COMMENT ON FUNCTION mm.replay_ratings(text, jsonb, timestamptz, timestamptz) IS
-'What-if for rating settings: the pool''s results reported in [from_time, to_time) replayed in order with settings (Elo or Glicko-2), the figures of mm.prediction_quality for the live predictions and the replay''s side by side, and how far the replayed ratings and tiers land from the live ones; reads only';
+'What-if for rating settings: the pool''s results reported in [from_time, to_time) replayed in order with settings (Elo, Glicko-2 or OpenSkill; per-role pools with all their role pools), the figures of mm.prediction_quality for the live predictions and the replay''s side by side, and how far the replayed ratings and tiers land from the live ones; reads only';
 REVOKE ALL ON FUNCTION mm.replay_ratings(text, jsonb, timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.replay_ratings(text, jsonb, timestamptz, timestamptz) TO mm_analyst, mm_admin;

@@ -46,7 +46,7 @@ my @LAYERS = qw(
   match_function.c
   queue_config_sql.c rules_sql.c tickets.c
   tick_shards.c tick_plans.c tick_expiry.c tick_load.c tick_write.c tick_backfill.c tick.c
-  explain.c replay.c fairness.c schedule_starter.c
+  explain.c replay.c fairness.c replay_ratings.c schedule_starter.c
   matchmaking.c
 );
 

@@ -136,6 +136,29 @@ SELECT p.match_id - :o1 AS match, p.team_name, round(p.win_probability::numeric,
   JOIN mm.rating_history o ON o.match_id = p.match_id AND o.player_id = mpo.player_id
  WHERE p.queue = 'fa_os' ORDER BY 1, 2;
 
+-- OpenSkill also predicts a draw: the same for every team of the match,
+-- openskill_predict_draw of the ratings before the game.  Elo and Glicko-2
+-- have none.
+SELECT p.match_id - :o1 AS match, p.team_name, round(p.draw_probability::numeric, 6) AS draw,
+	   abs(p.draw_probability - mm.openskill_predict_draw(ARRAY[s.mu_before, o.mu_before], ARRAY[s.sigma_before, o.sigma_before],
+														 '{1,2}')) < 1e-15 AS agrees
+  FROM mm.match_predictions p
+  JOIN mm.match_players mps ON mps.queue = p.queue AND mps.match_id = p.match_id AND mps.team = p.team_name
+  JOIN mm.match_players mpo ON mpo.queue = p.queue AND mpo.match_id = p.match_id AND mpo.team <> p.team_name
+  JOIN mm.rating_history s ON s.match_id = p.match_id AND s.player_id = mps.player_id
+  JOIN mm.rating_history o ON o.match_id = p.match_id AND o.player_id = mpo.player_id
+ WHERE p.queue = 'fa_os' ORDER BY 1, 2;
+SELECT p.system, count(*) AS teams, count(p.draw_probability) AS with_draw
+  FROM mm.match_predictions p WHERE p.queue IN ('fa_elo', 'fa_g2', 'fa_os') GROUP BY 1 ORDER BY 1;
+-- predictDraw against the published values of the OpenSkill manual
+-- (openskill.me): two players at 35 (sigma 1 and 1.1) draw with
+-- 0.4868868769871696; a team of two against three, all at 35 and sigma 1,
+-- with 0.0002807397636509501.
+SELECT round(mm.openskill_predict_draw('{35,35}', '{1,1.1}', '{1,2}')::numeric, 12) AS one_on_one,
+	   round(0.4868868769871696, 12) AS published,
+	   round(mm.openskill_predict_draw('{35,35,35,35,35}', '{1,1,1,1,1}', '{1,1,2,2,2}')::numeric, 15) AS two_on_three,
+	   round(0.0002807397636509501, 15) AS published_2;
+
 -- An unrated queue keeps no prediction.
 SELECT pg_temp.play('fa_plain', '{u1,u2}', '{1,1}', '2030-01-04 01:00:00') IS NOT NULL AS formed;
 SELECT count(*) AS unrated_predictions FROM mm.match_predictions WHERE queue = 'fa_plain';
@@ -362,13 +385,253 @@ SELECT j #> '{ratings,tier_changes}' AS live_settings,
 	   (SELECT k #> '{ratings,tier_changes}'
 		  FROM mm.replay_ratings('fa_elo2', '{"system": "elo", "k": 100}', '2030-03-01', '2030-03-02') k) AS k_100
   FROM mm.replay_ratings('fa_elo2', '{"system": "elo"}', '2030-03-01', '2030-03-02') j;
+-- The same call twice gives the same output (deterministic), also with
+-- every setting.
+SELECT mm.replay_ratings('fa_elo2', '{"system": "glicko2", "rating_period": "30 minutes", "output_ratings": true}',
+						 '2030-03-01', '2030-03-02')
+	   = mm.replay_ratings('fa_elo2', '{"system": "glicko2", "rating_period": "30 minutes", "output_ratings": true}',
+						   '2030-03-01', '2030-03-02') AS deterministic;
+
+-- An Elo K schedule: K 40 for a player's first game, 10 after.  By hand:
+-- x1 beat x2 (1500 each): 1520 / 1480; x3 lost to x4: 1480 / 1520; x1
+-- (1520, one game) lost to x3 (1480, one game): K 10, expected
+-- 1 / (1 + 10^(-40/400)), so x1 = 1520 - 10 * E.
+SELECT j #> '{settings,k_schedule}' AS schedule,
+	   round((j #>> '{ratings,player_ratings,x1,rating}')::numeric, 9) AS x1,
+	   round(1520 - 10 / (1 + power(10::numeric, -40 / 400.0)), 9) AS x1_by_hand,
+	   round((j #>> '{ratings,player_ratings,x4,rating}')::numeric, 9) AS x4
+  FROM mm.replay_ratings('fa_elo2', '{"system": "elo", "k_schedule": [{"games": 1, "k": 40}, {"k": 10}], "output_ratings": true}',
+						 '2030-03-01', '2030-03-01 01:55') j;
+
+-- Glicko-2 rating periods: with one period of a day every player is rated
+-- once on all their games against the others' ratings at its start (1500,
+-- RD 350): mm.glicko2_update over the results, by SQL.
+WITH games AS (
+	SELECT mp.player_id, 1500::float8 AS opp, 350::float8 AS opp_rd,
+		   CASE WHEN (r.ranks ->> mp.team)::int < (r.ranks ->> o.team)::int THEN 1
+				WHEN (r.ranks ->> mp.team)::int = (r.ranks ->> o.team)::int THEN 0.5 ELSE 0 END::float8 AS score
+	  FROM mm.match_results r
+	  JOIN mm.match_players mp ON mp.match_id = r.match_id
+	  JOIN mm.match_players o ON o.match_id = r.match_id AND o.team <> mp.team
+	 WHERE r.queue = 'fa_elo2'
+), expected AS (
+	SELECT g.player_id, mm.glicko2_update(1500, 350, 0.06, array_agg(g.opp), array_agg(g.opp_rd), array_agg(g.score)) AS u
+	  FROM games g GROUP BY g.player_id
+)
+SELECT e.player_id, round((e.u).rating::numeric, 6) AS by_sql,
+	   abs((j #>> ARRAY['ratings', 'player_ratings', e.player_id, 'rating'])::float8 - (e.u).rating) < 1e-9 AS rating,
+	   abs((j #>> ARRAY['ratings', 'player_ratings', e.player_id, 'rd'])::float8 - (e.u).rd) < 1e-9 AS rd
+  FROM expected e,
+	   mm.replay_ratings('fa_elo2', '{"system": "glicko2", "rating_period": "1 day", "output_ratings": true}',
+						 '2030-03-01', '2030-03-02') j
+ ORDER BY 1;
+-- Periods of an hour: x2 plays at 01:00 and 02:00 only (reported 01:10,
+-- 02:10, 02:50): RD grows in the periods it sits out; the first period's
+-- predictions are all 0.5 (everyone at the initial values).
+SELECT j #> '{settings,rating_period}' AS period, j #> '{replay,matches}' AS matches,
+	   (j #>> '{ratings,player_ratings,x2,rd}')::float8 <
+	   (k #>> '{ratings,player_ratings,x2,rd}')::float8 AS fewer_idle_periods_less_rd
+  FROM mm.replay_ratings('fa_elo2', '{"system": "glicko2", "rating_period": "1 day", "output_ratings": true}',
+						 '2030-03-01', '2030-03-02') j,
+	   mm.replay_ratings('fa_elo2', '{"system": "glicko2", "rating_period": "10 minutes", "output_ratings": true}',
+						 '2030-03-01', '2030-03-02') k;
+
+-- A season reset with share 1 and target 1500 before the fourth result
+-- (02:10) puts everyone back at 1500: the last three results then rate as
+-- a replay of [02:00, 03:00) alone does (K 40 throughout: under 30 games).
+SELECT j #> '{settings,season_resets}' AS resets,
+	   (SELECT bool_and(abs((j #>> ARRAY['ratings', 'player_ratings', p, 'rating'])::float8
+							- (k #>> ARRAY['ratings', 'player_ratings', p, 'rating'])::float8) < 1e-9)
+		  FROM unnest('{x1,x2,x3,x4}'::text[]) p) AS same_as_fresh_start
+  FROM mm.replay_ratings('fa_elo2', '{"system": "elo", "season_resets": [{"at": "2030-03-01 02:00+00", "share": 1, "target": 1500}],
+								   "output_ratings": true}', '2030-03-01', '2030-03-02') j,
+	   mm.replay_ratings('fa_elo2', '{"system": "elo", "output_ratings": true}', '2030-03-01 02:00', '2030-03-02') k;
+
+-- Seeds: a window that starts mid-history, each player seeded with their
+-- live rating before their first result of the window, reproduces the
+-- live ratings exactly; from the initial values it does not.
+SELECT (j #>> '{ratings,max_rating_difference}')::float8 AS seeded_difference,
+	   (k #>> '{ratings,max_rating_difference}')::float8 > 1 AS unseeded_differs
+  FROM mm.replay_ratings('fa_elo2', '{"system": "elo", "seed": "live"}', '2030-03-01 02:00', '2030-03-02') j,
+	   mm.replay_ratings('fa_elo2', '{"system": "elo"}', '2030-03-01 02:00', '2030-03-02') k;
+
+-- OpenSkill: a 2v2 pool played from the defaults, a season started
+-- halfway (mm.start_season: toward the mean by half, sigma toward 25/3).
+-- The replay of the live settings (with the live seasons) gives the live
+-- mu and sigma: exactly before the reset, and within 1e-12 after it (the
+-- pool's mean sums in another order).
+SELECT mm.create_queue('fa_os2', '{"teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}],
+  "rating": {"system": "openskill", "pool": "fa_os2"}}');
+SELECT pg_temp.won(pg_temp.play('fa_os2', p, '{1,1,1,1}', at), w, at + '10 minutes')
+  FROM (VALUES ('{s1,s2,s3,s4}'::text[], 's1', '2030-05-01 01:00:00'::timestamptz),
+			   ('{s1,s3,s5,s6}', 's5', '2030-05-01 01:20:00'), ('{s2,s4,s5,s6}', NULL, '2030-05-01 01:40:00')) v(p, w, at);
+BEGIN READ ONLY;
+SELECT j -> 'results' AS results, j -> 'settings' AS settings, j #> '{ratings,max_rating_difference}' AS difference,
+	   j #> '{replay,deviance}' = j #> '{live,deviance}' AS same_deviance
+  FROM mm.replay_ratings('fa_os2', '{"system": "openskill"}', '2030-05-01', '2030-05-02') j;
+SELECT r.player_id, (x.value ->> 'rating')::float8 = r.mu AS mu, (x.value ->> 'rd')::float8 = r.sigma AS sigma,
+	   (x.value ->> 'games')::int = r.games AS games
+  FROM mm.replay_ratings('fa_os2', '{"system": "openskill", "output_ratings": true}', '2030-05-01', '2030-05-02') j,
+	   jsonb_each(j #> '{ratings,player_ratings}') x JOIN mm.ratings r ON r.player_id = x.key AND r.pool = 'fa_os2'
+ ORDER BY 1;
+COMMIT;
+SELECT mm.start_season('fa_os2', 'second', '2030-05-01 02:00:00');
+SELECT pg_temp.won(pg_temp.play('fa_os2', p, '{1,1,1,1}', at), w, at + '10 minutes')
+  FROM (VALUES ('{s1,s2,s5,s6}'::text[], 's2', '2030-05-01 02:20:00'::timestamptz),
+			   ('{s3,s4,s5,s6}', 's3', '2030-05-01 02:40:00')) v(p, w, at);
+SELECT r.player_id, abs((x.value ->> 'rating')::float8 - r.mu) < 1e-12 AS mu,
+	   abs((x.value ->> 'rd')::float8 - r.sigma) < 1e-12 AS sigma,
+	   (y.value ->> 'rating')::float8 <> r.mu AS differs_without_reset
+  FROM mm.replay_ratings('fa_os2', '{"system": "openskill", "season_resets": "live", "output_ratings": true}',
+						 '2030-05-01', '2030-05-02') j
+ CROSS JOIN mm.replay_ratings('fa_os2', '{"system": "openskill", "output_ratings": true}', '2030-05-01', '2030-05-02') k
+ CROSS JOIN LATERAL jsonb_each(j #> '{ratings,player_ratings}') x
+  JOIN LATERAL jsonb_each(k #> '{ratings,player_ratings}') y ON y.key = x.key
+  JOIN mm.ratings r ON r.player_id = x.key AND r.pool = 'fa_os2'
+ ORDER BY 1;
+SELECT j #> '{settings,season_resets}' AS live_resets
+  FROM mm.replay_ratings('fa_os2', '{"system": "openskill", "season_resets": "live"}', '2030-05-01', '2030-05-02') j;
+-- Other OpenSkill settings: a larger beta moves mu less after the first
+-- game.  By hand, 2v2 of four players at (25, 25/3), tau added (s'^2 =
+-- (25/3)^2 + (25/300)^2): c = sqrt(2 (2 s'^2 + beta^2)), the winning team
+-- moves by 2 s'^2 / c * 1/2, each player by half of that: s'^2 / (2c).
+SELECT round((j #>> '{ratings,player_ratings,s1,rating}')::numeric - 25, 9) AS s1_move,
+	   round(((25 / 3.0) ^ 2 + (25 / 300.0) ^ 2)
+			 / (2 * sqrt(2 * (2 * ((25 / 3.0) ^ 2 + (25 / 300.0) ^ 2) + (25 / 6.0) ^ 2))), 9) AS by_hand,
+	   (k #>> '{ratings,player_ratings,s1,rating}')::float8 - 25 <
+	   (j #>> '{ratings,player_ratings,s1,rating}')::float8 - 25 AS beta_10_moves_less
+  FROM mm.replay_ratings('fa_os2', '{"system": "openskill", "output_ratings": true}', '2030-05-01', '2030-05-01 01:15') j,
+	   mm.replay_ratings('fa_os2', '{"system": "openskill", "beta": 10, "output_ratings": true}', '2030-05-01', '2030-05-01 01:15') k;
+
+-- OpenSkill with leavers scored as a loss: a player who left the winning
+-- team takes a second run with their side last, as mm.report_result does.
+SELECT mm.create_queue('fa_osl', '{"teams": [{"name": "red", "min": 2, "max": 2}, {"name": "blue", "min": 2, "max": 2}],
+  "rating": {"system": "openskill", "pool": "fa_osl", "leavers_lose": true}}');
+SELECT pg_temp.play('fa_osl', '{l1,l2,l3,l4}', '{1,1,1,1}', '2030-05-02 01:00:00') AS l1 \gset
+SELECT mm.leave_match('fa_osl', :l1, 'l1', '2030-05-02 01:05:00');
+SELECT pg_temp.won(:l1, 'l1', '2030-05-02 01:10:00');
+SELECT pg_temp.won(pg_temp.play('fa_osl', '{l1,l2,l3,l4}', '{1,1,1,1}', '2030-05-02 01:20:00'), 'l3', '2030-05-02 01:30:00');
+SELECT r.player_id, (x.value ->> 'rating')::float8 = r.mu AS mu, (x.value ->> 'rd')::float8 = r.sigma AS sigma,
+	   r.player_id = 'l1' AND r.wins = 0 AS leaver_lost
+  FROM mm.replay_ratings('fa_osl', '{"system": "openskill", "output_ratings": true}', '2030-05-02', '2030-05-03') j,
+	   jsonb_each(j #> '{ratings,player_ratings}') x JOIN mm.ratings r ON r.player_id = x.key AND r.pool = 'fa_osl'
+ ORDER BY 1;
+
+-- A per-role pool (Glicko-2, tank and dps, 2v2): the predictions from the
+-- role pools' ratings, their calibration under the pool's name, and the
+-- replay of every role pool reproducing the live ratings of each.
+SELECT mm.create_queue('fa_role', '{"teams": [
+	{"name": "red", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}},
+	{"name": "blue", "min": 2, "max": 2, "roles": {"tank": 1, "dps": 1}}],
+	"rating": {"system": "glicko2", "pool": "fa_role", "per_role": true}}');
+CREATE FUNCTION pg_temp.play_roles(players text[], roles text[], at timestamptz) RETURNS bigint
+LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO mm.tickets (queue, players, created_at)
+	SELECT 'fa_role', jsonb_build_array(jsonb_build_object('id', u.p, 'roles', jsonb_build_array(u.r))), at
+	  FROM unnest(players, roles) u(p, r);
+	PERFORM mm.tick('fa_role', at + '1 second');
+	RETURN (SELECT max(m.id) FROM mm.matches m WHERE m.queue = 'fa_role');
+END $$;
+-- r1 imported as a strong tank: the predictions leave 50 %, and a replay
+-- reproduces the live ratings when seeded from them ("seed": "live")
+SELECT mm.set_rating('r1', 'fa_role.tank', 1800, 120, NULL, '2030-06-01 00:00:00');
+SELECT pg_temp.won(pg_temp.play_roles(p, r, at), w, at + '10 minutes')
+  FROM (VALUES ('{r1,r2,r3,r4}'::text[], '{tank,tank,dps,dps}'::text[], 'r1', '2030-06-01 01:00:00'::timestamptz),
+			   ('{r1,r2,r3,r4}', '{dps,dps,tank,tank}', 'r3', '2030-06-01 01:20:00'),
+			   ('{r1,r2,r3,r4}', '{tank,dps,tank,dps}', 'r2', '2030-06-01 01:40:00')) v(p, r, w, at);
+SELECT j -> 'matches' AS matches, j -> 'decided' AS decided,
+	   round((j ->> 'deviance')::numeric, 9) = round((SELECT -avg(y::numeric * log(least(greatest(p, 0.01), 0.99)::numeric)
+														   + (1 - y::numeric) * log(1 - least(greatest(p, 0.01), 0.99)::numeric))
+													  FROM mm.pool_predictions('fa_role', '{fa_role}', '2030-06-01', '2030-06-02')), 9)
+		   AS deviance_by_sql
+  FROM mm.prediction_quality('fa_role', '2030-06-01', '2030-06-02') j;
+SELECT count(DISTINCT pool) AS role_pools, count(*) AS ratings FROM mm.ratings WHERE pool LIKE 'fa_role.%';
+-- each stored prediction from the ratings of the role pools played, just
+-- before the game (the history's rating_before and rd_before per team,
+-- Glickman's expected outcome in numeric SQL, within 1e-6: the extension
+-- uses Glickman's 173.7178 for 400 / ln 10)
+WITH team AS (
+	SELECT mp.match_id, mp.team, avg(h.rating_before)::numeric AS r, avg(h.rd_before)::numeric AS rd,
+		   string_agg(h.pool, ',' ORDER BY h.pool) AS pools
+	  FROM mm.match_players mp JOIN mm.rating_history h ON h.match_id = mp.match_id AND h.player_id = mp.player_id
+	 WHERE mp.queue = 'fa_role' GROUP BY mp.match_id, mp.team
+)
+SELECT p.match_id - (SELECT min(m.id) FROM mm.matches m WHERE m.queue = 'fa_role') AS match, p.team_name, a.pools,
+	   round(p.win_probability::numeric, 6) AS p,
+	   abs(p.win_probability::numeric
+		   - 1 / (1 + power(10::numeric, -(1 / sqrt(1 + 3 * (ln(10::numeric) / 400) ^ 2 * (a.rd ^ 2 + b.rd ^ 2) / pi()::numeric ^ 2))
+										 * (a.r - b.r) / 400))) < 1e-6 AS agrees
+  FROM mm.match_predictions p
+  JOIN team a ON a.match_id = p.match_id AND a.team = p.team_name
+  JOIN team b ON b.match_id = p.match_id AND b.team <> p.team_name
+ WHERE p.queue = 'fa_role' ORDER BY 1, 2;
+
+BEGIN READ ONLY;
+SELECT j -> 'pools' AS pools, j -> 'results' AS results, j #> '{ratings,players}' AS players,
+	   j #> '{ratings,max_rating_difference}' AS difference,
+	   round((k #>> '{ratings,max_rating_difference}')::numeric, 3) AS unseeded_difference
+  FROM mm.replay_ratings('fa_role', '{"system": "glicko2", "seed": "live"}', '2030-06-01', '2030-06-02') j,
+	   mm.replay_ratings('fa_role', '{"system": "glicko2"}', '2030-06-01', '2030-06-02') k;
+SELECT r.pool, r.player_id, (x.value ->> 'rating')::float8 = r.rating AS rating, (x.value ->> 'rd')::float8 = r.rd AS rd
+  FROM mm.replay_ratings('fa_role', '{"system": "glicko2", "seed": "live", "output_ratings": true}', '2030-06-01', '2030-06-02') j,
+	   jsonb_each(j #> '{ratings,player_ratings}') x
+  JOIN mm.ratings r ON r.pool || ':' || r.player_id = x.key
+ ORDER BY 1, 2;
+COMMIT;
+-- a role pool's own name: refused, the hint names the pool
+DO $$
+BEGIN
+	PERFORM mm.replay_ratings('fa_role.tank', '{"system": "glicko2"}', '2030-06-01', '2030-06-02');
+EXCEPTION WHEN undefined_object THEN
+	DECLARE
+		hint text;
+	BEGIN
+		GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+		RAISE NOTICE 'replay_ratings: % (%)', SQLERRM, hint;
+	END;
+END $$;
+DO $$
+BEGIN
+	PERFORM mm.prediction_quality('fa_role.tank', '2030-06-01', '2030-06-02');
+EXCEPTION WHEN undefined_object THEN
+	DECLARE
+		hint text;
+	BEGIN
+		GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+		RAISE NOTICE 'prediction_quality: % (%)', SQLERRM, hint;
+	END;
+END $$;
+
 -- the errors, each naming its setting
 SELECT pg_temp.try(format('SELECT mm.replay_ratings(%L, %L, %L, %L)', p, s, f, t)) FROM (VALUES
 	('fa_elo2', NULL, '2030-03-01', '2030-03-02'),
 	('fa_elo2', '[]', '2030-03-01', '2030-03-02'),
 	('fa_elo2', '{}', '2030-03-01', '2030-03-02'),
 	('fa_elo2', '{"system": "trueskill"}', '2030-03-01', '2030-03-02'),
-	('fa_elo2', '{"system": "openskill"}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "openskill", "model": "thurstone_mosteller_full"}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "openskill", "model": 3}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "openskill", "k": 10}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "openskill", "beta": -1}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "rating_period": "1 day"}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "k": 10, "k_schedule": [{"k": 20}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "k_schedule": {"k": 20}}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "k_schedule": [{"games": 5, "k": 40}, {"games": 5, "k": 20}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "k_schedule": [{"games": 5, "k": 40}, {"games": 2.5, "k": 20}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "k_schedule": [{"k": 40}, {"games": 9, "k": 20}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "k_schedule": [{"games": 5, "k": 0}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "k_schedule": [{"games": 5, "kk": 1}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "glicko2", "rating_period": "soon"}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "glicko2", "rating_period": "-1 day"}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "glicko2", "rating_period": 3600}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "seed": "table"}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "season_resets": "yearly"}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "season_resets": [{"share": 1}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "season_resets": [{"at": "someday"}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "season_resets": [{"at": "2030-03-01 02:00+00", "share": 2}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "season_resets": [{"at": "2030-03-01 02:00+00", "when": 1}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "elo", "season_resets": [{"at": "2030-03-01 02:00+00"}, {"at": "2030-03-01 01:00+00"}]}', '2030-03-01', '2030-03-02'),
+	('fa_elo2', '{"system": "glicko2", "initial_volatility": 0}', '2030-03-01', '2030-03-02'),
 	('fa_elo2', '{"system": "elo", "kk": 1}', '2030-03-01', '2030-03-02'),
 	('fa_elo2', '{"system": "elo", "tau": 1}', '2030-03-01', '2030-03-02'),
 	('fa_elo2', '{"system": "glicko2", "k": 1}', '2030-03-01', '2030-03-02'),
@@ -387,6 +650,14 @@ SELECT c.relname, c.oid = ANY (e.extconfig) AS dumped
 SELECT table_name, placement, distribution_column FROM mm.sharding()
  WHERE table_name IN ('mm.match_predictions'::regclass, 'mm.match_scores'::regclass) ORDER BY 1;
 
-SELECT mm.drop_queue(q, force => true) FROM unnest('{fa_elo,fa_elo2,fa_g2,fa_os,fa_plain,fa_card}'::text[]) q;
+SELECT mm.drop_queue(q, force => true) FROM unnest('{fa_elo,fa_elo2,fa_g2,fa_os,fa_os2,fa_osl,fa_role,fa_plain,fa_card}'::text[]) q;
+-- the file's ratings, history and seasons go too: with the id sequences
+-- restored, a later file's matches take the ids this file's history names
+WITH h AS (DELETE FROM mm.rating_history WHERE pool LIKE 'fa\_%' RETURNING 1),
+	 r AS (DELETE FROM mm.ratings WHERE pool LIKE 'fa\_%' RETURNING 1)
+SELECT (SELECT count(*) FROM h) > 0 AS history_removed, (SELECT count(*) FROM r) > 0 AS ratings_removed;
+DELETE FROM mm.season_ratings WHERE pool LIKE 'fa\_%';
+DELETE FROM mm.seasons WHERE pool LIKE 'fa\_%';
+DELETE FROM mm.rating_pools WHERE pool LIKE 'fa\_%';
 SELECT setval('mm.tickets_id_seq', :fa_next_ticket, false) > 0 AS tickets_seq_restored,
 	   setval('mm.matches_id_seq', :fa_next_match, false) > 0 AS matches_seq_restored;

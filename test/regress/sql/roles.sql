@@ -17,7 +17,7 @@ SELECT p.oid::regprocedure AS public_routine
                          'glicko2_period_serialize', 'glicko2_period_deserialize', 'glicko2_period_final',
                          'team_rating', 'team_rating_transition', 'team_rating_combine', 'team_rating_final',
                          'win_probability', 'smurf_score', 'rating_boost', 'balance_teams',
-                         'openskill_rate', 'openskill_predict_win', 'verify_event', 'glicko_expected',
+                         'openskill_rate', 'openskill_predict_win', 'openskill_predict_draw', 'verify_event', 'glicko_expected',
                          'prediction_figures');
 SELECT c.oid::regclass AS public_relation
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -216,6 +216,7 @@ SELECT r AS role,
 	   pg_temp.as_role(r, $q$SELECT mm.prediction_quality('rl_rated', '2026-03-01', '2026-03-02')$q$) AS quality,
 	   pg_temp.as_role(r, $q$SELECT mm.fairness_report('rl_rated', '2026-03-01', '2026-03-02')$q$) AS scorecard,
 	   pg_temp.as_role(r, $q$SELECT mm.replay_ratings('rl_rated', '{"system": "elo"}', '2026-03-01', '2026-03-02')$q$) AS replay,
+	   pg_temp.as_role(r, $q$SELECT mm.replay_ratings('rl_rated', '{"system": "glicko2", "rating_period": "1 hour", "seed": "live", "season_resets": "live"}', '2026-03-01', '2026-03-02')$q$) AS replay_settings,
 	   pg_temp.as_role(r, $q$SELECT count(*) FROM mm.match_predictions$q$) AS reads_predictions
   FROM unnest(ARRAY['rl_front', 'rl_director', 'rl_analyst', 'rl_ticker', 'rl_admin']) r;
 SELECT r AS role, pg_temp.as_role(r, $q$INSERT INTO mm.match_predictions VALUES ('rl_rated', 1, 1, 0.5)$q$) AS writes_predictions,
@@ -226,7 +227,7 @@ SELECT r AS role,
 	   has_function_privilege(r, 'mm.report_result(bigint, jsonb, timestamptz, jsonb)', 'EXECUTE') AS scores_by_id,
 	   has_table_privilege(r, 'mm.match_scores', 'SELECT') AS reads_scores,
 	   has_table_privilege(r, 'mm.match_scores', 'INSERT') AS writes_scores,
-	   has_function_privilege(r, 'mm.replay_ratings_core(text, float8, float8, float8, float8, float8, bigint[], text[], text[], integer[], integer[])', 'EXECUTE') AS replay_core
+	   has_function_privilege(r, 'mm.replay_ratings_core(text, float8, float8, float8, float8, float8, float8, integer[], float8[], float8[], float8[], float8[], bigint[], text[], text[], integer[], integer[], bigint[], integer[], integer[], float8[], float8[], float8[])', 'EXECUTE') AS replay_core
   FROM unnest(ARRAY['mm_frontend', 'mm_director', 'mm_analyst', 'mm_ticker', 'mm_admin']) r;
 SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.drop_queue('rl_rated', true)$q$) AS admin_drops_rated;
 
