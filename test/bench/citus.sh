@@ -347,7 +347,7 @@ cluster_cpu() {
 	done
 	echo "$total"
 }
-cpu_citus=- cpu_plain=- cpu_ratios=-
+cpu_citus=- cpu_plain=- cpu_ratios=- cpu_direct=- cpu_direct_ratios=-
 if part cpu; then
 	duel='{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}]}'
 	# the same rows on both setups before it: the ingest queue goes
@@ -365,8 +365,8 @@ if part cpu; then
 	# while one session ticks both queues cpu_ticks times, every 0.2 s, then
 	# once more each so that every ticket is matched.
 	cpu_run() {
-		local pms=$1 db=$2 qa=$3 qb=$4
-		shift 4
+		local mode=$1 pms=$2 db=$3 qa=$4 qb=$5
+		shift 5
 		local before after made matched ticker i
 		cat > "$dir/cpu.pgbench" <<EOF
 \\set id random(1, 1000000000)
@@ -378,6 +378,9 @@ SELECT mm.create_ticket('$qa', '[{"id": "c:client_id-:id-:r"}]');
 SELECT mm.create_ticket('$qb', '[{"id": "c:client_id-:id-:r"}]');
 \\endif
 EOF
+		local port_a port_b
+		port_a=$(qc -c "SELECT node_port FROM mm.queue_node('$qa')")
+		port_b=$(qc -c "SELECT node_port FROM mm.queue_node('$qb')")
 		sleep 1
 		before=$(cluster_cpu $pms)
 		# each call alone in its statement: Citus runs it on the queue's node
@@ -387,7 +390,23 @@ EOF
 			echo "SELECT pg_sleep(0.2) \\gset dummy_"
 		done | psql -X -q "$@" -d "$db" >/dev/null 2>&1 &
 		ticker=$!
-		pgbench -n -c 8 -j 2 -t $((cpu_tickets / 8)) -f "$dir/cpu.pgbench" "$@" "$db" >/dev/null 2>"$dir/pgbench.err"
+		if [ "$mode" = direct ]; then
+			# straight to the queues' nodes: 4 clients on each worker, each
+			# creating tickets in the worker's queue
+			local loaders=() qn port
+			for qn in "$qa:$port_a" "$qb:$port_b"; do
+				port=${qn##*:} qn=${qn%:*}
+				printf '%s\n' '\set id random(1, 1000000000)' '\set r random(1, 1000000000)' \
+					"SELECT mm.create_ticket('$qn', '[{\"id\": \"c:client_id-:id-:r\"}]');" > "$dir/cpu_$qn.pgbench"
+				pgbench -n -c 4 -j 1 -t $((cpu_tickets / 8)) -f "$dir/cpu_$qn.pgbench" \
+					-h "$sock" -p "$port" "$db" \
+					>/dev/null 2>"$dir/pgbench_$qn.err" &
+				loaders+=($!)
+			done
+			wait "${loaders[@]}"
+		else
+			pgbench -n -c 8 -j 2 -t $((cpu_tickets / 8)) -f "$dir/cpu.pgbench" "$@" "$db" >/dev/null 2>"$dir/pgbench.err"
+		fi
 		wait "$ticker" || true
 		q "$@" -d "$db" -c "SELECT mm.tick('$qa')" -c "SELECT mm.tick('$qb')" >/dev/null
 		# the ended sessions' time reaches their postmaster once it reaps them
@@ -395,10 +414,10 @@ EOF
 		after=$(cluster_cpu $pms)
 		made=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$qa', '$qb')")
 		matched=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$qa', '$qb') AND status = 'matched'")
-		say "cpu: $db: $made tickets created, $matched matched, $(awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f", b - a}') CPU s"
+		say "cpu: $db ($mode): $made tickets created, $matched matched, $(awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f", b - a}') CPU s"
 		awk -v a="$before" -v b="$after" -v n="$made" 'BEGIN {printf "%.3f", (n > 0) ? (b - a) / n * 1000 : 0}'
 	}
-	cpu_c=() cpu_p=() cpu_r=()
+	cpu_c=() cpu_p=() cpu_r=() cpu_d=() cpu_dr=()
 	for r in $(seq 1 "$cpu_reps"); do
 		# fresh queues each time, one on each worker (the same names on the
 		# plain node); the two setups one after the other
@@ -408,18 +427,27 @@ EOF
 			qc -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
 			q -d "$plain_db" -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
 		done
-		c=$(cpu_run "$citus_pms" postgres "$cq1" "$cq2" -h "$sock" -p "${ports[0]}")
-		p=$(cpu_run "$plain_pm" "$plain_db" "$cq1" "$cq2")
+		c=$(cpu_run coordinator "$citus_pms" postgres "$cq1" "$cq2" -h "$sock" -p "${ports[0]}")
+		p=$(cpu_run coordinator "$plain_pm" "$plain_db" "$cq1" "$cq2")
+		# the same work again on Citus, the tickets sent to their queues'
+		# nodes (fresh queues on the same workers)
+		dq1=$(queue_on "${ports[1]}" "cpud${r}_a")
+		dq2=$(queue_on "${ports[2]}" "cpud${r}_b")
+		qc -c "SELECT mm.create_queue('$dq1', '$duel')" -c "SELECT mm.create_queue('$dq2', '$duel')" >/dev/null
+		d=$(cpu_run direct "$citus_pms" postgres "$dq1" "$dq2" -h "$sock" -p "${ports[0]}")
 		cpu_c+=("$c") cpu_p+=("$p") cpu_r+=("$(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')")
-		say "cpu run $r: Citus $c, one node $p CPU s per 1,000 tickets"
+		cpu_d+=("$d") cpu_dr+=("$(awk -v a="$d" -v b="$p" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')")
+		say "cpu run $r: Citus through the coordinator $c, straight to the nodes $d, one node $p CPU s per 1,000 tickets"
 	done
 	cpu_citus=$(printf '%s\n' "${cpu_c[@]}" | median)
 	cpu_plain=$(printf '%s\n' "${cpu_p[@]}" | median)
 	cpu_ratios=$(printf '%s\n' "${cpu_r[@]}" | sort -n | paste -sd ' ')
+	cpu_direct=$(printf '%s\n' "${cpu_d[@]}" | median)
+	cpu_direct_ratios=$(printf '%s\n' "${cpu_dr[@]}" | sort -n | paste -sd ' ')
 fi
 
 # --- 5. a lifecycle call by (queue, id): latency ---
-lc_citus=- lc_plain=- lc_ratios=-
+lc_citus=- lc_plain=- lc_ratios=- lc_direct=- lc_direct_ratios=-
 if part lifecycle; then
 	lq=$(queue_on "${ports[1]}" "life")
 	qc -c "SELECT mm.create_queue('$lq', '$config')" >/dev/null
@@ -428,21 +456,25 @@ if part lifecycle; then
 	latency() {
 		local id db=$1
 		shift
-		id=$(q "$@" -d "$db" -c "SELECT mm.create_ticket('$lq', '[{\"id\": \"beat$r\", \"attributes\": {\"skill\": 1}, \"latencies\": {\"eu\": 50}}]')")
+		id=$(q "$@" -d "$db" -c "SELECT mm.create_ticket('$lq', '[{\"id\": \"beat-$(date +%s%N)\", \"attributes\": {\"skill\": 1}, \"latencies\": {\"eu\": 50}}]')")
 		echo "SELECT mm.heartbeat('$lq', $id);" > "$dir/beat.pgbench"
 		pgbench -n -c 1 -T "$pgbench_seconds" -f "$dir/beat.pgbench" "$@" "$db" 2>/dev/null |
 			sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' | head -1
 	}
-	lc_c=() lc_p=() lc_r=()
+	lc_c=() lc_p=() lc_r=() lc_d=() lc_dr=()
 	for r in $(seq 1 "$lifecycle_runs"); do
 		c=$(latency postgres -h "$sock" -p "${ports[0]}")
 		p=$(latency "$plain_db")
+		d=$(latency postgres -h "$sock" -p "$(qc -c "SELECT node_port FROM mm.queue_node('$lq')")")
 		lc_c+=("$c") lc_p+=("$p") lc_r+=("$(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", a / b}')")
-		say "lifecycle run $r: heartbeat coordinator $c ms, one node $p ms"
+		lc_d+=("$d") lc_dr+=("$(awk -v a="$d" -v b="$p" 'BEGIN {printf "%.2f", a / b}')")
+		say "lifecycle run $r: heartbeat coordinator $c ms, the queue's node $d ms, one node $p ms"
 	done
 	lc_citus=$(printf '%s\n' "${lc_c[@]}" | median)
 	lc_plain=$(printf '%s\n' "${lc_p[@]}" | median)
 	lc_ratios=$(printf '%s\n' "${lc_r[@]}" | sort -n | paste -sd ' ')
+	lc_direct=$(printf '%s\n' "${lc_d[@]}" | median)
+	lc_direct_ratios=$(printf '%s\n' "${lc_dr[@]}" | sort -n | paste -sd ' ')
 fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
@@ -462,5 +494,7 @@ Scale-out benchmark: $n tickets per tick, medians of $runs runs (ingest $ingest_
 | mm.create_tickets through the coordinator, batches of 1,000, tickets/s | $citus_batch | $plain_batch | $(ratio "$citus_batch" "$plain_batch")x | $batch_ratios | >= 0.8x |
 | mm.create_tickets straight to the queue's node, batches of 1,000, tickets/s | $direct_batch | $plain_batch | $(ratio "$direct_batch" "$plain_batch")x | | |
 | CPU s of all nodes' PostgreSQL processes per 1,000 tickets created and matched ($cpu_tickets tickets, $cpu_ticks ticks of each queue) | $cpu_citus | $cpu_plain | $(ratio "$cpu_citus" "$cpu_plain")x | $cpu_ratios | <= 1.5x |
+| the same, the tickets sent straight to their queues' nodes | $cpu_direct | $cpu_plain | $(ratio "$cpu_direct" "$cpu_plain")x | $cpu_direct_ratios | <= 1.5x |
 | mm.heartbeat(queue, id): coordinator vs node, mean ms | $lc_citus | $lc_plain | $(ratio "$lc_citus" "$lc_plain")x | $lc_ratios | <= 2x |
+| the same on the queue's node vs on the plain node, mean ms | $lc_direct | $lc_plain | $(ratio "$lc_direct" "$lc_plain")x | $lc_direct_ratios | |
 TABLE
