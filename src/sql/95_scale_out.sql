@@ -455,7 +455,7 @@ BEGIN
 	-- error).  One multi-row INSERT ... VALUES, which Citus splits by shard
 	-- and sends to every node at once; an INSERT ... SELECT from the
 	-- arguments went through the coordinator (its rows gathered there, then
-	-- copied to each shard: 3 to 4 times slower for 1,000 players).  The
+	-- copied to each shard: about 3 times slower for 1,000 players).  The
 	-- values are literals (%L), the ids the sequence's.  The claims are
 	-- counted from RETURNING.
 	player_ids := ARRAY(SELECT e.value ->> 'id'
