@@ -358,10 +358,12 @@ if part cpu; then
 	pm_of() { head -1 "$1/postmaster.pid"; }
 	citus_pms="$(pm_of "$dir/n${ports[0]}") $(pm_of "$dir/n${ports[1]}") $(pm_of "$dir/n${ports[2]}")"
 	plain_pm=$(pm_of "$(q -d "$plain_db" -c "SHOW data_directory")")
-	# one repetition on one deployment: $1 its postmasters' pids, $2 the
-	# database, $3 $4 the two queues, the rest the connection options;
-	# prints CPU s per 1,000 tickets.  The same work on both: cpu_tickets
-	# tickets from 8 clients (cpu_tickets / 8 each), half in each queue,
+	# one repetition on one deployment: $1 "coordinator" (the clients on
+	# the node of the connection options) or "direct" (4 clients on each
+	# queue's node), $2 its postmasters' pids, $3 the database, $4 $5 the
+	# two queues, the rest the connection options; prints CPU s per 1,000
+	# tickets.  The same work on every setup: cpu_tickets tickets from 8
+	# clients (cpu_tickets / 8 each), about half in each queue,
 	# while one session ticks both queues cpu_ticks times, every 0.2 s, then
 	# once more each so that every ticket is matched.
 	cpu_run() {
