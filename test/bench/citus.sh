@@ -24,19 +24,29 @@
 #   3. ingest (tickets/s): mm.create_ticket (constant arguments, as a
 #      backend's parameters: a volatile one keeps Citus from delegating the
 #      call to the queue's worker) from 8 pgbench clients for
-#      MM_BENCH_CITUS_PGBENCH_SECONDS (10), and mm.create_tickets in batches
-#      of 1,000 from one session, through the coordinator vs the plain node
-#      (issue 29's targets: >= 0.5x and >= 0.8x).
+#      MM_BENCH_CITUS_PGBENCH_SECONDS (10) through the coordinator, on the
+#      plain node, and straight to the queue's node (docs/scale-out.md, the
+#      direct path: a queue on each worker, the clients connected to it),
+#      and mm.create_tickets in batches of 1,000 from one session through
+#      the coordinator, on the plain node and on the queue's node; medians
+#      of MM_BENCH_CITUS_INGEST_RUNS (3) runs, each running every setup one
+#      after the other (issue 29's targets: >= 0.5x, >= 0.8x per node,
+#      >= 0.8x).
 #   4. CPU cost: the CPU time (utime + stime from /proc, the postmasters'
 #      exited children included) of every PostgreSQL process of the nodes
-#      per 1,000 tickets created and matched: 8 pgbench clients creating
-#      1v1 tickets in two queues (on Citus one on each worker) for
-#      MM_BENCH_CITUS_PGBENCH_SECONDS while one session ticks both queues
-#      every 0.2 s; all three Citus nodes against the plain node (target
+#      per 1,000 tickets created and matched, for a fixed amount of work:
+#      MM_BENCH_CITUS_CPU_TICKETS (4000) 1v1 tickets from 8 pgbench clients
+#      in two queues (on Citus one on each worker) while one session ticks
+#      both queues MM_BENCH_CITUS_CPU_TICKS (25) times every 0.2 s, then
+#      once more; all three Citus nodes against the plain node, one after
+#      the other, medians of MM_BENCH_CITUS_CPU_RUNS (3) runs (target
 #      <= 1.5x).
 #   5. a lifecycle call by (queue, id) through the coordinator vs on the
 #      plain node: the mean latency of mm.heartbeat(queue, id) from one
-#      pgbench client (target <= 2x).
+#      pgbench client, medians of MM_BENCH_CITUS_LIFECYCLE_RUNS (3) runs
+#      (target <= 2x).
+# The Citus nodes take the plain node's durability settings (fsync,
+# synchronous_commit, full_page_writes), so both sides flush alike.
 # MM_BENCH_CITUS_PARTS picks the parts (default "tick pair ingest cpu
 # lifecycle"), e.g. MM_BENCH_CITUS_PARTS="ingest cpu lifecycle".
 # Run by: bash test/bench/run.sh citus
@@ -46,6 +56,11 @@ runs=${MM_BENCH_CITUS_RUNS:-3}
 n=${MM_BENCH_CITUS_TICKETS:-20000}
 n_pair=${MM_BENCH_CITUS_PAIR_TICKETS:-50000}
 pgbench_seconds=${MM_BENCH_CITUS_PGBENCH_SECONDS:-10}
+cpu_tickets=${MM_BENCH_CITUS_CPU_TICKETS:-4000}
+cpu_ticks=${MM_BENCH_CITUS_CPU_TICKS:-25}
+cpu_reps=${MM_BENCH_CITUS_CPU_RUNS:-3}
+ingest_runs=${MM_BENCH_CITUS_INGEST_RUNS:-3}
+lifecycle_runs=${MM_BENCH_CITUS_LIFECYCLE_RUNS:-3}
 parts=" ${MM_BENCH_CITUS_PARTS:-tick pair ingest cpu lifecycle} "
 part() { [[ "$parts" == *" $1 "* ]]; }
 now="2026-01-01 00:10:00+00"
@@ -73,9 +88,18 @@ stop_all() {
 }
 trap stop_all EXIT
 
+# The plain node's durability settings (run.sh's throwaway cluster has fsync
+# and synchronous_commit off) on every Citus node too: with them on, a
+# commit's flush (three of them in a two-phase commit) is most of a ticket's
+# or a heartbeat's time on the Citus side only, and the ratios measured the
+# disk, not the deployment.
+durability=$(q -d "$plain_db" -c "SELECT string_agg(name || ' = ' || quote_literal(setting), E'\n')
+  FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes')")
+
 say "starting a coordinator and two workers (ports ${ports[*]})"
 for p in "${ports[@]}"; do
 	initdb -D "$dir/n$p" -U postgres >/dev/null
+	printf '%s\n' "$durability" >> "$dir/n$p/postgresql.conf"
 	cat >> "$dir/n$p/postgresql.conf" <<CONF
 port = $p
 unix_socket_directories = '$sock'
@@ -237,30 +261,66 @@ tps() {
 	pgbench -n -c 8 -j 2 -T "$pgbench_seconds" -f "$script" "$@" 2>"$dir/pgbench.err" |
 		sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1
 }
+# one ticket of one player in a queue ($1) per transaction, constant
+# arguments but the player's id
+create_ticket_script() {
+	cat > "$dir/create_ticket_$1.pgbench" <<EOF
+\\set id random(1, 1000000000)
+\\set r random(1, 1000000000)
+SELECT mm.create_ticket('$1', '[{"id": "i:client_id-:id-:r", "attributes": {"skill": 1000}, "latencies": {"eu": 50}}]');
+EOF
+	echo "$dir/create_ticket_$1.pgbench"
+}
+direct1_tps=- direct2_tps=- direct_batch=- ingest_ratios=- batch_ratios=- direct_ratios=-
 if part ingest; then
 	qc -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
 	q -d "$plain_db" -c "SELECT mm.create_queue('ingest', '$config')" >/dev/null
-	cat > "$dir/create_ticket.pgbench" <<'EOF'
-\set id random(1, 1000000000)
-\set r random(1, 1000000000)
-SELECT mm.create_ticket('ingest', '[{"id": "i:client_id-:id-:r", "attributes": {"skill": 1000}, "latencies": {"eu": 50}}]');
-EOF
-	citus_tps=$(tps "$dir/create_ticket.pgbench" -h "$sock" -p "${ports[0]}" postgres)
-	plain_tps=$(tps "$dir/create_ticket.pgbench" "$plain_db")
-	# batches of 1,000 from one session, 20 of them
+	# the direct path (docs/scale-out.md): a backend sends a queue's tickets
+	# to the node mm.queue_node names; a queue on each worker
+	dq1=$(queue_on "${ports[1]}" "direct")
+	dq2=$(queue_on "${ports[2]}" "direct")
+	qc -c "SELECT mm.create_queue('$dq1', '$config')" -c "SELECT mm.create_queue('$dq2', '$config')" >/dev/null
+	node_of() { qc -c "SELECT node_port FROM mm.queue_node('$1')"; }
+	# batches of 1,000 from one session, 20 of them; $1 a prefix that
+	# keeps the players of each run apart
 	batches() {
-		local start b
+		local prefix=$1 queue=$2 start b
+		shift 2
 		start=$(date +%s%N)
 		for b in $(seq 1 20); do
-			q "$@" -c "SELECT cardinality(mm.create_tickets('ingest', ARRAY(
-			  SELECT jsonb_build_array(jsonb_build_object('id', 'b$b-' || i,
+			q "$@" -c "SELECT cardinality(mm.create_tickets('$queue', ARRAY(
+			  SELECT jsonb_build_array(jsonb_build_object('id', '$prefix$b-' || i,
 			           'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50)))
 			    FROM generate_series(1, 1000) i), '$now'))" >/dev/null
 		done
 		awk -v ns=$(($(date +%s%N) - start)) 'BEGIN {printf "%.0f", 20000 / (ns / 1e9)}'
 	}
-	citus_batch=$(batches -h "$sock" -p "${ports[0]}" -d postgres)
-	plain_batch=$(batches -d "$plain_db")
+	c_tps=() p_tps=() d1_tps=() d2_tps=() c_b=() p_b=() d_b=() i_r=() b_r=() d_r=()
+	# the setups one after the other in each run, medians of the runs
+	for r in $(seq 1 "$ingest_runs"); do
+		c=$(tps "$(create_ticket_script ingest)" -h "$sock" -p "${ports[0]}" postgres)
+		p=$(tps "$(create_ticket_script ingest)" "$plain_db")
+		d1=$(tps "$(create_ticket_script "$dq1")" -h "$sock" -p "$(node_of "$dq1")" postgres)
+		d2=$(tps "$(create_ticket_script "$dq2")" -h "$sock" -p "$(node_of "$dq2")" postgres)
+		cb=$(batches "c${r}b" ingest -h "$sock" -p "${ports[0]}" -d postgres)
+		pb=$(batches "p${r}b" ingest -d "$plain_db")
+		db=$(batches "d${r}b" "$dq1" -h "$sock" -p "$(node_of "$dq1")" -d postgres)
+		c_tps+=("$c") p_tps+=("$p") d1_tps+=("$d1") d2_tps+=("$d2") c_b+=("$cb") p_b+=("$pb") d_b+=("$db")
+		i_r+=("$(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", a / b}')")
+		b_r+=("$(awk -v a="$cb" -v b="$pb" 'BEGIN {printf "%.2f", a / b}')")
+		d_r+=("$(awk -v a="$d1" -v c="$d2" -v b="$p" 'BEGIN {printf "%.2f", (a < c ? a : c) / b}')")
+		say "ingest run $r: create_ticket coordinator $c, one node $p, worker 1 direct $d1, worker 2 direct $d2 tickets/s; batches coordinator $cb, one node $pb, worker direct $db tickets/s"
+	done
+	citus_tps=$(printf '%s\n' "${c_tps[@]}" | median)
+	plain_tps=$(printf '%s\n' "${p_tps[@]}" | median)
+	direct1_tps=$(printf '%s\n' "${d1_tps[@]}" | median)
+	direct2_tps=$(printf '%s\n' "${d2_tps[@]}" | median)
+	citus_batch=$(printf '%s\n' "${c_b[@]}" | median)
+	plain_batch=$(printf '%s\n' "${p_b[@]}" | median)
+	direct_batch=$(printf '%s\n' "${d_b[@]}" | median)
+	ingest_ratios=$(printf '%s\n' "${i_r[@]}" | sort -n | paste -sd ' ')
+	batch_ratios=$(printf '%s\n' "${b_r[@]}" | sort -n | paste -sd ' ')
+	direct_ratios=$(printf '%s\n' "${d_r[@]}" | sort -n | paste -sd ' ')
 fi
 
 # --- 4. CPU per 1,000 tickets created and matched ---
@@ -287,60 +347,109 @@ cluster_cpu() {
 	done
 	echo "$total"
 }
-cpu_citus=- cpu_plain=-
+cpu_citus=- cpu_plain=- cpu_ratios=- cpu_direct=- cpu_direct_ratios=-
 if part cpu; then
 	duel='{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}]}'
-	cq1=$(queue_on "${ports[1]}" "cpu_a")
-	cq2=$(queue_on "${ports[2]}" "cpu_b")
-	for qn in "$cq1" "$cq2"; do
-		qc -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
-		q -d "$plain_db" -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
-	done
-	cat > "$dir/cpu.pgbench" <<EOF
-\set id random(1, 1000000000)
-\set r random(1, 1000000000)
-\set which random(1, 2)
-\if :which = 1
-SELECT mm.create_ticket('$cq1', '[{"id": "c:client_id-:id-:r"}]');
-\else
-SELECT mm.create_ticket('$cq2', '[{"id": "c:client_id-:id-:r"}]');
-\endif
-EOF
-	# one deployment's run: $1 its postmasters' pids, $2 the database, the
-	# rest the connection options; prints CPU s per 1,000 tickets
+	# the same rows on both setups before it: the ingest queue goes
+	if part ingest; then
+		qc -c "SELECT mm.drop_queue('ingest', true)" >/dev/null
+		q -d "$plain_db" -c "SELECT mm.drop_queue('ingest', true)" >/dev/null
+	fi
+	pm_of() { head -1 "$1/postmaster.pid"; }
+	citus_pms="$(pm_of "$dir/n${ports[0]}") $(pm_of "$dir/n${ports[1]}") $(pm_of "$dir/n${ports[2]}")"
+	plain_pm=$(pm_of "$(q -d "$plain_db" -c "SHOW data_directory")")
+	# one repetition on one deployment: $1 "coordinator" (the clients on
+	# the node of the connection options) or "direct" (4 clients on each
+	# queue's node), $2 its postmasters' pids, $3 the database, $4 $5 the
+	# two queues, the rest the connection options; prints CPU s per 1,000
+	# tickets.  The same work on every setup: cpu_tickets tickets from 8
+	# clients (cpu_tickets / 8 each), about half in each queue,
+	# while one session ticks both queues cpu_ticks times, every 0.2 s, then
+	# once more each so that every ticket is matched.
 	cpu_run() {
-		local pms=$1 db=$2
-		shift 2
+		local mode=$1 pms=$2 db=$3 qa=$4 qb=$5
+		shift 5
 		local before after made matched ticker i
+		cat > "$dir/cpu.pgbench" <<EOF
+\\set id random(1, 1000000000)
+\\set r random(1, 1000000000)
+\\set which random(1, 2)
+\\if :which = 1
+SELECT mm.create_ticket('$qa', '[{"id": "c:client_id-:id-:r"}]');
+\\else
+SELECT mm.create_ticket('$qb', '[{"id": "c:client_id-:id-:r"}]');
+\\endif
+EOF
+		local port_a port_b
+		port_a=$(qc -c "SELECT node_port FROM mm.queue_node('$qa')")
+		port_b=$(qc -c "SELECT node_port FROM mm.queue_node('$qb')")
+		sleep 1
 		before=$(cluster_cpu $pms)
-		# one session ticks both queues every 0.2 s while pgbench runs
-		# (each call alone in its statement: Citus runs it on the queue's node)
-		for i in $(seq 1 $((pgbench_seconds * 5))); do
-			echo "SELECT mm.tick('$cq1') \\gset dummy_"
-			echo "SELECT mm.tick('$cq2') \\gset dummy_"
+		# each call alone in its statement: Citus runs it on the queue's node
+		for i in $(seq 1 "$cpu_ticks"); do
+			echo "SELECT mm.tick('$qa') \\gset dummy_"
+			echo "SELECT mm.tick('$qb') \\gset dummy_"
 			echo "SELECT pg_sleep(0.2) \\gset dummy_"
 		done | psql -X -q "$@" -d "$db" >/dev/null 2>&1 &
 		ticker=$!
-		tps "$dir/cpu.pgbench" "$@" "$db" >/dev/null
+		if [ "$mode" = direct ]; then
+			# straight to the queues' nodes: 4 clients on each worker, each
+			# creating tickets in the worker's queue
+			local loaders=() qn port
+			for qn in "$qa:$port_a" "$qb:$port_b"; do
+				port=${qn##*:} qn=${qn%:*}
+				printf '%s\n' '\set id random(1, 1000000000)' '\set r random(1, 1000000000)' \
+					"SELECT mm.create_ticket('$qn', '[{\"id\": \"c:client_id-:id-:r\"}]');" > "$dir/cpu_$qn.pgbench"
+				pgbench -n -c 4 -j 1 -t $((cpu_tickets / 8)) -f "$dir/cpu_$qn.pgbench" \
+					-h "$sock" -p "$port" "$db" \
+					>/dev/null 2>"$dir/pgbench_$qn.err" &
+				loaders+=($!)
+			done
+			wait "${loaders[@]}"
+		else
+			pgbench -n -c 8 -j 2 -t $((cpu_tickets / 8)) -f "$dir/cpu.pgbench" "$@" "$db" >/dev/null 2>"$dir/pgbench.err"
+		fi
 		wait "$ticker" || true
-		# the last tickets are matched too
-		q "$@" -d "$db" -c "SELECT mm.tick('$cq1')" >/dev/null
-		q "$@" -d "$db" -c "SELECT mm.tick('$cq2')" >/dev/null
+		q "$@" -d "$db" -c "SELECT mm.tick('$qa')" -c "SELECT mm.tick('$qb')" >/dev/null
+		# the ended sessions' time reaches their postmaster once it reaps them
+		sleep 1
 		after=$(cluster_cpu $pms)
-		made=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$cq1', '$cq2')")
-		matched=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$cq1', '$cq2') AND status = 'matched'")
-		say "cpu: $made tickets created, $matched matched, $(awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f", b - a}') CPU s"
+		made=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$qa', '$qb')")
+		matched=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$qa', '$qb') AND status = 'matched'")
+		say "cpu: $db ($mode): $made tickets created, $matched matched, $(awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f", b - a}') CPU s"
 		awk -v a="$before" -v b="$after" -v n="$made" 'BEGIN {printf "%.3f", (n > 0) ? (b - a) / n * 1000 : 0}'
 	}
-	pm_of() { head -1 "$1/postmaster.pid"; }
-	cpu_citus=$(cpu_run "$(pm_of "$dir/n${ports[0]}") $(pm_of "$dir/n${ports[1]}") $(pm_of "$dir/n${ports[2]}")" \
-		postgres -h "$sock" -p "${ports[0]}")
-	plain_pm=$(pm_of "$(q -d "$plain_db" -c "SHOW data_directory")")
-	cpu_plain=$(cpu_run "$plain_pm" "$plain_db")
+	cpu_c=() cpu_p=() cpu_r=() cpu_d=() cpu_dr=()
+	for r in $(seq 1 "$cpu_reps"); do
+		# fresh queues each time, one on each worker (the same names on the
+		# plain node); the two setups one after the other
+		cq1=$(queue_on "${ports[1]}" "cpu${r}_a")
+		cq2=$(queue_on "${ports[2]}" "cpu${r}_b")
+		for qn in "$cq1" "$cq2"; do
+			qc -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
+			q -d "$plain_db" -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
+		done
+		c=$(cpu_run coordinator "$citus_pms" postgres "$cq1" "$cq2" -h "$sock" -p "${ports[0]}")
+		p=$(cpu_run coordinator "$plain_pm" "$plain_db" "$cq1" "$cq2")
+		# the same work again on Citus, the tickets sent to their queues'
+		# nodes (fresh queues on the same workers)
+		dq1=$(queue_on "${ports[1]}" "cpud${r}_a")
+		dq2=$(queue_on "${ports[2]}" "cpud${r}_b")
+		qc -c "SELECT mm.create_queue('$dq1', '$duel')" -c "SELECT mm.create_queue('$dq2', '$duel')" >/dev/null
+		d=$(cpu_run direct "$citus_pms" postgres "$dq1" "$dq2" -h "$sock" -p "${ports[0]}")
+		cpu_c+=("$c") cpu_p+=("$p") cpu_r+=("$(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')")
+		cpu_d+=("$d") cpu_dr+=("$(awk -v a="$d" -v b="$p" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')")
+		say "cpu run $r: Citus through the coordinator $c, straight to the nodes $d, one node $p CPU s per 1,000 tickets"
+	done
+	cpu_citus=$(printf '%s\n' "${cpu_c[@]}" | median)
+	cpu_plain=$(printf '%s\n' "${cpu_p[@]}" | median)
+	cpu_ratios=$(printf '%s\n' "${cpu_r[@]}" | sort -n | paste -sd ' ')
+	cpu_direct=$(printf '%s\n' "${cpu_d[@]}" | median)
+	cpu_direct_ratios=$(printf '%s\n' "${cpu_dr[@]}" | sort -n | paste -sd ' ')
 fi
 
 # --- 5. a lifecycle call by (queue, id): latency ---
-lc_citus=- lc_plain=-
+lc_citus=- lc_plain=- lc_ratios=- lc_direct=- lc_direct_ratios=-
 if part lifecycle; then
 	lq=$(queue_on "${ports[1]}" "life")
 	qc -c "SELECT mm.create_queue('$lq', '$config')" >/dev/null
@@ -349,28 +458,45 @@ if part lifecycle; then
 	latency() {
 		local id db=$1
 		shift
-		id=$(q "$@" -d "$db" -c "SELECT mm.create_ticket('$lq', '[{\"id\": \"beat\", \"attributes\": {\"skill\": 1}, \"latencies\": {\"eu\": 50}}]')")
+		id=$(q "$@" -d "$db" -c "SELECT mm.create_ticket('$lq', '[{\"id\": \"beat-$(date +%s%N)\", \"attributes\": {\"skill\": 1}, \"latencies\": {\"eu\": 50}}]')")
 		echo "SELECT mm.heartbeat('$lq', $id);" > "$dir/beat.pgbench"
 		pgbench -n -c 1 -T "$pgbench_seconds" -f "$dir/beat.pgbench" "$@" "$db" 2>/dev/null |
 			sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' | head -1
 	}
-	lc_citus=$(latency postgres -h "$sock" -p "${ports[0]}")
-	lc_plain=$(latency "$plain_db")
+	lc_c=() lc_p=() lc_r=() lc_d=() lc_dr=()
+	for r in $(seq 1 "$lifecycle_runs"); do
+		c=$(latency postgres -h "$sock" -p "${ports[0]}")
+		p=$(latency "$plain_db")
+		d=$(latency postgres -h "$sock" -p "$(qc -c "SELECT node_port FROM mm.queue_node('$lq')")")
+		lc_c+=("$c") lc_p+=("$p") lc_r+=("$(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", a / b}')")
+		lc_d+=("$d") lc_dr+=("$(awk -v a="$d" -v b="$p" 'BEGIN {printf "%.2f", a / b}')")
+		say "lifecycle run $r: heartbeat coordinator $c ms, the queue's node $d ms, one node $p ms"
+	done
+	lc_citus=$(printf '%s\n' "${lc_c[@]}" | median)
+	lc_plain=$(printf '%s\n' "${lc_p[@]}" | median)
+	lc_ratios=$(printf '%s\n' "${lc_r[@]}" | sort -n | paste -sd ' ')
+	lc_direct=$(printf '%s\n' "${lc_d[@]}" | median)
+	lc_direct_ratios=$(printf '%s\n' "${lc_dr[@]}" | sort -n | paste -sd ' ')
 fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
 cores=$(nproc 2>/dev/null || echo '?')
 cat <<TABLE
 
-Scale-out benchmark: $n tickets per tick, medians of $runs runs, $cores cores
-| figure | Citus | one node | ratio | target |
-| --- | --- | --- | --- | --- |
-| tick on the queue's worker, ms | $wt | $pt | $(ratio "$wt" "$pt")x | <= 1.2x |
-| its write phase, ms | $ww | $pw | $(ratio "$ww" "$pw")x | |
-| one psql call of the tick, on the coordinator vs on the node, ms (wall) | $rt | $pc | $(ratio "$rt" "$pc")x | |
-| two queues ($n_pair tickets each) on two workers: at once (Citus) vs one after the other (Citus), ms | $pt2 | $ps2 | $(ratio "$pt2" "$ps2")x | <= 0.65x |
-| mm.create_ticket, 8 clients, tickets/s | ${citus_tps%.*} | ${plain_tps%.*} | $(ratio "$citus_tps" "$plain_tps")x | >= 0.5x |
-| mm.create_tickets, batches of 1,000, tickets/s | $citus_batch | $plain_batch | $(ratio "$citus_batch" "$plain_batch")x | >= 0.8x |
-| CPU s of all nodes' PostgreSQL processes per 1,000 tickets created and matched | $cpu_citus | $cpu_plain | $(ratio "$cpu_citus" "$cpu_plain")x | <= 1.5x |
-| mm.heartbeat(queue, id): coordinator vs node, mean ms | $lc_citus | $lc_plain | $(ratio "$lc_citus" "$lc_plain")x | <= 2x |
+Scale-out benchmark: $n tickets per tick, medians of $runs runs (ingest $ingest_runs, CPU $cpu_reps, lifecycle $lifecycle_runs), $cores cores
+| figure | Citus | one node | ratio | runs' ratios | target |
+| --- | --- | --- | --- | --- | --- |
+| tick on the queue's worker, ms | $wt | $pt | $(ratio "$wt" "$pt")x | | <= 1.2x |
+| its write phase, ms | $ww | $pw | $(ratio "$ww" "$pw")x | | |
+| one psql call of the tick, on the coordinator vs on the node, ms (wall) | $rt | $pc | $(ratio "$rt" "$pc")x | | |
+| two queues ($n_pair tickets each) on two workers: at once (Citus) vs one after the other (Citus), ms | $pt2 | $ps2 | $(ratio "$pt2" "$ps2")x | | <= 0.65x |
+| mm.create_ticket through the coordinator, 8 clients, tickets/s | ${citus_tps%.*} | ${plain_tps%.*} | $(ratio "$citus_tps" "$plain_tps")x | $ingest_ratios | >= 0.5x |
+| mm.create_ticket straight to the queue's node, 8 clients, tickets/s: worker 1 | ${direct1_tps%.*} | ${plain_tps%.*} | $(ratio "$direct1_tps" "$plain_tps")x | | >= 0.8x per node |
+| the same, worker 2 | ${direct2_tps%.*} | ${plain_tps%.*} | $(ratio "$direct2_tps" "$plain_tps")x | $direct_ratios (the slower worker) | >= 0.8x per node |
+| mm.create_tickets through the coordinator, batches of 1,000, tickets/s | $citus_batch | $plain_batch | $(ratio "$citus_batch" "$plain_batch")x | $batch_ratios | >= 0.8x |
+| mm.create_tickets straight to the queue's node, batches of 1,000, tickets/s | $direct_batch | $plain_batch | $(ratio "$direct_batch" "$plain_batch")x | | |
+| CPU s of all nodes' PostgreSQL processes per 1,000 tickets created and matched ($cpu_tickets tickets, $cpu_ticks ticks of each queue) | $cpu_citus | $cpu_plain | $(ratio "$cpu_citus" "$cpu_plain")x | $cpu_ratios | <= 1.5x |
+| the same, the tickets sent straight to their queues' nodes | $cpu_direct | $cpu_plain | $(ratio "$cpu_direct" "$cpu_plain")x | $cpu_direct_ratios | <= 1.5x |
+| mm.heartbeat(queue, id): coordinator vs node, mean ms | $lc_citus | $lc_plain | $(ratio "$lc_citus" "$lc_plain")x | $lc_ratios | <= 2x |
+| the same on the queue's node vs on the plain node, mean ms | $lc_direct | $lc_plain | $(ratio "$lc_direct" "$lc_plain")x | $lc_direct_ratios | |
 TABLE

@@ -119,6 +119,35 @@ like($ids, qr/^\{\d+,\d+\}$/, 'create_tickets, two tickets');
 is_deeply($bextra, [], "create_tickets($qb, ...) reaches only its queue's and its players' shards ($bn commands)");
 q1(qq{SELECT mm.cancel_ticket('$qb', id) FROM unnest('$ids'::bigint[]) id});
 
+# a batch's claims are one multi-row INSERT of literals: ids that need
+# quoting are claimed as they are, each by its own ticket
+my $odd = q1(q{SELECT mm.create_tickets('} . $qb . q{', ARRAY['[{"id": "o''neil"}]', '[{"id": "back\\\\slash"}]',
+	'[{"id": "x), (y"}]']::jsonb[], } . $now . q{)});
+is(q1(qq{SELECT string_agg(a.player_id || '=' || (a.ticket_id = (('$odd'::bigint[])[o.i]))::text, ' ' ORDER BY o.i)
+	FROM unnest(ARRAY['o''neil', E'back\\\\slash', 'x), (y']) WITH ORDINALITY o(p, i)
+	JOIN mm.active_players a ON a.player_id = o.p}),
+	q{o'neil=true back\slash=true x), (y=true}, 'a batch claims players whose ids need quoting');
+q1(qq{SELECT mm.cancel_ticket('$qb', id) FROM unnest('$odd'::bigint[]) id});
+
+# the direct path (docs/scale-out.md): a ticket sent to its queue's node
+# takes its id from that node's range and claims its player as through the
+# coordinator; a queue that does not exist is 42704 on every path
+my ($wqa) = grep { $_->port == q1("SELECT node_port FROM mm.queue_node('$qa')") } @workers;
+my $direct = $wqa->safe_psql('postgres', qq{SELECT mm.create_ticket('$qa', '[{"id": "direct1"}]', $now)});
+ok($direct >= 2**48 * q1(qq{SELECT groupid FROM pg_dist_node WHERE nodeport = @{[$wqa->port]}}),
+	'a ticket created on the queue\'s node has an id of that node\'s range');
+is(q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = 'direct1'})
+	  . '|' . q1(qq{SELECT status FROM mm.tickets_active WHERE queue = '$qa' AND id = $direct}),
+	"$direct|searching", 'the coordinator sees the ticket and its claim');
+q1(qq{SELECT mm.cancel_ticket('$qa', $direct)});
+for my $node ($coord, $wqa)
+{
+	my ($ret, $out, $err) = $node->psql('postgres',
+		qq{\\set VERBOSITY verbose\nSELECT mm.create_ticket('nowhere', '[{"id": "direct2"}]', $now)});
+	like($err, qr/ERROR:  42704: queue "nowhere" does not exist/,
+		'a queue that does not exist: 42704 on the ' . ($node == $coord ? 'coordinator' : 'worker'));
+}
+
 # a match in $qa: heartbeat, the tick, get_assignment, assign, complete
 my $t1 = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$pa"}]', $now)});
 my $t2 = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$pb"}]', $now)});
