@@ -25,6 +25,7 @@
 
 #include "executor/spi.h"
 #include "storage/itemptr.h"
+#include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -155,8 +156,8 @@ extern void MmTickServeBackfills(MmTickQueue *q);
 extern void MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properties);
 extern void MmTickWriteRuleStats(MmTickQueue *q, const MmSearchResult *result);
 extern void MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
-									 const int64 *ticket_ids, const int64 *match_ids,
-									 const char **teams);
+									 ArrayType *ticket_ids, ArrayType *match_ids,
+									 ArrayType *teams);
 extern void MmTickRunWrite(MmTickQueue *q, SPIPlanPtr plan, Datum *values, int expected_rc,
 						   int64 rows, const char *what);
 extern void MmTickNoteMemoryPeak(MmTickQueue *q);

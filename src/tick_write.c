@@ -215,13 +215,47 @@ RowIds(MmTickQueue *q, int ntickets, const int *t_index)
 }
 
 /*
+ * The tickets of the matches formed, in match order, built once the match
+ * players are written: their positions among the loaded tickets, and their
+ * ids, matches and teams as the arrays the statements take (no C copy is
+ * held beside them at the write's peak).
+ */
+typedef struct MatchedTickets
+{
+	int			n;
+	int		   *index;
+	ArrayType  *ids;			/* int8[] */
+	ArrayType  *match_ids;		/* int8[] */
+	ArrayType  *teams;			/* text[], NULL for no team */
+} MatchedTickets;
+
+/*
+ * Builds a MatchedTickets from C arrays of n tickets, freeing ids, match_ids
+ * and teams as each array is built; index is kept.
+ */
+static void
+MatchedTicketsFrom(MatchedTickets *mt, int n, int *index, int64 *ids, int64 *match_ids,
+				   const char **teams)
+{
+	mt->n = n;
+	mt->index = index;
+	mt->ids = MmBuildInt8Array(ids, n);
+	pfree(ids);
+	mt->match_ids = MmBuildInt8Array(match_ids, n);
+	pfree(match_ids);
+	mt->teams = MmBuildTextArray(teams, n);
+	pfree(teams);
+}
+
+/*
  * Moves the matched tickets (positions t_index among the loaded ctids) from
  * mm.tickets_active to mm.tickets_ended under the queue that matched them.
- * Their players stay claimed by the match.
+ * Their players stay claimed by the match.  ticket_ids, match_ids and teams:
+ * one element per ticket (int8[], int8[], text[]), freed here.
  */
 void
 MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
-						 const int64 *ticket_ids, const int64 *match_ids, const char **teams)
+						 ArrayType *ticket_ids, ArrayType *match_ids, ArrayType *teams)
 {
 	ArrayType  *row_ids = NULL;
 	ArrayType  *players;
@@ -229,14 +263,15 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	Datum		values[7];
 
 	values[0] = TimestampTzGetDatum(q->now);
-	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
-	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+	values[2] = PointerGetDatum(match_ids);
+	values[3] = PointerGetDatum(teams);
 	values[4] = CStringGetTextDatum(q->queue);
 	/* tickets of this queue alone end as their row plus the match */
 	if (!q->other_queues_tickets &&
-		ReadEndingTickets(q->ctids, ntickets, t_index, ticket_ids, &players, &created))
+		ReadEndingTickets(q->ctids, ntickets, t_index, (const int64 *) ARR_DATA_PTR(ticket_ids),
+						  &players, &created))
 	{
-		values[1] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+		values[1] = PointerGetDatum(ticket_ids);
 		values[5] = PointerGetDatum(players);
 		values[6] = PointerGetDatum(created);
 		MmTickNoteMemoryPeak(q);
@@ -244,7 +279,6 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 					   "writing matched tickets");
 		pfree(players);
 		pfree(created);
-		pfree(DatumGetPointer(values[1]));
 	}
 	else
 	{
@@ -253,8 +287,8 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 		MmTickRunWrite(q, MmTickPlan.end_tickets_by_ctid, values, SPI_OK_INSERT, ntickets,
 					   "writing matched tickets");
 	}
-	pfree(DatumGetPointer(values[2]));
-	pfree(DatumGetPointer(values[3]));
+	pfree(match_ids);
+	pfree(teams);
 
 	/* built only now: not held beside the ended rows' players (the peak) */
 	if (row_ids == NULL)
@@ -267,11 +301,13 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	/* the tickets of several queues leave the others too */
 	if (q->other_queues_tickets)
 	{
-		values[0] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+		values[0] = PointerGetDatum(ticket_ids);
 		/* values[1]: the queue, as for the delete */
 		MmTickRunWrite(q, MmTickPlan.unlist_tickets, values, SPI_OK_DELETE, -1,
 					   "unlisting matched tickets");
 	}
+	pfree(ticket_ids);
+	pfree(row_ids);
 }
 
 /*
@@ -281,23 +317,16 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
  * mm.expire_proposed_matches).
  */
 static void
-ProposeTickets(MmTickQueue *q, int ntickets, const int *t_index, const int64 *match_ids,
-			   const char **teams)
+ProposeTickets(MmTickQueue *q, const MatchedTickets *mt)
 {
-	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
 	Datum		values[5];
-	int			i;
 
-	for (i = 0; i < ntickets; i++)
-		datums[i] = PointerGetDatum(&q->ctids[t_index[i]]);
 	values[0] = TimestampTzGetDatum(q->now);
+	values[1] = PointerGetDatum(RowIds(q, mt->n, mt->index));
+	values[2] = PointerGetDatum(mt->match_ids);
+	values[3] = PointerGetDatum(mt->teams);
 	values[4] = CStringGetTextDatum(q->queue);
-	values[1] = PointerGetDatum(construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData),
-												false, TYPALIGN_SHORT));
-	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
-	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
-	pfree(datums);
-	MmTickRunWrite(q, MmTickPlan.propose_tickets, values, SPI_OK_UPDATE, ntickets,
+	MmTickRunWrite(q, MmTickPlan.propose_tickets, values, SPI_OK_UPDATE, mt->n,
 				   "proposing matched tickets");
 }
 
@@ -322,65 +351,16 @@ AcceptanceDeadline(const MmQueueConfig *config, TimestampTz now)
 }
 
 /*
- * Writes the matches in bulk and queues their events; properties: a match
- * function's, one per match, or NULL.
+ * Draws one id per match from mm.matches' identity sequence: the matches
+ * are inserted with them explicitly, so match_ids[i] is the id of
+ * matches[i] whatever order the sequence hands them out in.
  */
-void
-MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properties)
+static void
+DrawMatchIds(MmTickQueue *q, int nm, int64 *match_ids)
 {
-	const MmQueueConfig *config = q->config;
-	const char *queue = q->queue;
-	TimestampTz now = q->now;
-	const MmTicket *tickets = q->tickets;
-	int			nm = result->nmatches;
-	const char **regions = palloc(sizeof(char *) * nm);
-	double	   *qualities = palloc(sizeof(double) * nm);
-	const char **steps = palloc(sizeof(char *) * nm);
-	int64	   *match_ids = palloc(sizeof(int64) * nm);
-	int			nplayers = 0,
-				ntickets = 0;
-	int64	   *mp_match,
-			   *mp_ticket,
-			   *t_ids,
-			   *t_match;
-	const char **mp_player,
-			  **mp_team,
-			  **mp_role = NULL,
-			  **t_team;
-	bool	   *mp_autofilled = NULL;
-	bool	   *mp_low_priority = NULL;
-	bool		low_priority_pool = config->low_priority_max_wait >= 0;
-	const char **autofilled_ids = NULL;
-	int			nautofilled = 0;
-	const MmRolesConfig *roles = config->roles;
-	int		   *t_index;
-	Datum		values[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	TimestampTz deadline = AcceptanceDeadline(config, now);
-	int			rc,
-				i,
-				k,
-				p;
-	StringInfoData buf;
+	Datum		values[1];
+	int			rc;
 
-
-	initStringInfo(&buf);
-	for (i = 0; i < nm; i++)
-	{
-		const MmFoundMatch *m = &result->matches[i];
-
-		regions[i] = m->region >= 0 ? q->rules.regions[m->region] : NULL;
-		qualities[i] = m->quality;
-		steps[i] = RuleStepsJson(config, m, &buf);
-		nplayers += m->nplayers;
-		ntickets += m->ntickets;
-	}
-
-	/*
-	 * mm.matches: the ids are drawn from the identity's sequence first and
-	 * inserted explicitly, so match_ids[i] is the id of matches[i] whatever
-	 * order the sequence hands them out in.
-	 */
 	values[0] = Int32GetDatum(nm);
 	rc = SPI_execute_plan(MmTickPlan.match_ids, values, NULL, false, 0);
 	MmTickBackToQueue(q);
@@ -389,7 +369,7 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	if (SPI_processed != (uint64) nm)
 		elog(ERROR, "drawing match ids returned " UINT64_FORMAT " ids instead of %d",
 			 SPI_processed, nm);
-	for (i = 0; i < nm; i++)
+	for (int i = 0; i < nm; i++)
 	{
 		bool		isnull;
 
@@ -397,9 +377,39 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 												   SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
+}
 
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = TimestampTzGetDatum(now);
+/*
+ * Inserts the rows of mm.matches, proposed until deadline or ready (0), with
+ * the ids drawn into match_ids and each match's region into regions;
+ * properties: a match function's, one per match, or NULL.
+ */
+static void
+InsertMatches(MmTickQueue *q, const MmSearchResult *result, char **properties,
+			  TimestampTz deadline, const char **regions, int64 *match_ids)
+{
+	int			nm = result->nmatches;
+	double	   *qualities = palloc(sizeof(double) * nm);
+	const char **steps = palloc(sizeof(char *) * nm);
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < nm; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+
+		regions[i] = m->region >= 0 ? q->rules.regions[m->region] : NULL;
+		qualities[i] = m->quality;
+		steps[i] = RuleStepsJson(q->config, m, &buf);
+	}
+	pfree(buf.data);
+	DrawMatchIds(q, nm, match_ids);
+
+	values[0] = CStringGetTextDatum(q->queue);
+	values[1] = TimestampTzGetDatum(q->now);
 	values[2] = PointerGetDatum(MmBuildTextArray(regions, nm));
 	values[3] = PointerGetDatum(MmBuildFloat8Array(qualities, nm));
 	values[4] = PointerGetDatum(MmBuildTextArray(steps, nm));
@@ -414,8 +424,41 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	for (i = 2; i <= 8; i++)
 		if (i != 6 && i != 7 && nulls[i] == ' ')
 			pfree(DatumGetPointer(values[i]));
+	for (i = 0; i < nm; i++)
+		pfree((char *) steps[i]);
+	pfree(steps);
+	pfree(qualities);
+}
 
-	/* mm.match_players and the tickets */
+/*
+ * Inserts the rows of mm.match_players (with roles and autofill in a role
+ * queue, the low-priority flag where the queue has that pool) and protects
+ * the autofilled players; returns how many players were matched.
+ */
+static int
+InsertMatchPlayers(MmTickQueue *q, const MmSearchResult *result, const int64 *match_ids)
+{
+	const MmQueueConfig *config = q->config;
+	const MmRolesConfig *roles = config->roles;
+	bool		low_priority_pool = config->low_priority_max_wait >= 0;
+	int			nplayers = 0;
+	int64	   *mp_match,
+			   *mp_ticket;
+	const char **mp_player,
+			  **mp_team,
+			  **mp_role = NULL;
+	bool	   *mp_autofilled = NULL;
+	bool	   *mp_low_priority = NULL;
+	const char **autofilled_ids = NULL;
+	int			nautofilled = 0;
+	Datum		values[8];
+	char		nulls[8];
+	int			i,
+				k,
+				p;
+
+	for (i = 0; i < result->nmatches; i++)
+		nplayers += result->matches[i].nplayers;
 	mp_match = palloc(sizeof(int64) * nplayers);
 	mp_ticket = palloc(sizeof(int64) * nplayers);
 	mp_player = palloc(sizeof(char *) * nplayers);
@@ -428,25 +471,17 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	}
 	if (low_priority_pool)
 		mp_low_priority = palloc(sizeof(bool) * nplayers);
-	t_ids = palloc(sizeof(int64) * ntickets);
-	t_match = palloc(sizeof(int64) * ntickets);
-	t_team = palloc(sizeof(char *) * ntickets);
-	t_index = palloc(sizeof(int) * ntickets);
-	nplayers = ntickets = 0;
-	for (i = 0; i < nm; i++)
+	nplayers = 0;
+	for (i = 0; i < result->nmatches; i++)
 	{
 		const MmFoundMatch *m = &result->matches[i];
 		int			mp = 0;
 
 		for (k = 0; k < m->ntickets; k++)
 		{
-			const MmTicket *t = &tickets[m->tickets[k]];
+			const MmTicket *t = &q->tickets[m->tickets[k]];
 			const char *team = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
 
-			t_index[ntickets] = m->tickets[k];
-			t_ids[ntickets] = t->id;
-			t_team[ntickets] = team;
-			t_match[ntickets++] = match_ids[i];
 			for (p = 0; p < t->nplayers; p++, mp++)
 			{
 				mp_match[nplayers] = match_ids[i];
@@ -471,6 +506,7 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 			}
 		}
 	}
+	values[0] = CStringGetTextDatum(q->queue);
 	values[1] = PointerGetDatum(MmBuildInt8Array(mp_match, nplayers));
 	pfree(mp_match);
 	values[2] = PointerGetDatum(MmBuildTextArray(mp_player, nplayers));
@@ -495,26 +531,84 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	{
 		values[1] = PointerGetDatum(MmBuildTextArray(autofilled_ids, nautofilled));
 		values[2] = Int32GetDatum(roles->protect_games);
-		values[3] = TimestampTzGetDatum(now);
+		values[3] = TimestampTzGetDatum(q->now);
 		MmTickRunWrite(q, MmTickPlan.protect_autofilled, values, SPI_OK_INSERT, nautofilled,
 					   "protecting autofilled players");
 	}
+	return nplayers;
+}
 
-	if (deadline != 0)
-		ProposeTickets(q, ntickets, t_index, t_match, t_team);
-	else
-		MmTickMoveMatchedTickets(q, ntickets, t_index, t_ids, t_match, t_team);
+/*
+ * The matched tickets: proposed while the players answer (deadline), else
+ * moved to mm.tickets_ended.
+ */
+static void
+EndMatchedTickets(MmTickQueue *q, const MmSearchResult *result, const int64 *match_ids,
+				  TimestampTz deadline)
+{
+	const MmQueueConfig *config = q->config;
+	MatchedTickets mt;
+	int			ntickets = 0;
+	int64	   *t_ids,
+			   *t_match;
+	const char **t_team;
+	int		   *t_index;
+	int			i,
+				k;
 
-	/* events: one match_found (or match_proposed) per match, sent at commit */
-	for (i = 0; i < nm; i++)
+	for (i = 0; i < result->nmatches; i++)
+		ntickets += result->matches[i].ntickets;
+	t_ids = palloc(sizeof(int64) * ntickets);
+	t_match = palloc(sizeof(int64) * ntickets);
+	t_team = palloc(sizeof(char *) * ntickets);
+	t_index = palloc(sizeof(int) * ntickets);
+	ntickets = 0;
+	for (i = 0; i < result->nmatches; i++)
 	{
 		const MmFoundMatch *m = &result->matches[i];
-		int			nteams = Max(config->nteams, 1);
+
+		for (k = 0; k < m->ntickets; k++)
+		{
+			t_index[ntickets] = m->tickets[k];
+			t_ids[ntickets] = q->tickets[m->tickets[k]].id;
+			t_team[ntickets] = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
+			t_match[ntickets++] = match_ids[i];
+		}
+	}
+	MatchedTicketsFrom(&mt, ntickets, t_index, t_ids, t_match, t_team);
+	if (deadline != 0)
+	{
+		ProposeTickets(q, &mt);
+		pfree(mt.ids);
+		pfree(mt.match_ids);
+		pfree(mt.teams);
+	}
+	else
+		MmTickMoveMatchedTickets(q, mt.n, mt.index, mt.ids, mt.match_ids, mt.teams);
+	pfree(t_index);
+}
+
+/*
+ * Queues one match_found (or match_proposed, with a deadline) per match, sent
+ * at commit.
+ */
+static void
+NotifyMatches(MmTickQueue *q, const MmSearchResult *result, const int64 *match_ids,
+			  const char **regions, TimestampTz deadline)
+{
+	const MmQueueConfig *config = q->config;
+	const MmRolesConfig *roles = config->roles;
+	int			nteams = Max(config->nteams, 1);
+
+	for (int i = 0; i < result->nmatches; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
 		MmEventTeam *teams = palloc(sizeof(MmEventTeam) * nteams);
 		int64	   *ids = palloc(sizeof(int64) * m->ntickets);
-		int			t;
-
-		int			mp = 0;
+		int			t,
+					k,
+					p,
+					mp = 0;
 
 		for (t = 0; t < nteams; t++)
 		{
@@ -531,7 +625,7 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 		}
 		for (k = 0; k < m->ntickets; k++)
 		{
-			const MmTicket *tk = &tickets[m->tickets[k]];
+			const MmTicket *tk = &q->tickets[m->tickets[k]];
 			MmEventTeam *team = &teams[Max(m->ticket_team[k], 0)];
 
 			ids[k] = tk->id;
@@ -545,14 +639,33 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 				team->player_ids[team->nplayers++] = tk->player_ids[p];
 			}
 		}
-		MmNotifyMatchFound(deadline != 0 ? "match_proposed" : "match_found", queue, match_ids[i], regions[i], m->quality,
-						   nteams, teams, m->ntickets, ids);
+		MmNotifyMatchFound(deadline != 0 ? "match_proposed" : "match_found", q->queue, match_ids[i],
+						   regions[i], m->quality, nteams, teams, m->ntickets, ids);
 		for (t = 0; t < nteams; t++)
 			pfree(teams[t].player_ids);
 		pfree(teams);
 		pfree(ids);
 	}
-	q->stats->players_matched = nplayers;
+}
+
+/*
+ * Writes the matches in bulk and queues their events; properties: a match
+ * function's, one per match, or NULL.
+ */
+void
+MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properties)
+{
+	int			nm = result->nmatches;
+	const char **regions = palloc(sizeof(char *) * nm);
+	int64	   *match_ids = palloc(sizeof(int64) * nm);
+	TimestampTz deadline = AcceptanceDeadline(q->config, q->now);
+
+	InsertMatches(q, result, properties, deadline, regions, match_ids);
+	q->stats->players_matched = InsertMatchPlayers(q, result, match_ids);
+	EndMatchedTickets(q, result, match_ids, deadline);
+	NotifyMatches(q, result, match_ids, regions, deadline);
+	pfree(regions);
+	pfree(match_ids);
 }
 
 /*
