@@ -231,9 +231,7 @@ WriteBackfill(MmTickQueue *q, int64 request_id, int64 match_id, int32 *slots,
 		MmTickRunWrite(q, MmTickPlan.protect_autofilled, values, SPI_OK_INSERT, nautofilled,
 					   "protecting autofilled players");
 	}
-	MmTickMoveMatchedTickets(q, res->ntickets, t_index, MmBuildInt8Array(t_ids, res->ntickets),
-							 MmBuildInt8Array(t_match, res->ntickets),
-							 MmBuildTextArray(t_team, res->ntickets));
+	MmTickMoveMatchedTickets(q, res->ntickets, t_index, t_ids, t_match, t_team);
 
 	/* what is still open, as the request stores it */
 	initStringInfo(&slots_json);

@@ -25,7 +25,6 @@
 
 #include "executor/spi.h"
 #include "storage/itemptr.h"
-#include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -127,7 +126,7 @@ extern MmTickPlans *MmTickCurrentPlans;
 /* tick_shards.c */
 extern bool MmTickTablesAreSharded(void);
 extern bool MmTickUseRelationsOf(const char *queue);
-extern Oid	MmTickTicketsActiveRelid(void);
+extern Oid	MmTickRelid(const char *table);
 extern char *MmTickStatementFor(const char *sql);
 
 /* Back to the queue's memory context after an SPI call. */
@@ -136,6 +135,14 @@ MmTickBackToQueue(const MmTickQueue *q)
 {
 	MemoryContextSwitchTo(q->context);
 }
+
+/* tick_bulk.c */
+typedef struct MmTickBulk MmTickBulk;
+extern MmTickBulk *MmTickBulkBegin(Oid relid, int ncolumns, const char *const *columns,
+								   const Oid *types);
+extern MemoryContext MmTickBulkRowContext(MmTickBulk *b);
+extern void MmTickBulkAdd(MmTickBulk *b, const Datum *values, const bool *nulls);
+extern int64 MmTickBulkEnd(MmTickBulk *b);
 
 /* tick_plans.c */
 extern void MmTickPreparePlans(void);
@@ -156,8 +163,8 @@ extern void MmTickServeBackfills(MmTickQueue *q);
 extern void MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properties);
 extern void MmTickWriteRuleStats(MmTickQueue *q, const MmSearchResult *result);
 extern void MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
-									 ArrayType *ticket_ids, ArrayType *match_ids,
-									 ArrayType *teams);
+									 const int64 *ticket_ids, const int64 *match_ids,
+									 const char **teams);
 extern void MmTickRunWrite(MmTickQueue *q, SPIPlanPtr plan, Datum *values, int expected_rc,
 						   int64 rows, const char *what);
 extern void MmTickNoteMemoryPeak(MmTickQueue *q);

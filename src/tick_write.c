@@ -4,11 +4,14 @@
  *	  tickets (ended as matched, or proposed while the players answer), in
  *	  bulk, and the events, which PostgreSQL sends at commit.
  *
- * Every write is one statement over arrays as long as the queue (the plans
- * of tick_plans.c unnest them), checked for the rows it wrote: the tick
- * holds the rows it writes locked, so only code inside the tick could
- * change them.  The arrays are freed as soon as they are written, and the
- * memory peak of the phase is noted (MmTickNoteMemoryPeak).
+ * The two largest writes, the match players and the matched tickets' ended
+ * rows, go straight into their tables a page at a time (tick_bulk.c); every
+ * other write, and those two where a table takes no bulk insert, is one
+ * statement over arrays as long as the queue (the plans of tick_plans.c
+ * unnest them).  Each is checked for the rows it wrote: the tick holds the
+ * rows it writes locked, so only code inside the tick could change them.
+ * The arrays are freed as soon as they are written, and the memory peak of
+ * the phase is noted (MmTickNoteMemoryPeak).
  */
 #include "postgres.h"
 
@@ -119,7 +122,7 @@ static bool
 ReadEndingTickets(const ItemPointerData *ctids, int ntickets, const int *t_index,
 				  const int64 *ticket_ids, ArrayType **players_out, ArrayType **created_out)
 {
-	Oid			relid = MmTickTicketsActiveRelid();
+	Oid			relid = MmTickRelid("tickets_active");
 	Relation	rel = table_open(relid, AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	AttrNumber	id_att = get_attnum(relid, "id");
@@ -215,80 +218,121 @@ RowIds(MmTickQueue *q, int ntickets, const int *t_index)
 }
 
 /*
- * The tickets of the matches formed, in match order, built once the match
- * players are written: their positions among the loaded tickets, and their
- * ids, matches and teams as the arrays the statements take (no C copy is
- * held beside them at the write's peak).
+ * The ended rows of the matched tickets written straight into
+ * mm.tickets_ended, each from its row in mm.tickets_active (the version
+ * this tick locked: any snapshot sees it; its id is checked).  False, with
+ * nothing written, when the table takes no bulk insert.
  */
-typedef struct MatchedTickets
+static bool
+BulkEndTickets(MmTickQueue *q, int ntickets, const int *t_index, const int64 *ticket_ids,
+			   const int64 *match_ids, const char **teams)
 {
-	int			n;
-	int		   *index;
-	ArrayType  *ids;			/* int8[] */
-	ArrayType  *match_ids;		/* int8[] */
-	ArrayType  *teams;			/* text[], NULL for no team */
-} MatchedTickets;
+	static const char *const columns[] = {"id", "queue", "players", "status", "created_at",
+	"updated_at", "matched_at", "match_id", "team"};
+	static const Oid types[] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TEXTOID};
+	MmTickBulk *bulk = MmTickBulkBegin(MmTickRelid("tickets_ended"), lengthof(columns), columns, types);
+	Oid			relid;
+	Relation	rel;
+	TupleTableSlot *slot;
+	AttrNumber	id_att,
+				created_att,
+				players_att;
+	Datum		values[9];
+	bool		nulls[9] = {false, false, false, false, false, false, false, false, false};
+	int			i;
 
-/*
- * Builds a MatchedTickets from C arrays of n tickets, freeing ids, match_ids
- * and teams as each array is built; index is kept.
- */
-static void
-MatchedTicketsFrom(MatchedTickets *mt, int n, int *index, int64 *ids, int64 *match_ids,
-				   const char **teams)
-{
-	mt->n = n;
-	mt->index = index;
-	mt->ids = MmBuildInt8Array(ids, n);
-	pfree(ids);
-	mt->match_ids = MmBuildInt8Array(match_ids, n);
-	pfree(match_ids);
-	mt->teams = MmBuildTextArray(teams, n);
-	pfree(teams);
+	if (bulk == NULL)
+		return false;
+	relid = MmTickRelid("tickets_active");
+	rel = table_open(relid, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	id_att = get_attnum(relid, "id");
+	created_att = get_attnum(relid, "created_at");
+	players_att = get_attnum(relid, "players");
+	values[1] = CStringGetTextDatum(q->queue);
+	values[3] = CStringGetTextDatum("matched");
+	values[5] = values[6] = TimestampTzGetDatum(q->now);
+	for (i = 0; i < ntickets; i++)
+	{
+		ItemPointerData tid = q->ctids[t_index[i]];
+		bool		isnull;
+
+		if (!table_tuple_fetch_row_version(rel, &tid, SnapshotAny, slot) ||
+			DatumGetInt64(slot_getattr(slot, id_att, &isnull)) != ticket_ids[i])
+			elog(ERROR, "the row of ticket " INT64_FORMAT " is not where the tick locked it",
+				 ticket_ids[i]);
+		values[0] = Int64GetDatum(ticket_ids[i]);
+		values[2] = slot_getattr(slot, players_att, &isnull);
+		values[4] = slot_getattr(slot, created_att, &isnull);
+		values[7] = Int64GetDatum(match_ids[i]);
+		nulls[8] = teams[i] == NULL;
+		if (teams[i] != NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(MmTickBulkRowContext(bulk));
+
+			values[8] = CStringGetTextDatum(teams[i]);
+			MemoryContextSwitchTo(old);
+		}
+		/* copies the row: the players may point into the active row's page */
+		MmTickBulkAdd(bulk, values, nulls);
+		ExecClearTuple(slot);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+	MmTickNoteMemoryPeak(q);
+	if (MmTickBulkEnd(bulk) != ntickets)
+		elog(ERROR, "writing matched tickets wrote a different number of rows than %d", ntickets);
+	return true;
 }
 
 /*
  * Moves the matched tickets (positions t_index among the loaded ctids) from
  * mm.tickets_active to mm.tickets_ended under the queue that matched them.
- * Their players stay claimed by the match.  ticket_ids, match_ids and teams:
- * one element per ticket (int8[], int8[], text[]), freed here.
+ * Their players stay claimed by the match.
  */
 void
 MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
-						 ArrayType *ticket_ids, ArrayType *match_ids, ArrayType *teams)
+						 const int64 *ticket_ids, const int64 *match_ids, const char **teams)
 {
 	ArrayType  *row_ids = NULL;
 	ArrayType  *players;
 	ArrayType  *created;
 	Datum		values[7];
 
-	values[0] = TimestampTzGetDatum(q->now);
-	values[2] = PointerGetDatum(match_ids);
-	values[3] = PointerGetDatum(teams);
-	values[4] = CStringGetTextDatum(q->queue);
 	/* tickets of this queue alone end as their row plus the match */
 	if (!q->other_queues_tickets &&
-		ReadEndingTickets(q->ctids, ntickets, t_index, (const int64 *) ARR_DATA_PTR(ticket_ids),
-						  &players, &created))
-	{
-		values[1] = PointerGetDatum(ticket_ids);
-		values[5] = PointerGetDatum(players);
-		values[6] = PointerGetDatum(created);
-		MmTickNoteMemoryPeak(q);
-		MmTickRunWrite(q, MmTickPlan.end_tickets_from_arrays, values, SPI_OK_INSERT, ntickets,
-					   "writing matched tickets");
-		pfree(players);
-		pfree(created);
-	}
+		BulkEndTickets(q, ntickets, t_index, ticket_ids, match_ids, teams))
+		;
 	else
 	{
-		row_ids = RowIds(q, ntickets, t_index);
-		values[1] = PointerGetDatum(row_ids);
-		MmTickRunWrite(q, MmTickPlan.end_tickets_by_ctid, values, SPI_OK_INSERT, ntickets,
-					   "writing matched tickets");
+		values[0] = TimestampTzGetDatum(q->now);
+		values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+		values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+		values[4] = CStringGetTextDatum(q->queue);
+		if (!q->other_queues_tickets &&
+			ReadEndingTickets(q->ctids, ntickets, t_index, ticket_ids, &players, &created))
+		{
+			values[1] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+			values[5] = PointerGetDatum(players);
+			values[6] = PointerGetDatum(created);
+			MmTickNoteMemoryPeak(q);
+			MmTickRunWrite(q, MmTickPlan.end_tickets_from_arrays, values, SPI_OK_INSERT, ntickets,
+						   "writing matched tickets");
+			pfree(players);
+			pfree(created);
+			pfree(DatumGetPointer(values[1]));
+		}
+		else
+		{
+			row_ids = RowIds(q, ntickets, t_index);
+			values[1] = PointerGetDatum(row_ids);
+			MmTickRunWrite(q, MmTickPlan.end_tickets_by_ctid, values, SPI_OK_INSERT, ntickets,
+						   "writing matched tickets");
+		}
+		pfree(DatumGetPointer(values[2]));
+		pfree(DatumGetPointer(values[3]));
 	}
-	pfree(match_ids);
-	pfree(teams);
 
 	/* built only now: not held beside the ended rows' players (the peak) */
 	if (row_ids == NULL)
@@ -297,17 +341,16 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	values[1] = CStringGetTextDatum(q->queue);
 	MmTickRunWrite(q, MmTickPlan.delete_active, values, SPI_OK_DELETE, ntickets,
 				   "deleting matched tickets");
+	pfree(row_ids);
 
 	/* the tickets of several queues leave the others too */
 	if (q->other_queues_tickets)
 	{
-		values[0] = PointerGetDatum(ticket_ids);
+		values[0] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
 		/* values[1]: the queue, as for the delete */
 		MmTickRunWrite(q, MmTickPlan.unlist_tickets, values, SPI_OK_DELETE, -1,
 					   "unlisting matched tickets");
 	}
-	pfree(ticket_ids);
-	pfree(row_ids);
 }
 
 /*
@@ -317,16 +360,17 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
  * mm.expire_proposed_matches).
  */
 static void
-ProposeTickets(MmTickQueue *q, const MatchedTickets *mt)
+ProposeTickets(MmTickQueue *q, int ntickets, const int *t_index, const int64 *match_ids,
+			   const char **teams)
 {
 	Datum		values[5];
 
 	values[0] = TimestampTzGetDatum(q->now);
-	values[1] = PointerGetDatum(RowIds(q, mt->n, mt->index));
-	values[2] = PointerGetDatum(mt->match_ids);
-	values[3] = PointerGetDatum(mt->teams);
+	values[1] = PointerGetDatum(RowIds(q, ntickets, t_index));
+	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
 	values[4] = CStringGetTextDatum(q->queue);
-	MmTickRunWrite(q, MmTickPlan.propose_tickets, values, SPI_OK_UPDATE, mt->n,
+	MmTickRunWrite(q, MmTickPlan.propose_tickets, values, SPI_OK_UPDATE, ntickets,
 				   "proposing matched tickets");
 }
 
@@ -431,6 +475,134 @@ InsertMatches(MmTickQueue *q, const MmSearchResult *result, char **properties,
 }
 
 /*
+ * The rows of mm.match_players being written: straight into the table
+ * (bulk), or gathered into the arrays of the insert_players statement when
+ * the table takes no bulk insert (MmTickBulkBegin).
+ */
+typedef struct PlayerRows
+{
+	MmTickQueue *q;
+	MmTickBulk *bulk;
+	int			n;
+	bool		roles;			/* a role queue: role and autofilled given */
+	bool		low_priority_pool;	/* low_priority given */
+	/* without bulk: one element per row */
+	int64	   *match,
+			   *ticket;
+	const char **player,
+			  **team,
+			  **role;
+	bool	   *autofilled,
+			   *low_priority;
+} PlayerRows;
+
+static void
+PlayerRowsBegin(PlayerRows *rows, MmTickQueue *q, int nplayers)
+{
+	static const char *const columns[] = {"match_id", "queue", "player_id", "ticket_id", "team",
+	"role", "autofilled", "low_priority"};
+	static const Oid types[] = {INT8OID, TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, BOOLOID, BOOLOID};
+
+	memset(rows, 0, sizeof(*rows));
+	rows->q = q;
+	rows->roles = q->config->roles != NULL;
+	rows->low_priority_pool = q->config->low_priority_max_wait >= 0;
+	rows->bulk = MmTickBulkBegin(MmTickRelid("match_players"), lengthof(columns), columns, types);
+	if (rows->bulk != NULL)
+		return;
+	rows->match = palloc(sizeof(int64) * nplayers);
+	rows->ticket = palloc(sizeof(int64) * nplayers);
+	rows->player = palloc(sizeof(char *) * nplayers);
+	rows->team = palloc(sizeof(char *) * nplayers);
+	if (rows->roles)
+	{
+		rows->role = palloc(sizeof(char *) * nplayers);
+		rows->autofilled = palloc(sizeof(bool) * nplayers);
+	}
+	if (rows->low_priority_pool)
+		rows->low_priority = palloc(sizeof(bool) * nplayers);
+}
+
+/* role: NULL outside a role queue (autofilled false there) */
+static void
+PlayerRowsAdd(PlayerRows *rows, int64 match_id, const char *player, int64 ticket_id,
+			  const char *team, const char *role, bool autofilled, bool low_priority)
+{
+	if (rows->bulk != NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(MmTickBulkRowContext(rows->bulk));
+		Datum		values[8];
+		bool		nulls[8] = {false, false, false, false, false, false, false, false};
+
+		values[0] = Int64GetDatum(match_id);
+		values[1] = CStringGetTextDatum(rows->q->queue);
+		values[2] = CStringGetTextDatum(player);
+		values[3] = Int64GetDatum(ticket_id);
+		nulls[4] = team == NULL;
+		values[4] = team ? CStringGetTextDatum(team) : (Datum) 0;
+		nulls[5] = role == NULL;
+		values[5] = role ? CStringGetTextDatum(role) : (Datum) 0;
+		values[6] = BoolGetDatum(rows->roles && autofilled);
+		values[7] = BoolGetDatum(rows->low_priority_pool && low_priority);
+		MemoryContextSwitchTo(old);
+		MmTickBulkAdd(rows->bulk, values, nulls);
+		rows->n++;
+		return;
+	}
+	rows->match[rows->n] = match_id;
+	rows->player[rows->n] = player;
+	rows->ticket[rows->n] = ticket_id;
+	rows->team[rows->n] = team;
+	if (rows->roles)
+	{
+		rows->role[rows->n] = role;
+		rows->autofilled[rows->n] = autofilled;
+	}
+	if (rows->low_priority_pool)
+		rows->low_priority[rows->n] = low_priority;
+	rows->n++;
+}
+
+/* Writes the rows not written yet and checks their number. */
+static void
+PlayerRowsEnd(PlayerRows *rows)
+{
+	MmTickQueue *q = rows->q;
+	int			n = rows->n;
+	Datum		values[8];
+	char		nulls[8];
+	int			i;
+
+	if (rows->bulk != NULL)
+	{
+		if (MmTickBulkEnd(rows->bulk) != n)
+			elog(ERROR, "inserting match players wrote a different number of rows than %d", n);
+		return;
+	}
+	values[0] = CStringGetTextDatum(q->queue);
+	values[1] = PointerGetDatum(MmBuildInt8Array(rows->match, n));
+	pfree(rows->match);
+	values[2] = PointerGetDatum(MmBuildTextArray(rows->player, n));
+	pfree(rows->player);
+	values[3] = PointerGetDatum(MmBuildInt8Array(rows->ticket, n));
+	pfree(rows->ticket);
+	values[4] = PointerGetDatum(MmBuildTextArray(rows->team, n));
+	pfree(rows->team);
+	memset(nulls, ' ', sizeof(nulls));
+	nulls[5] = nulls[6] = rows->roles ? ' ' : 'n';
+	values[5] = rows->roles ? PointerGetDatum(MmBuildTextArray(rows->role, n)) : (Datum) 0;
+	values[6] = rows->roles ? PointerGetDatum(MmBuildBoolArray(rows->autofilled, n)) : (Datum) 0;
+	nulls[7] = rows->low_priority_pool ? ' ' : 'n';
+	values[7] = rows->low_priority_pool ? PointerGetDatum(MmBuildBoolArray(rows->low_priority, n)) : (Datum) 0;
+	RunWriteWithNulls(q, MmTickPlan.insert_players, values, nulls, SPI_OK_INSERT, n,
+					  "inserting match players");
+	/* the arrays are as long as the queue: free them before the next ones */
+	for (i = 1; i <= 7; i++)
+		if (nulls[i] == ' ')
+			pfree(DatumGetPointer(values[i]));
+}
+
+/*
  * Inserts the rows of mm.match_players (with roles and autofill in a role
  * queue, the low-priority flag where the queue has that pool) and protects
  * the autofilled players; returns how many players were matched.
@@ -440,38 +612,19 @@ InsertMatchPlayers(MmTickQueue *q, const MmSearchResult *result, const int64 *ma
 {
 	const MmQueueConfig *config = q->config;
 	const MmRolesConfig *roles = config->roles;
-	bool		low_priority_pool = config->low_priority_max_wait >= 0;
-	int			nplayers = 0;
-	int64	   *mp_match,
-			   *mp_ticket;
-	const char **mp_player,
-			  **mp_team,
-			  **mp_role = NULL;
-	bool	   *mp_autofilled = NULL;
-	bool	   *mp_low_priority = NULL;
 	const char **autofilled_ids = NULL;
 	int			nautofilled = 0;
-	Datum		values[8];
-	char		nulls[8];
+	int			nplayers = 0;
+	PlayerRows	rows;
 	int			i,
 				k,
 				p;
 
 	for (i = 0; i < result->nmatches; i++)
 		nplayers += result->matches[i].nplayers;
-	mp_match = palloc(sizeof(int64) * nplayers);
-	mp_ticket = palloc(sizeof(int64) * nplayers);
-	mp_player = palloc(sizeof(char *) * nplayers);
-	mp_team = palloc(sizeof(char *) * nplayers);
 	if (roles != NULL)
-	{
-		mp_role = palloc(sizeof(char *) * nplayers);
-		mp_autofilled = palloc(sizeof(bool) * nplayers);
 		autofilled_ids = palloc(sizeof(char *) * nplayers);
-	}
-	if (low_priority_pool)
-		mp_low_priority = palloc(sizeof(bool) * nplayers);
-	nplayers = 0;
+	PlayerRowsBegin(&rows, q, nplayers);
 	for (i = 0; i < result->nmatches; i++)
 	{
 		const MmFoundMatch *m = &result->matches[i];
@@ -484,51 +637,28 @@ InsertMatchPlayers(MmTickQueue *q, const MmSearchResult *result, const int64 *ma
 
 			for (p = 0; p < t->nplayers; p++, mp++)
 			{
-				mp_match[nplayers] = match_ids[i];
-				mp_ticket[nplayers] = t->id;
-				mp_player[nplayers] = t->player_ids[p];
+				const char *role = NULL;
+				bool		autofilled = false;
+
 				if (roles != NULL && m->player_role != NULL)
 				{
-					mp_role[nplayers] = roles->names[m->player_role[mp]];
-					mp_autofilled[nplayers] = m->player_autofilled[mp];
-					if (m->player_autofilled[mp])
+					role = roles->names[m->player_role[mp]];
+					autofilled = m->player_autofilled[mp];
+					if (autofilled)
 						autofilled_ids[nautofilled++] = t->player_ids[p];
 				}
-				else if (roles != NULL)
-				{
-					mp_role[nplayers] = NULL;
-					mp_autofilled[nplayers] = false;
-				}
 				/* penalised, also past the pool's bound */
-				if (low_priority_pool)
-					mp_low_priority[nplayers] = t->penalised;
-				mp_team[nplayers++] = team;
+				PlayerRowsAdd(&rows, match_ids[i], t->player_ids[p], t->id, team, role, autofilled,
+							  t->penalised);
 			}
 		}
 	}
-	values[0] = CStringGetTextDatum(q->queue);
-	values[1] = PointerGetDatum(MmBuildInt8Array(mp_match, nplayers));
-	pfree(mp_match);
-	values[2] = PointerGetDatum(MmBuildTextArray(mp_player, nplayers));
-	pfree(mp_player);
-	values[3] = PointerGetDatum(MmBuildInt8Array(mp_ticket, nplayers));
-	pfree(mp_ticket);
-	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, nplayers));
-	pfree(mp_team);
-	memset(nulls, ' ', sizeof(nulls));
-	nulls[5] = nulls[6] = roles != NULL ? ' ' : 'n';
-	values[5] = roles != NULL ? PointerGetDatum(MmBuildTextArray(mp_role, nplayers)) : (Datum) 0;
-	values[6] = roles != NULL ? PointerGetDatum(MmBuildBoolArray(mp_autofilled, nplayers)) : (Datum) 0;
-	nulls[7] = low_priority_pool ? ' ' : 'n';
-	values[7] = low_priority_pool ? PointerGetDatum(MmBuildBoolArray(mp_low_priority, nplayers)) : (Datum) 0;
-	RunWriteWithNulls(q, MmTickPlan.insert_players, values, nulls, SPI_OK_INSERT, nplayers,
-					  "inserting match players");
-	/* the arrays are as long as the queue: free them before the next ones */
-	for (i = 1; i <= 7; i++)
-		if (nulls[i] == ' ')
-			pfree(DatumGetPointer(values[i]));
+	PlayerRowsEnd(&rows);
 	if (nautofilled > 0 && roles->protect_games > 0)
 	{
+		Datum		values[4];
+
+		values[0] = CStringGetTextDatum(q->queue);
 		values[1] = PointerGetDatum(MmBuildTextArray(autofilled_ids, nautofilled));
 		values[2] = Int32GetDatum(roles->protect_games);
 		values[3] = TimestampTzGetDatum(q->now);
@@ -540,14 +670,14 @@ InsertMatchPlayers(MmTickQueue *q, const MmSearchResult *result, const int64 *ma
 
 /*
  * The matched tickets: proposed while the players answer (deadline), else
- * moved to mm.tickets_ended.
+ * moved to mm.tickets_ended.  Built once the match players are written, so
+ * their arrays are not held beside those.
  */
 static void
 EndMatchedTickets(MmTickQueue *q, const MmSearchResult *result, const int64 *match_ids,
 				  TimestampTz deadline)
 {
 	const MmQueueConfig *config = q->config;
-	MatchedTickets mt;
 	int			ntickets = 0;
 	int64	   *t_ids,
 			   *t_match;
@@ -575,16 +705,13 @@ EndMatchedTickets(MmTickQueue *q, const MmSearchResult *result, const int64 *mat
 			t_match[ntickets++] = match_ids[i];
 		}
 	}
-	MatchedTicketsFrom(&mt, ntickets, t_index, t_ids, t_match, t_team);
 	if (deadline != 0)
-	{
-		ProposeTickets(q, &mt);
-		pfree(mt.ids);
-		pfree(mt.match_ids);
-		pfree(mt.teams);
-	}
+		ProposeTickets(q, ntickets, t_index, t_match, t_team);
 	else
-		MmTickMoveMatchedTickets(q, mt.n, mt.index, mt.ids, mt.match_ids, mt.teams);
+		MmTickMoveMatchedTickets(q, ntickets, t_index, t_ids, t_match, t_team);
+	pfree(t_ids);
+	pfree(t_match);
+	pfree(t_team);
 	pfree(t_index);
 }
 

@@ -113,7 +113,7 @@ DROP TABLE IF EXISTS floor_tickets, floor_matches, floor_match_players, floor_en
 	bench_out_matches, bench_out_players, bench_out_tickets, bench_plain;
 DROP FUNCTION IF EXISTS bench_core_floor(text, timestamptz);
 DROP FUNCTION IF EXISTS bench_core_strict_floor(text);
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions, mm.backfill_requests;
 SELECT count(mm.drop_queue(name)) FROM mm.queues WHERE name IN ('bench', 'warm') \gset dummy_
 SELECT mm.create_queue('bench', :'config') \gset dummy_
 
@@ -277,7 +277,7 @@ figure_tick() {
 			echo "\\set run $run"
 			cat <<'SQL'
 -- reset
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results,
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions,
          mm.backfill_requests, floor_tickets, floor_matches, floor_match_players, floor_ended,
          strict_tickets, strict_matches, strict_match_players,
          bench_out_matches, bench_out_players, bench_out_tickets;
@@ -378,7 +378,7 @@ EOF
 	for run in $(seq 1 "$runs"); do
 		for kind in $(if [ $((run % 2)) = 1 ]; then echo plain mm; else echo mm plain; fi); do
 			q -d "$main_db" <<'SQL'
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions, mm.backfill_requests;
 TRUNCATE bench_plain RESTART IDENTITY;
 VACUUM ANALYZE bench_plain, mm.tickets, mm.active_players;
 CHECKPOINT;
@@ -411,7 +411,7 @@ SQL
 		done
 	done
 	q -d "$main_db" <<'SQL'
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results,
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions,
          mm.backfill_requests, bench_plain;
 SQL
 }
@@ -439,7 +439,8 @@ figure_history() {
 	for db in "$main_db" "$hist_db"; do
 		q -d "$db" -v config="$bench_config" <<'SQL'
 SET client_min_messages = warning;
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+-- CASCADE: the predictions and scores of this version, which 0.3 has not
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 DROP TABLE IF EXISTS bench_core_hist_runs;
 CREATE TABLE bench_core_hist_runs (figure text, run int, kind text, value float8);
 SELECT count(mm.create_queue(name, :'config')) FROM (VALUES ('bench'), ('warm')) v(name)
@@ -534,7 +535,7 @@ SQL
 		for run in $(seq 0 "$runs"); do
 			echo "\\set run $run"
 			cat <<'SQL'
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions, mm.backfill_requests;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
 COPY mm.tickets (queue, players, created_at) FROM :'file';
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
@@ -597,7 +598,8 @@ SQL
 			say "growth run $run: $size tickets"
 			q -d "$main_db" -v now="$now" -v file="$file" -v run="$run" -v kind="$([ "$size" = "$n_big" ] && echo big || echo small)" <<'SQL'
 SET client_min_messages = warning;
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+-- CASCADE: the predictions and scores of this version, which 0.3 has not
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
 COPY mm.tickets (queue, players, created_at) FROM :'file';
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
@@ -628,7 +630,7 @@ INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_ms', (:t1 - :t0
 SQL
 		done
 	done
-	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests"
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions, mm.backfill_requests"
 }
 
 # ---------------------------------------------------------------------------
@@ -672,7 +674,8 @@ figure_release() {
 			{
 				cat <<'SQL'
 SET client_min_messages = warning;
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests;
+-- CASCADE: the predictions and scores of this version, which 0.3 has not
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
 COPY mm.tickets (queue, players, created_at) FROM :'file';
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
@@ -694,7 +697,7 @@ SQL
 			sed 's/^/release	/' "$dir/release.out" | q -d "$main_db" -c "COPY bench_core_runs FROM STDIN"
 		done
 	done
-	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests"
+	q -d "$main_db" -c "TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions, mm.backfill_requests"
 	release_stop "$rbin" "$rdir/data"
 }
 

@@ -45,7 +45,7 @@ my @LAYERS = qw(
   citus_guard.c
   match_function.c
   queue_config_sql.c rules_sql.c tickets.c fairness.c
-  tick_shards.c tick_plans.c tick_expiry.c tick_load.c tick_write.c tick_backfill.c tick.c
+  tick_shards.c tick_plans.c tick_bulk.c tick_expiry.c tick_load.c tick_write.c tick_backfill.c tick.c
   explain.c replay.c schedule_starter.c
   matchmaking.c
 );
