@@ -36,7 +36,6 @@ struct MmTickBulk
 	Relation	rel;
 	EState	   *estate;
 	ResultRelInfo *rri;
-	BulkInsertState bistate;
 	CommandId	cid;
 	MemoryContext row_context;	/* the caller's datums of one row */
 	MemoryContext batch_context;	/* what table_multi_insert leaks */
@@ -131,7 +130,12 @@ MmTickBulkBegin(Oid relid, int ncolumns, const char *const *columns, const Oid *
 	b->rri = makeNode(ResultRelInfo);
 	ExecInitResultRelation(b->estate, b->rri, 1);
 	ExecOpenIndices(b->rri, false);
-	b->bistate = GetBulkInsertState();
+	/*
+	 * No BulkInsertState: its ring of 16 MB of buffers made the backend
+	 * write out the ended rows' pages itself during the tick (the ended
+	 * rows took longer than through INSERT); the tick's rows stay in
+	 * shared_buffers, as an INSERT's do.
+	 */
 	b->cid = GetCurrentCommandId(true);
 	b->row_context = AllocSetContextCreate(CurrentMemoryContext, "mm tick bulk row",
 										   ALLOCSET_SMALL_SIZES);
@@ -158,7 +162,7 @@ BulkFlush(MmTickBulk *b)
 		return;
 	CHECK_FOR_INTERRUPTS();
 	old_context = MemoryContextSwitchTo(b->batch_context);
-	table_multi_insert(b->rel, b->slots, b->nused, b->cid, 0, b->bistate);
+	table_multi_insert(b->rel, b->slots, b->nused, b->cid, 0, NULL);
 	for (i = 0; i < b->nused; i++)
 	{
 		ResetPerTupleExprContext(b->estate);
@@ -220,7 +224,6 @@ MmTickBulkEnd(MmTickBulk *b)
 	BulkFlush(b);
 	for (i = 0; i < b->nslots; i++)
 		ExecDropSingleTupleTableSlot(b->slots[i]);
-	FreeBulkInsertState(b->bistate);
 	ExecCloseResultRelations(b->estate);
 	ExecCloseRangeTableRelations(b->estate);
 	FreeExecutorState(b->estate);
