@@ -311,6 +311,298 @@ CancelBackfill(MmTickQueue *q, int64 request_id, int64 match_id)
 	SPI_freetuptable(SPI_tuptable);
 }
 
+/* The open backfill requests of a queue, as ReadBackfillRequests read them. */
+typedef struct BackfillRequests
+{
+	int			n;
+	int64	   *request_ids;
+	int64	   *match_ids;
+	char	  **match_regions;	/* NULL: the match has no region */
+	int32	  **slots;			/* open slots per team, updated as they fill */
+	Datum	  **leavers;		/* the players who left, text datums */
+	int		   *nleavers;
+	/* a role queue's only: each leaver's team and role */
+	Datum	  **leaver_teams;
+	Datum	  **leaver_roles;
+	int		   *nleft_roles;
+} BackfillRequests;
+
+/*
+ * Reads the queue's open backfill requests, oldest first, into reqs; false
+ * when there is none.
+ */
+static bool
+ReadBackfillRequests(MmTickQueue *q, BackfillRequests *reqs)
+{
+	const MmQueueConfig *config = q->config;
+	int			nteams = config->nteams > 0 ? config->nteams : 1;
+	const char **team_names = palloc(sizeof(char *) * nteams);
+	Datum		values[3];
+	int			n,
+				r,
+				t,
+				rc;
+
+	for (t = 0; t < nteams; t++)
+		team_names[t] = config->nteams > 0 ? config->teams[t].name : "players";
+	values[0] = CStringGetTextDatum(q->queue);
+	values[1] = PointerGetDatum(MmBuildTextArray(team_names, nteams));
+	values[2] = TimestampTzGetDatum(q->now);
+	rc = SPI_execute_plan(MmTickPlan.load_backfills, values, NULL, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading backfill requests failed: %s", SPI_result_code_string(rc));
+	n = (int) SPI_processed;
+	memset(reqs, 0, sizeof(*reqs));
+	reqs->n = n;
+	if (n == 0)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return false;
+	}
+	reqs->request_ids = palloc(sizeof(int64) * n);
+	reqs->match_ids = palloc(sizeof(int64) * n);
+	reqs->match_regions = palloc(sizeof(char *) * n);
+	reqs->slots = palloc(sizeof(int32 *) * n);
+	reqs->leavers = palloc(sizeof(Datum *) * n);
+	reqs->nleavers = palloc(sizeof(int) * n);
+	if (config->roles != NULL)
+	{
+		reqs->leaver_teams = palloc(sizeof(Datum *) * n);
+		reqs->leaver_roles = palloc(sizeof(Datum *) * n);
+		reqs->nleft_roles = palloc(sizeof(int) * n);
+	}
+	for (r = 0; r < n; r++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		region;
+		int			count;
+
+		reqs->request_ids[r] = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		reqs->match_ids[r] = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		region = SPI_getbinval(tuple, desc, 3, &isnull);
+		reqs->match_regions[r] = isnull ? NULL : TextDatumGetCString(region);
+		reqs->slots[r] = MmInt4Array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)),
+									 "open_slots", nteams, &count);
+		if (count != nteams)
+			elog(ERROR, "backfill request " INT64_FORMAT " has %d open slot counts for %d teams",
+				 reqs->request_ids[r], count, nteams);
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
+						  false, TYPALIGN_INT, &reqs->leavers[r], NULL, &reqs->nleavers[r]);
+		if (config->roles != NULL)
+		{
+			int			nteams_left,
+						nroles_left;
+			bool	   *team_nulls;
+
+			/* a free-for-all's leavers have no team (NULLs, not read) */
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 6, &isnull)), TEXTOID, -1,
+							  false, TYPALIGN_INT, &reqs->leaver_teams[r], &team_nulls, &nteams_left);
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 7, &isnull)), TEXTOID, -1,
+							  false, TYPALIGN_INT, &reqs->leaver_roles[r], NULL, &nroles_left);
+			if (nteams_left != nroles_left)
+				elog(ERROR, "backfill request " INT64_FORMAT " lists %d leaver teams for %d roles",
+					 reqs->request_ids[r], nteams_left, nroles_left);
+			reqs->nleft_roles[r] = nroles_left;
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return true;
+}
+
+/*
+ * The loaded tickets that may join request r's match: not taken by an
+ * earlier request, not in the low-priority pool (its tickets do not join a
+ * normal match), not a leaver's new ticket.  Returns how many, with each
+ * one's position among the loaded tickets in candidate_index.
+ */
+static int
+GatherCandidates(const MmTickQueue *q, const BackfillRequests *reqs, int r, const bool *taken,
+				 MmTicket *candidates, int *candidate_index)
+{
+	int			ncandidates = 0;
+
+	for (int i = 0; i < q->ntickets; i++)
+	{
+		const MmTicket *ticket = &q->tickets[i];
+		int			k;
+
+		if (taken[i] || ticket->low_priority)
+			continue;
+		for (k = 0; k < reqs->nleavers[r] && !TicketHasPlayer(ticket, reqs->leavers[r][k]); k++)
+			;
+		if (k < reqs->nleavers[r])
+			continue;
+		candidates[ncandidates] = *ticket;
+		candidate_index[ncandidates++] = i;
+	}
+	return ncandidates;
+}
+
+/* The tickets still in a live match, as ReadMatchMembers read them. */
+typedef struct BackfillMembers
+{
+	MmTicket   *tickets;
+	int			n;
+	int		   *team;			/* per ticket: the team's index, -1 for none */
+	int		   *role;			/* a role queue's, per player: the role's index, -1 for none */
+	/* a player on a team the queue no longer has (or none where it has teams) */
+	bool		unservable;
+} BackfillMembers;
+
+/*
+ * Reads and parses the tickets still in the match match_id, with their
+ * teams and, in a role queue, their players' roles.
+ */
+static void
+ReadMatchMembers(MmTickQueue *q, int64 match_id, BackfillMembers *m)
+{
+	const MmQueueConfig *config = q->config;
+	MmRuleContext *context = &q->rules;
+	MmPlayerInput players[MM_MAX_MATCH_SIZE];
+	Jsonb	  **member_players;
+	int			nroles = 0;
+	Datum		values[2];
+	int			n,
+				i,
+				rc;
+
+	values[0] = Int64GetDatum(match_id);
+	values[1] = CStringGetTextDatum(q->queue);
+	rc = SPI_execute_plan(MmTickPlan.load_members, values, NULL, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the players of match " INT64_FORMAT " failed: %s",
+			 match_id, SPI_result_code_string(rc));
+	n = (int) SPI_processed;
+	m->n = n;
+	m->unservable = false;
+	m->tickets = palloc(sizeof(MmTicket) * Max(n, 1));
+	m->team = palloc(sizeof(int) * Max(n, 1));
+	m->role = config->roles != NULL ? palloc(sizeof(int) * MM_MAX_MATCH_SIZE) : NULL;
+	member_players = palloc(sizeof(Jsonb *) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		TimestampTz created_at;
+		Datum		team;
+
+		m->tickets[i].id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+		created_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull));
+		m->tickets[i].age_seconds = Max(0.0, ((double) q->now - (double) created_at) / USECS_PER_SEC);
+		member_players[i] = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 3, &isnull));
+		if (!MmConfigReadsPlayerSources(config))
+			MmParseTicket(context, &m->tickets[i], member_players[i], players, NULL);
+		team = SPI_getbinval(tuple, desc, 4, &isnull);
+		m->team[i] = -1;
+		if (!isnull)
+		{
+			char	   *name = TextDatumGetCString(team);
+
+			for (int t = 0; t < config->nteams; t++)
+				if (strcmp(config->teams[t].name, name) == 0)
+					m->team[i] = t;
+		}
+
+		/*
+		 * The queue's teams changed since the match formed: a team it no
+		 * longer has, a team in what is now a free-for-all, or no team where
+		 * the queue now has teams.
+		 */
+		if (isnull ? config->nteams > 0 : m->team[i] < 0)
+			m->unservable = true;
+		if (m->role != NULL)
+		{
+			Datum	   *roles;
+			bool	   *role_nulls;
+			int			count;
+
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
+							  false, TYPALIGN_INT, &roles, &role_nulls, &count);
+			for (int k = 0; k < count && nroles < MM_MAX_MATCH_SIZE; k++)
+				m->role[nroles++] = role_nulls[k] ? -1 : RoleOf(config->roles, roles[k]);
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+	if (!m->unservable && MmConfigReadsPlayerSources(config))
+		MmParseTicketsWithSources(context, q->queue, m->tickets, member_players, n, true);
+}
+
+/*
+ * Serves request r from the candidates: cancels it when the queue's teams
+ * no longer fit its match, else writes the tickets MmSearchBackfill picks
+ * (none when the fill would move the match to another region) and marks
+ * them taken.
+ */
+static void
+ServeBackfillRequest(MmTickQueue *q, const BackfillRequests *reqs, int r,
+					 MmTicket *candidates, int *candidate_index, int ncandidates, bool *taken)
+{
+	const MmQueueConfig *config = q->config;
+	MmRuleContext *context = &q->rules;
+	BackfillMembers members;
+	int		   *open_seats = NULL;
+	MmBackfillResult *res;
+
+	ReadMatchMembers(q, reqs->match_ids[r], &members);
+	if (members.unservable)
+	{
+		CancelBackfill(q, reqs->request_ids[r], reqs->match_ids[r]);
+		return;
+	}
+	/* everybody left: nothing to fill around */
+	if (members.n == 0)
+		return;
+	if (members.role != NULL)
+	{
+		open_seats = palloc(sizeof(int) * config->roles->ngroups * MM_MAX_ROLES);
+		if (!OpenSeats(config, members.tickets, members.n, members.team, members.role,
+					   reqs->leaver_teams[r], reqs->leaver_roles[r], reqs->nleft_roles[r],
+					   reqs->slots[r], open_seats))
+			open_seats = NULL;
+	}
+	res = MmSearchBackfill(context, members.tickets, members.n, members.team, reqs->slots[r],
+						   candidates, ncandidates, open_seats, members.role);
+	if (res->ntickets == 0)
+		return;
+	if (reqs->match_regions[r] != NULL && res->region >= 0 &&
+		strcmp(context->regions[res->region], reqs->match_regions[r]) != 0)
+		return;
+	WriteBackfill(q, reqs->request_ids[r], reqs->match_ids[r], reqs->slots[r], candidates,
+				  candidate_index, res);
+	for (int i = 0; i < res->ntickets; i++)
+		taken[candidate_index[res->tickets[i]]] = true;
+}
+
+/*
+ * Removes the taken tickets from tickets[] and ctids[] (and the raw players
+ * and creation times kept for a match function), their order kept.
+ */
+static void
+KeepUntakenTickets(MmTickQueue *q, const bool *taken)
+{
+	int			i,
+				t;
+
+	for (i = 0, t = 0; i < q->ntickets; i++)
+	{
+		if (taken[i])
+			continue;
+		q->tickets[t] = q->tickets[i];
+		if (q->raw_players)
+		{
+			q->raw_players[t] = q->raw_players[i];
+			q->raw_created[t] = q->raw_created[i];
+		}
+		q->ctids[t++] = q->ctids[i];
+	}
+	q->ntickets = t;
+}
+
 /*
  * Serves the queue's open backfill requests, oldest first, from the loaded
  * searching tickets, before the search forms new matches
@@ -323,237 +615,25 @@ CancelBackfill(MmTickQueue *q, int64 request_id, int64 match_id)
 void
 MmTickServeBackfills(MmTickQueue *q)
 {
-	const MmQueueConfig *config = q->config;
-	MmRuleContext *context = &q->rules;
-	TimestampTz now = q->now;
-	MmTicket   *tickets = q->tickets;
-	ItemPointerData *ctids = q->ctids;
-	int		   *ntickets = &q->ntickets;
-	int			nteams = config->nteams > 0 ? config->nteams : 1;
-	const char **team_names = palloc(sizeof(char *) * nteams);
-	MmPlayerInput players[MM_MAX_MATCH_SIZE];
+	BackfillRequests reqs;
 	MmTicket   *candidates;
 	int		   *candidate_index;
 	bool	   *taken;
-	int64	   *request_ids;
-	int64	   *match_ids;
-	char	  **match_regions;
-	int32	  **slots;
-	Datum	  **leavers;
-	int		   *nleavers;
-	Datum	  **leaver_teams = NULL;
-	Datum	  **leaver_roles = NULL;
-	int		   *nleft_roles = NULL;
-	Datum		values[3];
-	int			nrequests,
-				r,
-				i,
-				t,
-				rc;
 
-	if (*ntickets == 0)
+	if (q->ntickets == 0 || !ReadBackfillRequests(q, &reqs))
 		return;
-	for (t = 0; t < nteams; t++)
-		team_names[t] = config->nteams > 0 ? config->teams[t].name : "players";
-	values[0] = CStringGetTextDatum(q->queue);
-	values[1] = PointerGetDatum(MmBuildTextArray(team_names, nteams));
-	values[2] = TimestampTzGetDatum(now);
-	rc = SPI_execute_plan(MmTickPlan.load_backfills, values, NULL, false, 0);
-	MmTickBackToQueue(q);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading backfill requests failed: %s", SPI_result_code_string(rc));
-	nrequests = (int) SPI_processed;
-	if (nrequests == 0)
+	candidates = palloc(sizeof(MmTicket) * q->ntickets);
+	candidate_index = palloc(sizeof(int) * q->ntickets);
+	taken = palloc0(sizeof(bool) * q->ntickets);
+	for (int r = 0; r < reqs.n; r++)
 	{
-		SPI_freetuptable(SPI_tuptable);
-		return;
-	}
-	request_ids = palloc(sizeof(int64) * nrequests);
-	match_ids = palloc(sizeof(int64) * nrequests);
-	match_regions = palloc(sizeof(char *) * nrequests);
-	slots = palloc(sizeof(int32 *) * nrequests);
-	leavers = palloc(sizeof(Datum *) * nrequests);
-	nleavers = palloc(sizeof(int) * nrequests);
-	if (config->roles != NULL)
-	{
-		leaver_teams = palloc(sizeof(Datum *) * nrequests);
-		leaver_roles = palloc(sizeof(Datum *) * nrequests);
-		nleft_roles = palloc(sizeof(int) * nrequests);
-	}
-	for (r = 0; r < nrequests; r++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		region;
-		int			count;
-
-		request_ids[r] = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-		match_ids[r] = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
-		region = SPI_getbinval(tuple, desc, 3, &isnull);
-		match_regions[r] = isnull ? NULL : TextDatumGetCString(region);
-		slots[r] = MmInt4Array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 4, &isnull)),
-							   "open_slots", nteams, &count);
-		if (count != nteams)
-			elog(ERROR, "backfill request " INT64_FORMAT " has %d open slot counts for %d teams",
-				 request_ids[r], count, nteams);
-		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
-						  false, TYPALIGN_INT, &leavers[r], NULL, &nleavers[r]);
-		if (config->roles != NULL)
-		{
-			int			nteams_left,
-						nroles_left;
-			bool	   *team_nulls;
-
-			/* a free-for-all's leavers have no team (NULLs, not read) */
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 6, &isnull)), TEXTOID, -1,
-							  false, TYPALIGN_INT, &leaver_teams[r], &team_nulls, &nteams_left);
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 7, &isnull)), TEXTOID, -1,
-							  false, TYPALIGN_INT, &leaver_roles[r], NULL, &nroles_left);
-			if (nteams_left != nroles_left)
-				elog(ERROR, "backfill request " INT64_FORMAT " lists %d leaver teams for %d roles",
-					 request_ids[r], nteams_left, nroles_left);
-			nleft_roles[r] = nroles_left;
-		}
-	}
-	SPI_freetuptable(SPI_tuptable);
-
-	candidates = palloc(sizeof(MmTicket) * *ntickets);
-	candidate_index = palloc(sizeof(int) * *ntickets);
-	taken = palloc0(sizeof(bool) * *ntickets);
-	for (r = 0; r < nrequests; r++)
-	{
-		MmTicket   *members;
-		Jsonb	  **member_players;
-		int		   *member_team;
-		int		   *member_role = NULL;
-		int			member_players_count = 0;
-		int		   *open_seats = NULL;
-		int			nmembers,
-					ncandidates = 0;
-		MmBackfillResult *res;
-		bool		unservable = false;
+		int			ncandidates;
 
 		CHECK_FOR_INTERRUPTS();
-		for (i = 0; i < *ntickets; i++)
-		{
-			int			k;
-
-			/* the low-priority pool's tickets do not join a normal match */
-			if (taken[i] || tickets[i].low_priority)
-				continue;
-			/* a leaver's new ticket does not join the match again */
-			for (k = 0; k < nleavers[r] && !TicketHasPlayer(&tickets[i], leavers[r][k]); k++)
-				;
-			if (k < nleavers[r])
-				continue;
-			candidates[ncandidates] = tickets[i];
-			candidate_index[ncandidates++] = i;
-		}
+		ncandidates = GatherCandidates(q, &reqs, r, taken, candidates, candidate_index);
 		if (ncandidates == 0)
 			break;
-
-		values[0] = Int64GetDatum(match_ids[r]);
-		values[1] = CStringGetTextDatum(q->queue);
-		rc = SPI_execute_plan(MmTickPlan.load_members, values, NULL, false, 0);
-		MmTickBackToQueue(q);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "reading the players of match " INT64_FORMAT " failed: %s",
-				 match_ids[r], SPI_result_code_string(rc));
-		nmembers = (int) SPI_processed;
-		members = palloc(sizeof(MmTicket) * Max(nmembers, 1));
-		member_team = palloc(sizeof(int) * Max(nmembers, 1));
-		if (config->roles != NULL)
-			member_role = palloc(sizeof(int) * MM_MAX_MATCH_SIZE);
-		member_players = palloc(sizeof(Jsonb *) * Max(nmembers, 1));
-		for (i = 0; i < nmembers; i++)
-		{
-			HeapTuple	tuple = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			TimestampTz created_at;
-			Datum		team;
-
-			members[i].id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-			created_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 2, &isnull));
-			members[i].age_seconds = Max(0.0, ((double) now - (double) created_at) / USECS_PER_SEC);
-			member_players[i] = DatumGetJsonbPCopy(SPI_getbinval(tuple, desc, 3, &isnull));
-			if (!MmConfigReadsPlayerSources(config))
-				MmParseTicket(context, &members[i], member_players[i], players, NULL);
-			team = SPI_getbinval(tuple, desc, 4, &isnull);
-			member_team[i] = -1;
-			if (!isnull)
-			{
-				char	   *name = TextDatumGetCString(team);
-
-				for (t = 0; t < config->nteams; t++)
-					if (strcmp(config->teams[t].name, name) == 0)
-						member_team[i] = t;
-			}
-
-			/*
-			 * The queue's teams changed since the match formed: a team it no
-			 * longer has, a team in what is now a free-for-all, or no team
-			 * where the queue now has teams.
-			 */
-			if (isnull ? config->nteams > 0 : member_team[i] < 0)
-				unservable = true;
-			if (member_role != NULL)
-			{
-				Datum	   *roles;
-				bool	   *role_nulls;
-				int			n;
-
-				deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
-								  false, TYPALIGN_INT, &roles, &role_nulls, &n);
-				for (int k = 0; k < n && member_players_count < MM_MAX_MATCH_SIZE; k++)
-					member_role[member_players_count++] =
-						role_nulls[k] ? -1 : RoleOf(config->roles, roles[k]);
-			}
-		}
-		SPI_freetuptable(SPI_tuptable);
-		if (unservable)
-		{
-			CancelBackfill(q, request_ids[r], match_ids[r]);
-			continue;
-		}
-		if (MmConfigReadsPlayerSources(config))
-			MmParseTicketsWithSources(context, q->queue, members, member_players, nmembers, true);
-		/* everybody left: nothing to fill around */
-		if (nmembers == 0)
-			continue;
-
-		if (member_role != NULL)
-		{
-			open_seats = palloc(sizeof(int) * config->roles->ngroups * MM_MAX_ROLES);
-			if (!OpenSeats(config, members, nmembers, member_team, member_role, leaver_teams[r],
-						   leaver_roles[r], nleft_roles[r], slots[r], open_seats))
-				open_seats = NULL;
-		}
-		res = MmSearchBackfill(context, members, nmembers, member_team, slots[r],
-							   candidates, ncandidates, open_seats, member_role);
-		if (res->ntickets == 0)
-			continue;
-		if (match_regions[r] != NULL && res->region >= 0 &&
-			strcmp(context->regions[res->region], match_regions[r]) != 0)
-			continue;
-		WriteBackfill(q, request_ids[r], match_ids[r], slots[r], candidates, candidate_index, res);
-		for (i = 0; i < res->ntickets; i++)
-			taken[candidate_index[res->tickets[i]]] = true;
+		ServeBackfillRequest(q, &reqs, r, candidates, candidate_index, ncandidates, taken);
 	}
-
-	/* the rest go to the search, oldest first as loaded */
-	for (i = 0, t = 0; i < *ntickets; i++)
-	{
-		if (taken[i])
-			continue;
-		tickets[t] = tickets[i];
-		if (q->raw_players)
-		{
-			q->raw_players[t] = q->raw_players[i];
-			q->raw_created[t] = q->raw_created[i];
-		}
-		ctids[t++] = ctids[i];
-	}
-	*ntickets = t;
+	KeepUntakenTickets(q, taken);
 }

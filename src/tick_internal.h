@@ -5,12 +5,19 @@
  * The tick is split by phase:
  *	 tick.c			 the entry points (mm.tick, mm.last_tick_stats) and the
  *					 tick of one queue, phase after phase
+ *	 tick_shards.c	 the relations a queue's tick names (its shards on Citus)
  *	 tick_plans.c	 every statement the tick runs, prepared once per backend
+ *	 tick_bulk.c	 the bulk insert of the match players and ended rows
  *	 tick_expiry.c	 before the search: proposals past their deadline, tickets
  *					 past their timeout or heartbeat, live matches past their life
  *	 tick_load.c	 loading the queue's searching tickets
  *	 tick_backfill.c serving the open backfill requests of live matches
  *	 tick_write.c	 writing the matches formed, their players and tickets
+ *
+ * A file calls only those below it in the layering of check_c_layers.pl:
+ * tick_shards.c (the shared relations and plans) lowest, then tick_plans.c,
+ * tick_bulk.c, tick_expiry.c, tick_load.c, tick_write.c, tick_backfill.c,
+ * and tick.c on top.
  *
  * One queue's tick carries its state in an MmTickQueue: everything of it
  * lives in its memory context, deleted when the queue is done, so nothing
@@ -126,7 +133,7 @@ extern MmTickPlans *MmTickCurrentPlans;
 /* tick_shards.c */
 extern bool MmTickTablesAreSharded(void);
 extern bool MmTickUseRelationsOf(const char *queue);
-extern Oid	MmTickTicketsActiveRelid(void);
+extern Oid	MmTickRelid(const char *table);
 extern char *MmTickStatementFor(const char *sql);
 
 /* Back to the queue's memory context after an SPI call. */
@@ -135,6 +142,14 @@ MmTickBackToQueue(const MmTickQueue *q)
 {
 	MemoryContextSwitchTo(q->context);
 }
+
+/* tick_bulk.c */
+typedef struct MmTickBulk MmTickBulk;
+extern MmTickBulk *MmTickBulkBegin(Oid relid, int ncolumns, const char *const *columns,
+								   const Oid *types);
+extern MemoryContext MmTickBulkRowContext(MmTickBulk *b);
+extern void MmTickBulkAdd(MmTickBulk *b, const Datum *values, const bool *nulls);
+extern int64 MmTickBulkEnd(MmTickBulk *b);
 
 /* tick_plans.c */
 extern void MmTickPreparePlans(void);

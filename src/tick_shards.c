@@ -144,16 +144,23 @@ MmTickUseRelationsOf(const char *queue)
 }
 
 /*
- * The relation of the active tickets the current statements name, looked up
- * each time: an OID kept across calls would outlive a reinstall.
+ * The relation of one of the queue's tables (a name of QueueTables) that
+ * the current statements name, looked up each time: an OID kept across
+ * calls would outlive a reinstall.
  */
 Oid
-MmTickTicketsActiveRelid(void)
+MmTickRelid(const char *table)
 {
-	if (Current->shards[0] != NULL)
-		return RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(Current->shards[0])),
+	int			i;
+
+	for (i = 0; i < (int) NQUEUE_TABLES && strcmp(QueueTables[i], table) != 0; i++)
+		;
+	if (i == (int) NQUEUE_TABLES)
+		elog(ERROR, "\"%s\" is not a table of the tick", table);
+	if (Current->shards[i] != NULL)
+		return RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(Current->shards[i])),
 								NoLock, false);
-	return get_relname_relid("tickets_active", get_namespace_oid("mm", false));
+	return get_relname_relid(table, get_namespace_oid("mm", false));
 }
 
 /*

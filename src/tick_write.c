@@ -4,11 +4,14 @@
  *	  tickets (ended as matched, or proposed while the players answer), in
  *	  bulk, and the events, which PostgreSQL sends at commit.
  *
- * Every write is one statement over arrays as long as the queue (the plans
- * of tick_plans.c unnest them), checked for the rows it wrote: the tick
- * holds the rows it writes locked, so only code inside the tick could
- * change them.  The arrays are freed as soon as they are written, and the
- * memory peak of the phase is noted (MmTickNoteMemoryPeak).
+ * The two largest writes, the match players and the matched tickets' ended
+ * rows, go straight into their tables a page at a time (tick_bulk.c); every
+ * other write, and those two where a table takes no bulk insert, is one
+ * statement over arrays as long as the queue (the plans of tick_plans.c
+ * unnest them).  Each is checked for the rows it wrote: the tick holds the
+ * rows it writes locked, so only code inside the tick could change them.
+ * The arrays are freed as soon as they are written, and the memory peak of
+ * the phase is noted (MmTickNoteMemoryPeak).
  */
 #include "postgres.h"
 
@@ -119,7 +122,7 @@ static bool
 ReadEndingTickets(const ItemPointerData *ctids, int ntickets, const int *t_index,
 				  const int64 *ticket_ids, ArrayType **players_out, ArrayType **created_out)
 {
-	Oid			relid = MmTickTicketsActiveRelid();
+	Oid			relid = MmTickRelid("tickets_active");
 	Relation	rel = table_open(relid, AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	AttrNumber	id_att = get_attnum(relid, "id");
@@ -215,6 +218,75 @@ RowIds(MmTickQueue *q, int ntickets, const int *t_index)
 }
 
 /*
+ * The ended rows of the matched tickets written straight into
+ * mm.tickets_ended, each from its row in mm.tickets_active (the version
+ * this tick locked: any snapshot sees it; its id is checked).  False, with
+ * nothing written, when the table takes no bulk insert.
+ */
+static bool
+BulkEndTickets(MmTickQueue *q, int ntickets, const int *t_index, const int64 *ticket_ids,
+			   const int64 *match_ids, const char **teams)
+{
+	static const char *const columns[] = {"id", "queue", "players", "status", "created_at",
+	"updated_at", "matched_at", "match_id", "team"};
+	static const Oid types[] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TEXTOID};
+	MmTickBulk *bulk = MmTickBulkBegin(MmTickRelid("tickets_ended"), lengthof(columns), columns, types);
+	Oid			relid;
+	Relation	rel;
+	TupleTableSlot *slot;
+	AttrNumber	id_att,
+				created_att,
+				players_att;
+	Datum		values[9];
+	bool		nulls[9] = {false, false, false, false, false, false, false, false, false};
+	int			i;
+
+	if (bulk == NULL)
+		return false;
+	relid = MmTickRelid("tickets_active");
+	rel = table_open(relid, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	id_att = get_attnum(relid, "id");
+	created_att = get_attnum(relid, "created_at");
+	players_att = get_attnum(relid, "players");
+	values[1] = CStringGetTextDatum(q->queue);
+	values[3] = CStringGetTextDatum("matched");
+	values[5] = values[6] = TimestampTzGetDatum(q->now);
+	for (i = 0; i < ntickets; i++)
+	{
+		ItemPointerData tid = q->ctids[t_index[i]];
+		bool		isnull;
+
+		if (!table_tuple_fetch_row_version(rel, &tid, SnapshotAny, slot) ||
+			DatumGetInt64(slot_getattr(slot, id_att, &isnull)) != ticket_ids[i])
+			elog(ERROR, "the row of ticket " INT64_FORMAT " is not where the tick locked it",
+				 ticket_ids[i]);
+		values[0] = Int64GetDatum(ticket_ids[i]);
+		values[2] = slot_getattr(slot, players_att, &isnull);
+		values[4] = slot_getattr(slot, created_att, &isnull);
+		values[7] = Int64GetDatum(match_ids[i]);
+		nulls[8] = teams[i] == NULL;
+		if (teams[i] != NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(MmTickBulkRowContext(bulk));
+
+			values[8] = CStringGetTextDatum(teams[i]);
+			MemoryContextSwitchTo(old);
+		}
+		/* copies the row: the players may point into the active row's page */
+		MmTickBulkAdd(bulk, values, nulls);
+		ExecClearTuple(slot);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+	MmTickNoteMemoryPeak(q);
+	if (MmTickBulkEnd(bulk) != ntickets)
+		elog(ERROR, "writing matched tickets wrote a different number of rows than %d", ntickets);
+	return true;
+}
+
+/*
  * Moves the matched tickets (positions t_index among the loaded ctids) from
  * mm.tickets_active to mm.tickets_ended under the queue that matched them.
  * Their players stay claimed by the match.
@@ -228,33 +300,39 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	ArrayType  *created;
 	Datum		values[7];
 
-	values[0] = TimestampTzGetDatum(q->now);
-	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
-	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
-	values[4] = CStringGetTextDatum(q->queue);
 	/* tickets of this queue alone end as their row plus the match */
 	if (!q->other_queues_tickets &&
-		ReadEndingTickets(q->ctids, ntickets, t_index, ticket_ids, &players, &created))
-	{
-		values[1] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
-		values[5] = PointerGetDatum(players);
-		values[6] = PointerGetDatum(created);
-		MmTickNoteMemoryPeak(q);
-		MmTickRunWrite(q, MmTickPlan.end_tickets_from_arrays, values, SPI_OK_INSERT, ntickets,
-					   "writing matched tickets");
-		pfree(players);
-		pfree(created);
-		pfree(DatumGetPointer(values[1]));
-	}
+		BulkEndTickets(q, ntickets, t_index, ticket_ids, match_ids, teams))
+		;
 	else
 	{
-		row_ids = RowIds(q, ntickets, t_index);
-		values[1] = PointerGetDatum(row_ids);
-		MmTickRunWrite(q, MmTickPlan.end_tickets_by_ctid, values, SPI_OK_INSERT, ntickets,
-					   "writing matched tickets");
+		values[0] = TimestampTzGetDatum(q->now);
+		values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
+		values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
+		values[4] = CStringGetTextDatum(q->queue);
+		if (!q->other_queues_tickets &&
+			ReadEndingTickets(q->ctids, ntickets, t_index, ticket_ids, &players, &created))
+		{
+			values[1] = PointerGetDatum(MmBuildInt8Array(ticket_ids, ntickets));
+			values[5] = PointerGetDatum(players);
+			values[6] = PointerGetDatum(created);
+			MmTickNoteMemoryPeak(q);
+			MmTickRunWrite(q, MmTickPlan.end_tickets_from_arrays, values, SPI_OK_INSERT, ntickets,
+						   "writing matched tickets");
+			pfree(players);
+			pfree(created);
+			pfree(DatumGetPointer(values[1]));
+		}
+		else
+		{
+			row_ids = RowIds(q, ntickets, t_index);
+			values[1] = PointerGetDatum(row_ids);
+			MmTickRunWrite(q, MmTickPlan.end_tickets_by_ctid, values, SPI_OK_INSERT, ntickets,
+						   "writing matched tickets");
+		}
+		pfree(DatumGetPointer(values[2]));
+		pfree(DatumGetPointer(values[3]));
 	}
-	pfree(DatumGetPointer(values[2]));
-	pfree(DatumGetPointer(values[3]));
 
 	/* built only now: not held beside the ended rows' players (the peak) */
 	if (row_ids == NULL)
@@ -263,6 +341,7 @@ MmTickMoveMatchedTickets(MmTickQueue *q, int ntickets, const int *t_index,
 	values[1] = CStringGetTextDatum(q->queue);
 	MmTickRunWrite(q, MmTickPlan.delete_active, values, SPI_OK_DELETE, ntickets,
 				   "deleting matched tickets");
+	pfree(row_ids);
 
 	/* the tickets of several queues leave the others too */
 	if (q->other_queues_tickets)
@@ -284,19 +363,13 @@ static void
 ProposeTickets(MmTickQueue *q, int ntickets, const int *t_index, const int64 *match_ids,
 			   const char **teams)
 {
-	Datum	   *datums = palloc(sizeof(Datum) * ntickets);
 	Datum		values[5];
-	int			i;
 
-	for (i = 0; i < ntickets; i++)
-		datums[i] = PointerGetDatum(&q->ctids[t_index[i]]);
 	values[0] = TimestampTzGetDatum(q->now);
-	values[4] = CStringGetTextDatum(q->queue);
-	values[1] = PointerGetDatum(construct_array(datums, ntickets, TIDOID, sizeof(ItemPointerData),
-												false, TYPALIGN_SHORT));
+	values[1] = PointerGetDatum(RowIds(q, ntickets, t_index));
 	values[2] = PointerGetDatum(MmBuildInt8Array(match_ids, ntickets));
 	values[3] = PointerGetDatum(MmBuildTextArray(teams, ntickets));
-	pfree(datums);
+	values[4] = CStringGetTextDatum(q->queue);
 	MmTickRunWrite(q, MmTickPlan.propose_tickets, values, SPI_OK_UPDATE, ntickets,
 				   "proposing matched tickets");
 }
@@ -322,65 +395,16 @@ AcceptanceDeadline(const MmQueueConfig *config, TimestampTz now)
 }
 
 /*
- * Writes the matches in bulk and queues their events; properties: a match
- * function's, one per match, or NULL.
+ * Draws one id per match from mm.matches' identity sequence: the matches
+ * are inserted with them explicitly, so match_ids[i] is the id of
+ * matches[i] whatever order the sequence hands them out in.
  */
-void
-MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properties)
+static void
+DrawMatchIds(MmTickQueue *q, int nm, int64 *match_ids)
 {
-	const MmQueueConfig *config = q->config;
-	const char *queue = q->queue;
-	TimestampTz now = q->now;
-	const MmTicket *tickets = q->tickets;
-	int			nm = result->nmatches;
-	const char **regions = palloc(sizeof(char *) * nm);
-	double	   *qualities = palloc(sizeof(double) * nm);
-	const char **steps = palloc(sizeof(char *) * nm);
-	int64	   *match_ids = palloc(sizeof(int64) * nm);
-	int			nplayers = 0,
-				ntickets = 0;
-	int64	   *mp_match,
-			   *mp_ticket,
-			   *t_ids,
-			   *t_match;
-	const char **mp_player,
-			  **mp_team,
-			  **mp_role = NULL,
-			  **t_team;
-	bool	   *mp_autofilled = NULL;
-	bool	   *mp_low_priority = NULL;
-	bool		low_priority_pool = config->low_priority_max_wait >= 0;
-	const char **autofilled_ids = NULL;
-	int			nautofilled = 0;
-	const MmRolesConfig *roles = config->roles;
-	int		   *t_index;
-	Datum		values[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	TimestampTz deadline = AcceptanceDeadline(config, now);
-	int			rc,
-				i,
-				k,
-				p;
-	StringInfoData buf;
+	Datum		values[1];
+	int			rc;
 
-
-	initStringInfo(&buf);
-	for (i = 0; i < nm; i++)
-	{
-		const MmFoundMatch *m = &result->matches[i];
-
-		regions[i] = m->region >= 0 ? q->rules.regions[m->region] : NULL;
-		qualities[i] = m->quality;
-		steps[i] = RuleStepsJson(config, m, &buf);
-		nplayers += m->nplayers;
-		ntickets += m->ntickets;
-	}
-
-	/*
-	 * mm.matches: the ids are drawn from the identity's sequence first and
-	 * inserted explicitly, so match_ids[i] is the id of matches[i] whatever
-	 * order the sequence hands them out in.
-	 */
 	values[0] = Int32GetDatum(nm);
 	rc = SPI_execute_plan(MmTickPlan.match_ids, values, NULL, false, 0);
 	MmTickBackToQueue(q);
@@ -389,7 +413,7 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	if (SPI_processed != (uint64) nm)
 		elog(ERROR, "drawing match ids returned " UINT64_FORMAT " ids instead of %d",
 			 SPI_processed, nm);
-	for (i = 0; i < nm; i++)
+	for (int i = 0; i < nm; i++)
 	{
 		bool		isnull;
 
@@ -397,9 +421,39 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 												   SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
+}
 
-	values[0] = CStringGetTextDatum(queue);
-	values[1] = TimestampTzGetDatum(now);
+/*
+ * Inserts the rows of mm.matches, proposed until deadline or ready (0), with
+ * the ids drawn into match_ids and each match's region into regions;
+ * properties: a match function's, one per match, or NULL.
+ */
+static void
+InsertMatches(MmTickQueue *q, const MmSearchResult *result, char **properties,
+			  TimestampTz deadline, const char **regions, int64 *match_ids)
+{
+	int			nm = result->nmatches;
+	double	   *qualities = palloc(sizeof(double) * nm);
+	const char **steps = palloc(sizeof(char *) * nm);
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < nm; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+
+		regions[i] = m->region >= 0 ? q->rules.regions[m->region] : NULL;
+		qualities[i] = m->quality;
+		steps[i] = RuleStepsJson(q->config, m, &buf);
+	}
+	pfree(buf.data);
+	DrawMatchIds(q, nm, match_ids);
+
+	values[0] = CStringGetTextDatum(q->queue);
+	values[1] = TimestampTzGetDatum(q->now);
 	values[2] = PointerGetDatum(MmBuildTextArray(regions, nm));
 	values[3] = PointerGetDatum(MmBuildFloat8Array(qualities, nm));
 	values[4] = PointerGetDatum(MmBuildTextArray(steps, nm));
@@ -414,107 +468,274 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 	for (i = 2; i <= 8; i++)
 		if (i != 6 && i != 7 && nulls[i] == ' ')
 			pfree(DatumGetPointer(values[i]));
-
-	/* mm.match_players and the tickets */
-	mp_match = palloc(sizeof(int64) * nplayers);
-	mp_ticket = palloc(sizeof(int64) * nplayers);
-	mp_player = palloc(sizeof(char *) * nplayers);
-	mp_team = palloc(sizeof(char *) * nplayers);
-	if (roles != NULL)
-	{
-		mp_role = palloc(sizeof(char *) * nplayers);
-		mp_autofilled = palloc(sizeof(bool) * nplayers);
-		autofilled_ids = palloc(sizeof(char *) * nplayers);
-	}
-	if (low_priority_pool)
-		mp_low_priority = palloc(sizeof(bool) * nplayers);
-	t_ids = palloc(sizeof(int64) * ntickets);
-	t_match = palloc(sizeof(int64) * ntickets);
-	t_team = palloc(sizeof(char *) * ntickets);
-	t_index = palloc(sizeof(int) * ntickets);
-	nplayers = ntickets = 0;
 	for (i = 0; i < nm; i++)
+		pfree((char *) steps[i]);
+	pfree(steps);
+	pfree(qualities);
+}
+
+/*
+ * The rows of mm.match_players being written: straight into the table
+ * (bulk), or gathered into the arrays of the insert_players statement when
+ * the table takes no bulk insert (MmTickBulkBegin).
+ */
+typedef struct PlayerRows
+{
+	MmTickQueue *q;
+	MmTickBulk *bulk;
+	int			n;
+	bool		roles;			/* a role queue: role and autofilled given */
+	bool		low_priority_pool;	/* low_priority given */
+	/* without bulk: one element per row */
+	int64	   *match,
+			   *ticket;
+	const char **player,
+			  **team,
+			  **role;
+	bool	   *autofilled,
+			   *low_priority;
+} PlayerRows;
+
+static void
+PlayerRowsBegin(PlayerRows *rows, MmTickQueue *q, int nplayers)
+{
+	static const char *const columns[] = {"match_id", "queue", "player_id", "ticket_id", "team",
+	"role", "autofilled", "low_priority"};
+	static const Oid types[] = {INT8OID, TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, BOOLOID, BOOLOID};
+
+	memset(rows, 0, sizeof(*rows));
+	rows->q = q;
+	rows->roles = q->config->roles != NULL;
+	rows->low_priority_pool = q->config->low_priority_max_wait >= 0;
+	rows->bulk = MmTickBulkBegin(MmTickRelid("match_players"), lengthof(columns), columns, types);
+	if (rows->bulk != NULL)
+		return;
+	rows->match = palloc(sizeof(int64) * nplayers);
+	rows->ticket = palloc(sizeof(int64) * nplayers);
+	rows->player = palloc(sizeof(char *) * nplayers);
+	rows->team = palloc(sizeof(char *) * nplayers);
+	if (rows->roles)
+	{
+		rows->role = palloc(sizeof(char *) * nplayers);
+		rows->autofilled = palloc(sizeof(bool) * nplayers);
+	}
+	if (rows->low_priority_pool)
+		rows->low_priority = palloc(sizeof(bool) * nplayers);
+}
+
+/* role: NULL outside a role queue (autofilled false there) */
+static void
+PlayerRowsAdd(PlayerRows *rows, int64 match_id, const char *player, int64 ticket_id,
+			  const char *team, const char *role, bool autofilled, bool low_priority)
+{
+	if (rows->bulk != NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(MmTickBulkRowContext(rows->bulk));
+		Datum		values[8];
+		bool		nulls[8] = {false, false, false, false, false, false, false, false};
+
+		values[0] = Int64GetDatum(match_id);
+		values[1] = CStringGetTextDatum(rows->q->queue);
+		values[2] = CStringGetTextDatum(player);
+		values[3] = Int64GetDatum(ticket_id);
+		nulls[4] = team == NULL;
+		values[4] = team ? CStringGetTextDatum(team) : (Datum) 0;
+		nulls[5] = role == NULL;
+		values[5] = role ? CStringGetTextDatum(role) : (Datum) 0;
+		values[6] = BoolGetDatum(rows->roles && autofilled);
+		values[7] = BoolGetDatum(rows->low_priority_pool && low_priority);
+		MemoryContextSwitchTo(old);
+		MmTickBulkAdd(rows->bulk, values, nulls);
+		rows->n++;
+		return;
+	}
+	rows->match[rows->n] = match_id;
+	rows->player[rows->n] = player;
+	rows->ticket[rows->n] = ticket_id;
+	rows->team[rows->n] = team;
+	if (rows->roles)
+	{
+		rows->role[rows->n] = role;
+		rows->autofilled[rows->n] = autofilled;
+	}
+	if (rows->low_priority_pool)
+		rows->low_priority[rows->n] = low_priority;
+	rows->n++;
+}
+
+/* Writes the rows not written yet and checks their number. */
+static void
+PlayerRowsEnd(PlayerRows *rows)
+{
+	MmTickQueue *q = rows->q;
+	int			n = rows->n;
+	Datum		values[8];
+	char		nulls[8];
+	int			i;
+
+	if (rows->bulk != NULL)
+	{
+		if (MmTickBulkEnd(rows->bulk) != n)
+			elog(ERROR, "inserting match players wrote a different number of rows than %d", n);
+		return;
+	}
+	values[0] = CStringGetTextDatum(q->queue);
+	values[1] = PointerGetDatum(MmBuildInt8Array(rows->match, n));
+	pfree(rows->match);
+	values[2] = PointerGetDatum(MmBuildTextArray(rows->player, n));
+	pfree(rows->player);
+	values[3] = PointerGetDatum(MmBuildInt8Array(rows->ticket, n));
+	pfree(rows->ticket);
+	values[4] = PointerGetDatum(MmBuildTextArray(rows->team, n));
+	pfree(rows->team);
+	memset(nulls, ' ', sizeof(nulls));
+	nulls[5] = nulls[6] = rows->roles ? ' ' : 'n';
+	values[5] = rows->roles ? PointerGetDatum(MmBuildTextArray(rows->role, n)) : (Datum) 0;
+	values[6] = rows->roles ? PointerGetDatum(MmBuildBoolArray(rows->autofilled, n)) : (Datum) 0;
+	nulls[7] = rows->low_priority_pool ? ' ' : 'n';
+	values[7] = rows->low_priority_pool ? PointerGetDatum(MmBuildBoolArray(rows->low_priority, n)) : (Datum) 0;
+	RunWriteWithNulls(q, MmTickPlan.insert_players, values, nulls, SPI_OK_INSERT, n,
+					  "inserting match players");
+	/* the arrays are as long as the queue: free them before the next ones */
+	for (i = 1; i <= 7; i++)
+		if (nulls[i] == ' ')
+			pfree(DatumGetPointer(values[i]));
+}
+
+/*
+ * Inserts the rows of mm.match_players (with roles and autofill in a role
+ * queue, the low-priority flag where the queue has that pool) and protects
+ * the autofilled players; returns how many players were matched.
+ */
+static int
+InsertMatchPlayers(MmTickQueue *q, const MmSearchResult *result, const int64 *match_ids)
+{
+	const MmQueueConfig *config = q->config;
+	const MmRolesConfig *roles = config->roles;
+	const char **autofilled_ids = NULL;
+	int			nautofilled = 0;
+	int			nplayers = 0;
+	PlayerRows	rows;
+	int			i,
+				k,
+				p;
+
+	for (i = 0; i < result->nmatches; i++)
+		nplayers += result->matches[i].nplayers;
+	if (roles != NULL)
+		autofilled_ids = palloc(sizeof(char *) * nplayers);
+	PlayerRowsBegin(&rows, q, nplayers);
+	for (i = 0; i < result->nmatches; i++)
 	{
 		const MmFoundMatch *m = &result->matches[i];
 		int			mp = 0;
 
 		for (k = 0; k < m->ntickets; k++)
 		{
-			const MmTicket *t = &tickets[m->tickets[k]];
+			const MmTicket *t = &q->tickets[m->tickets[k]];
 			const char *team = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
 
-			t_index[ntickets] = m->tickets[k];
-			t_ids[ntickets] = t->id;
-			t_team[ntickets] = team;
-			t_match[ntickets++] = match_ids[i];
 			for (p = 0; p < t->nplayers; p++, mp++)
 			{
-				mp_match[nplayers] = match_ids[i];
-				mp_ticket[nplayers] = t->id;
-				mp_player[nplayers] = t->player_ids[p];
+				const char *role = NULL;
+				bool		autofilled = false;
+
 				if (roles != NULL && m->player_role != NULL)
 				{
-					mp_role[nplayers] = roles->names[m->player_role[mp]];
-					mp_autofilled[nplayers] = m->player_autofilled[mp];
-					if (m->player_autofilled[mp])
+					role = roles->names[m->player_role[mp]];
+					autofilled = m->player_autofilled[mp];
+					if (autofilled)
 						autofilled_ids[nautofilled++] = t->player_ids[p];
 				}
-				else if (roles != NULL)
-				{
-					mp_role[nplayers] = NULL;
-					mp_autofilled[nplayers] = false;
-				}
 				/* penalised, also past the pool's bound */
-				if (low_priority_pool)
-					mp_low_priority[nplayers] = t->penalised;
-				mp_team[nplayers++] = team;
+				PlayerRowsAdd(&rows, match_ids[i], t->player_ids[p], t->id, team, role, autofilled,
+							  t->penalised);
 			}
 		}
 	}
-	values[1] = PointerGetDatum(MmBuildInt8Array(mp_match, nplayers));
-	pfree(mp_match);
-	values[2] = PointerGetDatum(MmBuildTextArray(mp_player, nplayers));
-	pfree(mp_player);
-	values[3] = PointerGetDatum(MmBuildInt8Array(mp_ticket, nplayers));
-	pfree(mp_ticket);
-	values[4] = PointerGetDatum(MmBuildTextArray(mp_team, nplayers));
-	pfree(mp_team);
-	memset(nulls, ' ', sizeof(nulls));
-	nulls[5] = nulls[6] = roles != NULL ? ' ' : 'n';
-	values[5] = roles != NULL ? PointerGetDatum(MmBuildTextArray(mp_role, nplayers)) : (Datum) 0;
-	values[6] = roles != NULL ? PointerGetDatum(MmBuildBoolArray(mp_autofilled, nplayers)) : (Datum) 0;
-	nulls[7] = low_priority_pool ? ' ' : 'n';
-	values[7] = low_priority_pool ? PointerGetDatum(MmBuildBoolArray(mp_low_priority, nplayers)) : (Datum) 0;
-	RunWriteWithNulls(q, MmTickPlan.insert_players, values, nulls, SPI_OK_INSERT, nplayers,
-					  "inserting match players");
-	/* the arrays are as long as the queue: free them before the next ones */
-	for (i = 1; i <= 7; i++)
-		if (nulls[i] == ' ')
-			pfree(DatumGetPointer(values[i]));
+	PlayerRowsEnd(&rows);
 	if (nautofilled > 0 && roles->protect_games > 0)
 	{
+		Datum		values[4];
+
+		values[0] = CStringGetTextDatum(q->queue);
 		values[1] = PointerGetDatum(MmBuildTextArray(autofilled_ids, nautofilled));
 		values[2] = Int32GetDatum(roles->protect_games);
-		values[3] = TimestampTzGetDatum(now);
+		values[3] = TimestampTzGetDatum(q->now);
 		MmTickRunWrite(q, MmTickPlan.protect_autofilled, values, SPI_OK_INSERT, nautofilled,
 					   "protecting autofilled players");
 	}
+	return nplayers;
+}
 
+/*
+ * The matched tickets: proposed while the players answer (deadline), else
+ * moved to mm.tickets_ended.  Built once the match players are written, so
+ * their arrays are not held beside those.
+ */
+static void
+EndMatchedTickets(MmTickQueue *q, const MmSearchResult *result, const int64 *match_ids,
+				  TimestampTz deadline)
+{
+	const MmQueueConfig *config = q->config;
+	int			ntickets = 0;
+	int64	   *t_ids,
+			   *t_match;
+	const char **t_team;
+	int		   *t_index;
+	int			i,
+				k;
+
+	for (i = 0; i < result->nmatches; i++)
+		ntickets += result->matches[i].ntickets;
+	t_ids = palloc(sizeof(int64) * ntickets);
+	t_match = palloc(sizeof(int64) * ntickets);
+	t_team = palloc(sizeof(char *) * ntickets);
+	t_index = palloc(sizeof(int) * ntickets);
+	ntickets = 0;
+	for (i = 0; i < result->nmatches; i++)
+	{
+		const MmFoundMatch *m = &result->matches[i];
+
+		for (k = 0; k < m->ntickets; k++)
+		{
+			t_index[ntickets] = m->tickets[k];
+			t_ids[ntickets] = q->tickets[m->tickets[k]].id;
+			t_team[ntickets] = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
+			t_match[ntickets++] = match_ids[i];
+		}
+	}
 	if (deadline != 0)
 		ProposeTickets(q, ntickets, t_index, t_match, t_team);
 	else
 		MmTickMoveMatchedTickets(q, ntickets, t_index, t_ids, t_match, t_team);
+	pfree(t_ids);
+	pfree(t_match);
+	pfree(t_team);
+	pfree(t_index);
+}
 
-	/* events: one match_found (or match_proposed) per match, sent at commit */
-	for (i = 0; i < nm; i++)
+/*
+ * Queues one match_found (or match_proposed, with a deadline) per match, sent
+ * at commit.
+ */
+static void
+NotifyMatches(MmTickQueue *q, const MmSearchResult *result, const int64 *match_ids,
+			  const char **regions, TimestampTz deadline)
+{
+	const MmQueueConfig *config = q->config;
+	const MmRolesConfig *roles = config->roles;
+	int			nteams = Max(config->nteams, 1);
+
+	for (int i = 0; i < result->nmatches; i++)
 	{
 		const MmFoundMatch *m = &result->matches[i];
-		int			nteams = Max(config->nteams, 1);
 		MmEventTeam *teams = palloc(sizeof(MmEventTeam) * nteams);
 		int64	   *ids = palloc(sizeof(int64) * m->ntickets);
-		int			t;
-
-		int			mp = 0;
+		int			t,
+					k,
+					p,
+					mp = 0;
 
 		for (t = 0; t < nteams; t++)
 		{
@@ -531,7 +752,7 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 		}
 		for (k = 0; k < m->ntickets; k++)
 		{
-			const MmTicket *tk = &tickets[m->tickets[k]];
+			const MmTicket *tk = &q->tickets[m->tickets[k]];
 			MmEventTeam *team = &teams[Max(m->ticket_team[k], 0)];
 
 			ids[k] = tk->id;
@@ -545,14 +766,33 @@ MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properti
 				team->player_ids[team->nplayers++] = tk->player_ids[p];
 			}
 		}
-		MmNotifyMatchFound(deadline != 0 ? "match_proposed" : "match_found", queue, match_ids[i], regions[i], m->quality,
-						   nteams, teams, m->ntickets, ids);
+		MmNotifyMatchFound(deadline != 0 ? "match_proposed" : "match_found", q->queue, match_ids[i],
+						   regions[i], m->quality, nteams, teams, m->ntickets, ids);
 		for (t = 0; t < nteams; t++)
 			pfree(teams[t].player_ids);
 		pfree(teams);
 		pfree(ids);
 	}
-	q->stats->players_matched = nplayers;
+}
+
+/*
+ * Writes the matches in bulk and queues their events; properties: a match
+ * function's, one per match, or NULL.
+ */
+void
+MmTickWriteMatches(MmTickQueue *q, const MmSearchResult *result, char **properties)
+{
+	int			nm = result->nmatches;
+	const char **regions = palloc(sizeof(char *) * nm);
+	int64	   *match_ids = palloc(sizeof(int64) * nm);
+	TimestampTz deadline = AcceptanceDeadline(q->config, q->now);
+
+	InsertMatches(q, result, properties, deadline, regions, match_ids);
+	q->stats->players_matched = InsertMatchPlayers(q, result, match_ids);
+	EndMatchedTickets(q, result, match_ids, deadline);
+	NotifyMatches(q, result, match_ids, regions, deadline);
+	pfree(regions);
+	pfree(match_ids);
 }
 
 /*

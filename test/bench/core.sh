@@ -287,7 +287,7 @@ figure_tick() {
 			echo "\\set run $run"
 			cat <<'SQL'
 -- reset
-TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results,
+TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions,
          mm.backfill_requests, floor_tickets, floor_matches, floor_match_players, floor_ended,
          strict_tickets, strict_matches, strict_match_players,
          bench_out_matches, bench_out_players, bench_out_tickets CASCADE;
