@@ -338,6 +338,8 @@ BEGIN
 	  INTO t_id, t_match, t_wait
 	  FROM mm.tickets t
 	 WHERE t.id = ANY ((SELECT p_ticket)::bigint[]);	-- a sub-select: as in mm.match_details_figures
+	-- players and tickets joined by hash (enable_mergejoin off): a merge
+	-- join sorted both, and the percentile sorts the waits again
 	RETURN QUERY
 	WITH w AS (
 		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)

@@ -392,7 +392,6 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET enable_seqscan = off
 SET plan_cache_mode = force_custom_plan
-SET enable_mergejoin = off
 AS $$
 DECLARE
 	w_id bigint[];
@@ -941,7 +940,6 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET enable_seqscan = off
 SET plan_cache_mode = force_custom_plan
-SET enable_mergejoin = off
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(NULL, role_stats.time_window, role_stats.now);
