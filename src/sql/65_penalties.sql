@@ -307,6 +307,7 @@ SET search_path = pg_catalog, pg_temp
 SET jit = off
 SET enable_seqscan = off
 SET plan_cache_mode = force_custom_plan
+SET enable_mergejoin = off
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(NULL, low_priority_waits.time_window, low_priority_waits.now);
@@ -331,12 +332,14 @@ BEGIN
 	SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.ticket_id), array_agg(mp.low_priority)
 	  INTO p_queue, p_match, p_ticket, p_low
 	  FROM mm.match_players mp
-	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (covered);
+	 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (covered);
 	SELECT array_agg(t.id), array_agg(t.match_id),
 		   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
 	  INTO t_id, t_match, t_wait
 	  FROM mm.tickets t
 	 WHERE t.id = ANY ((SELECT p_ticket)::bigint[]);	-- a sub-select: as in mm.match_details_figures
+	-- players and tickets joined by hash (enable_mergejoin off): a merge
+	-- join sorted both, and the percentile sorts the waits again
 	RETURN QUERY
 	WITH w AS (
 		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)

@@ -429,7 +429,7 @@ BEGIN
 		   array_agg(mp.ticket_id)
 	  INTO p_match, p_queue, p_team, p_player, p_ticket
 	  FROM mm.match_players mp
-	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (match_details_figures.queues);
+	 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (match_details_figures.queues);
 	-- A skill or latency that is not a number within the tick's range of
 	-- ±1e12 (stored before a validation) is missing, and one too small for a
 	-- float8 (1e-400) reads as 0, so one stored value cannot make a metric
@@ -468,6 +468,7 @@ BEGIN
 		  JOIN w ON w.id = p.match_id AND w.queue = p.queue
 		  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id
 		 CROSS JOIN LATERAL (SELECT tp.latencies -> w.region AS latency) l
+		OFFSET 0	-- the latency worked out once a player, not once per aggregate that reads it
 	), t AS (
 		-- one row per team (and one for players without a team)
 		SELECT v.match_id, v.queue, v.team, count(*) AS players, avg(v.skill) AS skill_avg,
@@ -569,10 +570,8 @@ DECLARE
 	m_created timestamptz[];
 	g_match bigint[];
 	g_queue text[];
+	g_left timestamptz[];
 	g_players bigint[];
-	l_match bigint[];
-	l_queue text[];
-	l_left timestamptz[];
 BEGIN
 	-- the matches' own figures unrounded (match_details rounds them); a
 	-- statement of its own (Citus rule 6)
@@ -594,16 +593,15 @@ BEGIN
 	-- queue's history); the join below pairs them with their results' queue
 	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at) INTO m_id, m_queue, m_created
 	  FROM mm.matches m
-	 WHERE m.id = ANY (r_match);
-	-- their players counted per match, and those who left one row each
-	SELECT array_agg(g.match_id), array_agg(g.queue), array_agg(g.players) INTO g_match, g_queue, g_players
-	  FROM (SELECT mp.match_id, mp.queue, count(*) AS players
+	 WHERE m.id = ANY ((SELECT r_match)::bigint[]);
+	-- their players in one read, counted per match and time left (NULL:
+	-- stayed), so that each leaver's time is a row of its own
+	SELECT array_agg(g.match_id), array_agg(g.queue), array_agg(g.left_at), array_agg(g.players)
+	  INTO g_match, g_queue, g_left, g_players
+	  FROM (SELECT mp.match_id, mp.queue, mp.left_at, count(*) AS players
 			  FROM mm.match_players mp
-			 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered)
-			 GROUP BY mp.match_id, mp.queue) g;
-	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.left_at) INTO l_match, l_queue, l_left
-	  FROM mm.match_players mp
-	 WHERE mp.match_id = ANY (r_match) AND mp.queue = ANY (covered) AND mp.left_at IS NOT NULL;
+			 WHERE mp.match_id = ANY ((SELECT r_match)::bigint[]) AND mp.queue = ANY (covered)
+			 GROUP BY mp.match_id, mp.queue, mp.left_at) g;
 	-- per result, its match's players (a result, its match and the players
 	-- share the queue); a statement of its own, over the arrays only (on
 	-- Citus, beside the shards' subqueries below, the arrays' columns came
@@ -614,17 +612,18 @@ BEGIN
 		   coalesce(sum(q.gone), 0)::bigint,
 		   sum(q.gone)::float8 / nullif(sum(q.players), 0)
 	  INTO early_quits, early_quit_rate, leaves, leave_rate
-	  FROM (SELECT r.duration, coalesce(g.players, 0) AS players, count(l.left_at) AS gone,
-				   count(*) FILTER (WHERE extract(epoch FROM l.left_at) - extract(epoch FROM m.created_at)
-									   < 0.2 * extract(epoch FROM r.duration)) AS early
+	  FROM (SELECT r.duration, coalesce(sum(g.players), 0)::bigint AS players,
+				   coalesce(sum(g.players) FILTER (WHERE g.left_at IS NOT NULL), 0)::bigint AS gone,
+				   coalesce(sum(g.players) FILTER (WHERE extract(epoch FROM g.left_at)
+														 - extract(epoch FROM m.created_at)
+													   < 0.2 * extract(epoch FROM r.duration)), 0)::bigint
+					   AS early
 			  FROM unnest(r_match, r_queue, r_duration) AS r(match_id, queue, duration)
 			  LEFT JOIN (unnest(m_id, m_queue, m_created) AS m(id, queue, created_at)
-						 JOIN unnest(g_match, g_queue, g_players) AS g(match_id, queue, players)
+						 JOIN unnest(g_match, g_queue, g_left, g_players) AS g(match_id, queue, left_at, players)
 						   ON g.match_id = m.id AND g.queue = m.queue)
 					 ON m.id = r.match_id AND m.queue = r.queue
-			  LEFT JOIN unnest(l_match, l_queue, l_left) AS l(match_id, queue, left_at)
-					 ON l.match_id = m.id AND l.queue = m.queue
-			 GROUP BY r.match_id, r.queue, r.duration, g.players) q;
+			 GROUP BY r.match_id, r.queue, r.duration) q;
 	-- each part an aggregate of its own (no LATERAL reference into a sharded table)
 	RETURN QUERY
 	SELECT matches, players_per_match, quality_avg, skill_spread_avg, team_skill_gap_avg, latency_avg_ms,
@@ -640,8 +639,10 @@ BEGIN
 		  FROM (SELECT v.winner, v.predicted_favourite, v.favourite_win_probability,
 					   v.predicted_favourite IS NOT NULL AND v.winner IS NOT NULL AS predicted,
 					   coalesce(abs(v.favourite_win_probability - 0.5) <= 1e-9, false) AS coin_flip
-				  FROM (SELECT mm.result_winner(r.winner_team, r.ranks) AS winner, r.predicted_favourite,
-							   r.favourite_win_probability
+				  -- the ranks read only where there is no winner_team (a call of
+				  -- mm.result_winner costs more than the rest of a result's work)
+				  FROM (SELECT coalesce(r.winner_team, mm.result_winner(NULL, r.ranks)) AS winner,
+							   r.predicted_favourite, r.favourite_win_probability
 						  FROM mm.match_results r
 						 WHERE r.queue = ANY (covered)
 						   AND r.reported_at > now - time_window AND r.reported_at <= now
@@ -898,7 +899,7 @@ BEGIN
 		SELECT array_agg(mp.match_id), array_agg(mp.ticket_id), array_agg(mp.role)
 		  INTO p_match, p_ticket, p_role
 		  FROM mm.match_players mp
-		 WHERE mp.match_id = ANY (t_match) AND mp.queue = queue_statistics.queue
+		 WHERE mp.match_id = ANY ((SELECT t_match)::bigint[]) AND mp.queue = queue_statistics.queue
 		   AND mp.role IS NOT NULL AND NOT mp.autofilled;
 		SELECT jsonb_object_agg(w.role, jsonb_build_object('estimated_wait_seconds', w.wait,
 														   'players_matched', w.n))
@@ -970,7 +971,7 @@ BEGIN
 		   array_agg(mp.role), array_agg(mp.autofilled)
 	  INTO p_queue, p_match, p_player, p_ticket, p_role, p_autofilled
 	  FROM mm.match_players mp
-	 WHERE mp.match_id = ANY (w_id) AND mp.queue = ANY (covered) AND mp.role IS NOT NULL;
+	 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (covered) AND mp.role IS NOT NULL;
 	SELECT array_agg(t.id), array_agg(t.match_id), array_agg(t.created_at), array_agg(t.matched_at),
 		   array_agg(e.value ->> 'id'), array_agg(e.value -> 'roles')
 	  INTO tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted
