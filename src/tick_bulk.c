@@ -17,6 +17,7 @@
 #include "access/heapam.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_am_d.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -28,8 +29,9 @@
 
 #include "tick_internal.h"
 
-/* rows written per table_multi_insert call, as COPY's buffer */
+/* rows and bytes held before a table_multi_insert call, as COPY's buffer */
 #define MM_BULK_BATCH 1000
+#define MM_BULK_BYTES 65535
 
 struct MmTickBulk
 {
@@ -44,6 +46,7 @@ struct MmTickBulk
 	TupleTableSlot *slots[MM_BULK_BATCH];
 	int			nslots;			/* made so far */
 	int			nused;			/* holding rows not yet written */
+	Size		nbytes;			/* their data's size */
 	int64		rows;
 };
 
@@ -61,7 +64,9 @@ BulkInsertable(Relation rel, int ncolumns, const char *const *columns, const Oid
 	int			c,
 				a;
 
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity)
+	/* a rule or another access method would make the INSERT do more */
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity ||
+		rel->rd_rel->relhasrules || rel->rd_rel->relam != HEAP_TABLE_AM_OID)
 		return false;
 	if (trig != NULL &&
 		(trig->trig_insert_before_row || trig->trig_insert_after_row ||
@@ -174,6 +179,7 @@ BulkFlush(MmTickBulk *b)
 	MemoryContextSwitchTo(old_context);
 	MemoryContextReset(b->batch_context);
 	b->nused = 0;
+	b->nbytes = 0;
 }
 
 /*
@@ -202,12 +208,17 @@ MmTickBulkAdd(MmTickBulk *b, const Datum *values, const bool *nulls)
 		ResetPerTupleExprContext(b->estate);
 		ExecConstraints(b->rri, slot, b->estate);
 	}
+	/* written into a partition directly: its bounds, as an INSERT checks them */
+	if (b->rel->rd_rel->relispartition)
+		ExecPartitionCheck(b->rri, slot, b->estate, true);
+	b->nbytes += heap_compute_data_size(slot->tts_tupleDescriptor, slot->tts_values,
+										slot->tts_isnull);
 	/* a copy in the slot's memory: the caller's datums may point into a page */
 	ExecMaterializeSlot(slot);
 	MemoryContextReset(b->row_context);
 	b->nused++;
 	b->rows++;
-	if (b->nused == MM_BULK_BATCH)
+	if (b->nused == MM_BULK_BATCH || b->nbytes >= MM_BULK_BYTES)
 		BulkFlush(b);
 }
 

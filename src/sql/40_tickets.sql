@@ -327,9 +327,12 @@ BEGIN
 	-- names the holder, explains the refusal (no subtransaction on the
 	-- common path).
 	IF bad.claimed < bad.players THEN
+		-- by the players' keys (a join could read every claim); a claim
+		-- held by a new ticket is one of its own players'
 		DELETE FROM mm.active_players a
-		 USING new_tickets n, jsonb_array_elements(n.players) p
-		 WHERE a.player_id = p.value ->> 'id' AND a.ticket_id = n.id;
+		 WHERE a.player_id = ANY (ARRAY(SELECT p.value ->> 'id'
+										  FROM new_tickets n, jsonb_array_elements(n.players) p))
+		   AND a.ticket_id = ANY (ARRAY(SELECT n.id FROM new_tickets n));
 		PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
 								 array_agg(n.players ORDER BY n.id))
 		  FROM new_tickets n;
@@ -589,6 +592,7 @@ CREATE FUNCTION mm.create_ticket(queue text, players jsonb,
 	SET search_path = pg_catalog, pg_temp
 	-- as in tickets_after_insert: no kept plan may scan a table that grew
 	SET enable_seqscan = off
+	SET jit = off
 	AS $$
 DECLARE
 	new_id bigint;
@@ -641,8 +645,11 @@ BEGIN
 		RETURNING 1)
 	SELECT count(*) AS claimed INTO checked FROM claimed;
 	IF checked.claimed < n_players THEN
-		DELETE FROM mm.active_players a USING jsonb_array_elements(create_ticket.players) p
-		 WHERE a.player_id = p.value ->> 'id' AND a.ticket_id = new_id;
+		-- by the players' keys (a join could read every claim)
+		DELETE FROM mm.active_players a
+		 WHERE a.player_id = ANY (ARRAY(SELECT p.value ->> 'id'
+										  FROM jsonb_array_elements(create_ticket.players) p))
+		   AND a.ticket_id = new_id;
 		PERFORM mm.claim_players(ARRAY[new_id], ARRAY[create_ticket.queue], ARRAY[create_ticket.players]);
 	END IF;
 	-- a player cooling down may not queue: after the claim (see

@@ -94,6 +94,21 @@ SELECT (SELECT count(*) FROM mm.matches WHERE queue = 'tbk_check') AS matches,
        (SELECT string_agg(status, ', ' ORDER BY id) FROM mm.tickets WHERE queue = 'tbk_check') AS tickets;
 ALTER TABLE mm.match_players DROP CONSTRAINT tick_bulk_no_zz;
 
-SELECT count(mm.drop_queue(q, force => true)) FROM unnest(ARRAY['tbk_bulk', 'tbk_stmt', 'tbk_check']) q;
+-- An insert rule makes an INSERT do more than the bulk path would: the tick
+-- writes through the statement, and the rule runs.
+CREATE TABLE public.tick_bulk_rule_log (player_id text);
+CREATE RULE tick_bulk_log AS ON INSERT TO mm.match_players
+	DO ALSO INSERT INTO public.tick_bulk_rule_log VALUES (NEW.player_id);
+SELECT mm.create_queue('tbk_rule', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 100}]}');
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('tbk_rule', '[{"id": "tbk_r1", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:00+00'),
+  ('tbk_rule', '[{"id": "tbk_r2", "attributes": {"skill": 1000}}]', '2026-01-01 00:00:01+00');
+SELECT mm.tick('tbk_rule', '2026-01-01 00:00:10+00');
+SELECT string_agg(player_id, ', ' ORDER BY player_id) AS logged_by_the_rule FROM public.tick_bulk_rule_log;
+DROP RULE tick_bulk_log ON mm.match_players;
+DROP TABLE public.tick_bulk_rule_log;
+
+SELECT count(mm.drop_queue(q, force => true)) FROM unnest(ARRAY['tbk_bulk', 'tbk_stmt', 'tbk_check', 'tbk_rule']) q;
 SELECT setval('mm.tickets_id_seq', :tbk_next_ticket, false) > 0 AS tickets_seq_restored,
        setval('mm.matches_id_seq', :tbk_next_match, false) > 0 AS matches_seq_restored;
