@@ -192,6 +192,8 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 		return 0;
 	}
 
+	if (MmTickOnShards())
+		MmTickClaimPendingPlayers(queue, now);
 	if (expire_proposals)
 		MmTickExpireProposals(&q, now);
 	q.stats->tickets_timed_out = MmTickTimeOutTickets(&q);

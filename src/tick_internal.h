@@ -133,6 +133,8 @@ extern MmTickPlans *MmTickCurrentPlans;
 /* tick_shards.c */
 extern bool MmTickTablesAreSharded(void);
 extern bool MmTickUseRelationsOf(const char *queue);
+extern bool MmTickOnShards(void);
+extern void MmTickClaimPendingPlayers(const char *queue, TimestampTz now);
 extern Oid	MmTickRelid(const char *table);
 extern char *MmTickStatementFor(const char *sql);
 

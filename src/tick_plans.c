@@ -206,6 +206,21 @@ PrepareReadsAndExpiry(void)
 }
 
 /* Loading the searching tickets. */
+/*
+ * On Citus, the load leaves out the tickets whose players are not claimed
+ * yet: those written after the tick claimed the queue's pending ones
+ * (MmTickClaimPendingPlayers) wait for the next tick.  Nothing on one node.
+ */
+static const char *
+NotPending(void)
+{
+	if (!MmTickOnShards())
+		return "";
+	return " AND NOT EXISTS (SELECT FROM mm.pending_claims c"
+		" WHERE c.queue OPERATOR(pg_catalog.=) $1"
+		" AND c.ticket_id OPERATOR(pg_catalog.=) mm.tickets_active.id)";
+}
+
 static void
 PrepareLoad(void)
 {
@@ -223,11 +238,11 @@ PrepareLoad(void)
 	 * to disk once the rows outgrow work_mem (a million tickets).
 	 */
 	KeepPlanWith(&MmTickPlan.load,
-				 "SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
-				 " WHERE queue OPERATOR(pg_catalog.=) $1"
-				 " AND status OPERATOR(pg_catalog.=) 'searching'"
-				 " AND created_at OPERATOR(pg_catalog.<=) $2"
-				 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
+				 psprintf("SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
+						  " WHERE queue OPERATOR(pg_catalog.=) $1"
+						  " AND status OPERATOR(pg_catalog.=) 'searching'"
+						  " AND created_at OPERATOR(pg_catalog.<=) $2%s"
+						  " ORDER BY created_at, id FOR UPDATE SKIP LOCKED", NotPending()),
 				 2, queue_now, CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN);
 
 	/*
@@ -239,14 +254,14 @@ PrepareLoad(void)
 			 "SELECT EXISTS (SELECT FROM mm.ticket_queues WHERE queue OPERATOR(pg_catalog.=) $1)",
 			 1, text1);
 	KeepPlan(&MmTickPlan.load_with_others,
-			 "SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
-			 " WHERE (queue OPERATOR(pg_catalog.=) $1 OR id OPERATOR(pg_catalog.=) ANY (ARRAY("
-			 " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
-			 " AND o.created_at OPERATOR(pg_catalog.<=) $2)))"
-			 " AND (queue OPERATOR(pg_catalog.=) $1 OR $1 OPERATOR(pg_catalog.=) ANY (queues))"
-			 " AND status OPERATOR(pg_catalog.=) 'searching'"
-			 " AND created_at OPERATOR(pg_catalog.<=) $2"
-			 " ORDER BY created_at, id FOR UPDATE SKIP LOCKED",
+			 psprintf("SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
+					  " WHERE (queue OPERATOR(pg_catalog.=) $1 OR id OPERATOR(pg_catalog.=) ANY (ARRAY("
+					  " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
+					  " AND o.created_at OPERATOR(pg_catalog.<=) $2)))"
+					  " AND (queue OPERATOR(pg_catalog.=) $1 OR $1 OPERATOR(pg_catalog.=) ANY (queues))"
+					  " AND status OPERATOR(pg_catalog.=) 'searching'"
+					  " AND created_at OPERATOR(pg_catalog.<=) $2%s"
+					  " ORDER BY created_at, id FOR UPDATE SKIP LOCKED", NotPending()),
 			 2, queue_now);
 
 	/*

@@ -21,18 +21,20 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "events.h"
 #include "tick_internal.h"
 
 /* The tables of a queue that the tick's statements name. */
 static const char *const QueueTables[] = {
 	/* first: a set is known by it */
 	"tickets_active", "tickets_ended", "ticket_queues", "matches", "match_players",
-	"backfill_requests", "rule_evaluations", "autofill_protection",
+	"backfill_requests", "rule_evaluations", "autofill_protection", "pending_claims",
 	/* a reference table: its copy on this node, locked here only */
 	"queues"
 };
@@ -141,6 +143,58 @@ MmTickUseRelationsOf(const char *queue)
 	Current = set;
 	MmTickCurrentPlans = &Current->plans;
 	return true;
+}
+
+/* Whether the current statements name a queue's shards (on Citus). */
+bool
+MmTickOnShards(void)
+{
+	return Current->shards[0] != NULL;
+}
+
+/*
+ * On Citus, before the tick reads its queue: the players of the queue's
+ * pending tickets (written on this node without their claims,
+ * docs/scale-out.md) are claimed, each in its player's shard, and their
+ * cooldowns read by mm.claim_pending_players; a ticket whose player
+ * another ticket or a live match holds, or who cools down, is cancelled
+ * and announced with the reason (player_busy, cooling_down).
+ */
+void
+MmTickClaimPendingPlayers(const char *queue, TimestampTz now)
+{
+	static const char *const reasons[] = {"player_busy", "cooling_down"};
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		args[2];
+	ArrayType  *cancelled[lengthof(reasons)];
+	int			rc,
+				i;
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = TimestampTzGetDatum(now);
+	rc = SPI_execute_with_args("SELECT player_busy, cooling_down FROM mm.claim_pending_players($1, $2)",
+							   2, argtypes, args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "claiming the players of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+	for (i = 0; i < (int) lengthof(reasons); i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull);
+
+		cancelled[i] = isnull ? NULL : DatumGetArrayTypePCopy(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	for (i = 0; i < (int) lengthof(reasons); i++)
+	{
+		int			n;
+
+		if (cancelled[i] == NULL)
+			continue;
+		n = ArrayGetNItems(ARR_NDIM(cancelled[i]), ARR_DIMS(cancelled[i]));
+		if (n > 0)
+			MmNotifyTicketsWithReason("ticket_cancelled", queue, reasons[i], n,
+									  (const int64 *) ARR_DATA_PTR(cancelled[i]));
+	}
 }
 
 /*

@@ -34,9 +34,9 @@ CREATE TABLE mm.tickets (
 	-- the last mm.heartbeat; updated in place on the active partition, in no
 	-- index, so a beat is a HOT update when the row's page has room
 	heartbeat_at timestamptz,
-	-- why the tick cancelled the ticket (heartbeat_missed); NULL for the
-	-- other ends (mm.cancel_ticket, a rejected proposal, mm.drop_queue, an
-	-- UPDATE)
+	-- why the tick cancelled the ticket (heartbeat_missed; player_busy on
+	-- Citus); NULL for the other ends (mm.cancel_ticket, a rejected
+	-- proposal, mm.drop_queue, an UPDATE)
 	cancel_reason text,
 	CONSTRAINT tickets_match_consistent CHECK (
 		status OPERATOR(pg_catalog.<>) ALL (ARRAY['proposed', 'matched']) OR match_id IS NOT NULL)
@@ -47,7 +47,7 @@ COMMENT ON COLUMN mm.tickets.queues IS
 COMMENT ON COLUMN mm.tickets.heartbeat_at IS
 	'The ticket''s last mm.heartbeat (NULL: none yet; its creation counts as the first); kept on a ticket cancelled for a missed heartbeat';
 COMMENT ON COLUMN mm.tickets.cancel_reason IS
-	'Why the tick cancelled the ticket: heartbeat_missed; NULL otherwise';
+	'Why the tick cancelled the ticket: heartbeat_missed, or player_busy (on Citus, a player another ticket or a live match held); NULL otherwise';
 GRANT SELECT ON TABLE mm.tickets TO mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.tickets TO mm_admin;
 ALTER SEQUENCE mm.tickets_id_seq OWNED BY mm.tickets.id;
@@ -568,6 +568,9 @@ BEGIN
 	listed := ARRAY(SELECT DISTINCT u.queue FROM mm.tickets_ended t, unnest(t.queues) u(queue)
 					 WHERE t.queue = ANY (end_tickets.queues) AND t.id = ANY (ended));
 	PERFORM mm.release_claims(player_ids, player_tickets);
+	-- on Citus, a ticket its tick has not claimed yet holds its queue's
+	-- pending claims (95_scale_out.sql); none on one node
+	DELETE FROM mm.pending_claims c WHERE c.queue = ANY (end_tickets.queues) AND c.ticket_id = ANY (ended);
 	IF cardinality(listed) > 0 THEN
 		DELETE FROM mm.ticket_queues o WHERE o.queue = ANY (listed) AND o.ticket_id = ANY (ended);
 	END IF;
@@ -610,8 +613,7 @@ BEGIN
 	END IF;
 	-- without Citus, no call of the guard (a function with its own settings)
 	IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL AND mm.tables_are_distributed() THEN
-		RETURN mm.create_ticket_on_shards(create_ticket.queue, NULL, create_ticket.players,
-										  create_ticket.now);
+		RETURN mm.create_ticket_on_queue_node(create_ticket.queue, create_ticket.players, create_ticket.now);
 	END IF;
 	-- The work of the insert triggers (tickets_after_insert) for one ticket
 	-- of one queue, in fewer statements: the row goes straight into the

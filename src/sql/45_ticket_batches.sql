@@ -1,7 +1,7 @@
 -- Many tickets in one call (docs/queues-and-tickets.md): a backend's bulk
 -- load, a lobby's parties.  One statement writes them all, so the ticket
 -- triggers validate and claim them in one go on one node (on Citus:
--- mm.create_tickets_on_shards, Citus rule 12).
+-- mm.create_tickets_on_queue_node, written on the queue's node).
 
 -- Validates a batch of tickets for a queue, in order.  An invalid ticket is
 -- reported at its path in the batch: players[3][0].attributes.skill is the
@@ -82,8 +82,7 @@ BEGIN
 		RAISE EXCEPTION 'players[%] must not be null', null_at USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	IF mm.tables_are_distributed() THEN
-		RETURN mm.create_tickets_on_shards(create_tickets.queue, NULL, create_tickets.players,
-										   create_tickets.now);
+		RETURN mm.create_tickets_on_queue_node(create_tickets.queue, create_tickets.players, create_tickets.now);
 	END IF;
 	-- one INSERT: the triggers validate every ticket and claim every
 	-- player; ids follow the order of players.  An invalid ticket is named

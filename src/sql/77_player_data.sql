@@ -261,6 +261,16 @@ BEGIN
 				  DETAIL = format('Ticket %s in queue "%s" holds the player.', claim.ticket_id, claim.queue),
 				  HINT = 'Cancel the ticket (mm.cancel_ticket), or wait until the match ends, then forget the player.';
 	END IF;
+	-- on Citus, a ticket whose tick has not claimed the player yet (none on
+	-- one node; a read of every queue's shard, docs/scale-out.md)
+	SELECT c.ticket_id, c.queue INTO claim FROM mm.pending_claims c
+	 WHERE c.player_id = forget_player.player_id ORDER BY c.ticket_id LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'player "%" is searching or in a live match', forget_player.player_id
+			USING ERRCODE = 'object_in_use',
+				  DETAIL = format('Ticket %s in queue "%s" holds the player.', claim.ticket_id, claim.queue),
+				  HINT = 'Cancel the ticket (mm.cancel_ticket), or wait until the match ends, then forget the player.';
+	END IF;
 	SELECT mp.match_id, mp.queue, m.status INTO live
 	  FROM mm.match_players mp JOIN mm.matches m ON m.queue = mp.queue AND m.id = mp.match_id
 	 WHERE mp.player_id = forget_player.player_id AND m.status IN ('proposed', 'ready', 'assigned')

@@ -4,6 +4,29 @@
 -- ticket path on shards.  Without Citus none of this changes anything: the
 -- tables stay local and mm.create_ticket uses the ticket triggers.
 
+-- On Citus, the tickets whose players the queue's next tick claims: a
+-- ticket of one queue is written on the queue's node alone (the players'
+-- claims would make every ticket a transaction of two nodes), and the tick
+-- claims the players of these tickets in one statement per tick before it
+-- reads the queue (mm.claim_pending_players).  Empty on one node, where a
+-- ticket claims its players itself.
+-- A player has one such row per queue (the key): a second ticket of the
+-- player in the queue is refused at once, as on one node; a ticket of the
+-- player in another queue is refused by its tick, which finds the player
+-- claimed.
+CREATE TABLE mm.pending_claims (
+	queue text NOT NULL,
+	player_id text NOT NULL,
+	ticket_id bigint NOT NULL,
+	PRIMARY KEY (queue, player_id)
+);
+CREATE INDEX pending_claims_ticket ON mm.pending_claims (queue, ticket_id);
+COMMENT ON TABLE mm.pending_claims IS
+'On Citus, the searching tickets whose players the queue''s next tick claims (empty on one node)';
+GRANT SELECT ON TABLE mm.pending_claims TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.pending_claims TO mm_admin;
+SELECT pg_catalog.pg_extension_config_dump('mm.pending_claims', '');
+
 -- How each table of the extension is placed on Citus: the tables of a queue
 -- are sharded by queue and co-located (one queue's rows in one shard of each,
 -- on one node, where its tick runs); the tables of a player are sharded by
@@ -24,6 +47,7 @@ AS $$
 				   ('mm.event_key', 'every node', NULL),
 				   ('mm.tickets', 'queue', 'queue'),
 				   ('mm.ticket_queues', 'queue', 'queue'),
+				   ('mm.pending_claims', 'queue', 'queue'),
 				   ('mm.matches', 'queue', 'queue'),
 				   ('mm.match_players', 'queue', 'queue'),
 				   ('mm.match_results', 'queue', 'queue'),
@@ -160,7 +184,9 @@ BEGIN
 								 'mm.cancel_backfill(text, bigint, timestamptz)',
 								 'mm.report_result(text, bigint, jsonb, timestamptz)',
 								 'mm.cancel_ticket(text, bigint)',
-								 'mm.heartbeat(text, bigint, timestamptz)']) AS u(routine) LOOP
+								 'mm.heartbeat(text, bigint, timestamptz)',
+								 'mm.create_ticket(text, jsonb, timestamptz)',
+								 'mm.create_tickets(text, jsonb[], timestamptz)']) AS u(routine) LOOP
 		CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.pg_dist_object o
 							   WHERE o.classid = CAST('pg_catalog.pg_proc' AS regclass)
 								 AND o.objid = t.routine AND o.distribution_argument_index IS NOT NULL);
@@ -417,99 +443,331 @@ COMMENT ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz)
 REVOKE ALL ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shards(text, text[], jsonb, timestamptz) TO mm_admin;
 
--- Tickets on Citus, through the coordinator (mm.create_tickets calls this
--- once the tables are sharded): the checks of the ticket triggers done
--- here (each queue's config validates the players, in order; the queues of
--- one ticket share a shard), the players claimed on their shards in one
--- statement, then the tickets written to their queue's shard in one
--- statement, straight into the active partition (the parent's triggers are
--- for one node).  Returns the ids in the order of players.
-CREATE FUNCTION mm.create_tickets_on_shards(queue text, other_queues text[], players jsonb[],
-											now timestamptz)
-RETURNS bigint[]
+-- Refuses a player who holds a pending claim in the queue (mm.pending_claims):
+-- 23505 with the message of one node, naming the ticket that holds it.
+CREATE FUNCTION mm.refuse_pending_player(queue text, player_id text)
+RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	ids bigint[];
-	q text;
-	claimed integer;
-	claim_sql text;
+	holder bigint;
+BEGIN
+	SELECT c.ticket_id INTO holder FROM mm.pending_claims c
+	 WHERE c.queue = refuse_pending_player.queue AND c.player_id = refuse_pending_player.player_id;
+	RAISE EXCEPTION 'player "%" already has an active ticket', refuse_pending_player.player_id
+		USING ERRCODE = 'unique_violation',
+			  DETAIL = format('Ticket %s holds the player and is searching.', holder),
+			  HINT = 'A player can be in one searching or proposed ticket at a time; cancel that ticket first.';
+END
+$$;
+COMMENT ON FUNCTION mm.refuse_pending_player(text, text) IS
+'Internal: refuses a player who already holds a pending claim in the queue (23505, naming its ticket)';
+REVOKE ALL ON FUNCTION mm.refuse_pending_player(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.refuse_pending_player(text, text) TO mm_admin;
+
+-- Refuses the first of the players who is claimed (a searching or proposed
+-- ticket, a live match) or cooling down in the queue: one read of each
+-- player's shard for the claim, then one for the cooldowns.  The claim is
+-- read first: a player whose claim an offence released is seen with that
+-- offence's cooldown by the later read.
+CREATE FUNCTION mm.refuse_busy_players(queue text, player_ids text[], now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	taken text;
+BEGIN
+	IF cardinality(refuse_busy_players.player_ids) = 1 THEN
+		-- one player: a statement routed to one shard
+		SELECT a.player_id INTO taken FROM mm.active_players a
+		 WHERE a.player_id = refuse_busy_players.player_ids[1];
+	ELSE
+		SELECT min(a.player_id) INTO taken FROM mm.active_players a
+		 WHERE a.player_id = ANY (refuse_busy_players.player_ids);
+	END IF;
+	IF taken IS NOT NULL THEN
+		PERFORM mm.refuse_taken_player(taken);
+	END IF;
+	IF cardinality(refuse_busy_players.player_ids) = 1 THEN
+		PERFORM FROM mm.player_penalties p
+		 WHERE p.player_id = refuse_busy_players.player_ids[1] AND p.queue = refuse_busy_players.queue
+		   AND p.cooldown_until > refuse_busy_players.now;
+	ELSE
+		PERFORM FROM mm.player_penalties p
+		 WHERE p.player_id = ANY (refuse_busy_players.player_ids) AND p.queue = refuse_busy_players.queue
+		   AND p.cooldown_until > refuse_busy_players.now
+		 LIMIT 1;
+	END IF;
+	IF FOUND THEN
+		PERFORM mm.refuse_cooled_down_players(refuse_busy_players.player_ids,
+			array_fill(refuse_busy_players.queue, ARRAY[cardinality(refuse_busy_players.player_ids)]),
+			array_fill(refuse_busy_players.now, ARRAY[cardinality(refuse_busy_players.player_ids)]));
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) IS
+'Internal: on Citus, refuses a new ticket''s player who is claimed or cooling down in the queue (23505 or the cooldown''s error)';
+REVOKE ALL ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) TO mm_admin;
+
+-- mm.create_ticket on Citus, for a ticket of one queue: everything it
+-- reads and writes is on the queue's node (docs/scale-out.md, "How a
+-- ticket is created").  The players are held in the queue's pending claims
+-- (a player already pending in the queue is refused at once) and claimed,
+-- with their cooldowns checked, by the queue's next tick
+-- (mm.claim_pending_players).  Not read here: a player's claim and
+-- cooldown live on the player's shard, and Citus opens a new connection to
+-- reach another node from a call it runs on the queue's node (it keeps none
+-- in such a backend), about ten times the cost of the whole ticket.
+CREATE FUNCTION mm.create_ticket_on_queue_node(queue text, players jsonb, now timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	new_id bigint;
 	player_ids text[];
+	pid text;
+BEGIN
+	-- the read of the queue's config is the check that it exists (42704)
+	PERFORM mm.validate_ticket(create_ticket_on_queue_node.queue, create_ticket_on_queue_node.players,
+							   create_ticket_on_queue_node.now);
+	new_id := pg_catalog.nextval('mm.tickets_id_seq');
+	player_ids := ARRAY(SELECT e.value ->> 'id' FROM jsonb_array_elements(create_ticket_on_queue_node.players) e
+						 ORDER BY 1);
+	-- in player order: two tickets sharing players wait in the same order
+	FOREACH pid IN ARRAY player_ids LOOP
+		INSERT INTO mm.pending_claims (queue, player_id, ticket_id)
+		VALUES (create_ticket_on_queue_node.queue, pid, new_id)
+		ON CONFLICT DO NOTHING;
+		IF NOT FOUND THEN
+			PERFORM mm.refuse_pending_player(create_ticket_on_queue_node.queue, pid);
+		END IF;
+	END LOOP;
+	INSERT INTO mm.tickets_active (id, queue, players, created_at)
+	VALUES (new_id, create_ticket_on_queue_node.queue, create_ticket_on_queue_node.players,
+			create_ticket_on_queue_node.now);
+	RETURN new_id;
+END
+$$;
+COMMENT ON FUNCTION mm.create_ticket_on_queue_node(text, jsonb, timestamptz) IS
+'Internal: mm.create_ticket on Citus for one queue (written on the queue''s node; the players claimed by its next tick)';
+REVOKE ALL ON FUNCTION mm.create_ticket_on_queue_node(text, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_ticket_on_queue_node(text, jsonb, timestamptz) TO mm_admin;
+
+-- mm.create_tickets on Citus, for tickets of one queue: as
+-- mm.create_ticket_on_queue_node for a batch, each write one statement on
+-- the queue's node; the players' claims and cooldowns are also read at
+-- once (one read of their shards for the whole batch).  Returns the ids in
+-- the order of players.
+CREATE FUNCTION mm.create_tickets_on_queue_node(queue text, players jsonb[], now timestamptz)
+RETURNS bigint[]
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	ids bigint[];
+	player_ids text[];
+	held integer;
 	pid text;
 	tid bigint;
 BEGIN
-	IF create_tickets_on_shards.other_queues IS NOT NULL THEN
-		PERFORM mm.check_ticket_queues_on_shards(create_tickets_on_shards.queue, create_tickets_on_shards.other_queues);
-	END IF;
-	PERFORM mm.validate_tickets(create_tickets_on_shards.queue, create_tickets_on_shards.players,
-								create_tickets_on_shards.now);
-	FOREACH q IN ARRAY coalesce(create_tickets_on_shards.other_queues, '{}') LOOP
-		PERFORM mm.validate_tickets(q, create_tickets_on_shards.players, create_tickets_on_shards.now);
-	END LOOP;
+	PERFORM mm.validate_tickets(create_tickets_on_queue_node.queue, create_tickets_on_queue_node.players,
+								create_tickets_on_queue_node.now);
 	ids := ARRAY(SELECT pg_catalog.nextval('mm.tickets_id_seq')
-				   FROM generate_series(1, cardinality(create_tickets_on_shards.players)));
-	-- one active ticket per player, in player order as on one node: a
-	-- taken player (or one repeated in the batch) is skipped and refused
-	-- below with 23505 (mm.refuse_taken_player says why not the key's
-	-- error).  One multi-row INSERT ... VALUES, which Citus splits by shard
-	-- and sends to every node at once; an INSERT ... SELECT from the
-	-- arguments went through the coordinator (its rows gathered there, then
-	-- copied to each shard: about 3 times slower for 1,000 players).  The
-	-- values are literals (%L), the ids the sequence's.  The claims are
-	-- counted from RETURNING.
+				   FROM generate_series(1, cardinality(create_tickets_on_queue_node.players)));
 	player_ids := ARRAY(SELECT e.value ->> 'id'
-						  FROM unnest(create_tickets_on_shards.players) u(players), jsonb_array_elements(u.players) e);
-	SELECT 'INSERT INTO mm.active_players (player_id, ticket_id, queue) VALUES '
-		   || string_agg(pg_catalog.format('(%L, %s, %L)', e.value ->> 'id', u.id, create_tickets_on_shards.queue),
-						 ', ' ORDER BY e.value ->> 'id')
-		   || ' ON CONFLICT DO NOTHING RETURNING player_id'
-	  INTO claim_sql
-	  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players), jsonb_array_elements(u.players) e;
-	claimed := 0;
-	FOR pid IN EXECUTE claim_sql LOOP
-		claimed := claimed + 1;
-	END LOOP;
-	IF claimed < cardinality(player_ids) THEN
-		-- the first player, in batch order, whose claim is not its ticket's
+						  FROM unnest(create_tickets_on_queue_node.players) u(players), jsonb_array_elements(u.players) e
+						 ORDER BY 1);
+	INSERT INTO mm.pending_claims (queue, player_id, ticket_id)
+	SELECT create_tickets_on_queue_node.queue, e.value ->> 'id', u.id
+	  FROM unnest(ids, create_tickets_on_queue_node.players) AS u(id, players), jsonb_array_elements(u.players) e
+	 ORDER BY 2
+	ON CONFLICT DO NOTHING;
+	-- counted afterwards: Citus's ROW_COUNT of an INSERT ... SELECT counts
+	-- the rows it sent, also those the conflict skipped
+	SELECT count(*) INTO held FROM mm.pending_claims c
+	 WHERE c.queue = create_tickets_on_queue_node.queue AND c.ticket_id = ANY (ids);
+	IF held < cardinality(player_ids) THEN
+		-- the first player, in batch order, held by another ticket (one
+		-- pending in the queue, or an earlier one of the batch)
 		FOR pid, tid IN
 			SELECT e.value ->> 'id', u.id
-			  FROM unnest(ids, create_tickets_on_shards.players) WITH ORDINALITY AS u(id, players, ord),
+			  FROM unnest(ids, create_tickets_on_queue_node.players) WITH ORDINALITY AS u(id, players, ord),
 				   jsonb_array_elements(u.players) WITH ORDINALITY AS e(value, pord)
 			 ORDER BY u.ord, e.pord
 		LOOP
-			PERFORM FROM mm.active_players a WHERE a.player_id = pid AND a.ticket_id = tid;
+			PERFORM FROM mm.pending_claims c
+			 WHERE c.queue = create_tickets_on_queue_node.queue AND c.player_id = pid AND c.ticket_id = tid;
 			IF NOT FOUND THEN
-				PERFORM mm.refuse_taken_player(pid);
+				PERFORM mm.refuse_pending_player(create_tickets_on_queue_node.queue, pid);
 			END IF;
 		END LOOP;
 	END IF;
-	-- a player cooling down after an offence may not queue (penalties), as
-	-- on one node: checked after the claim, on the players' shards
-	PERFORM FROM mm.player_penalties p
-	 WHERE p.player_id = ANY (player_ids) AND p.cooldown_until > create_tickets_on_shards.now
-	 LIMIT 1;
-	IF FOUND THEN
-		PERFORM mm.refuse_cooled_down_players(array_agg(e.value ->> 'id'), array_agg(q.queue),
-											  array_agg(create_tickets_on_shards.now))
-		  FROM unnest(create_tickets_on_shards.players) AS u(players), jsonb_array_elements(u.players) e,
-			   unnest(array_prepend(create_tickets_on_shards.queue,
-									coalesce(create_tickets_on_shards.other_queues, '{}'))) q(queue);
-	END IF;
-	INSERT INTO mm.tickets_active (id, queue, queues, players, created_at)
-	SELECT u.id, create_tickets_on_shards.queue, create_tickets_on_shards.other_queues, u.players,
-		   create_tickets_on_shards.now
-	  FROM unnest(ids, create_tickets_on_shards.players) AS u(id, players);
-	INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
-	SELECT o.queue, u.id, create_tickets_on_shards.now
-	  FROM unnest(ids) AS u(id), unnest(create_tickets_on_shards.other_queues) AS o(queue);
+	PERFORM mm.refuse_busy_players(create_tickets_on_queue_node.queue, player_ids, create_tickets_on_queue_node.now);
+	INSERT INTO mm.tickets_active (id, queue, players, created_at)
+	SELECT u.id, create_tickets_on_queue_node.queue, u.players, create_tickets_on_queue_node.now
+	  FROM unnest(ids, create_tickets_on_queue_node.players) AS u(id, players);
 	RETURN ids;
 END
 $$;
-COMMENT ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) IS
-'Internal: mm.create_tickets on Citus (checks, claims the players on their shards, writes the tickets to their queue''s shard)';
-REVOKE ALL ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.create_tickets_on_shards(text, text[], jsonb[], timestamptz) TO mm_admin;
+COMMENT ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timestamptz) IS
+'Internal: mm.create_tickets on Citus for one queue (written on the queue''s node; the players claimed by its next tick)';
+REVOKE ALL ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timestamptz) TO mm_admin;
+
+-- Claims (player, ticket) pairs of a queue in mm.active_players, one
+-- multi-row INSERT ... ON CONFLICT DO NOTHING per node that holds the
+-- players' shards, in player order: a node that cannot be reached (class
+-- 08) fails its own statement only, and its players come back as
+-- unreachable.  Returns the pairs claimed.
+CREATE FUNCTION mm.claim_players_by_node(queue text, player_ids text[], ticket_ids bigint[],
+										 OUT won_player text[], OUT won_ticket bigint[], OUT unreachable text[])
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	node record;
+	pid text;
+	tid bigint;
+BEGIN
+	won_player := '{}';
+	won_ticket := '{}';
+	unreachable := '{}';
+	FOR node IN
+		SELECT pl.groupid,
+			   -- literals (%L), the ids the node's sequence's
+			   'INSERT INTO mm.active_players (player_id, ticket_id, queue) VALUES '
+			   || string_agg(pg_catalog.format('(%L, %s, %L)', u.p, u.t, claim_players_by_node.queue), ', ' ORDER BY u.p)
+			   || ' ON CONFLICT DO NOTHING RETURNING player_id, ticket_id' AS claim_sql,
+			   array_agg(u.p) AS players
+		  FROM unnest(claim_players_by_node.player_ids, claim_players_by_node.ticket_ids) AS u(p, t)
+		  JOIN pg_catalog.pg_dist_placement pl
+			ON pl.shardid = pg_catalog.get_shard_id_for_distribution_column('mm.active_players', u.p)
+		 GROUP BY pl.groupid ORDER BY pl.groupid
+	LOOP
+		BEGIN
+			FOR pid, tid IN EXECUTE node.claim_sql LOOP
+				won_player := won_player || pid;
+				won_ticket := won_ticket || tid;
+			END LOOP;
+		EXCEPTION WHEN connection_exception THEN
+			RAISE WARNING 'queue "%": the tickets of players on a node out of reach wait for a later tick',
+				claim_players_by_node.queue
+				USING ERRCODE = SQLSTATE, DETAIL = SQLERRM;
+			unreachable := unreachable || node.players;
+		END;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION mm.claim_players_by_node(text, text[], bigint[]) IS
+'Internal: on Citus, claims (player, ticket) pairs of a queue, one statement per node; returns the pairs claimed and the players on nodes out of reach';
+REVOKE ALL ON FUNCTION mm.claim_players_by_node(text, text[], bigint[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.claim_players_by_node(text, text[], bigint[]) TO mm_admin;
+
+-- Ends pending tickets the tick could not keep (mm.claim_pending_players):
+-- cancelled with the reason, their players' claims released.
+CREATE FUNCTION mm.cancel_pending_tickets(queue text, ticket_ids bigint[], reason text, now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF cardinality(cancel_pending_tickets.ticket_ids) = 0 THEN
+		RETURN;
+	END IF;
+	PERFORM mm.end_tickets(ARRAY[cancel_pending_tickets.queue], cancel_pending_tickets.ticket_ids, 'cancelled',
+						   cancel_pending_tickets.now);
+	UPDATE mm.tickets_ended t SET cancel_reason = cancel_pending_tickets.reason
+	 WHERE t.queue = cancel_pending_tickets.queue AND t.id = ANY (cancel_pending_tickets.ticket_ids);
+END
+$$;
+COMMENT ON FUNCTION mm.cancel_pending_tickets(text, bigint[], text, timestamptz) IS
+'Internal: cancels tickets the tick could not claim, with the reason (player_busy, cooling_down)';
+REVOKE ALL ON FUNCTION mm.cancel_pending_tickets(text, bigint[], text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.cancel_pending_tickets(text, bigint[], text, timestamptz) TO mm_admin;
+
+-- The queue's tick on Citus, before it reads the queue: claims the players
+-- of the queue's pending tickets (mm.pending_claims) in mm.active_players,
+-- one multi-row INSERT ... ON CONFLICT DO NOTHING that Citus splits by
+-- shard, in player order, then reads the cooldowns of the players it
+-- claimed (after the claim, as mm.create_ticket on one node).  A ticket one
+-- of whose players another ticket (of another queue, on any node) or a
+-- live match holds ends cancelled with cancel_reason player_busy; one with
+-- a player cooling down in the queue, with cooling_down; their players'
+-- claims are released and the tick announces them (ticket_cancelled).
+-- Pending tickets a lifecycle call holds wait for the next tick; the rows
+-- of tickets that ended meanwhile go.
+CREATE FUNCTION mm.claim_pending_players(queue text, now timestamptz,
+										 OUT player_busy bigint[], OUT cooling_down bigint[])
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	ids bigint[];
+	pairs_player text[];
+	pairs_ticket bigint[];
+	claimed record;
+	waiting bigint[];
+BEGIN
+	player_busy := '{}';
+	cooling_down := '{}';
+	WITH locked AS (
+		SELECT t.id FROM mm.tickets_active t
+		 WHERE t.queue = claim_pending_players.queue
+		   AND t.id IN (SELECT c.ticket_id FROM mm.pending_claims c WHERE c.queue = claim_pending_players.queue)
+		   FOR UPDATE OF t SKIP LOCKED)
+	SELECT coalesce(array_agg(l.id), '{}') INTO ids FROM locked l;
+	SELECT array_agg(c.player_id ORDER BY c.player_id), array_agg(c.ticket_id ORDER BY c.player_id)
+	  INTO pairs_player, pairs_ticket
+	  FROM mm.pending_claims c
+	 WHERE c.queue = claim_pending_players.queue AND c.ticket_id = ANY (ids);
+	IF pairs_player IS NOT NULL THEN
+		SELECT * INTO claimed FROM mm.claim_players_by_node(claim_pending_players.queue, pairs_player, pairs_ticket);
+		-- a ticket with a player on a node that cannot be reached waits
+		-- for a later tick, its claims taken here given back
+		waiting := ARRAY(SELECT DISTINCT u.t FROM unnest(pairs_player, pairs_ticket) AS u(p, t)
+						  WHERE u.p = ANY (claimed.unreachable));
+		IF cardinality(waiting) > 0 THEN
+			PERFORM mm.release_claims(
+				ARRAY(SELECT w.p FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t) WHERE w.t = ANY (waiting)),
+				ARRAY(SELECT w.t FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t) WHERE w.t = ANY (waiting)));
+		END IF;
+		player_busy := ARRAY(SELECT DISTINCT u.t FROM unnest(pairs_player, pairs_ticket) AS u(p, t)
+							  WHERE u.t <> ALL (waiting)
+								AND (u.p, u.t) NOT IN (SELECT w.p, w.t
+														 FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t))
+							  ORDER BY 1);
+		-- the cooldowns, after the claims (as mm.create_ticket on one node)
+		cooling_down := ARRAY(SELECT DISTINCT w.t FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
+							   WHERE w.p IN (SELECT p.player_id FROM mm.player_penalties p
+											  WHERE p.player_id = ANY (claimed.won_player)
+												AND p.queue = claim_pending_players.queue
+												AND p.cooldown_until > claim_pending_players.now)
+								 AND w.t <> ALL (player_busy) AND w.t <> ALL (waiting)
+							   ORDER BY 1);
+		ids := ARRAY(SELECT u.id FROM unnest(ids) AS u(id) WHERE u.id <> ALL (waiting));
+	END IF;
+	-- the rows of the tickets settled here, and of those that ended meanwhile
+	DELETE FROM mm.pending_claims c
+	 WHERE c.queue = claim_pending_players.queue
+	   AND (c.ticket_id = ANY (ids)
+			OR NOT EXISTS (SELECT FROM mm.tickets_active t
+							WHERE t.queue = claim_pending_players.queue AND t.id = c.ticket_id));
+	PERFORM mm.cancel_pending_tickets(claim_pending_players.queue, player_busy, 'player_busy', claim_pending_players.now);
+	PERFORM mm.cancel_pending_tickets(claim_pending_players.queue, cooling_down, 'cooling_down',
+									  claim_pending_players.now);
+END
+$$;
+COMMENT ON FUNCTION mm.claim_pending_players(text, timestamptz) IS
+'Internal: on Citus, the tick claims the players of its queue''s pending tickets; returns the tickets it cancelled (player_busy, cooling_down)';
+REVOKE ALL ON FUNCTION mm.claim_pending_players(text, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.claim_pending_players(text, timestamptz) TO mm_admin;
 
 -- On Citus, the rows of a queue mm.drop_queue removes (on one node the
 -- triggers of mm.queues do it, which on Citus fire on the reference table's
@@ -548,6 +806,7 @@ BEGIN
 	DELETE FROM mm.player_penalties p WHERE p.queue = delete_queue_rows.queue;
 	DELETE FROM mm.penalty_history h WHERE h.queue = delete_queue_rows.queue;
 	DELETE FROM mm.ticket_queues l WHERE l.queue = delete_queue_rows.queue;
+	DELETE FROM mm.pending_claims c WHERE c.queue = delete_queue_rows.queue;
 	UPDATE mm.tickets_active t
 	   SET queues = nullif(array_remove(t.queues, delete_queue_rows.queue), '{}')
 	 WHERE t.queue = ANY (listing) AND t.queues @> ARRAY[delete_queue_rows.queue];

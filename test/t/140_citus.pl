@@ -371,9 +371,12 @@ sub check_invariants
 			'postgres', qq{SELECT count(*) FROM mm.match_players mp WHERE mp.queue = '$qa'
 			   AND NOT EXISTS (SELECT FROM mm.matches m WHERE m.queue = mp.queue AND m.id = mp.match_id)}),
 		'0', "$label: no match player without a match");
-	# the claims, sharded by player on both workers, follow the tickets
+	# the claims, sharded by player on both workers, follow the tickets:
+	# a ticket the tick has not claimed yet holds its players in the
+	# queue's pending claims
 	my $claims = $coord->safe_psql('postgres',
-		"SELECT count(*), count(DISTINCT player_id) FROM mm.active_players WHERE queue = '$qa'");
+		"SELECT count(*), count(DISTINCT player_id) FROM (SELECT player_id FROM mm.active_players WHERE queue = '$qa'
+		  UNION ALL SELECT player_id FROM mm.pending_claims WHERE queue = '$qa') c");
 	my $holders = $coord->safe_psql(
 		'postgres', qq{SELECT count(*) FROM mm.tickets t WHERE t.queue = '$qa'
 		   AND (t.status IN ('searching', 'proposed')
@@ -385,6 +388,8 @@ check_invariants('after the crash');
 like($coord->safe_psql('postgres', "SELECT mm.tick('$qa', '2026-01-01 00:05:00')"),
 	qr/^\d+$/, 'the queue ticks again once its worker is back');
 check_invariants('after the next tick');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM mm.pending_claims WHERE queue = '$qa'"), '0',
+	'the next tick claimed the players of every pending ticket');
 
 # --- scheduling: pg_cron's job on the coordinator, the loop on the queue's node ---
 $coord->safe_psql('postgres', 'CREATE EXTENSION pg_cron');

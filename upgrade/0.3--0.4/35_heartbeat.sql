@@ -30,7 +30,7 @@ COMMENT ON COLUMN mm.tickets.heartbeat_at IS
 -- a rejected proposal, mm.drop_queue, an UPDATE).
 ALTER TABLE mm.tickets ADD COLUMN cancel_reason text;
 COMMENT ON COLUMN mm.tickets.cancel_reason IS
-	'Why the tick cancelled the ticket: heartbeat_missed; NULL otherwise';
+	'Why the tick cancelled the ticket: heartbeat_missed, or player_busy (on Citus, a player another ticket or a live match held); NULL otherwise';
 -- The archive keeps both (after archived_at: the archiving insert names its
 -- columns, here for the matches' ready_at of 30_live_match_timeout.sql too).
 ALTER TABLE mm.tickets_archive ADD COLUMN heartbeat_at timestamptz;
