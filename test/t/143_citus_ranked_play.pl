@@ -4,8 +4,9 @@
 # Glicko-2 queue with acceptance and penalties, its pool configured with a
 # seed, placements, tiers and demotion protection; imported ratings
 # (mm.set_ratings); dodges recorded by mm.accept_match on the queue's
-# worker, the cooldown refusing a ticket (55000, checked on the players'
-# shards) until it ends, mm.get_penalties; the tick's low-priority pool
+# worker, the cooldown refusing a ticket (55000 on one node; on Citus the
+# queue's tick cancels it, cooling_down) until it ends, mm.get_penalties;
+# the tick's low-priority pool
 # (penalised players meet each other first, anyone from the bound on, and
 # mm.match_players.low_priority); results reported on Citus (seeded first
 # ratings, tiers stored, good games counted); a leave; two season starts
@@ -60,8 +61,10 @@ sub for_node
 	my ($node, $sql) = @_;
 	$sql =~ s/\{p:(\w+)\}/$P{$1}/g;
 	$sql =~ s/\{m:(\w+)\}/match_of($node, $1)/ge;
+	# (on Citus a ticket the tick has not claimed yet is found by its players)
 	$sql =~ s/\{t:(\w+)\}/$node->safe_psql('postgres',
-		"SELECT ticket_id FROM mm.active_players WHERE player_id = '$P{$1}'")/ge;
+		"SELECT coalesce((SELECT ticket_id FROM mm.active_players WHERE player_id = '$P{$1}'),
+		   (SELECT id FROM mm.tickets_active WHERE queue = 'rq' AND players \@> '[{\"id\": \"$P{$1}\"}]'))")/ge;
 	$sql =~ s/\{team:(\w+)\}/$node->safe_psql('postgres',
 		"SELECT team FROM mm.match_players WHERE queue = 'rq' AND player_id = '$P{$1}'
 		  AND match_id = " . match_of($node, $1))/ge;
@@ -173,11 +176,16 @@ is( roles(both(q{SELECT player_id, offences, cooldown_until, low_priority_games,
 is( roles(both(q{SELECT player_id, reason, offences, cooldown_until, low_priority_games FROM mm.penalty_history
 		 WHERE player_id = '{p:d1}'}, 'penalty_history')),
 	'd1|dodge|1|2026-05-01 10:01:03+00|1', 'the history row of the dodge');
-for my $err (both_error(q{SELECT mm.create_ticket('rq', '[{"id": "{p:d1}"}]', '2026-05-01 10:00:30+00')}))
-{
-	like(roles($err), qr/ERROR:  55000: player "d1" may not queue in "rq" until 2026-05-01 10:01:03\+00/,
-		'a ticket during the cooldown is refused with 55000');
-}
+# during the cooldown: refused with 55000 on one node; on Citus the ticket
+# is written on the queue's node and its tick, which reads the cooldown,
+# cancels it (cooling_down)
+my ($cool_citus, $cool_single) = both_error(q{SELECT mm.create_ticket('rq', '[{"id": "{p:d1}"}]', '2026-05-01 10:00:30+00')});
+like(roles($cool_single), qr/ERROR:  55000: player "d1" may not queue in "rq" until 2026-05-01 10:01:03\+00/,
+	'a ticket during the cooldown is refused with 55000 on one node');
+is($cool_citus, '', 'on Citus it is written');
+both(q{SELECT mm.tick('rq', '2026-05-01 10:00:31+00')}, 'a tick during the cooldown');
+is(q1(qq{SELECT status || ':' || cancel_reason FROM mm.tickets WHERE queue = 'rq' AND players @> '[{"id": "$P{d1}"}]'
+	AND created_at = '2026-05-01 10:00:30+00'}), 'cancelled:cooling_down', 'and its tick cancels it (cooling_down)');
 is(both(q{SELECT count(*) FROM mm.active_players WHERE player_id = '{p:d1}'}), '0',
 	'the refused ticket claims nothing');
 is( both(q{SELECT queue, offences, cooldown_until, cooling_down, low_priority_games, good_games,
@@ -264,10 +272,13 @@ both(q{SELECT mm.leave_match('rq', {m:s2}, '{p:s2}', '2026-06-02 00:05:00+00')},
 is( roles(both(q{SELECT player_id, reason, offences, cooldown_until, low_priority_games FROM mm.penalty_history
 		 WHERE reason = 'leave'}, 'the leave')),
 	's2|leave|1|2026-06-02 00:10:00+00|1', 'the leave is an offence: 300 s and a low-priority game');
-for my $err (both_error(q{SELECT mm.create_ticket('rq', '[{"id": "{p:s2}"}]', '2026-06-02 00:09:59+00')}))
-{
-	like(roles($err), qr/ERROR:  55000: player "s2" may not queue in "rq"/, 'the leaver cools down');
-}
+my ($leave_citus, $leave_single) =
+  both_error(q{SELECT mm.create_ticket('rq', '[{"id": "{p:s2}"}]', '2026-06-02 00:09:59+00')});
+like(roles($leave_single), qr/ERROR:  55000: player "s2" may not queue in "rq"/, 'the leaver cools down');
+both(q{SELECT mm.tick('rq', '2026-06-02 00:09:59.5+00')}, 'a tick during the leaver\'s cooldown');
+is($leave_citus . q1(qq{SELECT status || ':' || cancel_reason FROM mm.tickets WHERE queue = 'rq'
+	AND players @> '[{"id": "$P{s2}"}]' AND created_at = '2026-06-02 00:09:59+00'}), 'cancelled:cooling_down',
+	'on Citus too (its ticket cancelled by the tick)');
 both(q{SELECT count(*) FROM mm.report_result('rq', {m:s2}, jsonb_build_object('{team:s3}', 1, '{team:s2}', 2),
 	'2026-06-02 00:30:00+00')}, 'report_result after a leave');
 is( roles(both(q{SELECT player_id, offences, low_priority_games, good_games FROM mm.player_penalties

@@ -4,12 +4,16 @@
 # citus.log_local_commands, on the coordinator's session and in the
 # workers' logs, where the calls Citus delegates run) belongs to the
 # call's queue or to its players.  Then the errors of one node on Citus: a
-# busy player gets 23505 with the documented message (single tickets,
-# batches, the player's shard on another worker than the queue's), a
-# validation error names players[0] as on one node.  Last, kill -9 of a
-# worker under ticket load: tickets of the other worker's queue and players
-# are still created, and a ticket that needs the dead worker fails with
-# 08006 naming it.  Skipped without Citus.
+# ticket of one queue is written on the queue's node alone and its player
+# claimed by the queue's tick: a player already pending in the queue gets
+# 23505 at once, a player in a live match or claimed elsewhere has the new
+# ticket cancelled by the tick (player_busy, announced and verifiable),
+# also when two ticks claim one player at once; batches read the players'
+# claims at once; a validation error names players[0] as on one node.
+# Last, kill -9 of a worker under ticket load: the other worker's queue
+# still takes tickets and ticks, its players on the dead worker wait, and
+# a ticket of the dead worker's queue fails with 08006 naming it.  Skipped
+# without Citus.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -91,8 +95,8 @@ sub shards_of
 	$shards{$2} = $1 while $text =~ /mm\.(\w+?)_(\d{6,})\b/g;
 	my %allowed = map { $_ => 1 } split /\n/,
 	  q1('SELECT public.allowed_shards(ARRAY['
-		  . join(',', map { "'$_'" } @$queues) . ']::text[], ARRAY['
-		  . join(',', map { "'$_'" } @$players) . ']::text[])');
+		  . join(',', map { "'" . s/'/''/gr . "'" } @$queues) . ']::text[], ARRAY['
+		  . join(',', map { "'" . s/'/''/gr . "'" } @$players) . ']::text[])');
 	my @extra = sort map { "$shards{$_}_$_" } grep { !$allowed{$_} } keys %shards;
 	return ($out, scalar @commands, \@extra);
 }
@@ -102,9 +106,9 @@ my %ticket;
 for my $case ([ $qa, $pa ], [ $qa, $pb ], [ $qb, $pb ], [ $qb, $pa ])
 {
 	my ($q, $p) = @$case;
-	my ($id, $n, $extra) = shards_of(qq{SELECT mm.create_ticket('$q', '[{"id": "$p"}]', $now)}, [$q], [$p]);
+	my ($id, $n, $extra) = shards_of(qq{SELECT mm.create_ticket('$q', '[{"id": "$p"}]', $now)}, [$q], []);
 	like($id, qr/^\d+$/, "create_ticket($q, $p)");
-	is_deeply($extra, [], "create_ticket($q, $p) reaches only its queue's and its player's shards ($n commands)");
+	is_deeply($extra, [], "create_ticket($q, $p) reaches only its queue's shards ($n commands)");
 	$ticket{$q}{$p} = $id;
 	# the next case takes the same players again
 	my (undef, $cn, $cextra) = shards_of(qq{SELECT mm.cancel_ticket('$q', $id)}, [$q], [$p]);
@@ -119,14 +123,22 @@ like($ids, qr/^\{\d+,\d+\}$/, 'create_tickets, two tickets');
 is_deeply($bextra, [], "create_tickets($qb, ...) reaches only its queue's and its players' shards ($bn commands)");
 q1(qq{SELECT mm.cancel_ticket('$qb', id) FROM unnest('$ids'::bigint[]) id});
 
-# a batch's claims are one multi-row INSERT of literals: ids that need
-# quoting are claimed as they are, each by its own ticket
+# the tick claims pending players in multi-row INSERTs of literals: ids
+# that need quoting are held and claimed as they are, each by its ticket
 my $odd = q1(q{SELECT mm.create_tickets('} . $qb . q{', ARRAY['[{"id": "o''neil"}]', '[{"id": "back\\\\slash"}]',
 	'[{"id": "x), (y"}]']::jsonb[], } . $now . q{)});
-is(q1(qq{SELECT string_agg(a.player_id || '=' || (a.ticket_id = (('$odd'::bigint[])[o.i]))::text, ' ' ORDER BY o.i)
+my $odd_check = qq{SELECT string_agg(a.player_id || '=' || (a.ticket_id = (('$odd'::bigint[])[o.i]))::text, ' ' ORDER BY o.i)
 	FROM unnest(ARRAY['o''neil', E'back\\\\slash', 'x), (y']) WITH ORDINALITY o(p, i)
-	JOIN mm.active_players a ON a.player_id = o.p}),
-	q{o'neil=true back\slash=true x), (y=true}, 'a batch claims players whose ids need quoting');
+	JOIN mm.%s a ON a.player_id = o.p};
+is(q1(sprintf($odd_check, 'pending_claims')), q{o'neil=true back\slash=true x), (y=true},
+	'a batch holds players whose ids need quoting');
+is(q1(qq{SELECT count(*) FROM mm.active_players a WHERE a.ticket_id = ANY ('$odd'::bigint[])}), '0',
+	'no claim before the tick');
+my (undef, $sn, $sextra) = shards_of(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:01+00')}, [$qb],
+	['o\'neil', 'back\\slash', 'x), (y']);
+is_deeply($sextra, [], "the tick that claims them reaches only its queue's and their shards ($sn commands)");
+is(q1(sprintf($odd_check, 'active_players')), q{o'neil=true back\slash=true x), (y=true},
+	'the tick claims them as they are');
 q1(qq{SELECT mm.cancel_ticket('$qb', id) FROM unnest('$odd'::bigint[]) id});
 
 # the direct path (docs/scale-out.md): a ticket sent to its queue's node
@@ -136,9 +148,9 @@ my ($wqa) = grep { $_->port == q1("SELECT node_port FROM mm.queue_node('$qa')") 
 my $direct = $wqa->safe_psql('postgres', qq{SELECT mm.create_ticket('$qa', '[{"id": "direct1"}]', $now)});
 ok($direct >= 2**48 * q1(qq{SELECT groupid FROM pg_dist_node WHERE nodeport = @{[$wqa->port]}}),
 	'a ticket created on the queue\'s node has an id of that node\'s range');
-is(q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = 'direct1'})
+is(q1(qq{SELECT ticket_id FROM mm.pending_claims WHERE queue = '$qa' AND player_id = 'direct1'})
 	  . '|' . q1(qq{SELECT status FROM mm.tickets_active WHERE queue = '$qa' AND id = $direct}),
-	"$direct|searching", 'the coordinator sees the ticket and its claim');
+	"$direct|searching", 'the coordinator sees the ticket and its pending claim');
 q1(qq{SELECT mm.cancel_ticket('$qa', $direct)});
 for my $node ($coord, $wqa)
 {
@@ -175,38 +187,60 @@ sub fails
 my $t3 = q1(qq{SELECT mm.create_ticket('$qb', '[{"id": "busy_b"}]', $now)});
 like(fails(qq{SELECT mm.create_ticket('$qb', '[{"id": "busy_b"}]', $now)}),
 	qr/ERROR:  23505: player "busy_b" already has an active ticket\nDETAIL:  Ticket $t3 holds the player and is searching/,
-	'a busy player: 23505 with the documented message');
-like(fails(qq{SELECT mm.create_ticket('$qb', '[{"id": "$pa"}]', $now)}),
+	'a player pending in the queue: 23505 with the documented message');
+like(fails(qq{SELECT mm.create_tickets('$qb', ARRAY['[{"id": "fresh1"}]', '[{"id": "busy_b"}]']::jsonb[], $now)}),
+	qr/ERROR:  23505: player "busy_b" already has an active ticket\nDETAIL:  Ticket $t3 holds the player/,
+	'a player pending in the queue, in a batch: 23505');
+like(fails(qq{SELECT mm.create_tickets('$qb', ARRAY['[{"id": "fresh2"}]', '[{"id": "$pa"}]']::jsonb[], $now)}),
 	qr/ERROR:  23505: player "$pa" is in match $m, which is assigned/,
-	'a player in a live match, the player\'s shard on the other worker: 23505');
-like(fails(qq{SELECT mm.create_tickets('$qa', ARRAY['[{"id": "fresh1"}]', '[{"id": "busy_b"}]']::jsonb[], $now)}),
-	qr/ERROR:  23505: player "busy_b" already has an active ticket/,
-	'a busy player in a batch: 23505');
+	'a player in a live match, in a batch: 23505 (a batch reads the claims)');
 like(fails(qq{SELECT mm.create_tickets('$qa', ARRAY['[{"id": "twice"}]', '[{"id": "twice"}]']::jsonb[], $now)}),
 	qr/ERROR:  23505: player "twice" already has an active ticket/,
 	'a player twice in a batch: 23505');
-is(q1(q{SELECT count(*) FROM mm.active_players WHERE player_id IN ('fresh1', 'twice')}), '0',
-	'the refused batches claimed no one');
-like(fails(qq{SELECT mm.create_ticket('$qa', '[{"id": 5}]', $now)}),
-	qr/ERROR:  22023: invalid ticket at players\[0\]\.id/,
-	'a validation error names players[0] as on one node');
+is(q1(q{SELECT count(*) FROM mm.active_players WHERE player_id IN ('fresh1', 'fresh2', 'twice')})
+	  . '|' . q1(q{SELECT count(*) FROM mm.pending_claims WHERE player_id IN ('fresh1', 'fresh2', 'twice')}),
+	'0|0', 'the refused batches hold and claim no one');
 
-# --- two tickets of one player at once, through two nodes ---
-# one on the coordinator (queue on the first worker), one on the second
-# worker (Citus 13 runs the call there; its queue there): the second waits
-# for the first's claim and, once it commits, is refused; after a rollback
-# it is created
+# a single ticket of a player in a live match (the player's shard on the
+# other worker) is written, and the queue's tick cancels it: player_busy,
+# announced on the queue's node and verifiable there
 my ($wa, $wb) = @workers;
+my $listener = $wb->background_psql('postgres');
+$listener->query_safe('LISTEN mm_events');
+my $t4 = q1(qq{SELECT mm.create_ticket('$qb', '[{"id": "$pa"}]', $now)});
+like($t4, qr/^\d+$/, 'a ticket of a player in a live match is written on the queue\'s node');
+q1(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:03+00')});
+is(q1(qq{SELECT status || ':' || cancel_reason FROM mm.tickets WHERE queue = '$qb' AND id = $t4}),
+	'cancelled:player_busy', 'the tick cancels it (player_busy)');
+is(q1(qq{SELECT string_agg(ticket_id::text, ',') FROM mm.active_players WHERE player_id = '$pa'}), $t1,
+	'the player keeps the one claim of its match');
+my $heard = $listener->query_safe('SELECT 1');
+my ($busy_event) = $heard =~ /payload "(\{"event": "ticket_cancelled", "queue": "$qb", "reason": "player_busy"[^\n]*\})"/;
+ok($busy_event && $busy_event =~ /"tickets": \[$t4\]/, 'ticket_cancelled with reason player_busy on the queue\'s node');
+is($wb->safe_psql('postgres', 'SELECT mm.verify_event($e$' . ($busy_event // '') . '$e$)'), 't',
+	'and it verifies');
+$listener->quit;
+q1(qq{SELECT mm.cancel_ticket('$qb', $t3)});
+
+# --- one player, two queues on two workers, two ticks at once ---
+# both tickets are written (nothing is shared at creation); the tick of the
+# first queue, held open on its node, claims the player; the other tick
+# waits for that claim and then cancels its ticket (COMMIT) or claims the
+# player itself (ROLLBACK, the first queue's ticket cancelled by its next
+# tick): one ticket and one claim of the player in the end
 for my $end ('COMMIT', 'ROLLBACK')
 {
 	my $p = "dup_$end";
-	my $s1 = $coord->background_psql('postgres');
-	$s1->query_safe(qq{BEGIN; SELECT mm.create_ticket('$qa', '[{"id": "$p"}]', $now)});
+	my $ta = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$p"}]', $now)});
+	my $tb = $wb->safe_psql('postgres', qq{SELECT mm.create_ticket('$qb', '[{"id": "$p"}]', $now)});
+	ok($ta && $tb, "$end: two tickets of $p in two queues are written");
+	my $s1 = $wa->background_psql('postgres');
+	$s1->query_safe(qq{BEGIN; SELECT mm.tick('$qa', '2026-06-01 00:00:04+00')});
 	my ($o2, $e2) = ('', '');
 	my $h = IPC::Run::start(
 		[
-			'psql', '-XAtq', '-v', 'VERBOSITY=verbose', '-h', $wb->host, '-p', $wb->port,
-			'-d', 'postgres', '-c', qq{SELECT mm.create_ticket('$qb', '[{"id": "$p"}]', $now)}
+			'psql', '-XAtq', '-h', $wb->host, '-p', $wb->port, '-d', 'postgres',
+			'-c', qq{SELECT mm.tick('$qb', '2026-06-01 00:00:04+00')}
 		],
 		'>', \$o2, '2>', \$e2);
 	my $waiting = 0;
@@ -218,22 +252,21 @@ for my $end ('COMMIT', 'ROLLBACK')
 		last if $waiting;
 		usleep(100_000);
 	}
-	ok($waiting, "$end: the second ticket of $p waits for the first's claim");
+	ok($waiting, "$end: the second tick waits for the first's claim of $p");
 	$s1->query_safe($end);
 	$s1->quit;
 	$h->finish;
-	if ($end eq 'COMMIT')
-	{
-		like($e2, qr/ERROR:  23505: player "$p" already has an active ticket/,
-			'the second ticket, on another node: 23505 once the first commits');
-	}
-	else
-	{
-		like($o2, qr/^\d+$/, 'the second ticket, on another node: created once the first rolls back');
-	}
+	is($e2, '', "$end: the second tick ends without an error");
+	q1(qq{SELECT mm.tick('$qa', '2026-06-01 00:00:05+00')});
+	my ($kept, $lost) = $end eq 'COMMIT' ? ($ta, $tb) : ($tb, $ta);
+	is(q1(qq{SELECT status || ':' || coalesce(cancel_reason, '-') FROM mm.tickets WHERE id = $lost}),
+		'cancelled:player_busy',
+		"$end: the later tick cancels its ticket (player_busy)");
 	is(q1(qq{SELECT count(*) FROM mm.tickets_active WHERE players \@> '[{"id": "$p"}]'})
-		  . '|' . q1(qq{SELECT count(*) FROM mm.active_players WHERE player_id = '$p'}),
-		'1|1', "$end: one ticket and one claim of $p");
+		  . '|' . q1(qq{SELECT string_agg(ticket_id::text, ',') FROM mm.active_players WHERE player_id = '$p'})
+		  . '|' . q1(qq{SELECT count(*) FROM mm.pending_claims WHERE player_id = '$p'}),
+		"1|$kept|0", "$end: one active ticket of $p, holding the one claim");
+	q1(qq{SELECT mm.cancel_ticket('$qa', $ta), mm.cancel_ticket('$qb', $tb)});
 }
 
 # --- kill -9 of a worker under ticket load ---
@@ -252,26 +285,36 @@ $load->query_until(qr/started/, qq{\\echo started
 });
 usleep(500_000);
 $wa->kill9;
-my $ok = 0;
-my $made_b = 0;
-for my $i (1 .. 60)
+my $dead_port = $wa->port;
+eval { $load->quit };
+# the other worker's queue takes tickets (written on its node alone, the
+# players anywhere) and ticks: players on the live worker are claimed and
+# matched, a player on the dead one waits, with a WARNING naming the node
+my @live = grep { player_port($_) == $wb->port } map { "after_$_" } 1 .. 40;
+my ($on_dead) = grep { player_port($_) == $dead_port } map { "after_dead_$_" } 1 .. 40;
+my $made = 0;
+for my $p (@live[0 .. 3], $on_dead)
 {
-	my $p = "after_$i";
-	next unless player_port($p) == $wb->port;
-	my ($ret, $out, $err) =
-	  $coord->psql('postgres', qq{SELECT mm.create_ticket('$qb', '[{"id": "$p"}]', $now)});
-	$made_b++ if $ret == 0 && $out =~ /^\d+$/;
-	$ok++;
+	my ($ret, $out, $err) = $coord->psql('postgres', qq{SELECT mm.create_ticket('$qb', '[{"id": "$p"}]', $now)});
+	$made++ if $ret == 0 && $out =~ /^\d+$/;
 	diag($err) if $ret;
-	last if $ok == 5;
 }
-is($made_b, $ok, "with " . $wa->name . " dead, tickets of $qb for players on " . $wb->name . " are created ($made_b)");
+is($made, 5, "with " . $wa->name . " dead, tickets of $qb are created, also for a player on the dead worker");
+my ($tret, $tout, $terr) = $coord->psql('postgres', qq{SELECT mm.tick('$qb', '2026-06-01 00:00:10+00')});
+ok($tret == 0 && $tout >= 2, "$qb keeps ticking ($tout matches)");
+like($terr, qr/WARNING:  queue "$qb": the tickets of players on a node out of reach wait for a later tick/,
+	'the tick warns about the players it could not claim');
+is($wb->safe_psql('postgres', qq{SELECT count(*) FROM mm.active_players
+	WHERE player_id = ANY (ARRAY['@{[join "','", @live[0 .. 3]]}'])}), '4',
+	'the players on the live worker are claimed');
+is($wb->safe_psql('postgres', qq{SELECT t.status || ':' || (SELECT count(*) FROM mm.pending_claims c
+	WHERE c.queue = t.queue AND c.ticket_id = t.id) FROM mm.tickets t
+	WHERE t.queue = '$qb' AND t.players->0->>'id' = '$on_dead'}), 'searching:1',
+	'the player on the dead worker waits, still pending');
 my $err = fails(qq{SELECT mm.create_ticket('$qa', '[{"id": "needs_dead"}]', $now)});
-my $dead = $wa->port;
-like($err, qr/ERROR:  08006: .*$dead/s, 'a ticket that needs the dead worker: 08006 naming it');
+like($err, qr/ERROR:  08006: .*$dead_port/s, 'a ticket of the dead worker\'s queue: 08006 naming it');
 note("the error: $err");
 
-eval { $load->quit };
 # the killed worker stays down (a restart could race its dying backends)
 $_->stop for ($coord, $wb);
 done_testing();
