@@ -53,7 +53,8 @@ MarkPenalisedTickets(MmTickQueue *q, MmTicket *tickets, int n)
 	if (max_wait < 0 || n == 0)
 		return;
 	values[0] = CStringGetTextDatum(q->queue);
-	rc = SPI_execute_plan(MmTickPlan.penalised_tickets, values, NULL, true, 0);
+	/* not read-only: a snapshot that sees the claims this tick took on Citus */
+	rc = SPI_execute_plan(MmTickPlan.penalised_tickets, values, NULL, false, 0);
 	MmTickBackToQueue(q);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "reading the penalised tickets failed: %s", SPI_result_code_string(rc));

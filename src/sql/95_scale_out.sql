@@ -622,11 +622,15 @@ GRANT EXECUTE ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timesta
 
 -- Claims (player, ticket) pairs of a queue in mm.active_players, one
 -- multi-row INSERT ... ON CONFLICT DO NOTHING per node that holds the
--- players' shards, in player order: a node that cannot be reached (class
--- 08) fails its own statement only, and its players come back as
--- unreachable.  Returns the pairs claimed.
-CREATE FUNCTION mm.claim_players_by_node(queue text, player_ids text[], ticket_ids bigint[],
-										 OUT won_player text[], OUT won_ticket bigint[], OUT unreachable text[])
+-- players' shards, in player order, then reads the cooldowns of the
+-- players it claimed there (their shards only: a read without the players
+-- would reach every shard): a node that cannot be reached (class 08) fails
+-- its own statements only, and its players come back as unreachable.
+-- Returns the pairs claimed and the claimed players cooling down in the
+-- queue at now.
+CREATE FUNCTION mm.claim_players_by_node(queue text, player_ids text[], ticket_ids bigint[], now timestamptz,
+										 OUT won_player text[], OUT won_ticket bigint[], OUT cooling text[],
+										 OUT unreachable text[])
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 -- JIT would compile the statements of a few thousand rows (3 times slower)
@@ -639,6 +643,7 @@ DECLARE
 BEGIN
 	won_player := '{}';
 	won_ticket := '{}';
+	cooling := '{}';
 	unreachable := '{}';
 	FOR node IN
 		SELECT pl.groupid,
@@ -660,6 +665,10 @@ BEGIN
 			   INTO players, tickets;
 			won_player := won_player || players;
 			won_ticket := won_ticket || tickets;
+			-- after the claim, as mm.create_ticket on one node
+			cooling := cooling || ARRAY(SELECT p.player_id FROM mm.player_penalties p
+										 WHERE p.player_id = ANY (players) AND p.queue = claim_players_by_node.queue
+										   AND p.cooldown_until > claim_players_by_node.now);
 		EXCEPTION WHEN connection_exception THEN
 			RAISE WARNING 'queue "%": the tickets of players on a node out of reach wait for a later tick',
 				claim_players_by_node.queue
@@ -669,10 +678,10 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION mm.claim_players_by_node(text, text[], bigint[]) IS
-'Internal: on Citus, claims (player, ticket) pairs of a queue, one statement per node; returns the pairs claimed and the players on nodes out of reach';
-REVOKE ALL ON FUNCTION mm.claim_players_by_node(text, text[], bigint[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.claim_players_by_node(text, text[], bigint[]) TO mm_admin;
+COMMENT ON FUNCTION mm.claim_players_by_node(text, text[], bigint[], timestamptz) IS
+'Internal: on Citus, claims (player, ticket) pairs of a queue and reads their cooldowns, one statement of each per node; returns the pairs claimed, the players cooling down and those on nodes out of reach';
+REVOKE ALL ON FUNCTION mm.claim_players_by_node(text, text[], bigint[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.claim_players_by_node(text, text[], bigint[], timestamptz) TO mm_admin;
 
 -- Ends pending tickets the tick could not keep (mm.claim_pending_players):
 -- cancelled with the reason, their players' claims released.
@@ -735,7 +744,8 @@ BEGIN
 	  FROM mm.pending_claims c JOIN locked l ON l.id = c.ticket_id
 	 WHERE c.queue = claim_pending_players.queue;
 	IF pairs_player IS NOT NULL THEN
-		SELECT * INTO claimed FROM mm.claim_players_by_node(claim_pending_players.queue, pairs_player, pairs_ticket);
+		SELECT * INTO claimed
+		  FROM mm.claim_players_by_node(claim_pending_players.queue, pairs_player, pairs_ticket, claim_pending_players.now);
 		IF cardinality(claimed.unreachable) > 0 THEN
 			-- a ticket with a player on a node out of reach waits for a
 			-- later tick, its claims taken here given back
@@ -750,20 +760,10 @@ BEGIN
 									ON w.p = u.p AND w.t = u.t
 							  WHERE w.p IS NULL AND u.t <> ALL (waiting)
 							  ORDER BY 1);
-		-- the cooldowns, after the claims (as mm.create_ticket on one node);
-		-- the players' own only when the queue has a running cooldown (a
-		-- read of every shard without the array, which Citus would send to
-		-- each)
-		IF EXISTS (SELECT 1 FROM mm.player_penalties p
-					WHERE p.queue = claim_pending_players.queue AND p.cooldown_until > claim_pending_players.now) THEN
-			cooling_down := ARRAY(SELECT DISTINCT w.t FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
-								JOIN (SELECT p.player_id FROM mm.player_penalties p
-									   WHERE p.player_id = ANY (claimed.won_player)
-										 AND p.queue = claim_pending_players.queue
-										 AND p.cooldown_until > claim_pending_players.now) c ON c.player_id = w.p
+		cooling_down := ARRAY(SELECT DISTINCT w.t FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
+								JOIN unnest(claimed.cooling) AS c(p) ON c.p = w.p
 							   WHERE w.t <> ALL (player_busy) AND w.t <> ALL (waiting)
 							   ORDER BY 1);
-		END IF;
 	END IF;
 	settled := ARRAY(SELECT DISTINCT u.t FROM unnest(pairs_ticket) AS u(t) WHERE u.t <> ALL (waiting));
 	-- the rows of the tickets settled here, and of those that ended meanwhile

@@ -49,8 +49,10 @@ sub for_node
 	$sql =~ s/\{p:(\w+)\}/$P{$1}/g;
 	$sql =~ s/\{m:(\w+)\}/$node->safe_psql('postgres',
 		"SELECT max(match_id) FROM mm.match_players WHERE queue = 'gq' AND player_id = '$P{$1}'")/ge;
+	# (on Citus a ticket the tick has not claimed yet is found by its players)
 	$sql =~ s/\{t:(\w+)\}/$node->safe_psql('postgres',
-		"SELECT ticket_id FROM mm.active_players WHERE player_id = '$P{$1}'")/ge;
+		"SELECT coalesce((SELECT ticket_id FROM mm.active_players WHERE player_id = '$P{$1}'),
+		   (SELECT id FROM mm.tickets_active WHERE queue = 'gq' AND players \@> '[{\"id\": \"$P{$1}\"}]'))")/ge;
 	$sql =~ s/\{team:(\w+)\}/$node->safe_psql('postgres',
 		"SELECT team FROM mm.match_players WHERE queue = 'gq' AND player_id = '$P{$1}' ORDER BY match_id DESC LIMIT 1")/ge;
 	return $sql;

@@ -206,7 +206,7 @@ is(q1(q{SELECT count(*) FROM mm.active_players WHERE player_id IN ('fresh1', 'fr
 # announced on the queue's node and verifiable there
 my ($wa, $wb) = @workers;
 my $listener = $wb->background_psql('postgres');
-$listener->query_safe('LISTEN mm_events');
+$listener->query_safe('SET client_min_messages = warning; LISTEN mm_events');
 my $t4 = q1(qq{SELECT mm.create_ticket('$qb', '[{"id": "$pa"}]', $now)});
 like($t4, qr/^\d+$/, 'a ticket of a player in a live match is written on the queue\'s node');
 q1(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:03+00')});
@@ -234,13 +234,14 @@ for my $end ('COMMIT', 'ROLLBACK')
 	my $ta = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$p"}]', $now)});
 	my $tb = $wb->safe_psql('postgres', qq{SELECT mm.create_ticket('$qb', '[{"id": "$p"}]', $now)});
 	ok($ta && $tb, "$end: two tickets of $p in two queues are written");
+	# (the workers log their commands to the client: NOTICEs off here)
 	my $s1 = $wa->background_psql('postgres');
-	$s1->query_safe(qq{BEGIN; SELECT mm.tick('$qa', '2026-06-01 00:00:04+00')});
+	$s1->query_safe(qq{SET client_min_messages = warning; BEGIN; SELECT mm.tick('$qa', '2026-06-01 00:00:04+00')});
 	my ($o2, $e2) = ('', '');
 	my $h = IPC::Run::start(
 		[
 			'psql', '-XAtq', '-h', $wb->host, '-p', $wb->port, '-d', 'postgres',
-			'-c', qq{SELECT mm.tick('$qb', '2026-06-01 00:00:04+00')}
+			'-c', 'SET client_min_messages = warning', '-c', qq{SELECT mm.tick('$qb', '2026-06-01 00:00:04+00')}
 		],
 		'>', \$o2, '2>', \$e2);
 	my $waiting = 0;
@@ -307,9 +308,10 @@ like($terr, qr/WARNING:  queue "$qb": the tickets of players on a node out of re
 is($wb->safe_psql('postgres', qq{SELECT count(*) FROM mm.active_players
 	WHERE player_id = ANY (ARRAY['@{[join "','", @live[0 .. 3]]}'])}), '4',
 	'the players on the live worker are claimed');
-is($wb->safe_psql('postgres', qq{SELECT t.status || ':' || (SELECT count(*) FROM mm.pending_claims c
-	WHERE c.queue = t.queue AND c.ticket_id = t.id) FROM mm.tickets t
-	WHERE t.queue = '$qb' AND t.players->0->>'id' = '$on_dead'}), 'searching:1',
+is($wb->safe_psql('postgres', qq{SELECT status FROM mm.tickets_active
+	WHERE queue = '$qb' AND players \@> '[{"id": "$on_dead"}]'})
+	  . ':' . $wb->safe_psql('postgres', qq{SELECT count(*) FROM mm.pending_claims
+	WHERE queue = '$qb' AND player_id = '$on_dead'}), 'searching:1',
 	'the player on the dead worker waits, still pending');
 my $err = fails(qq{SELECT mm.create_ticket('$qa', '[{"id": "needs_dead"}]', $now)});
 like($err, qr/ERROR:  08006: .*$dead_port/s, 'a ticket of the dead worker\'s queue: 08006 naming it');
