@@ -23,6 +23,8 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "common/sha2.h"
@@ -33,8 +35,11 @@
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "event_signing.h"
@@ -78,6 +83,40 @@ static MemoryContext queue_cache_context = NULL;
 static CachedQueueConfig *queue_cache = NULL;
 static int	queue_cache_size = 0;
 static SPIPlanPtr queue_config_plan = NULL;
+static Oid	queue_config_copy = InvalidOid;
+
+/*
+ * The relation the queue's config is read from: mm.queues, or on a Citus
+ * node its local copy (a reference table's placement, written by every
+ * change of mm.queues in the same transaction): Citus would plan the read
+ * of mm.queues again at every call, which costs more than the rest of a
+ * ticket's validation.  *copy is the copy's OID (InvalidOid: mm.queues).
+ * Called inside SPI.
+ */
+static char *
+QueuesRelation(Oid *copy)
+{
+	int			ret;
+	char	   *name;
+
+	*copy = InvalidOid;
+	if (!OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return "mm.queues";
+	ret = SPI_execute("SELECT pg_catalog.shard_name(s.logicalrelid, s.shardid)"
+					  " FROM pg_catalog.pg_dist_shard s JOIN pg_catalog.pg_dist_partition d USING (logicalrelid)"
+					  " JOIN pg_catalog.pg_dist_placement p USING (shardid)"
+					  " WHERE s.logicalrelid OPERATOR(pg_catalog.=) CAST('mm.queues' AS pg_catalog.regclass)"
+					  " AND d.partmethod OPERATOR(pg_catalog.=) 'n'"
+					  " AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)",
+					  true, 1);
+	if (ret != SPI_OK_SELECT)
+		elog(ERROR, "looking for the local copy of mm.queues failed: %s", SPI_result_code_string(ret));
+	if (SPI_processed == 0)
+		return "mm.queues";
+	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	*copy = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)), NoLock, false);
+	return name;
+}
 
 /* Drops one entry (unlinked by the caller) with its memory. */
 static void
@@ -127,12 +166,20 @@ GetQueueConfig(const char *queue)
 
 	if ((ret = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(ret));
+	if (queue_config_plan != NULL && OidIsValid(queue_config_copy) &&
+		!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(queue_config_copy)))
+	{
+		/* the local copy is gone (the extension was installed again) */
+		SPI_freeplan(queue_config_plan);
+		queue_config_plan = NULL;
+	}
 	if (queue_config_plan == NULL)
 	{
 		Oid			argtypes[1] = {TEXTOID};
 		SPIPlanPtr	plan;
 
-		plan = SPI_prepare("SELECT config FROM mm.queues WHERE name OPERATOR(pg_catalog.=) $1",
+		plan = SPI_prepare(psprintf("SELECT config FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
+									QueuesRelation(&queue_config_copy)),
 						   1, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));

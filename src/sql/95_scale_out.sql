@@ -512,6 +512,21 @@ COMMENT ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) IS
 REVOKE ALL ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) TO mm_admin;
 
+-- The writes of mm.create_ticket_on_queue_node straight into the queue's
+-- shards when they are on this node (src/ticket_shards.c): NULL, having
+-- written nothing, when they are not.  Citus refuses a write that names a
+-- shard outside its own calls unless manual changes are on: this function
+-- takes the shard's metadata lock as Citus's executor does.
+CREATE FUNCTION mm.create_ticket_on_shard(queue text, players jsonb, now timestamptz)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'mm_create_ticket_on_shard'
+LANGUAGE C VOLATILE STRICT
+SET citus.enable_manual_changes_to_shards = on;
+COMMENT ON FUNCTION mm.create_ticket_on_shard(text, jsonb, timestamptz) IS
+'Internal: on the Citus node that holds a queue''s shards, writes a ticket of the queue into them (NULL elsewhere)';
+REVOKE ALL ON FUNCTION mm.create_ticket_on_shard(text, jsonb, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shard(text, jsonb, timestamptz) TO mm_admin;
+
 -- mm.create_ticket on Citus, for a ticket of one queue: everything it
 -- reads and writes is on the queue's node (docs/scale-out.md, "How a
 -- ticket is created").  The players are held in the queue's pending claims
@@ -532,6 +547,12 @@ DECLARE
 	player_ids text[];
 	pid text;
 BEGIN
+	-- on the queue's node, straight into its shards
+	new_id := mm.create_ticket_on_shard(create_ticket_on_queue_node.queue, create_ticket_on_queue_node.players,
+										create_ticket_on_queue_node.now);
+	IF new_id IS NOT NULL THEN
+		RETURN new_id;
+	END IF;
 	-- the read of the queue's config is the check that it exists (42704)
 	PERFORM mm.validate_ticket(create_ticket_on_queue_node.queue, create_ticket_on_queue_node.players,
 							   create_ticket_on_queue_node.now);

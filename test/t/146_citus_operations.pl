@@ -137,11 +137,17 @@ sub ticks_within
 ticks_within($_, time, 'scheduled') for @queues;
 
 # --- a worker killed: the other worker's queues keep ticking ---
-# a pair in $qb that matches only after 3 s of waiting, created before the kill
+# a pair in $qb that matches only after 3 s of waiting, created before the
+# kill, of players whose shards are on the live worker (the tick claims a
+# player on the dead one once it is back)
+my @slow_players = grep {
+	$coord->safe_psql('postgres', qq{SELECT nodeport FROM pg_dist_shard_placement
+		WHERE shardid = get_shard_id_for_distribution_column('mm.active_players', '$_')}) == $wb->port
+} map { "slow$_" } 0 .. 40;
 my @slow = map {
 	my $skill = $_ * 1000;
 	$coord->safe_psql('postgres',
-		qq{SELECT mm.create_ticket('$qb', '[{"id": "slow$_", "attributes": {"skill": $skill}}]')})
+		qq{SELECT mm.create_ticket('$qb', '[{"id": "$slow_players[$_]", "attributes": {"skill": $skill}}]')})
 } 0 .. 1;
 my $killed = time;
 mm_crash_stop($wa);
