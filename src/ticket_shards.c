@@ -45,14 +45,17 @@ typedef struct QueueShards
 {
 	char	   *queue;
 	int64		shard_id;		/* the shard of mm.tickets_active */
-	Oid			tickets_relid;	/* that shard; gone after a reinstall */
+	char	   *tickets;		/* its name */
+	char	   *pending;		/* the name of the shard of mm.pending_claims */
+	Oid			tickets_relid;	/* the first, once seen here; gone after a reinstall */
 	SPIPlanPtr	insert_pending;
 	SPIPlanPtr	insert_ticket;
 	struct QueueShards *next;
 } QueueShards;
 
 static QueueShards *KnownQueues = NULL;
-static SPIPlanPtr LockAndPlace = NULL;
+static SPIPlanPtr LockShard = NULL;
+static SPIPlanPtr PlacedHere = NULL;
 static SPIPlanPtr RefusePending = NULL;
 
 /* Prepares a statement and keeps it for the backend's lifetime. */
@@ -69,9 +72,9 @@ KeepPlan(const char *sql, int nargs, Oid *argtypes)
 }
 
 /*
- * The shards of a queue (found once per backend: a shard keeps its id and
- * name when it moves), with their statements.  NULL without Citus's
- * metadata for the queue.
+ * The shards of a queue, found once per backend (a shard keeps its id and
+ * name when it moves); their statements are prepared by PrepareWrites
+ * once the shards are seen here.
  */
 static QueueShards *
 ShardsOf(const char *queue)
@@ -79,8 +82,6 @@ ShardsOf(const char *queue)
 	QueueShards *entry;
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		arg = CStringGetTextDatum(queue);
-	char	   *tickets;
-	char	   *pending;
 	bool		isnull;
 	int			rc;
 
@@ -88,13 +89,16 @@ ShardsOf(const char *queue)
 	{
 		if (strcmp(entry->queue, queue) != 0)
 			continue;
-		if (SearchSysCacheExists1(RELOID, ObjectIdGetDatum(entry->tickets_relid)))
+		if (!OidIsValid(entry->tickets_relid) ||
+			SearchSysCacheExists1(RELOID, ObjectIdGetDatum(entry->tickets_relid)))
 			return entry;
 		/* the extension was installed again: new shards */
 		*link = entry->next;
 		SPI_freeplan(entry->insert_pending);
 		SPI_freeplan(entry->insert_ticket);
 		pfree(entry->queue);
+		pfree(entry->tickets);
+		pfree(entry->pending);
 		pfree(entry);
 		break;
 	}
@@ -110,34 +114,44 @@ ShardsOf(const char *queue)
 		elog(ERROR, "finding the shards of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
 	entry = MemoryContextAllocZero(TopMemoryContext, sizeof(QueueShards));
 	entry->shard_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	tickets = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	pending = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	entry->tickets = MemoryContextStrdup(TopMemoryContext,
+										 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
+	entry->pending = MemoryContextStrdup(TopMemoryContext,
+										 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
 	SPI_freetuptable(SPI_tuptable);
-	{
-		Oid			pending_args[3] = {TEXTOID, TEXTOID, INT8OID};
-		Oid			ticket_args[4] = {INT8OID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
-
-		/* the names come from Citus (shard_name quotes them) */
-		entry->insert_pending =
-			KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
-							  " ON CONFLICT DO NOTHING", pending),
-					 3, pending_args);
-		entry->insert_ticket =
-			KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
-							  tickets),
-					 4, ticket_args);
-	}
-	entry->tickets_relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(tickets)),
-											NoLock, false);
 	entry->queue = MemoryContextStrdup(TopMemoryContext, queue);
 	entry->next = KnownQueues;
 	KnownQueues = entry;
 	return entry;
 }
 
+/* The statements of a queue's shards, prepared once they are seen here. */
+static void
+PrepareWrites(QueueShards *entry)
+{
+	Oid			pending_args[3] = {TEXTOID, TEXTOID, INT8OID};
+	Oid			ticket_args[4] = {INT8OID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
+
+	if (entry->insert_ticket != NULL)
+		return;
+	/* the names come from Citus (shard_name quotes them) */
+	entry->insert_pending =
+		KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
+						  " ON CONFLICT DO NOTHING", entry->pending),
+				 3, pending_args);
+	entry->insert_ticket =
+		KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
+						  entry->tickets),
+				 4, ticket_args);
+	entry->tickets_relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(entry->tickets)),
+											NoLock, false);
+}
+
 /*
  * Takes the shard's metadata lock in share mode (until the transaction
- * ends) and tells whether its placement is on this node.
+ * ends) and tells whether its placement is on this node, read after the
+ * lock in a statement of its own: a move that ended while the lock waited
+ * is seen.
  */
 static bool
 LockShardHere(int64 shard_id)
@@ -148,18 +162,23 @@ LockShardHere(int64 shard_id)
 	bool		here;
 	int			rc;
 
-	if (LockAndPlace == NULL)
-		/* the lock (in FROM) is taken before the placement is read */
-		LockAndPlace = KeepPlan("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p"
-								" WHERE p.shardid OPERATOR(pg_catalog.=) $2"
-								" AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))"
-								" FROM pg_catalog.lock_shard_metadata($1, ARRAY[$2]) AS l",
-								2, argtypes);
+	if (LockShard == NULL)
+	{
+		LockShard = KeepPlan("SELECT pg_catalog.lock_shard_metadata($1, ARRAY[$2])", 2, argtypes);
+		PlacedHere = KeepPlan("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p"
+							  " WHERE p.shardid OPERATOR(pg_catalog.=) $1"
+							  " AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))",
+							  1, argtypes + 1);
+	}
 	args[0] = Int32GetDatum(CITUS_SHARE_LOCK);
 	args[1] = Int64GetDatum(shard_id);
-	rc = SPI_execute_plan(LockAndPlace, args, NULL, false, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+	rc = SPI_execute_plan(LockShard, args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "locking shard " INT64_FORMAT " failed: %s", shard_id, SPI_result_code_string(rc));
+	rc = SPI_execute_plan(PlacedHere, args + 1, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "reading the placement of shard " INT64_FORMAT " failed: %s", shard_id,
+			 SPI_result_code_string(rc));
 	here = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return !isnull && here;
@@ -239,6 +258,7 @@ mm_create_ticket_on_shard(PG_FUNCTION_ARGS)
 		SPI_finish();
 		PG_RETURN_NULL();
 	}
+	PrepareWrites(shards);
 	/* the queue's config (42704 for a queue that does not exist) */
 	DirectFunctionCall3(mm_validate_ticket, PointerGetDatum(queue_text), PointerGetDatum(players),
 						TimestampTzGetDatum(now));
