@@ -42,7 +42,8 @@ for my $file (sort glob("$root/src/sql/*.sql"))
 			$defined{$sig} = $rest if $sig;
 			if ($sig && $sig =~ /^mm\.distribute\(/)
 			{
-				my ($list) = $rest =~ /unnest\(ARRAY\[([^\]]*'mm\.tick\([^\]]*)\]\)\s+AS\s+u\(routine\)/s;
+				# (up to "]) AS u(routine)": a signature may hold "[]")
+				my ($list) = $rest =~ /unnest\(ARRAY\[((?:(?!\]\)\s+AS\s+u\(routine\)).)*'mm\.tick\(.*?)\]\)\s+AS\s+u\(routine\)/s;
 				push @problems, "mm.distribute: no ARRAY[...] AS u(routine) list of the routed functions found" unless $list;
 				$in_sql{$_} = 1 for ($list // '') =~ /'([^']+)'/g;
 			}
