@@ -395,7 +395,14 @@ SET jit = off
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(NULL, low_priority_waits.time_window, low_priority_waits.now);
+	b_queue text[];
+	b_seconds float8[];
 BEGIN
+	-- the bounds first, in a statement of their own: the one below calls a
+	-- function that reads sharded tables (Citus rule 6)
+	SELECT array_agg(q.name), array_agg((q.config #>> '{penalties,low_priority,max_wait_seconds}')::float8)
+	  INTO b_queue, b_seconds
+	  FROM mm.queues q WHERE q.name = ANY (covered);
 	-- the players read part by part, then aggregated (the percentile sorts
 	-- each group's waits)
 	RETURN QUERY
@@ -403,8 +410,7 @@ BEGIN
 		SELECT * FROM mm.low_priority_players(covered, low_priority_waits.now - low_priority_waits.time_window,
 											  low_priority_waits.now)
 	), bound AS (
-		SELECT q.name, (q.config #>> '{penalties,low_priority,max_wait_seconds}')::float8 AS seconds
-		  FROM mm.queues q WHERE q.name = ANY (covered)
+		SELECT * FROM unnest(b_queue, b_seconds) AS b(name, seconds)
 	)
 	SELECT v.queue, v.low_priority, count(*),
 		   mm.metrics_round(avg(v.wait)),

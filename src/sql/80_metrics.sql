@@ -830,13 +830,28 @@ BEGIN
 			 WHERE t.queue = queue_stats_by_minute.queue
 			   AND t.created_at >= first_minute AND t.created_at < last_end
 			 GROUP BY 1
-		), matched AS (
-			SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
-				   avg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_avg,
-				   percentile_cont(0.95) WITHIN GROUP (ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_p95
+		), done AS (
+			-- The tickets matched from the first minute on, and those cancelled
+			-- or timed out: each read once, for both the minute they ended in
+			-- and the depth (a ticket that ended after a minute's end was
+			-- searching then); each through an index on its end, a range closed
+			-- by 'infinity' so that the planner takes it over (queue,
+			-- created_at) even without statistics (as mm.tickets_searching_at)
+			SELECT true AS matched, t.status, t.created_at, t.matched_at AS ended_at
 			  FROM mm.tickets t
 			 WHERE t.queue = queue_stats_by_minute.queue
-			   AND t.matched_at >= first_minute AND t.matched_at < last_end
+			   AND t.matched_at >= first_minute AND t.matched_at < 'infinity'
+			UNION ALL
+			SELECT false, t.status, t.created_at, t.updated_at
+			  FROM mm.tickets t
+			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+			   AND t.updated_at >= first_minute AND t.updated_at < 'infinity'
+		), matched AS (
+			SELECT date_trunc('minute', d.ended_at) AS minute, count(*) AS n,
+				   avg((extract(epoch FROM d.ended_at) - extract(epoch FROM d.created_at))::float8) AS wait_avg,
+				   percentile_cont(0.95) WITHIN GROUP (ORDER BY (extract(epoch FROM d.ended_at) - extract(epoch FROM d.created_at))::float8) AS wait_p95
+			  FROM done d
+			 WHERE d.matched AND d.ended_at < last_end
 			 GROUP BY 1
 		), formed AS (
 			SELECT date_trunc('minute', m.created_at) AS minute, count(*) AS n, avg(m.quality) AS quality
@@ -846,44 +861,32 @@ BEGIN
 			   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline)
 			 GROUP BY 1
 		), ended AS (
-			SELECT date_trunc('minute', t.updated_at) AS minute,
-				   count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
-				   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
-			  FROM mm.tickets t
-			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
-			   AND t.updated_at >= first_minute AND t.updated_at < last_end
+			SELECT date_trunc('minute', d.ended_at) AS minute,
+				   count(*) FILTER (WHERE d.status = 'timed_out') AS timeouts,
+				   count(*) FILTER (WHERE d.status = 'cancelled') AS cancellations
+			  FROM done d
+			 WHERE NOT d.matched AND d.ended_at < last_end
 			 GROUP BY 1
-		), alive AS (
-			-- tickets searching at the end of some minute of the range: created
-			-- before its end, ended (matched, cancelled, timed out) after the first
-			-- minute's end or not at all; each read through an index (the ended
-			-- ones by their end, a range closed by 'infinity' as in
-			-- mm.tickets_searching_at)
-			SELECT t.created_at, NULL::timestamptz AS ended_at
-			  FROM mm.tickets t
-			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
-			   AND t.created_at < last_end
-			UNION ALL
-			SELECT t.created_at, t.matched_at
-			  FROM mm.tickets t
-			 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
-			   AND t.matched_at >= first_minute + '1 minute'::interval AND t.matched_at < 'infinity'
-			   AND t.created_at < last_end
-			UNION ALL
-			SELECT t.created_at, t.updated_at
-			  FROM mm.tickets t
-			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
-			   AND t.updated_at >= first_minute + '1 minute'::interval AND t.updated_at < 'infinity'
-			   AND t.created_at < last_end
 		), depth_change AS (
-			-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
-			SELECT d.minute, sum(d.change) AS change
-			  FROM (SELECT greatest(first_minute, date_trunc('minute', a.created_at)) AS minute, 1 AS change
-					  FROM alive a
+			-- tickets searching at the end of some minute of the range: created
+			-- before its end, ended after the first minute's end or not at all;
+			-- +1 in the minute a ticket arrives (or the first minute), -1 in the
+			-- one it leaves
+			SELECT c.minute, sum(c.change) AS change
+			  FROM (SELECT greatest(first_minute, date_trunc('minute', t.created_at)) AS minute, 1 AS change
+					  FROM mm.tickets t
+					 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
+					   AND t.created_at < last_end
 					UNION ALL
-					SELECT date_trunc('minute', a.ended_at), -1
-					  FROM alive a WHERE a.ended_at < last_end) d
-			 GROUP BY d.minute
+					SELECT greatest(first_minute, date_trunc('minute', d.created_at)), 1
+					  FROM done d
+					 WHERE d.ended_at >= first_minute + '1 minute'::interval AND d.created_at < last_end
+					UNION ALL
+					SELECT date_trunc('minute', d.ended_at), -1
+					  FROM done d
+					 WHERE d.ended_at >= first_minute + '1 minute'::interval AND d.created_at < last_end
+					   AND d.ended_at < last_end) c
+			 GROUP BY c.minute
 		)
 		SELECT mi.minute, coalesce(c.n, 0), coalesce(ma.n, 0), mm.metrics_round(ma.wait_avg),
 			   mm.metrics_round(ma.wait_p95), coalesce(f.n, 0), mm.metrics_round(f.quality),
