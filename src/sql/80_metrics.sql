@@ -375,14 +375,15 @@ REVOKE ALL ON FUNCTION mm.match_player_values(bigint, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.match_player_values(bigint, text, text) TO mm_analyst, mm_admin;
 
 -- The window (from_time, to_time] of the matches of some queues, cut into
--- consecutive parts of at most 256 matches each: the ends of the parts,
--- ascending, the last one to_time (a window with fewer matches is one
--- part).  The metrics that read a window's players work through it part by
--- part (mm.match_details_figures, mm.role_stats_players,
+-- consecutive parts of about 2,560 players each (a match counts as its
+-- queue's match_size.max: 256 matches of a 5v5 queue, 1,280 of a 1v1): the
+-- ends of the parts, ascending, the last one to_time (a smaller window is
+-- one part).  The metrics that read a window's players work through it part
+-- by part (mm.match_details_figures, mm.role_stats_players,
 -- mm.low_priority_players), so that every step's rows (sorts, hash tables,
 -- arrays) stay the size of one part, within the CPU's caches, and the cost
 -- grows with the matches and no faster (one step over all the players of
--- 3,000 matches took 12 times as long as over 300).
+-- 3,000 5v5 matches took 12 times as long as over 300).
 CREATE FUNCTION mm.metrics_parts(queues text[], from_time timestamptz, to_time timestamptz)
 RETURNS timestamptz[]
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -391,23 +392,35 @@ SET jit = off
 SET enable_seqscan = off
 AS $$
 DECLARE
-	created timestamptz[];
+	m_created timestamptz[];
+	m_queue text[];
+	q_name text[];
+	q_players integer[];
 	ends timestamptz[];
 BEGIN
-	SELECT array_agg(m.created_at) INTO created
+	SELECT array_agg(m.created_at), array_agg(m.queue) INTO m_created, m_queue
 	  FROM mm.matches m
 	 WHERE m.queue = ANY (metrics_parts.queues)
 	   AND m.created_at > metrics_parts.from_time AND m.created_at <= metrics_parts.to_time;
-	-- every 256th time (sorted here: on Citus the rows come from several
-	-- shards), before to_time; a time shared by more matches ends one part
-	SELECT array_agg(DISTINCT c.at) INTO ends
-	  FROM (SELECT x.at, row_number() OVER (ORDER BY x.at) AS n FROM unnest(created) x(at)) c
-	 WHERE c.n % 256 = 0 AND c.at < metrics_parts.to_time;
+	SELECT array_agg(q.name), array_agg(greatest(coalesce((q.config #>> '{match_size,max}')::integer, 2), 1))
+	  INTO q_name, q_players
+	  FROM mm.queues q
+	 WHERE q.name = ANY (metrics_parts.queues);
+	-- each part's last time (sorted here: on Citus the rows come from
+	-- several shards), but the last part's; the matches of one time stay in
+	-- one part
+	SELECT array_agg(DISTINCT p.last_at) INTO ends
+	  FROM (SELECT c.part, max(c.at) AS last_at, max(c.part) OVER () AS last_part
+			  FROM (SELECT x.at, (sum(coalesce(w.players, 2)) OVER (ORDER BY x.at, x.n) - 1) / 2560 AS part
+					  FROM unnest(m_created, m_queue) WITH ORDINALITY AS x(at, queue, n)
+					  LEFT JOIN unnest(q_name, q_players) AS w(queue, players) ON w.queue = x.queue) c
+			 GROUP BY c.part) p
+	 WHERE p.part < p.last_part AND p.last_at < metrics_parts.to_time;
 	RETURN coalesce(ends, '{}') || metrics_parts.to_time;
 END
 $$;
 COMMENT ON FUNCTION mm.metrics_parts(text[], timestamptz, timestamptz) IS
-'Internal: the ends of the parts of at most 256 matches that a metric reads a window of matches in';
+'Internal: the ends of the parts of about 2,560 players that a metric reads a window of matches in';
 REVOKE ALL ON FUNCTION mm.metrics_parts(text[], timestamptz, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.metrics_parts(text[], timestamptz, timestamptz) TO mm_analyst, mm_admin;
 
