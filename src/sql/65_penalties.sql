@@ -295,6 +295,93 @@ COMMENT ON FUNCTION mm.penalty_stats(interval, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.penalty_stats(interval, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.penalty_stats(interval, timestamptz) TO mm_analyst, mm_admin;
 
+-- The players of the matches of some queues (checked by the caller) formed
+-- in (from_time, to_time] whose ticket was matched into that match, one row
+-- each: the queue, whether the player was in the low-priority pool, and the
+-- wait (ticket created to matched; NULL while the ticket is proposed).
+-- Read part by part (mm.metrics_parts), for mm.low_priority_waits.
+CREATE FUNCTION mm.low_priority_players(queues text[], from_time timestamptz, to_time timestamptz)
+RETURNS TABLE (queue text, low_priority boolean, wait float8)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan
+SET enable_mergejoin = off
+AS $$
+DECLARE
+	part_start timestamptz := from_time;
+	part_end timestamptz;
+	w_id bigint[];
+	w_queue text[];
+	p_queue text[];
+	p_match bigint[];
+	p_ticket bigint[];
+	p_low boolean[];
+	t_id bigint[];
+	t_match bigint[];
+	t_wait float8[];
+	missing bigint[];
+	x_id bigint[];
+	x_match bigint[];
+	x_wait float8[];
+BEGIN
+	-- the part's matches, their players, their tickets (those matched in
+	-- the part by a range of (queue, matched_at), the others by id): each
+	-- read through an index into arrays, so that the joins below know their
+	-- sizes (as mm.match_details_figures)
+	FOREACH part_end IN ARRAY mm.metrics_parts(low_priority_players.queues, part_start, to_time) LOOP
+		SELECT array_agg(m.id), array_agg(m.queue) INTO w_id, w_queue
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (low_priority_players.queues)
+		   AND m.created_at > part_start AND m.created_at <= part_end;
+		IF w_id IS NOT NULL THEN
+			SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.ticket_id), array_agg(mp.low_priority)
+			  INTO p_queue, p_match, p_ticket, p_low
+			  FROM mm.match_players mp
+			 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (low_priority_players.queues);
+			SELECT array_agg(t.id), array_agg(t.match_id),
+				   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
+			  INTO t_id, t_match, t_wait
+			  FROM mm.tickets t
+			 WHERE t.queue = ANY (low_priority_players.queues) AND t.status = 'matched'
+			   AND t.matched_at > part_start AND t.matched_at <= part_end;
+			SELECT array_agg(u.id) INTO missing
+			  FROM unnest(p_ticket) u(id)
+			 WHERE NOT EXISTS (SELECT FROM unnest(t_id) f(id) WHERE f.id = u.id);
+			IF missing IS NOT NULL THEN
+				SELECT array_agg(t.id), array_agg(t.match_id),
+					   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
+				  INTO x_id, x_match, x_wait
+				  FROM mm.tickets t
+				 WHERE t.id = ANY ((SELECT missing)::bigint[]);	-- a sub-select: as in mm.match_details_figures
+				t_id := t_id || x_id;
+				t_match := t_match || x_match;
+				t_wait := t_wait || x_wait;
+			END IF;
+			-- players and tickets joined by hash (enable_mergejoin off): a
+			-- merge join sorted both
+			RETURN QUERY
+			WITH w AS (
+				SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
+			), p AS (
+				SELECT * FROM unnest(p_queue, p_match, p_ticket, p_low) AS p(queue, match_id, ticket_id, low_priority)
+				 WHERE (p.match_id, p.queue) IN (SELECT w.id, w.queue FROM w)
+			), t AS (
+				SELECT * FROM unnest(t_id, t_match, t_wait) AS t(id, match_id, wait)
+			)
+			SELECT p.queue, p.low_priority, t.wait
+			  FROM p JOIN t ON t.id = p.ticket_id AND t.match_id = p.match_id;
+		END IF;
+		part_start := part_end;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION mm.low_priority_players(text[], timestamptz, timestamptz) IS
+'Internal: the players of the matches formed in a window with their wait, for mm.low_priority_waits';
+REVOKE ALL ON FUNCTION mm.low_priority_players(text[], timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.low_priority_players(text[], timestamptz, timestamptz) TO mm_analyst, mm_admin;
+
 -- Waits of the low-priority pool: per queue, over the matches formed in the
 -- window, the players who were in the pool when matched against the
 -- others: count, average, 95th percentile and longest wait (ticket created
@@ -305,55 +392,25 @@ RETURNS TABLE (queue text, low_priority boolean, players bigint, avg_wait_second
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
-SET enable_seqscan = off
-SET plan_cache_mode = force_custom_plan
-SET enable_mergejoin = off
 AS $$
 DECLARE
 	covered text[] := mm.metrics_scope(NULL, low_priority_waits.time_window, low_priority_waits.now);
-	w_id bigint[];
-	w_queue text[];
-	p_queue text[];
-	p_match bigint[];
-	p_ticket bigint[];
-	p_low boolean[];
-	t_id bigint[];
-	t_match bigint[];
-	t_wait float8[];
+	b_queue text[];
+	b_seconds float8[];
 BEGIN
-	-- the window's matches, their players, their tickets: each read through
-	-- an index into arrays, so that the joins below know their sizes (as
-	-- mm.match_details_figures)
-	SELECT array_agg(m.id), array_agg(m.queue) INTO w_id, w_queue
-	  FROM mm.matches m
-	 WHERE m.queue = ANY (covered)
-	   AND m.created_at > low_priority_waits.now - low_priority_waits.time_window
-	   AND m.created_at <= low_priority_waits.now;
-	SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.ticket_id), array_agg(mp.low_priority)
-	  INTO p_queue, p_match, p_ticket, p_low
-	  FROM mm.match_players mp
-	 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (covered);
-	SELECT array_agg(t.id), array_agg(t.match_id),
-		   array_agg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8)
-	  INTO t_id, t_match, t_wait
-	  FROM mm.tickets t
-	 WHERE t.id = ANY ((SELECT p_ticket)::bigint[]);	-- a sub-select: as in mm.match_details_figures
-	-- players and tickets joined by hash (enable_mergejoin off): a merge
-	-- join sorted both, and the percentile sorts the waits again
+	-- the bounds first, in a statement of their own: the one below calls a
+	-- function that reads sharded tables (Citus rule 6)
+	SELECT array_agg(q.name), array_agg((q.config #>> '{penalties,low_priority,max_wait_seconds}')::float8)
+	  INTO b_queue, b_seconds
+	  FROM mm.queues q WHERE q.name = ANY (covered);
+	-- the players read part by part, then aggregated (the percentile sorts
+	-- each group's waits)
 	RETURN QUERY
-	WITH w AS (
-		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
-	), p AS (
-		SELECT * FROM unnest(p_queue, p_match, p_ticket, p_low) AS p(queue, match_id, ticket_id, low_priority)
-		 WHERE (p.match_id, p.queue) IN (SELECT w.id, w.queue FROM w)
-	), t AS (
-		SELECT * FROM unnest(t_id, t_match, t_wait) AS t(id, match_id, wait)
-	), v AS (
-		SELECT p.queue, p.low_priority, t.wait
-		  FROM p JOIN t ON t.id = p.ticket_id AND t.match_id = p.match_id
+	WITH v AS (
+		SELECT * FROM mm.low_priority_players(covered, low_priority_waits.now - low_priority_waits.time_window,
+											  low_priority_waits.now)
 	), bound AS (
-		SELECT q.name, (q.config #>> '{penalties,low_priority,max_wait_seconds}')::float8 AS seconds
-		  FROM mm.queues q WHERE q.name = ANY (covered)
+		SELECT * FROM unnest(b_queue, b_seconds) AS b(name, seconds)
 	)
 	SELECT v.queue, v.low_priority, count(*),
 		   mm.metrics_round(avg(v.wait)),

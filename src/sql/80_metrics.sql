@@ -374,6 +374,56 @@ COMMENT ON FUNCTION mm.match_player_values(bigint, text, text) IS
 REVOKE ALL ON FUNCTION mm.match_player_values(bigint, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.match_player_values(bigint, text, text) TO mm_analyst, mm_admin;
 
+-- The window (from_time, to_time] of the matches of some queues, cut into
+-- consecutive parts of about 2,560 players each (a match counts as its
+-- queue's match_size.max: 256 matches of a 5v5 queue, 1,280 of a 1v1): the
+-- ends of the parts, ascending, the last one to_time (a smaller window is
+-- one part).  The metrics that read a window's players work through it part
+-- by part (mm.match_details_figures, mm.role_stats_players,
+-- mm.low_priority_players), so that every step's rows (sorts, hash tables,
+-- arrays) stay the size of one part, within the CPU's caches, and the cost
+-- grows with the matches and no faster (one step over all the players of
+-- 3,000 5v5 matches took 12 times as long as over 300).
+CREATE FUNCTION mm.metrics_parts(queues text[], from_time timestamptz, to_time timestamptz)
+RETURNS timestamptz[]
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+SET enable_seqscan = off
+AS $$
+DECLARE
+	m_created timestamptz[];
+	m_queue text[];
+	q_name text[];
+	q_players integer[];
+	ends timestamptz[];
+BEGIN
+	SELECT array_agg(m.created_at), array_agg(m.queue) INTO m_created, m_queue
+	  FROM mm.matches m
+	 WHERE m.queue = ANY (metrics_parts.queues)
+	   AND m.created_at > metrics_parts.from_time AND m.created_at <= metrics_parts.to_time;
+	SELECT array_agg(q.name), array_agg(greatest(coalesce((q.config #>> '{match_size,max}')::integer, 2), 1))
+	  INTO q_name, q_players
+	  FROM mm.queues q
+	 WHERE q.name = ANY (metrics_parts.queues);
+	-- each part's last time (sorted here: on Citus the rows come from
+	-- several shards), but the last part's; the matches of one time stay in
+	-- one part
+	SELECT array_agg(DISTINCT p.last_at) INTO ends
+	  FROM (SELECT c.part, max(c.at) AS last_at, max(c.part) OVER () AS last_part
+			  FROM (SELECT x.at, (sum(coalesce(w.players, 2)) OVER (ORDER BY x.at, x.n) - 1) / 2560 AS part
+					  FROM unnest(m_created, m_queue) WITH ORDINALITY AS x(at, queue, n)
+					  LEFT JOIN unnest(q_name, q_players) AS w(queue, players) ON w.queue = x.queue) c
+			 GROUP BY c.part) p
+	 WHERE p.part < p.last_part AND p.last_at < metrics_parts.to_time;
+	RETURN coalesce(ends, '{}') || metrics_parts.to_time;
+END
+$$;
+COMMENT ON FUNCTION mm.metrics_parts(text[], timestamptz, timestamptz) IS
+'Internal: the ends of the parts of about 2,560 players that a metric reads a window of matches in';
+REVOKE ALL ON FUNCTION mm.metrics_parts(text[], timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_parts(text[], timestamptz, timestamptz) TO mm_analyst, mm_admin;
+
 -- The per match figures unrounded, of the matches of some queues (checked
 -- by the caller) formed in the window: the tick's quality (the headline),
 -- the skill spread (highest minus lowest player skill), the team skill gap
@@ -381,7 +431,7 @@ GRANT EXECUTE ON FUNCTION mm.match_player_values(bigint, text, text) TO mm_analy
 -- the match's region, average and worst.  Skill is a numeric ticket
 -- attribute (skill_attribute).  A proposal cancelled before every player
 -- accepted it is no match (mm.metrics_is_match).  mm.match_details rounds
--- them, mm.match_figures averages them.
+-- them, mm.match_figures averages them.  Ordered by created_at, id.
 CREATE FUNCTION mm.match_details_figures(queues text[], time_window interval, now timestamptz,
 										 skill_attribute text)
 RETURNS TABLE (match_id bigint, queue_name text, created_at timestamptz, region text, players integer,
@@ -394,6 +444,8 @@ SET enable_seqscan = off
 SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
+	part_start timestamptz := now - time_window;
+	part_end timestamptz;
 	w_id bigint[];
 	w_queue text[];
 	w_created timestamptz[];
@@ -406,96 +458,124 @@ DECLARE
 	p_ticket bigint[];
 	tp_ticket bigint[];
 	tp_player text[];
-	tp_skill float8[];
+	tp_skill jsonb[];
 	tp_latencies jsonb[];
+	missing bigint[];
+	x_ticket bigint[];
+	x_player text[];
+	x_skill jsonb[];
+	x_latencies jsonb[];
 BEGIN
-	-- The window's matches, their players (same queue: by the match_players
-	-- key), then the players' tickets by id (a ticket may belong to another
-	-- queue, on Citus one sharded apart), each read through an index into
-	-- arrays, so the cost follows the window's matches, not the tables: the
-	-- planner then knows how many rows each step has, and joins them by hash
-	-- even when the tables' statistics are stale (as right after a bulk load:
-	-- guessing one row it looped over them, 12 s for 284 matches).
-	-- enable_seqscan off: a table is never scanned for a window, whatever the
-	-- statistics guess; plan_cache_mode: every plan sees the arrays' sizes.
-	SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at), array_agg(m.region),
-		   array_agg(m.quality)
-	  INTO w_id, w_queue, w_created, w_region, w_quality
-	  FROM mm.matches m
-	 WHERE m.queue = ANY (match_details_figures.queues)
-	   AND m.created_at > now - time_window AND m.created_at <= now
-	   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline);
-	SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.team), array_agg(mp.player_id),
-		   array_agg(mp.ticket_id)
-	  INTO p_match, p_queue, p_team, p_player, p_ticket
-	  FROM mm.match_players mp
-	 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (match_details_figures.queues);
-	-- A skill or latency that is not a number within the tick's range of
-	-- ±1e12 (stored before a validation) is missing, and one too small for a
-	-- float8 (1e-400) reads as 0, so one stored value cannot make a metric
-	-- fail (as mm.match_player_values); a number is read as jsonb's numeric,
-	-- not parsed from text.  Each player's values are looked up once.  The
-	-- ids come through a sub-select, so the planner does not estimate each
-	-- of them (a constant array: 68 ms of planning for 25,000 tickets with
-	-- statistics, more than reading them; with stale ones a plan 20 times
-	-- slower); it probes the primary key once per id.
-	SELECT array_agg(x.id), array_agg(x.player_id),
-		   array_agg(CASE WHEN jsonb_typeof(x.skill) = 'number' AND abs(x.skill::numeric) <= 1e12
-						  THEN round(x.skill::numeric, 12)::float8 END),
-		   array_agg(x.latencies)
-	  INTO tp_ticket, tp_player, tp_skill, tp_latencies
-	  FROM (SELECT t.id, e.value ->> 'id' AS player_id,
-				   e.value -> 'attributes' -> match_details_figures.skill_attribute AS skill,
-				   e.value -> 'latencies' AS latencies
+	-- Part by part (mm.metrics_parts): the part's matches, their players
+	-- (same queue: by the match_players key), then the players' tickets,
+	-- each read through an index into arrays, so the cost follows the
+	-- window's matches, not the tables: the planner then knows how many rows
+	-- each step has even when the tables' statistics are stale (as right
+	-- after a bulk load: guessing one row it looped over them, 12 s for 284
+	-- matches).  enable_seqscan off: a table is never scanned for a window,
+	-- whatever the statistics guess; plan_cache_mode: every plan sees the
+	-- arrays' sizes.
+	FOREACH part_end IN ARRAY mm.metrics_parts(match_details_figures.queues, part_start, now) LOOP
+		SELECT array_agg(m.id), array_agg(m.queue), array_agg(m.created_at), array_agg(m.region),
+			   array_agg(m.quality)
+		  INTO w_id, w_queue, w_created, w_region, w_quality
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (match_details_figures.queues)
+		   AND m.created_at > part_start AND m.created_at <= part_end
+		   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline);
+		IF w_id IS NOT NULL THEN
+			SELECT array_agg(mp.match_id), array_agg(mp.queue), array_agg(mp.team), array_agg(mp.player_id),
+				   array_agg(mp.ticket_id)
+			  INTO p_match, p_queue, p_team, p_player, p_ticket
+			  FROM mm.match_players mp
+			 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (match_details_figures.queues);
+			-- The tickets matched in the part, a range of (queue, matched_at):
+			-- the tickets of its matches but those matched later (an acceptance
+			-- after the part's end) or apart (another queue's, a proposal's
+			-- ticket matched elsewhere), which are then read by id.  A range
+			-- costs a third of reading each ticket by id.  The ids come through
+			-- a sub-select, so the planner does not estimate each of them (a
+			-- constant array: 68 ms of planning for 25,000 tickets with
+			-- statistics, more than reading them).
+			SELECT array_agg(t.id), array_agg(e.value ->> 'id'),
+				   array_agg(e.value -> 'attributes' -> match_details_figures.skill_attribute),
+				   array_agg(e.value -> 'latencies')
+			  INTO tp_ticket, tp_player, tp_skill, tp_latencies
 			  FROM mm.tickets t, jsonb_array_elements(t.players) e
-			 WHERE t.id = ANY ((SELECT p_ticket)::bigint[])) x;
-	RETURN QUERY
-	WITH w AS (
-		SELECT * FROM unnest(w_id, w_queue, w_created, w_region, w_quality)
-			AS w(id, queue, created_at, region, quality)
-	), p AS (
-		SELECT * FROM unnest(p_match, p_queue, p_team, p_player, p_ticket)
-			AS p(match_id, queue, team, player_id, ticket_id)
-	), tp AS (
-		SELECT * FROM unnest(tp_ticket, tp_player, tp_skill, tp_latencies)
-			AS tp(ticket_id, player_id, skill, latencies)
-	), v AS (
-		-- one row per player: team, skill and latency to the match's region
-		SELECT p.match_id, p.queue, p.team, tp.skill,
-			   CASE WHEN jsonb_typeof(l.latency) = 'number' AND abs(l.latency::numeric) <= 1e12
-					THEN round(l.latency::numeric, 12)::float8 END AS latency
-		  FROM p
-		  JOIN w ON w.id = p.match_id AND w.queue = p.queue
-		  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id
-		 CROSS JOIN LATERAL (SELECT tp.latencies -> w.region AS latency) l
-		OFFSET 0	-- the latency worked out once a player, not once per aggregate that reads it
-	), t AS (
-		-- one row per team (and one for players without a team)
-		SELECT v.match_id, v.queue, v.team, count(*) AS players, avg(v.skill) AS skill_avg,
-			   min(v.skill) AS skill_min, max(v.skill) AS skill_max,
-			   sum(v.latency) AS latency_sum, count(v.latency) AS latency_count,
-			   max(v.latency) AS latency_max
-		  FROM v
-		 GROUP BY v.match_id, v.queue, v.team
-	), pl AS (
-		SELECT t.match_id, t.queue,
-			   sum(t.players)::integer AS players,
-			   count(*) FILTER (WHERE t.team IS NOT NULL)::integer AS teams,
-			   max(t.skill_max) - min(t.skill_min) AS skill_spread,
-			   CASE WHEN count(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) >= 2
-					THEN max(t.skill_avg) FILTER (WHERE t.team IS NOT NULL)
-						 - min(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) END AS team_skill_gap,
-			   sum(t.latency_sum) / nullif(sum(t.latency_count), 0) AS latency_avg_ms,
-			   max(t.latency_max) AS worst_latency_ms
-		  FROM t
-		 GROUP BY t.match_id, t.queue
-	)
-	-- a match without players: 0 players, 0 teams, no figures
-	SELECT w.id, w.queue, w.created_at, w.region, coalesce(pl.players, 0), coalesce(pl.teams, 0), w.quality,
-		   pl.skill_spread, pl.team_skill_gap, pl.latency_avg_ms, pl.worst_latency_ms
-	  FROM w
-	  LEFT JOIN pl ON pl.match_id = w.id AND pl.queue = w.queue
-	 ORDER BY w.created_at, w.id;
+			 WHERE t.queue = ANY (match_details_figures.queues) AND t.status = 'matched'
+			   AND t.matched_at > part_start AND t.matched_at <= part_end;
+			SELECT array_agg(u.id) INTO missing
+			  FROM unnest(p_ticket) u(id)
+			 WHERE NOT EXISTS (SELECT FROM unnest(tp_ticket) f(id) WHERE f.id = u.id);
+			IF missing IS NOT NULL THEN
+				SELECT array_agg(t.id), array_agg(e.value ->> 'id'),
+					   array_agg(e.value -> 'attributes' -> match_details_figures.skill_attribute),
+					   array_agg(e.value -> 'latencies')
+				  INTO x_ticket, x_player, x_skill, x_latencies
+				  FROM mm.tickets t, jsonb_array_elements(t.players) e
+				 WHERE t.id = ANY ((SELECT missing)::bigint[]);
+				tp_ticket := tp_ticket || x_ticket;
+				tp_player := tp_player || x_player;
+				tp_skill := tp_skill || x_skill;
+				tp_latencies := tp_latencies || x_latencies;
+			END IF;
+			-- A skill or latency that is not a number within the tick's range of
+			-- ±1e12 (stored before a validation) is missing, and one too small for
+			-- a float8 (1e-400) reads as 0, so one stored value cannot make a
+			-- metric fail (as mm.match_player_values); a number is read as
+			-- jsonb's numeric, not parsed from text.
+			RETURN QUERY
+			WITH w AS (
+				SELECT * FROM unnest(w_id, w_queue, w_created, w_region, w_quality)
+					AS w(id, queue, created_at, region, quality)
+			), p AS (
+				SELECT * FROM unnest(p_match, p_queue, p_team, p_player, p_ticket)
+					AS p(match_id, queue, team, player_id, ticket_id)
+			), tp AS (
+				SELECT * FROM unnest(tp_ticket, tp_player, tp_skill, tp_latencies)
+					AS tp(ticket_id, player_id, skill, latencies)
+			), v AS (
+				-- one row per player: team, skill and latency to the match's region
+				SELECT p.match_id, p.queue, p.team,
+					   CASE WHEN jsonb_typeof(tp.skill) = 'number' AND abs(tp.skill::numeric) <= 1e12
+							THEN round(tp.skill::numeric, 12)::float8 END AS skill,
+					   CASE WHEN jsonb_typeof(l.latency) = 'number' AND abs(l.latency::numeric) <= 1e12
+							THEN round(l.latency::numeric, 12)::float8 END AS latency
+				  FROM p
+				  JOIN w ON w.id = p.match_id AND w.queue = p.queue
+				  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id
+				 CROSS JOIN LATERAL (SELECT tp.latencies -> w.region AS latency) l
+				OFFSET 0	-- the values worked out once a player, not once per aggregate that reads them
+			), t AS (
+				-- one row per team (and one for players without a team)
+				SELECT v.match_id, v.queue, v.team, count(*) AS players, avg(v.skill) AS skill_avg,
+					   min(v.skill) AS skill_min, max(v.skill) AS skill_max,
+					   sum(v.latency) AS latency_sum, count(v.latency) AS latency_count,
+					   max(v.latency) AS latency_max
+				  FROM v
+				 GROUP BY v.match_id, v.queue, v.team
+			), pl AS (
+				SELECT t.match_id, t.queue,
+					   sum(t.players)::integer AS players,
+					   count(*) FILTER (WHERE t.team IS NOT NULL)::integer AS teams,
+					   max(t.skill_max) - min(t.skill_min) AS skill_spread,
+					   CASE WHEN count(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) >= 2
+							THEN max(t.skill_avg) FILTER (WHERE t.team IS NOT NULL)
+								 - min(t.skill_avg) FILTER (WHERE t.team IS NOT NULL) END AS team_skill_gap,
+					   sum(t.latency_sum) / nullif(sum(t.latency_count), 0) AS latency_avg_ms,
+					   max(t.latency_max) AS worst_latency_ms
+				  FROM t
+				 GROUP BY t.match_id, t.queue
+			)
+			-- a match without players: 0 players, 0 teams, no figures
+			SELECT w.id, w.queue, w.created_at, w.region, coalesce(pl.players, 0), coalesce(pl.teams, 0),
+				   w.quality, pl.skill_spread, pl.team_skill_gap, pl.latency_avg_ms, pl.worst_latency_ms
+			  FROM w
+			  LEFT JOIN pl ON pl.match_id = w.id AND pl.queue = w.queue
+			 ORDER BY w.created_at, w.id;
+		END IF;
+		part_start := part_end;
+	END LOOP;
 END
 $$;
 COMMENT ON FUNCTION mm.match_details_figures(text[], interval, timestamptz, text) IS
@@ -763,13 +843,28 @@ BEGIN
 			 WHERE t.queue = queue_stats_by_minute.queue
 			   AND t.created_at >= first_minute AND t.created_at < last_end
 			 GROUP BY 1
-		), matched AS (
-			SELECT date_trunc('minute', t.matched_at) AS minute, count(*) AS n,
-				   avg((extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_avg,
-				   percentile_cont(0.95) WITHIN GROUP (ORDER BY (extract(epoch FROM t.matched_at) - extract(epoch FROM t.created_at))::float8) AS wait_p95
+		), done AS (
+			-- The tickets matched from the first minute on, and those cancelled
+			-- or timed out: each read once, for both the minute they ended in
+			-- and the depth (a ticket that ended after a minute's end was
+			-- searching then); each through an index on its end, a range closed
+			-- by 'infinity' so that the planner takes it over (queue,
+			-- created_at) even without statistics (as mm.tickets_searching_at)
+			SELECT true AS matched, t.status, t.created_at, t.matched_at AS ended_at
 			  FROM mm.tickets t
 			 WHERE t.queue = queue_stats_by_minute.queue
-			   AND t.matched_at >= first_minute AND t.matched_at < last_end
+			   AND t.matched_at >= first_minute AND t.matched_at < 'infinity'
+			UNION ALL
+			SELECT false, t.status, t.created_at, t.updated_at
+			  FROM mm.tickets t
+			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
+			   AND t.updated_at >= first_minute AND t.updated_at < 'infinity'
+		), matched AS (
+			SELECT date_trunc('minute', d.ended_at) AS minute, count(*) AS n,
+				   avg((extract(epoch FROM d.ended_at) - extract(epoch FROM d.created_at))::float8) AS wait_avg,
+				   percentile_cont(0.95) WITHIN GROUP (ORDER BY (extract(epoch FROM d.ended_at) - extract(epoch FROM d.created_at))::float8) AS wait_p95
+			  FROM done d
+			 WHERE d.matched AND d.ended_at < last_end
 			 GROUP BY 1
 		), formed AS (
 			SELECT date_trunc('minute', m.created_at) AS minute, count(*) AS n, avg(m.quality) AS quality
@@ -779,44 +874,32 @@ BEGIN
 			   AND mm.metrics_is_match(m.status, m.ready_at, m.acceptance_deadline)
 			 GROUP BY 1
 		), ended AS (
-			SELECT date_trunc('minute', t.updated_at) AS minute,
-				   count(*) FILTER (WHERE t.status = 'timed_out') AS timeouts,
-				   count(*) FILTER (WHERE t.status = 'cancelled') AS cancellations
-			  FROM mm.tickets t
-			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
-			   AND t.updated_at >= first_minute AND t.updated_at < last_end
+			SELECT date_trunc('minute', d.ended_at) AS minute,
+				   count(*) FILTER (WHERE d.status = 'timed_out') AS timeouts,
+				   count(*) FILTER (WHERE d.status = 'cancelled') AS cancellations
+			  FROM done d
+			 WHERE NOT d.matched AND d.ended_at < last_end
 			 GROUP BY 1
-		), alive AS (
-			-- tickets searching at the end of some minute of the range: created
-			-- before its end, ended (matched, cancelled, timed out) after the first
-			-- minute's end or not at all; each read through an index (the ended
-			-- ones by their end, a range closed by 'infinity' as in
-			-- mm.tickets_searching_at)
-			SELECT t.created_at, NULL::timestamptz AS ended_at
-			  FROM mm.tickets t
-			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
-			   AND t.created_at < last_end
-			UNION ALL
-			SELECT t.created_at, t.matched_at
-			  FROM mm.tickets t
-			 WHERE t.queue = queue_stats_by_minute.queue AND t.matched_at IS NOT NULL
-			   AND t.matched_at >= first_minute + '1 minute'::interval AND t.matched_at < 'infinity'
-			   AND t.created_at < last_end
-			UNION ALL
-			SELECT t.created_at, t.updated_at
-			  FROM mm.tickets t
-			 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('cancelled', 'timed_out')
-			   AND t.updated_at >= first_minute + '1 minute'::interval AND t.updated_at < 'infinity'
-			   AND t.created_at < last_end
 		), depth_change AS (
-			-- +1 in the minute a ticket arrives (or the first minute), -1 in the one it leaves
-			SELECT d.minute, sum(d.change) AS change
-			  FROM (SELECT greatest(first_minute, date_trunc('minute', a.created_at)) AS minute, 1 AS change
-					  FROM alive a
+			-- tickets searching at the end of some minute of the range: created
+			-- before its end, ended after the first minute's end or not at all;
+			-- +1 in the minute a ticket arrives (or the first minute), -1 in the
+			-- one it leaves
+			SELECT c.minute, sum(c.change) AS change
+			  FROM (SELECT greatest(first_minute, date_trunc('minute', t.created_at)) AS minute, 1 AS change
+					  FROM mm.tickets t
+					 WHERE t.queue = queue_stats_by_minute.queue AND t.status IN ('searching', 'proposed')
+					   AND t.created_at < last_end
 					UNION ALL
-					SELECT date_trunc('minute', a.ended_at), -1
-					  FROM alive a WHERE a.ended_at < last_end) d
-			 GROUP BY d.minute
+					SELECT greatest(first_minute, date_trunc('minute', d.created_at)), 1
+					  FROM done d
+					 WHERE d.ended_at >= first_minute + '1 minute'::interval AND d.created_at < last_end
+					UNION ALL
+					SELECT date_trunc('minute', d.ended_at), -1
+					  FROM done d
+					 WHERE d.ended_at >= first_minute + '1 minute'::interval AND d.created_at < last_end
+					   AND d.ended_at < last_end) c
+			 GROUP BY c.minute
 		)
 		SELECT mi.minute, coalesce(c.n, 0), coalesce(ma.n, 0), mm.metrics_round(ma.wait_avg),
 			   mm.metrics_round(ma.wait_p95), coalesce(f.n, 0), mm.metrics_round(f.quality),
@@ -924,17 +1007,15 @@ COMMENT ON FUNCTION mm.queue_statistics(text, timestamptz) IS
 REVOKE ALL ON FUNCTION mm.queue_statistics(text, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.queue_statistics(text, timestamptz) TO mm_analyst, mm_admin;
 
--- Per queue and role, over the matches formed in (now - time_window, now]
--- (the view mm.role_stats is the last hour): the players given the role,
--- the share of them on their first choice (the first of the player's
--- "roles" in the ticket; no list, or "fill" first, accepts any role, so it
--- counts as a first choice; a player whose ticket is gone is left out of
--- the share), the share autofilled, and their average wait (ticket created
--- to matched, for the tickets matched into that match).  Players without a
--- role (queues without roles) are not counted.  Rounded to 3 decimals.
-CREATE FUNCTION mm.role_stats(time_window interval, now timestamptz DEFAULT now())
-RETURNS TABLE (queue text, role text, players bigint, first_choice_share float8,
-			   autofill_rate float8, avg_wait_seconds float8)
+-- The players given a role in the matches of some queues (checked by the
+-- caller) formed in (from_time, to_time], one row each: the queue, the
+-- role, whether it was autofilled, whether it was the player's first choice
+-- (the first of the player's "roles" in the ticket; no list, or "fill"
+-- first, accepts any role; NULL when the ticket is gone) and the wait
+-- (ticket created to matched, for a ticket matched into that match).  Read
+-- part by part (mm.metrics_parts), for mm.role_stats to aggregate.
+CREATE FUNCTION mm.role_stats_players(queues text[], from_time timestamptz, to_time timestamptz)
+RETURNS TABLE (queue text, role text, autofilled boolean, first_choice boolean, wait float8)
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 SET jit = off
@@ -942,7 +1023,8 @@ SET enable_seqscan = off
 SET plan_cache_mode = force_custom_plan
 AS $$
 DECLARE
-	covered text[] := mm.metrics_scope(NULL, role_stats.time_window, role_stats.now);
+	part_start timestamptz := from_time;
+	part_end timestamptz;
 	w_id bigint[];
 	w_queue text[];
 	p_queue text[];
@@ -957,53 +1039,110 @@ DECLARE
 	tp_matched timestamptz[];
 	tp_player text[];
 	tp_wanted jsonb[];
+	missing bigint[];
+	x_id bigint[];
+	x_match bigint[];
+	x_created timestamptz[];
+	x_matched timestamptz[];
+	x_player text[];
+	x_wanted jsonb[];
 BEGIN
-	-- the window's matches, their players with a role (same queue: by the
-	-- match_players key), then the players' tickets by id (a ticket may
-	-- belong to another queue, on Citus one sharded apart); each step read
-	-- through an index into arrays, so that the joins below know their sizes
-	-- (as mm.match_details_figures)
-	SELECT array_agg(m.id), array_agg(m.queue) INTO w_id, w_queue
-	  FROM mm.matches m
-	 WHERE m.queue = ANY (covered)
-	   AND m.created_at > role_stats.now - role_stats.time_window AND m.created_at <= role_stats.now;
-	SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.player_id), array_agg(mp.ticket_id),
-		   array_agg(mp.role), array_agg(mp.autofilled)
-	  INTO p_queue, p_match, p_player, p_ticket, p_role, p_autofilled
-	  FROM mm.match_players mp
-	 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (covered) AND mp.role IS NOT NULL;
-	SELECT array_agg(t.id), array_agg(t.match_id), array_agg(t.created_at), array_agg(t.matched_at),
-		   array_agg(e.value ->> 'id'), array_agg(e.value -> 'roles')
-	  INTO tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted
-	  FROM mm.tickets t, jsonb_array_elements(t.players) e
-	 WHERE t.id = ANY ((SELECT p_ticket)::bigint[]);	-- a sub-select: as in mm.match_details_figures
+	-- the part's matches, their players with a role (same queue: by the
+	-- match_players key), then the players' tickets: those matched in the
+	-- part by a range of (queue, matched_at), the others (matched later or
+	-- elsewhere, cancelled, another queue's: on Citus one sharded apart) by
+	-- id; each step read through an index into arrays, so that the joins
+	-- below know their sizes (as mm.match_details_figures)
+	FOREACH part_end IN ARRAY mm.metrics_parts(role_stats_players.queues, part_start, to_time) LOOP
+		SELECT array_agg(m.id), array_agg(m.queue) INTO w_id, w_queue
+		  FROM mm.matches m
+		 WHERE m.queue = ANY (role_stats_players.queues)
+		   AND m.created_at > part_start AND m.created_at <= part_end;
+		IF w_id IS NOT NULL THEN
+			SELECT array_agg(mp.queue), array_agg(mp.match_id), array_agg(mp.player_id), array_agg(mp.ticket_id),
+				   array_agg(mp.role), array_agg(mp.autofilled)
+			  INTO p_queue, p_match, p_player, p_ticket, p_role, p_autofilled
+			  FROM mm.match_players mp
+			 WHERE mp.match_id = ANY ((SELECT w_id)::bigint[]) AND mp.queue = ANY (role_stats_players.queues)
+			   AND mp.role IS NOT NULL;
+			SELECT array_agg(t.id), array_agg(t.match_id), array_agg(t.created_at), array_agg(t.matched_at),
+				   array_agg(e.value ->> 'id'), array_agg(e.value -> 'roles')
+			  INTO tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted
+			  FROM mm.tickets t, jsonb_array_elements(t.players) e
+			 WHERE t.queue = ANY (role_stats_players.queues) AND t.status = 'matched'
+			   AND t.matched_at > part_start AND t.matched_at <= part_end;
+			SELECT array_agg(u.id) INTO missing
+			  FROM unnest(p_ticket) u(id)
+			 WHERE NOT EXISTS (SELECT FROM unnest(tp_id) f(id) WHERE f.id = u.id);
+			IF missing IS NOT NULL THEN
+				SELECT array_agg(t.id), array_agg(t.match_id), array_agg(t.created_at), array_agg(t.matched_at),
+					   array_agg(e.value ->> 'id'), array_agg(e.value -> 'roles')
+				  INTO x_id, x_match, x_created, x_matched, x_player, x_wanted
+				  FROM mm.tickets t, jsonb_array_elements(t.players) e
+				 WHERE t.id = ANY ((SELECT missing)::bigint[]);	-- a sub-select: as in mm.match_details_figures
+				tp_id := tp_id || x_id;
+				tp_match := tp_match || x_match;
+				tp_created := tp_created || x_created;
+				tp_matched := tp_matched || x_matched;
+				tp_player := tp_player || x_player;
+				tp_wanted := tp_wanted || x_wanted;
+			END IF;
+			RETURN QUERY
+			WITH w AS (
+				SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
+			), p AS (
+				SELECT * FROM unnest(p_queue, p_match, p_player, p_ticket, p_role, p_autofilled)
+					AS p(queue, match_id, player_id, ticket_id, role, autofilled)
+				 WHERE (p.match_id, p.queue) IN (SELECT w.id, w.queue FROM w)
+			), tp AS (
+				SELECT * FROM unnest(tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted)
+					AS tp(id, match_id, created_at, matched_at, player_id, wanted)
+			)
+			SELECT p.queue, p.role, p.autofilled,
+				   CASE WHEN tp.id IS NULL THEN NULL
+						WHEN jsonb_typeof(tp.wanted) IS DISTINCT FROM 'array'
+							 OR jsonb_array_length(tp.wanted) = 0 THEN true
+						ELSE tp.wanted ->> 0 IN ('fill', p.role) END,
+				   CASE WHEN tp.match_id = p.match_id
+						THEN (extract(epoch FROM tp.matched_at) - extract(epoch FROM tp.created_at))::float8
+				   END
+			  FROM p
+			  LEFT JOIN tp ON tp.id = p.ticket_id AND tp.player_id = p.player_id;
+		END IF;
+		part_start := part_end;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION mm.role_stats_players(text[], timestamptz, timestamptz) IS
+'Internal: the players given a role in the matches formed in a window, for mm.role_stats';
+REVOKE ALL ON FUNCTION mm.role_stats_players(text[], timestamptz, timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.role_stats_players(text[], timestamptz, timestamptz) TO mm_analyst;
+
+-- Per queue and role, over the matches formed in (now - time_window, now]
+-- (the view mm.role_stats is the last hour): the players given the role,
+-- the share of them on their first choice (the first of the player's
+-- "roles" in the ticket; no list, or "fill" first, accepts any role, so it
+-- counts as a first choice; a player whose ticket is gone is left out of
+-- the share), the share autofilled, and their average wait (ticket created
+-- to matched, for the tickets matched into that match).  Players without a
+-- role (queues without roles) are not counted.  Rounded to 3 decimals.
+CREATE FUNCTION mm.role_stats(time_window interval, now timestamptz DEFAULT now())
+RETURNS TABLE (queue text, role text, players bigint, first_choice_share float8,
+			   autofill_rate float8, avg_wait_seconds float8)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	covered text[] := mm.metrics_scope(NULL, role_stats.time_window, role_stats.now);
+BEGIN
+	-- the players read part by part, then aggregated: a few groups, by hash
 	RETURN QUERY
-	WITH w AS (
-		SELECT * FROM unnest(w_id, w_queue) AS w(id, queue)
-	), p AS (
-		SELECT * FROM unnest(p_queue, p_match, p_player, p_ticket, p_role, p_autofilled)
-			AS p(queue, match_id, player_id, ticket_id, role, autofilled)
-		 WHERE (p.match_id, p.queue) IN (SELECT w.id, w.queue FROM w)
-	), tp AS (
-		SELECT * FROM unnest(tp_id, tp_match, tp_created, tp_matched, tp_player, tp_wanted)
-			AS tp(id, match_id, created_at, matched_at, player_id, wanted)
-	), v AS (
-		SELECT p.queue, p.role, p.autofilled,
-			   CASE WHEN tp.id IS NULL THEN NULL
-					WHEN jsonb_typeof(tp.wanted) IS DISTINCT FROM 'array'
-						 OR jsonb_array_length(tp.wanted) = 0 THEN true
-					ELSE tp.wanted ->> 0 IN ('fill', p.role) END AS first_choice,
-			   CASE WHEN tp.match_id = p.match_id
-					THEN (extract(epoch FROM tp.matched_at) - extract(epoch FROM tp.created_at))::float8
-			   END AS wait
-		  FROM p
-		  LEFT JOIN tp ON tp.id = p.ticket_id AND tp.player_id = p.player_id
-	)
 	SELECT v.queue, v.role, count(*),
 		   mm.metrics_round(avg(v.first_choice::integer::float8)),
 		   mm.metrics_round(avg(v.autofilled::integer::float8)),
 		   mm.metrics_round(avg(v.wait))
-	  FROM v
+	  FROM mm.role_stats_players(covered, role_stats.now - role_stats.time_window, role_stats.now) v
 	 GROUP BY v.queue, v.role
 	 ORDER BY v.queue, v.role;
 END
