@@ -64,7 +64,8 @@
 #      2 GB and minutes): the same tick at MM_BENCH_CORE_GROWTH_BIG (1M)
 #      searching tickets against MM_BENCH_CORE_TICKETS, alternating, each
 #      after a reset (truncate, COPY, VACUUM ANALYZE, CHECKPOINT),
-#      MM_BENCH_CORE_GROWTH_RUNS (1) times; phases and memory per ticket.
+#      MM_BENCH_CORE_GROWTH_RUNS (1) times; phases, memory per ticket, and
+#      the backend's CPU time (6c).
 #
 # Run by: bash test/bench/run.sh core   (PGHOST/PGPORT/PGDATABASE set by run.sh)
 # Settings: MM_BENCH_CORE_RUNS (3), MM_BENCH_CORE_TICKETS (100000),
@@ -643,9 +644,9 @@ SELECT pg_stat_force_next_flush() \gset dummy_
 SELECT w.wal_bytes AS wal0, w.wal_fpi AS fpi0, b.checkpoints_req AS ckpt0, b.buffers_backend AS bw0,
        d.temp_bytes AS temp0
   FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d WHERE d.datname = current_database() \gset
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t0, bench_cpu_ms() AS c0 \gset
 SELECT mm.tick('bench', :'now') AS tick_matches \gset
-SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1, bench_cpu_ms() AS c1 \gset
 SELECT pg_stat_force_next_flush() \gset dummy_
 SELECT pg_stat_clear_snapshot() \gset dummy_
 SELECT w.wal_bytes - :wal0 AS wal, w.wal_fpi - :fpi0 AS fpi, b.checkpoints_req - :ckpt0 AS ckpt,
@@ -656,6 +657,7 @@ INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_wal_mb', :wal /
 	('growth', :run, :'kind' || '_wal_fpi', :fpi), ('growth', :run, :'kind' || '_checkpoints_req', :ckpt),
 	('growth', :run, :'kind' || '_backend_buffers_written', :bw), ('growth', :run, :'kind' || '_temp_mb', :temp / 1e6);
 INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_ms', (:t1 - :t0) * 1000),
+	('growth', :run, :'kind' || '_cpu_ms', :c1 - :c0),
 	('growth', :run, :'kind' || '_matches', :tick_matches), ('growth', :run, :'kind' || '_loaded', :tickets_loaded),
 	('growth', :run, :'kind' || '_load_ms', :load_ms), ('growth', :run, :'kind' || '_compute_ms', :compute_ms),
 	('growth', :run, :'kind' || '_write_ms', :write_ms),
@@ -980,6 +982,9 @@ SELECT format('| %s | %s | %s | %s | %s |', figure, ours, baseline, ratio, targe
 	 pg_temp.fmt(pg_temp.mg('big_ms')), pg_temp.fmt(pg_temp.mg('small_ms')),
 	 pg_temp.fmt(pg_temp.mg('big_ms') / pg_temp.mg('small_ms'), 2),
 	 '≤ 11: ' || pg_temp.verdict(pg_temp.mg('big_ms') / pg_temp.mg('small_ms'), 11)),
+	(11.5, '6c. the same in the backend''s CPU time (ms)',
+	 pg_temp.fmt(pg_temp.mg('big_cpu_ms')), pg_temp.fmt(pg_temp.mg('small_cpu_ms')),
+	 pg_temp.fmt(pg_temp.mg('big_cpu_ms') / pg_temp.mg('small_cpu_ms'), 2), '—'),
 	(12, '6a. growth: phases load / compute / write (ms), big vs small',
 	 format('%s / %s / %s', pg_temp.fmt(pg_temp.mg('big_load_ms')), pg_temp.fmt(pg_temp.mg('big_compute_ms')),
 	        pg_temp.fmt(pg_temp.mg('big_write_ms'))),
