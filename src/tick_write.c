@@ -668,10 +668,30 @@ InsertMatchPlayers(MmTickQueue *q, const MmSearchResult *result, const int64 *ma
 	return nplayers;
 }
 
+/* A matched ticket: its position among the loaded tickets, its match and slot */
+typedef struct EndingTicket
+{
+	int			index;
+	int			match;
+	int			k;
+} EndingTicket;
+
+static int
+CompareEndingTickets(const void *a, const void *b)
+{
+	int			ia = ((const EndingTicket *) a)->index;
+	int			ib = ((const EndingTicket *) b)->index;
+
+	return (ia > ib) - (ia < ib);
+}
+
 /*
  * The matched tickets: proposed while the players answer (deadline), else
  * moved to mm.tickets_ended.  Built once the match players are written, so
- * their arrays are not held beside those.
+ * their arrays are not held beside those.  They are written in the order the
+ * tick loaded them (oldest first, as the ids grow): the ended rows' key and
+ * (queue, created_at) then grow at their right edge instead of taking each
+ * entry at a random leaf, and the active rows are read in page order.
  */
 static void
 EndMatchedTickets(MmTickQueue *q, const MmSearchResult *result, const int64 *match_ids,
@@ -683,28 +703,39 @@ EndMatchedTickets(MmTickQueue *q, const MmSearchResult *result, const int64 *mat
 			   *t_match;
 	const char **t_team;
 	int		   *t_index;
+	EndingTicket *ending;
 	int			i,
 				k;
 
 	for (i = 0; i < result->nmatches; i++)
 		ntickets += result->matches[i].ntickets;
+	ending = palloc(sizeof(EndingTicket) * Max(ntickets, 1));
+	ntickets = 0;
+	for (i = 0; i < result->nmatches; i++)
+	{
+		for (k = 0; k < result->matches[i].ntickets; k++)
+		{
+			ending[ntickets].index = result->matches[i].tickets[k];
+			ending[ntickets].match = i;
+			ending[ntickets++].k = k;
+		}
+	}
+	qsort(ending, ntickets, sizeof(EndingTicket), CompareEndingTickets);
 	t_ids = palloc(sizeof(int64) * ntickets);
 	t_match = palloc(sizeof(int64) * ntickets);
 	t_team = palloc(sizeof(char *) * ntickets);
 	t_index = palloc(sizeof(int) * ntickets);
-	ntickets = 0;
-	for (i = 0; i < result->nmatches; i++)
+	for (i = 0; i < ntickets; i++)
 	{
-		const MmFoundMatch *m = &result->matches[i];
+		const MmFoundMatch *m = &result->matches[ending[i].match];
 
-		for (k = 0; k < m->ntickets; k++)
-		{
-			t_index[ntickets] = m->tickets[k];
-			t_ids[ntickets] = q->tickets[m->tickets[k]].id;
-			t_team[ntickets] = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
-			t_match[ntickets++] = match_ids[i];
-		}
+		k = ending[i].k;
+		t_index[i] = ending[i].index;
+		t_ids[i] = q->tickets[t_index[i]].id;
+		t_team[i] = m->ticket_team[k] >= 0 ? config->teams[m->ticket_team[k]].name : NULL;
+		t_match[i] = match_ids[ending[i].match];
 	}
+	pfree(ending);
 	if (deadline != 0)
 		ProposeTickets(q, ntickets, t_index, t_match, t_team);
 	else

@@ -23,7 +23,9 @@
 #      queue's searching tickets FOR UPDATE SKIP LOCKED, one inserting the
 #      matches, one their players, one deleting the matched tickets (no
 #      history row, no trigger): bench_core_strict_floor(), timed after the
-#      floor in its own transaction.
+#      floor in its own transaction.  The three are also timed in the
+#      backend's CPU time (1c), which the load of a shared machine moves much
+#      less than their wall-clock times.
 #   2. history: the same tick at 20k searching tickets in two databases, one
 #      with an empty history, one with 1M ended tickets (matched / cancelled /
 #      timed_out) and 100k finished matches with their 1M match_players
@@ -47,7 +49,8 @@
 #      live-match expiry, penalties, roles, backfill or match function) over
 #      the same 100k tickets in this version and in the release,
 #      alternating, each after the same reset; the features a queue does not
-#      use must cost its tick nothing (target ≤ 1.05).
+#      use must cost its tick nothing (target ≤ 1.05); also in the backend's
+#      CPU time (7a).
 #   8. ingest (section "ingest", not run by default; builds the release as 7
 #      does, once for both): mm.create_ticket from 8 pgbench clients in this
 #      version vs the release, and vs a plain INSERT of the same rows into a
@@ -61,7 +64,8 @@
 #      2 GB and minutes): the same tick at MM_BENCH_CORE_GROWTH_BIG (1M)
 #      searching tickets against MM_BENCH_CORE_TICKETS, alternating, each
 #      after a reset (truncate, COPY, VACUUM ANALYZE, CHECKPOINT),
-#      MM_BENCH_CORE_GROWTH_RUNS (1) times; phases and memory per ticket.
+#      MM_BENCH_CORE_GROWTH_RUNS (1) times; phases, memory per ticket, and
+#      the backend's CPU time (6c).
 #
 # Run by: bash test/bench/run.sh core   (PGHOST/PGPORT/PGDATABASE set by run.sh)
 # Settings: MM_BENCH_CORE_RUNS (3), MM_BENCH_CORE_TICKETS (100000),
@@ -107,10 +111,29 @@ bench_config='{
      "expansion": {"every_seconds": 10, "delta": 50, "limit": 400}},
     {"name": "ping", "type": "latency", "max_ms": 150}]}'
 
+# The backend's CPU time (user + system) in ms, from /proc/self/stat (clock
+# ticks of 10 ms): what a step cost, which the load of a shared machine moves
+# much less than the wall-clock time (NaN where there is no /proc).  Created
+# in this run's database and in the release's.
+cpu_fn_sql=$(cat <<'SQL'
+CREATE OR REPLACE FUNCTION bench_cpu_ms() RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+	f text[];
+BEGIN
+	f := regexp_split_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ');
+	RETURN (f[12]::bigint + f[13]::bigint) * 10.0;
+EXCEPTION WHEN OTHERS THEN
+	RETURN 'NaN';
+END
+$$
+SQL
+)
+
 # ---------------------------------------------------------------------------
 # Set-up in the main database: results, ticket files, floor tables.
 # ---------------------------------------------------------------------------
 say "set-up: ticket files, floor tables"
+q -c "$cpu_fn_sql"
 q -v now="$now" -v dir="$dir" -v n="$n_tickets" -v nh="$n_hist_searching" \
   -v nq="$n_queues" -v config="$bench_config" <<'SQL'
 SET client_min_messages = warning;
@@ -312,13 +335,14 @@ VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players,
                strict_tickets, strict_matches, strict_match_players;
 CHECKPOINT;
 -- the tick, in its own transaction
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t0, bench_cpu_ms() AS c0 \gset
 SELECT mm.tick('bench', :'now') AS tick_matches \gset
-SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1, bench_cpu_ms() AS c1 \gset
 SELECT tickets_loaded, matches AS stat_matches, players_matched, load_ms, compute_ms, write_ms, memory_bytes
   FROM mm.last_tick_stats() WHERE queue = 'bench' \gset
 INSERT INTO bench_core_runs VALUES
-	('tick', :run, 'tick_ms', (:t1 - :t0) * 1000), ('tick', :run, 'matches', :tick_matches),
+	('tick', :run, 'tick_ms', (:t1 - :t0) * 1000), ('tick', :run, 'tick_cpu_ms', :c1 - :c0),
+	('tick', :run, 'matches', :tick_matches),
 	('tick', :run, 'tickets_loaded', :tickets_loaded), ('tick', :run, 'players_matched', :players_matched),
 	('tick', :run, 'load_ms', :load_ms), ('tick', :run, 'compute_ms', :compute_ms),
 	('tick', :run, 'write_ms', :write_ms), ('tick', :run, 'memory_bytes', :memory_bytes);
@@ -339,23 +363,25 @@ INSERT INTO bench_core_runs VALUES ('tick', :run, 'tickets_matched', :out_ticket
 VACUUM ANALYZE bench_out_matches, bench_out_players, bench_out_tickets;
 CHECKPOINT;
 -- the floor, in its own transaction
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t0, bench_cpu_ms() AS c0 \gset
 SELECT bench_core_floor('bench', :'now') AS floor_read \gset
-SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1, bench_cpu_ms() AS c1 \gset
 SELECT (SELECT count(*) FROM floor_matches) AS floor_m, (SELECT count(*) FROM floor_match_players) AS floor_p,
        (SELECT count(*) FROM floor_ended) AS floor_t, (SELECT count(*) FROM floor_tickets) AS floor_left \gset
 INSERT INTO bench_core_runs VALUES ('tick', :run, 'floor_ms', (:t1 - :t0) * 1000),
+	('tick', :run, 'floor_cpu_ms', :c1 - :c0),
 	('tick', :run, 'floor_read', :floor_read), ('tick', :run, 'floor_rows_ok',
 	 (:floor_m = :out_matches AND :floor_p = :out_players AND :floor_t = :out_tickets
 	  AND :floor_left = :left_searching AND :floor_read = :searching)::int);
 CHECKPOINT;
 -- the strict floor, in its own transaction
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t0, bench_cpu_ms() AS c0 \gset
 SELECT bench_core_strict_floor('bench') AS strict_read \gset
-SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1, bench_cpu_ms() AS c1 \gset
 SELECT (SELECT count(*) FROM strict_matches) AS strict_m, (SELECT count(*) FROM strict_match_players) AS strict_p,
        (SELECT count(*) FROM strict_tickets) AS strict_left \gset
 INSERT INTO bench_core_runs VALUES ('tick', :run, 'strict_floor_ms', (:t1 - :t0) * 1000),
+	('tick', :run, 'strict_floor_cpu_ms', :c1 - :c0),
 	('tick', :run, 'strict_rows_ok',
 	 (:strict_m = :out_matches AND :strict_p = :out_players AND :strict_left = :left_searching
 	  AND :strict_read = :searching)::int);
@@ -618,9 +644,9 @@ SELECT pg_stat_force_next_flush() \gset dummy_
 SELECT w.wal_bytes AS wal0, w.wal_fpi AS fpi0, b.checkpoints_req AS ckpt0, b.buffers_backend AS bw0,
        d.temp_bytes AS temp0
   FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d WHERE d.datname = current_database() \gset
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t0, bench_cpu_ms() AS c0 \gset
 SELECT mm.tick('bench', :'now') AS tick_matches \gset
-SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1, bench_cpu_ms() AS c1 \gset
 SELECT pg_stat_force_next_flush() \gset dummy_
 SELECT pg_stat_clear_snapshot() \gset dummy_
 SELECT w.wal_bytes - :wal0 AS wal, w.wal_fpi - :fpi0 AS fpi, b.checkpoints_req - :ckpt0 AS ckpt,
@@ -631,6 +657,7 @@ INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_wal_mb', :wal /
 	('growth', :run, :'kind' || '_wal_fpi', :fpi), ('growth', :run, :'kind' || '_checkpoints_req', :ckpt),
 	('growth', :run, :'kind' || '_backend_buffers_written', :bw), ('growth', :run, :'kind' || '_temp_mb', :temp / 1e6);
 INSERT INTO bench_core_runs VALUES ('growth', :run, :'kind' || '_ms', (:t1 - :t0) * 1000),
+	('growth', :run, :'kind' || '_cpu_ms', :c1 - :c0),
 	('growth', :run, :'kind' || '_matches', :tick_matches), ('growth', :run, :'kind' || '_loaded', :tickets_loaded),
 	('growth', :run, :'kind' || '_load_ms', :load_ms), ('growth', :run, :'kind' || '_compute_ms', :compute_ms),
 	('growth', :run, :'kind' || '_write_ms', :write_ms),
@@ -686,6 +713,7 @@ release_up() {
 		rq -c "CREATE EXTENSION matchmaking" -c "SELECT mm.create_queue('bench', '$bench_config')" >/dev/null
 		touch "$rdir/built"
 	fi
+	rq -c "$cpu_fn_sql"
 }
 
 figure_release() {
@@ -703,11 +731,12 @@ SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, fal
 COPY mm.tickets (queue, players, created_at) FROM :'file';
 VACUUM ANALYZE mm.tickets, mm.active_players, mm.matches, mm.match_players;
 CHECKPOINT;
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t0, bench_cpu_ms() AS c0 \gset
 SELECT mm.tick('bench', :'now') AS tick_matches \gset
-SELECT extract(epoch FROM clock_timestamp()) AS t1 \gset
+SELECT extract(epoch FROM clock_timestamp()) AS t1, bench_cpu_ms() AS c1 \gset
 \o :out
 SELECT :run, :'v' || '_ms', (:t1 - :t0) * 1000;
+SELECT :run, :'v' || '_cpu_ms', :c1 - :c0;
 SELECT :run, :'v' || '_matches', :tick_matches;
 \o
 SQL
@@ -907,6 +936,11 @@ SELECT format('| %s | %s | %s | %s | %s |', figure, ours, baseline, ratio, targe
 	 pg_temp.fmt(pg_temp.m('tick', 'tick_ms')), pg_temp.fmt(pg_temp.m('tick', 'floor_ms')),
 	 pg_temp.fmt(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'floor_ms'), 2),
 	 '≤ 1.2: ' || pg_temp.verdict(pg_temp.m('tick', 'tick_ms') / pg_temp.m('tick', 'floor_ms'), 1.2)),
+	(1.5, '1c. the same in the backend''s CPU time: tick vs strict floor; vs ended-table floor (ms)',
+	 pg_temp.fmt(pg_temp.m('tick', 'tick_cpu_ms')),
+	 format('%s; %s', pg_temp.fmt(pg_temp.m('tick', 'strict_floor_cpu_ms')), pg_temp.fmt(pg_temp.m('tick', 'floor_cpu_ms'))),
+	 format('%s; %s', pg_temp.fmt(pg_temp.m('tick', 'tick_cpu_ms') / pg_temp.m('tick', 'strict_floor_cpu_ms'), 2),
+	        pg_temp.fmt(pg_temp.m('tick', 'tick_cpu_ms') / pg_temp.m('tick', 'floor_cpu_ms'), 2)), '—'),
 	(2, '1a. tick phases: load / compute / write (ms)',
 	 format('%s / %s / %s', pg_temp.fmt(pg_temp.m('tick', 'load_ms'), 1), pg_temp.fmt(pg_temp.m('tick', 'compute_ms'), 1),
 	        pg_temp.fmt(pg_temp.m('tick', 'write_ms'), 1)), '—', '—', '—'),
@@ -948,6 +982,9 @@ SELECT format('| %s | %s | %s | %s | %s |', figure, ours, baseline, ratio, targe
 	 pg_temp.fmt(pg_temp.mg('big_ms')), pg_temp.fmt(pg_temp.mg('small_ms')),
 	 pg_temp.fmt(pg_temp.mg('big_ms') / pg_temp.mg('small_ms'), 2),
 	 '≤ 11: ' || pg_temp.verdict(pg_temp.mg('big_ms') / pg_temp.mg('small_ms'), 11)),
+	(11.5, '6c. the same in the backend''s CPU time (ms)',
+	 pg_temp.fmt(pg_temp.mg('big_cpu_ms')), pg_temp.fmt(pg_temp.mg('small_cpu_ms')),
+	 pg_temp.fmt(pg_temp.mg('big_cpu_ms') / pg_temp.mg('small_cpu_ms'), 2), '—'),
 	(12, '6a. growth: phases load / compute / write (ms), big vs small',
 	 format('%s / %s / %s', pg_temp.fmt(pg_temp.mg('big_load_ms')), pg_temp.fmt(pg_temp.mg('big_compute_ms')),
 	        pg_temp.fmt(pg_temp.mg('big_write_ms'))),
@@ -963,6 +1000,9 @@ SELECT format('| %s | %s | %s | %s | %s |', figure, ours, baseline, ratio, targe
 	 pg_temp.fmt(pg_temp.m('release', 'current_ms') / pg_temp.m('release', 'release_ms'), 2),
 	 '≤ 1.05: ' || pg_temp.verdict(pg_temp.m('release', 'current_ms') / pg_temp.m('release', 'release_ms'), 1.05))
 	,
+	(14.5, '7a. the same in the backend''s CPU time (ms)',
+	 pg_temp.fmt(pg_temp.m('release', 'current_cpu_ms')), pg_temp.fmt(pg_temp.m('release', 'release_cpu_ms')),
+	 pg_temp.fmt(pg_temp.m('release', 'current_cpu_ms') / pg_temp.m('release', 'release_cpu_ms'), 2), '—'),
 	(15, format('8. mm.create_ticket, 8 clients, %s s: this version vs the release %s (tickets/s; ratio: release / this, the median of the runs'' ratios)', :pgs, :'release'),
 	 pg_temp.fmt(pg_temp.m('ingest', 'current_tps')), pg_temp.fmt(pg_temp.m('ingest', 'release_tps')),
 	 pg_temp.fmt(pg_temp.m('ingest', 'release_tps_per_current'), 2),
