@@ -277,8 +277,11 @@ mm_create_ticket_on_shard(PG_FUNCTION_ARGS)
 
 			if (RefusePending == NULL)
 				RefusePending = KeepPlan("SELECT mm.refuse_pending_player($1, $2)", 2, argtypes);
+			/* raises 23505, naming the ticket that holds the player */
 			SPI_execute_plan(RefusePending, args, NULL, false, 0);
-			elog(ERROR, "player \"%s\" is pending in queue \"%s\"", ids[i], queue);
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("player \"%s\" already has an active ticket", ids[i])));
 		}
 	}
 	{
