@@ -205,7 +205,6 @@ PrepareReadsAndExpiry(void)
 			 3, queue_cutoff_now);
 }
 
-/* Loading the searching tickets. */
 /*
  * On Citus, the load leaves out the tickets whose players are not claimed
  * yet: those written after the tick claimed the queue's pending ones
@@ -221,6 +220,7 @@ NotPending(void)
 		" AND c.ticket_id OPERATOR(pg_catalog.=) mm.tickets_active.id)";
 }
 
+/* Loading the searching tickets. */
 static void
 PrepareLoad(void)
 {
