@@ -14,9 +14,9 @@
  * shard's metadata lock in share mode, as Citus's executor does for a write,
  * so a shard move's final step (which takes it exclusively) waits for the
  * call, and the call, once it has the lock, reads the shard's placement.
- * When the queue's shards are elsewhere (a move ended, a call on the
- * coordinator) the function returns NULL and the caller writes through
- * Citus.
+ * When the queue's shards are elsewhere (a move ended, a call inside a
+ * transaction block on the coordinator) the same statements name the
+ * distributed tables and Citus routes them.
  */
 #include "postgres.h"
 
@@ -32,7 +32,7 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
-PG_FUNCTION_INFO_V1(mm_create_ticket_on_shard);
+PG_FUNCTION_INFO_V1(mm_create_ticket_on_queue_node);
 
 /* tickets.c */
 extern Datum mm_validate_ticket(PG_FUNCTION_ARGS);
@@ -48,10 +48,14 @@ typedef struct QueueShards
 	char	   *tickets;		/* its name */
 	char	   *pending;		/* the name of the shard of mm.pending_claims */
 	Oid			tickets_relid;	/* the first, once seen here; gone after a reinstall */
-	SPIPlanPtr	insert_pending;
+	SPIPlanPtr	insert_pending;	/* the statements on the shards */
 	SPIPlanPtr	insert_ticket;
 	struct QueueShards *next;
 } QueueShards;
+
+/* The same statements on the distributed tables, for shards elsewhere. */
+static SPIPlanPtr InsertPendingThroughCitus = NULL;
+static SPIPlanPtr InsertTicketThroughCitus = NULL;
 
 static QueueShards *KnownQueues = NULL;
 static SPIPlanPtr LockShard = NULL;
@@ -125,26 +129,21 @@ ShardsOf(const char *queue)
 	return entry;
 }
 
-/* The statements of a queue's shards, prepared once they are seen here. */
+/* The two writes of a ticket into the given relations (names quoted). */
 static void
-PrepareWrites(QueueShards *entry)
+PrepareWrites(const char *pending, const char *tickets, SPIPlanPtr *insert_pending, SPIPlanPtr *insert_ticket)
 {
 	Oid			pending_args[3] = {TEXTOID, TEXTOID, INT8OID};
 	Oid			ticket_args[4] = {INT8OID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
 
-	if (entry->insert_ticket != NULL)
+	if (*insert_ticket != NULL)
 		return;
-	/* the names come from Citus (shard_name quotes them) */
-	entry->insert_pending =
-		KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
-						  " ON CONFLICT DO NOTHING", entry->pending),
-				 3, pending_args);
-	entry->insert_ticket =
-		KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
-						  entry->tickets),
-				 4, ticket_args);
-	entry->tickets_relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(entry->tickets)),
-											NoLock, false);
+	*insert_pending = KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
+										" ON CONFLICT DO NOTHING", pending),
+							   3, pending_args);
+	*insert_ticket = KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
+									   tickets),
+							  4, ticket_args);
 }
 
 /*
@@ -191,36 +190,19 @@ CompareStrings(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* The ids of a ticket's players (validated), in player order. */
+/* The ids of a ticket's players (validated: strings), in player order. */
 static char **
 SortedPlayerIds(Jsonb *players, int *count)
 {
-	JsonbIterator *it = JsonbIteratorInit(&players->root);
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	int			depth = 0;
-	int			n = 0;
-	int			allocated = 8;
-	char	  **ids = palloc(sizeof(char *) * allocated);
-	bool		next_is_id = false;
+	int			n = JsonContainerSize(&players->root);
+	char	  **ids = palloc(sizeof(char *) * Max(n, 1));
 
-	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	for (int i = 0; i < n; i++)
 	{
-		if (tok == WJB_BEGIN_OBJECT || tok == WJB_BEGIN_ARRAY)
-			depth++;
-		else if (tok == WJB_END_OBJECT || tok == WJB_END_ARRAY)
-			depth--;
-		else if (tok == WJB_KEY && depth == 2)
-			next_is_id = v.val.string.len == 2 && memcmp(v.val.string.val, "id", 2) == 0;
-		else if (tok == WJB_VALUE && depth == 2 && next_is_id && v.type == jbvString)
-		{
-			if (n == allocated)
-			{
-				allocated *= 2;
-				ids = repalloc(ids, sizeof(char *) * allocated);
-			}
-			ids[n++] = pnstrdup(v.val.string.val, v.val.string.len);
-		}
+		JsonbValue *player = getIthJsonbValueFromContainer(&players->root, i);
+		JsonbValue *id = getKeyJsonValueFromContainer(player->val.binary.data, "id", 2, NULL);
+
+		ids[i] = pnstrdup(id->val.string.val, id->val.string.len);
 	}
 	qsort(ids, n, sizeof(char *), CompareStrings);
 	*count = n;
@@ -228,23 +210,25 @@ SortedPlayerIds(Jsonb *players, int *count)
 }
 
 /*
- * mm.create_ticket_on_shard(queue text, players jsonb, now timestamptz)
+ * mm.create_ticket_on_queue_node(queue text, players jsonb, now timestamptz)
  *   RETURNS bigint
  *
- * On the Citus node that holds the queue's shards: validates the ticket,
- * holds its players in the queue's pending claims (a player already
- * pending in the queue is refused by mm.refuse_pending_player, 23505) and
- * writes the ticket; returns its id.  NULL, having written nothing, when
- * the shards are not on this node.
+ * mm.create_ticket on Citus, for a ticket of one queue: validates it, holds
+ * its players in the queue's pending claims (a player already pending in
+ * the queue is refused by mm.refuse_pending_player, 23505) and writes the
+ * ticket, into the queue's shards when they are on this node; returns its
+ * id.
  */
 Datum
-mm_create_ticket_on_shard(PG_FUNCTION_ARGS)
+mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 {
 	text	   *queue_text = PG_GETARG_TEXT_PP(0);
 	Jsonb	   *players = PG_GETARG_JSONB_P(1);
 	TimestampTz now = PG_GETARG_TIMESTAMPTZ(2);
 	char	   *queue = text_to_cstring(queue_text);
 	QueueShards *shards;
+	SPIPlanPtr	insert_pending;
+	SPIPlanPtr	insert_ticket;
 	char	  **ids;
 	int			nids;
 	int64		ticket_id;
@@ -253,12 +237,22 @@ mm_create_ticket_on_shard(PG_FUNCTION_ARGS)
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 	shards = ShardsOf(queue);
-	if (!LockShardHere(shards->shard_id))
+	if (LockShardHere(shards->shard_id))
 	{
-		SPI_finish();
-		PG_RETURN_NULL();
+		PrepareWrites(shards->pending, shards->tickets, &shards->insert_pending, &shards->insert_ticket);
+		if (!OidIsValid(shards->tickets_relid))
+			shards->tickets_relid =
+				RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(shards->tickets)), NoLock, false);
+		insert_pending = shards->insert_pending;
+		insert_ticket = shards->insert_ticket;
 	}
-	PrepareWrites(shards);
+	else
+	{
+		PrepareWrites("mm.pending_claims", "mm.tickets_active", &InsertPendingThroughCitus,
+					  &InsertTicketThroughCitus);
+		insert_pending = InsertPendingThroughCitus;
+		insert_ticket = InsertTicketThroughCitus;
+	}
 	/* the queue's config (42704 for a queue that does not exist) */
 	DirectFunctionCall3(mm_validate_ticket, PointerGetDatum(queue_text), PointerGetDatum(players),
 						TimestampTzGetDatum(now));
@@ -268,7 +262,7 @@ mm_create_ticket_on_shard(PG_FUNCTION_ARGS)
 	{
 		Datum		args[3] = {PointerGetDatum(queue_text), CStringGetTextDatum(ids[i]), Int64GetDatum(ticket_id)};
 
-		rc = SPI_execute_plan(shards->insert_pending, args, NULL, false, 0);
+		rc = SPI_execute_plan(insert_pending, args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "holding player \"%s\" failed: %s", ids[i], SPI_result_code_string(rc));
 		if (SPI_processed == 0)
@@ -288,7 +282,7 @@ mm_create_ticket_on_shard(PG_FUNCTION_ARGS)
 		Datum		args[4] = {Int64GetDatum(ticket_id), PointerGetDatum(queue_text), PointerGetDatum(players),
 		TimestampTzGetDatum(now)};
 
-		rc = SPI_execute_plan(shards->insert_ticket, args, NULL, false, 0);
+		rc = SPI_execute_plan(insert_ticket, args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT || SPI_processed != 1)
 			elog(ERROR, "writing ticket " INT64_FORMAT " failed: %s", ticket_id, SPI_result_code_string(rc));
 	}

@@ -467,8 +467,8 @@ REVOKE ALL ON FUNCTION mm.refuse_pending_player(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.refuse_pending_player(text, text) TO mm_admin;
 
 -- Refuses the first of the players who is claimed (a searching or proposed
--- ticket, a live match) or cooling down in the queue: one read of each
--- player's shard for the claim, then one for the cooldowns.  The claim is
+-- ticket, a live match) or cooling down in the queue: one read of the
+-- players' shards for the claims, then one for the cooldowns.  The claim is
 -- read first: a player whose claim an offence released is seen with that
 -- offence's cooldown by the later read.
 CREATE FUNCTION mm.refuse_busy_players(queue text, player_ids text[], now timestamptz)
@@ -479,27 +479,15 @@ AS $$
 DECLARE
 	taken text;
 BEGIN
-	IF cardinality(refuse_busy_players.player_ids) = 1 THEN
-		-- one player: a statement routed to one shard
-		SELECT a.player_id INTO taken FROM mm.active_players a
-		 WHERE a.player_id = refuse_busy_players.player_ids[1];
-	ELSE
-		SELECT min(a.player_id) INTO taken FROM mm.active_players a
-		 WHERE a.player_id = ANY (refuse_busy_players.player_ids);
-	END IF;
+	SELECT min(a.player_id) INTO taken FROM mm.active_players a
+	 WHERE a.player_id = ANY (refuse_busy_players.player_ids);
 	IF taken IS NOT NULL THEN
 		PERFORM mm.refuse_taken_player(taken);
 	END IF;
-	IF cardinality(refuse_busy_players.player_ids) = 1 THEN
-		PERFORM FROM mm.player_penalties p
-		 WHERE p.player_id = refuse_busy_players.player_ids[1] AND p.queue = refuse_busy_players.queue
-		   AND p.cooldown_until > refuse_busy_players.now;
-	ELSE
-		PERFORM FROM mm.player_penalties p
-		 WHERE p.player_id = ANY (refuse_busy_players.player_ids) AND p.queue = refuse_busy_players.queue
-		   AND p.cooldown_until > refuse_busy_players.now
-		 LIMIT 1;
-	END IF;
+	PERFORM FROM mm.player_penalties p
+	 WHERE p.player_id = ANY (refuse_busy_players.player_ids) AND p.queue = refuse_busy_players.queue
+	   AND p.cooldown_until > refuse_busy_players.now
+	 LIMIT 1;
 	IF FOUND THEN
 		PERFORM mm.refuse_cooled_down_players(refuse_busy_players.player_ids,
 			array_fill(refuse_busy_players.queue, ARRAY[cardinality(refuse_busy_players.player_ids)]),
@@ -512,21 +500,6 @@ COMMENT ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) IS
 REVOKE ALL ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) TO mm_admin;
 
--- The writes of mm.create_ticket_on_queue_node straight into the queue's
--- shards when they are on this node (src/ticket_shards.c): NULL, having
--- written nothing, when they are not.  Citus refuses a write that names a
--- shard outside its own calls unless manual changes are on: this function
--- takes the shard's metadata lock as Citus's executor does.
-CREATE FUNCTION mm.create_ticket_on_shard(queue text, players jsonb, now timestamptz)
-RETURNS bigint
-AS 'MODULE_PATHNAME', 'mm_create_ticket_on_shard'
-LANGUAGE C VOLATILE STRICT
-SET citus.enable_manual_changes_to_shards = on;
-COMMENT ON FUNCTION mm.create_ticket_on_shard(text, jsonb, timestamptz) IS
-'Internal: on the Citus node that holds a queue''s shards, writes a ticket of the queue into them (NULL elsewhere)';
-REVOKE ALL ON FUNCTION mm.create_ticket_on_shard(text, jsonb, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shard(text, jsonb, timestamptz) TO mm_admin;
-
 -- mm.create_ticket on Citus, for a ticket of one queue: everything it
 -- reads and writes is on the queue's node (docs/scale-out.md, "How a
 -- ticket is created").  The players are held in the queue's pending claims
@@ -535,45 +508,16 @@ GRANT EXECUTE ON FUNCTION mm.create_ticket_on_shard(text, jsonb, timestamptz) TO
 -- (mm.claim_pending_players).  Not read here: a player's claim and
 -- cooldown live on the player's shard, and Citus opens a new connection to
 -- reach another node from a call it runs on the queue's node (it keeps none
--- in such a backend), about ten times the cost of the whole ticket.
+-- in such a backend), about ten times the cost of the whole ticket.  The
+-- rows go straight into the queue's shards when they are on this node
+-- (src/ticket_shards.c, which takes the shard's metadata lock as Citus's
+-- executor does); Citus refuses a write that names a shard outside its own
+-- calls unless manual changes are on.
 CREATE FUNCTION mm.create_ticket_on_queue_node(queue text, players jsonb, now timestamptz)
 RETURNS bigint
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-DECLARE
-	new_id bigint;
-	player_ids text[];
-	pid text;
-BEGIN
-	-- on the queue's node, straight into its shards
-	new_id := mm.create_ticket_on_shard(create_ticket_on_queue_node.queue, create_ticket_on_queue_node.players,
-										create_ticket_on_queue_node.now);
-	IF new_id IS NOT NULL THEN
-		RETURN new_id;
-	END IF;
-	-- the read of the queue's config is the check that it exists (42704)
-	PERFORM mm.validate_ticket(create_ticket_on_queue_node.queue, create_ticket_on_queue_node.players,
-							   create_ticket_on_queue_node.now);
-	new_id := pg_catalog.nextval('mm.tickets_id_seq');
-	player_ids := ARRAY(SELECT e.value ->> 'id' FROM jsonb_array_elements(create_ticket_on_queue_node.players) e
-						 ORDER BY 1);
-	-- in player order: two tickets sharing players wait in the same order
-	FOREACH pid IN ARRAY player_ids LOOP
-		INSERT INTO mm.pending_claims (queue, player_id, ticket_id)
-		VALUES (create_ticket_on_queue_node.queue, pid, new_id)
-		ON CONFLICT DO NOTHING;
-		IF NOT FOUND THEN
-			PERFORM mm.refuse_pending_player(create_ticket_on_queue_node.queue, pid);
-		END IF;
-	END LOOP;
-	INSERT INTO mm.tickets_active (id, queue, players, created_at)
-	VALUES (new_id, create_ticket_on_queue_node.queue, create_ticket_on_queue_node.players,
-			create_ticket_on_queue_node.now);
-	RETURN new_id;
-END
-$$;
+AS 'MODULE_PATHNAME', 'mm_create_ticket_on_queue_node'
+LANGUAGE C VOLATILE STRICT
+SET citus.enable_manual_changes_to_shards = on;
 COMMENT ON FUNCTION mm.create_ticket_on_queue_node(text, jsonb, timestamptz) IS
 'Internal: mm.create_ticket on Citus for one queue (written on the queue''s node; the players claimed by its next tick)';
 REVOKE ALL ON FUNCTION mm.create_ticket_on_queue_node(text, jsonb, timestamptz) FROM PUBLIC;
