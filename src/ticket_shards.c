@@ -23,6 +23,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
+#include "miscadmin.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -33,6 +34,7 @@
 #include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(mm_create_ticket_on_queue_node);
+PG_FUNCTION_INFO_V1(mm_create_tickets_on_queue_node);
 
 /* tickets.c */
 extern Datum mm_validate_ticket(PG_FUNCTION_ARGS);
@@ -50,12 +52,18 @@ typedef struct QueueShards
 	Oid			tickets_relid;	/* the first, once seen here; gone after a reinstall */
 	SPIPlanPtr	insert_pending;	/* the statements on the shards */
 	SPIPlanPtr	insert_ticket;
+	SPIPlanPtr	insert_pending_batch;
+	SPIPlanPtr	insert_tickets_batch;
+	SPIPlanPtr	held_batch;
 	struct QueueShards *next;
 } QueueShards;
 
 /* The same statements on the distributed tables, for shards elsewhere. */
 static SPIPlanPtr InsertPendingThroughCitus = NULL;
 static SPIPlanPtr InsertTicketThroughCitus = NULL;
+static SPIPlanPtr InsertPendingBatchThroughCitus = NULL;
+static SPIPlanPtr InsertTicketsBatchThroughCitus = NULL;
+static SPIPlanPtr HeldBatchThroughCitus = NULL;
 
 static QueueShards *KnownQueues = NULL;
 static SPIPlanPtr LockShard = NULL;
@@ -98,8 +106,17 @@ ShardsOf(const char *queue)
 			return entry;
 		/* the extension was installed again: new shards */
 		*link = entry->next;
-		SPI_freeplan(entry->insert_pending);
-		SPI_freeplan(entry->insert_ticket);
+		if (entry->insert_ticket != NULL)
+		{
+			SPI_freeplan(entry->insert_pending);
+			SPI_freeplan(entry->insert_ticket);
+		}
+		if (entry->insert_tickets_batch != NULL)
+		{
+			SPI_freeplan(entry->insert_pending_batch);
+			SPI_freeplan(entry->insert_tickets_batch);
+			SPI_freeplan(entry->held_batch);
+		}
 		pfree(entry->queue);
 		pfree(entry->tickets);
 		pfree(entry->pending);
@@ -147,6 +164,36 @@ PrepareWrites(const char *pending, const char *tickets, SPIPlanPtr *insert_pendi
 }
 
 /*
+ * The writes of a batch into the given relations (names quoted), and the
+ * read of the batch's players held in the queue's pending claims: one
+ * statement each for the whole batch, the claims in player order (the
+ * order every writer of the claims takes).
+ */
+static void
+PrepareBatchWrites(const char *pending, const char *tickets, SPIPlanPtr *insert_pending,
+				   SPIPlanPtr *insert_tickets, SPIPlanPtr *held)
+{
+	Oid			pending_args[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
+	Oid			ticket_args[4] = {INT8ARRAYOID, TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID};
+
+	if (*insert_tickets != NULL)
+		return;
+	*insert_pending = KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
+										" SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
+										" ORDER BY u.p COLLATE pg_catalog.\"C\""
+										" ON CONFLICT DO NOTHING", pending),
+							   3, pending_args);
+	*insert_tickets = KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at)"
+										" SELECT u.id, $2, u.p, $4 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($3)) AS u(id, p)",
+										tickets),
+							   4, ticket_args);
+	*held = KeepPlan(psprintf("SELECT c.player_id, c.ticket_id FROM %s c"
+							  " WHERE c.queue OPERATOR(pg_catalog.=) $1"
+							  " AND c.player_id OPERATOR(pg_catalog.=) ANY ($2)", pending),
+					 2, pending_args);
+}
+
+/*
  * Takes the shard's metadata lock in share mode (until the transaction
  * ends) and tells whether its placement is on this node, read after the
  * lock in a statement of its own: a move that ended while the lock waited
@@ -183,6 +230,24 @@ LockShardHere(int64 shard_id)
 	return !isnull && here;
 }
 
+/*
+ * Refuses a player already pending in the queue: 23505, naming the ticket
+ * that holds the player (mm.refuse_pending_player).
+ */
+static void
+RefusePendingPlayer(text *queue, const char *player)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2] = {PointerGetDatum(queue), CStringGetTextDatum(player)};
+
+	if (RefusePending == NULL)
+		RefusePending = KeepPlan("SELECT mm.refuse_pending_player($1, $2)", 2, argtypes);
+	SPI_execute_plan(RefusePending, args, NULL, false, 0);
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("player \"%s\" already has an active ticket", player)));
+}
+
 /* qsort comparator of C strings */
 static int
 CompareStrings(const void *a, const void *b)
@@ -190,9 +255,9 @@ CompareStrings(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* The ids of a ticket's players (validated: strings), in player order. */
+/* The ids of a ticket's players (validated: strings), in their order. */
 static char **
-SortedPlayerIds(Jsonb *players, int *count)
+PlayerIds(Jsonb *players, int *count)
 {
 	int			n = JsonContainerSize(&players->root);
 	char	  **ids = palloc(sizeof(char *) * Max(n, 1));
@@ -204,8 +269,17 @@ SortedPlayerIds(Jsonb *players, int *count)
 
 		ids[i] = pnstrdup(id->val.string.val, id->val.string.len);
 	}
-	qsort(ids, n, sizeof(char *), CompareStrings);
 	*count = n;
+	return ids;
+}
+
+/* The same in player order (byte order: the batch's claims are in "C"). */
+static char **
+SortedPlayerIds(Jsonb *players, int *count)
+{
+	char	  **ids = PlayerIds(players, count);
+
+	qsort(ids, *count, sizeof(char *), CompareStrings);
 	return ids;
 }
 
@@ -266,17 +340,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "holding player \"%s\" failed: %s", ids[i], SPI_result_code_string(rc));
 		if (SPI_processed == 0)
-		{
-			Oid			argtypes[2] = {TEXTOID, TEXTOID};
-
-			if (RefusePending == NULL)
-				RefusePending = KeepPlan("SELECT mm.refuse_pending_player($1, $2)", 2, argtypes);
-			/* raises 23505, naming the ticket that holds the player */
-			SPI_execute_plan(RefusePending, args, NULL, false, 0);
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("player \"%s\" already has an active ticket", ids[i])));
-		}
+			RefusePendingPlayer(queue_text, ids[i]);
 	}
 	{
 		Datum		args[4] = {Int64GetDatum(ticket_id), PointerGetDatum(queue_text), PointerGetDatum(players),
@@ -288,4 +352,238 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_INT64(ticket_id);
+}
+
+/*
+ * Validates each ticket of a batch (a jsonb[] whose first subscript is
+ * lower) as mm.validate_tickets does on one node: an invalid ticket's error
+ * names its place in the batch, players[3][0].attributes.skill for the
+ * first player of the ticket at subscript 3.
+ */
+static void
+ValidateBatch(text *queue, Datum *tickets, int n, int lower, TimestampTz now)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext each = AllocSetContextCreate(caller, "ticket validation", ALLOCSET_DEFAULT_SIZES);
+
+	for (int i = 0; i < n; i++)
+	{
+		MemoryContextSwitchTo(each);
+		PG_TRY();
+		{
+			DirectFunctionCall3(mm_validate_ticket, PointerGetDatum(queue), tickets[i], TimestampTzGetDatum(now));
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+			const char *prefix = "invalid ticket at players";
+
+			MemoryContextSwitchTo(caller);
+			edata = CopyErrorData();
+			if (edata->sqlerrcode != ERRCODE_INVALID_PARAMETER_VALUE &&
+				edata->sqlerrcode != ERRCODE_PROGRAM_LIMIT_EXCEEDED &&
+				edata->sqlerrcode != ERRCODE_NULL_VALUE_NOT_ALLOWED)
+				PG_RE_THROW();
+			FlushErrorState();
+			ereport(ERROR,
+					(errcode(edata->sqlerrcode),
+					 strncmp(edata->message, prefix, strlen(prefix)) == 0
+					 ? errmsg_internal("%s[%d]%s", prefix, lower + i, edata->message + strlen(prefix))
+					 : errmsg_internal("players[%d]: %s", lower + i, edata->message),
+					 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+					 edata->hint ? errhint("%s", edata->hint) : 0));
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(caller);
+		MemoryContextReset(each);
+		CHECK_FOR_INTERRUPTS();
+	}
+	MemoryContextDelete(each);
+}
+
+/* A (player, ticket) pair of a batch, for finding the first one not held. */
+typedef struct HeldPair
+{
+	char	   *player;
+	int64		ticket;
+} HeldPair;
+
+static int
+CompareHeldPairs(const void *a, const void *b)
+{
+	return strcmp(((const HeldPair *) a)->player, ((const HeldPair *) b)->player);
+}
+
+/*
+ * After the batch's claims were written: refuses (23505, as
+ * mm.refuse_pending_player) the first player, in batch order, whose pending
+ * claim in the queue is not its ticket's (held by a ticket pending before,
+ * or by an earlier ticket of the batch).  held is the read of the batch's
+ * players' claims.
+ */
+static void
+RefuseFirstUnheld(text *queue, SPIPlanPtr held, Datum player_array, char **players, int64 *tickets, int npairs)
+{
+	Datum		args[2] = {PointerGetDatum(queue), player_array};
+	HeldPair   *found;
+	uint64		nfound;
+	int			rc;
+
+	rc = SPI_execute_plan(held, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the batch's pending claims failed: %s", SPI_result_code_string(rc));
+	nfound = SPI_processed;
+	found = palloc(sizeof(HeldPair) * Max(nfound, 1));
+	for (uint64 i = 0; i < nfound; i++)
+	{
+		bool		isnull;
+
+		found[i].player = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		found[i].ticket = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	qsort(found, nfound, sizeof(HeldPair), CompareHeldPairs);
+	for (int i = 0; i < npairs; i++)
+	{
+		HeldPair	key = {players[i], 0};
+		HeldPair   *hit = bsearch(&key, found, nfound, sizeof(HeldPair), CompareHeldPairs);
+
+		if (hit == NULL || hit->ticket != tickets[i])
+			RefusePendingPlayer(queue, players[i]);
+	}
+}
+
+/*
+ * mm.create_tickets_on_queue_node(queue text, players jsonb[], now timestamptz)
+ *   RETURNS bigint[]
+ *
+ * mm.create_tickets on Citus, for a batch of one queue: validates every
+ * ticket, holds the players in the queue's pending claims (a player already
+ * pending in the queue, or twice in the batch, is refused with 23505) and
+ * writes the tickets, each in one statement for the whole batch, into the
+ * queue's shards when they are on this node; returns the ids in the order
+ * of players.  As for one ticket, the players' claims and cooldowns are
+ * the queue's next tick's to read.
+ */
+Datum
+mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
+{
+	text	   *queue_text = PG_GETARG_TEXT_PP(0);
+	ArrayType  *batch = PG_GETARG_ARRAYTYPE_P(1);
+	TimestampTz now = PG_GETARG_TIMESTAMPTZ(2);
+	char	   *queue = text_to_cstring(queue_text);
+	QueueShards *shards;
+	SPIPlanPtr	insert_pending;
+	SPIPlanPtr	insert_tickets;
+	SPIPlanPtr	held;
+	bool		here;
+	Datum	   *tickets;
+	bool	   *nulls;
+	int			n;
+	int			npairs = 0;
+	int			capacity;
+	Datum	   *ids;
+	char	  **pair_players;
+	Datum	   *pair_player_datums;
+	int64	   *pair_tickets;
+	Datum	   *pair_ticket_datums;
+	Oid			sequence = get_relname_relid("tickets_id_seq", get_namespace_oid("mm", false));
+	Datum		player_array;
+	Datum		ticket_array;
+	ArrayType  *result;
+	int			rc;
+
+	if (ARR_NDIM(batch) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("players must be a one-dimensional array")));
+	deconstruct_array(batch, JSONBOID, -1, false, TYPALIGN_INT, &tickets, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("players[%d] must not be null", ARR_LBOUND(batch)[0] + i)));
+
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	shards = ShardsOf(queue);
+	here = LockShardHere(shards->shard_id);
+	if (here)
+	{
+		PrepareBatchWrites(shards->pending, shards->tickets, &shards->insert_pending_batch,
+						   &shards->insert_tickets_batch, &shards->held_batch);
+		insert_pending = shards->insert_pending_batch;
+		insert_tickets = shards->insert_tickets_batch;
+		held = shards->held_batch;
+	}
+	else
+	{
+		PrepareBatchWrites("mm.pending_claims", "mm.tickets_active", &InsertPendingBatchThroughCitus,
+						   &InsertTicketsBatchThroughCitus, &HeldBatchThroughCitus);
+		insert_pending = InsertPendingBatchThroughCitus;
+		insert_tickets = InsertTicketsBatchThroughCitus;
+		held = HeldBatchThroughCitus;
+	}
+	/* the queue's config (42704 for a queue that does not exist) */
+	if (n > 0)
+		ValidateBatch(queue_text, tickets, n, ARR_NDIM(batch) == 1 ? ARR_LBOUND(batch)[0] : 1, now);
+
+	/* the ids, and the (player, ticket) pairs in batch order */
+	ids = palloc(sizeof(Datum) * Max(n, 1));
+	capacity = Max(n, 1);
+	pair_players = palloc(sizeof(char *) * capacity);
+	pair_tickets = palloc(sizeof(int64) * capacity);
+	for (int i = 0; i < n; i++)
+	{
+		int64		id = nextval_internal(sequence, true);
+		int			count;
+		char	  **players = PlayerIds(DatumGetJsonbP(tickets[i]), &count);
+
+		ids[i] = Int64GetDatum(id);
+		if (npairs + count > capacity)
+		{
+			capacity = Max(capacity * 2, npairs + count);
+			pair_players = repalloc(pair_players, sizeof(char *) * capacity);
+			pair_tickets = repalloc(pair_tickets, sizeof(int64) * capacity);
+		}
+		for (int j = 0; j < count; j++)
+		{
+			pair_players[npairs] = players[j];
+			pair_tickets[npairs++] = id;
+		}
+	}
+	pair_player_datums = palloc(sizeof(Datum) * Max(npairs, 1));
+	pair_ticket_datums = palloc(sizeof(Datum) * Max(npairs, 1));
+	for (int i = 0; i < npairs; i++)
+	{
+		pair_player_datums[i] = CStringGetTextDatum(pair_players[i]);
+		pair_ticket_datums[i] = Int64GetDatum(pair_tickets[i]);
+	}
+	player_array = PointerGetDatum(construct_array(pair_player_datums, npairs, TEXTOID, -1, false, TYPALIGN_INT));
+	ticket_array = PointerGetDatum(construct_array(pair_ticket_datums, npairs, INT8OID, 8, FLOAT8PASSBYVAL,
+												   TYPALIGN_DOUBLE));
+	result = construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+
+	{
+		Datum		args[3] = {PointerGetDatum(queue_text), player_array, ticket_array};
+
+		rc = SPI_execute_plan(insert_pending, args, NULL, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "holding the batch's players failed: %s", SPI_result_code_string(rc));
+		/*
+		 * A conflict skipped a row.  Citus counts the rows of an INSERT ...
+		 * SELECT it sent, the skipped ones too: through it, read them.
+		 */
+		if (!here || SPI_processed < (uint64) npairs)
+			RefuseFirstUnheld(queue_text, held, player_array, pair_players, pair_tickets, npairs);
+	}
+	{
+		Datum		args[4] = {PointerGetDatum(result), PointerGetDatum(queue_text), PointerGetDatum(batch),
+		TimestampTzGetDatum(now)};
+
+		rc = SPI_execute_plan(insert_tickets, args, NULL, false, 0);
+		if (rc != SPI_OK_INSERT || (here && SPI_processed != (uint64) n))
+			elog(ERROR, "writing the batch's tickets failed: %s", SPI_result_code_string(rc));
+	}
+	SPI_finish();
+	PG_RETURN_ARRAYTYPE_P(result);
 }

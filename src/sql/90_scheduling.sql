@@ -484,6 +484,14 @@ BEGIN
 			queue, mm.tick_loop_holder(queue, 'loop');
 		RETURN;
 	END IF;
+	-- On Citus the coordinator's job runs this call on the queue's node, in a
+	-- session Citus made for the coordinator (application_name
+	-- citus_internal...), where Citus keeps no connection to another node
+	-- past a transaction: each tick would connect anew to claim its players
+	-- on the other nodes.  From here on the loop is a client of its own.
+	IF pg_catalog.current_setting('application_name') LIKE 'citus\_internal%' THEN
+		PERFORM pg_catalog.set_config('application_name', 'matchmaking tick loop', false);
+	END IF;
 
 	LOOP
 		-- re-read on every round: mm.schedule / mm.unschedule take effect at once

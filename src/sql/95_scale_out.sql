@@ -466,40 +466,6 @@ COMMENT ON FUNCTION mm.refuse_pending_player(text, text) IS
 REVOKE ALL ON FUNCTION mm.refuse_pending_player(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.refuse_pending_player(text, text) TO mm_admin;
 
--- Refuses the first of the players who is claimed (a searching or proposed
--- ticket, a live match) or cooling down in the queue: one read of the
--- players' shards for the claims, then one for the cooldowns.  The claim is
--- read first: a player whose claim an offence released is seen with that
--- offence's cooldown by the later read.
-CREATE FUNCTION mm.refuse_busy_players(queue text, player_ids text[], now timestamptz)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-	taken text;
-BEGIN
-	SELECT min(a.player_id) INTO taken FROM mm.active_players a
-	 WHERE a.player_id = ANY (refuse_busy_players.player_ids);
-	IF taken IS NOT NULL THEN
-		PERFORM mm.refuse_taken_player(taken);
-	END IF;
-	PERFORM FROM mm.player_penalties p
-	 WHERE p.player_id = ANY (refuse_busy_players.player_ids) AND p.queue = refuse_busy_players.queue
-	   AND p.cooldown_until > refuse_busy_players.now
-	 LIMIT 1;
-	IF FOUND THEN
-		PERFORM mm.refuse_cooled_down_players(refuse_busy_players.player_ids,
-			array_fill(refuse_busy_players.queue, ARRAY[cardinality(refuse_busy_players.player_ids)]),
-			array_fill(refuse_busy_players.now, ARRAY[cardinality(refuse_busy_players.player_ids)]));
-	END IF;
-END
-$$;
-COMMENT ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) IS
-'Internal: on Citus, refuses a new ticket''s player who is claimed or cooling down in the queue (23505 or the cooldown''s error)';
-REVOKE ALL ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.refuse_busy_players(text, text[], timestamptz) TO mm_admin;
-
 -- mm.create_ticket on Citus, for a ticket of one queue: everything it
 -- reads and writes is on the queue's node (docs/scale-out.md, "How a
 -- ticket is created").  The players are held in the queue's pending claims
@@ -524,62 +490,17 @@ REVOKE ALL ON FUNCTION mm.create_ticket_on_queue_node(text, jsonb, timestamptz) 
 GRANT EXECUTE ON FUNCTION mm.create_ticket_on_queue_node(text, jsonb, timestamptz) TO mm_admin;
 
 -- mm.create_tickets on Citus, for tickets of one queue: as
--- mm.create_ticket_on_queue_node for a batch, each write one statement on
--- the queue's node; the players' claims and cooldowns are also read at
--- once (one read of their shards for the whole batch).  Returns the ids in
--- the order of players.
+-- mm.create_ticket_on_queue_node for a batch (src/ticket_shards.c), each
+-- write one statement for the whole batch on the queue's node.  A player
+-- pending in the queue or twice in the batch is refused with 23505; the
+-- players' claims and cooldowns are left to the queue's next tick, as for
+-- one ticket.  Returns the ids in the order of players.
 CREATE FUNCTION mm.create_tickets_on_queue_node(queue text, players jsonb[], now timestamptz)
 RETURNS bigint[]
-LANGUAGE plpgsql
+AS 'MODULE_PATHNAME', 'mm_create_tickets_on_queue_node'
+LANGUAGE C VOLATILE STRICT
 SET search_path = pg_catalog, pg_temp
-SET jit = off
-AS $$
-DECLARE
-	ids bigint[];
-	player_ids text[];
-	held integer;
-	pid text;
-	tid bigint;
-BEGIN
-	PERFORM mm.validate_tickets(create_tickets_on_queue_node.queue, create_tickets_on_queue_node.players,
-								create_tickets_on_queue_node.now);
-	ids := ARRAY(SELECT pg_catalog.nextval('mm.tickets_id_seq')
-				   FROM generate_series(1, cardinality(create_tickets_on_queue_node.players)));
-	player_ids := ARRAY(SELECT e.value ->> 'id'
-						  FROM unnest(create_tickets_on_queue_node.players) u(players), jsonb_array_elements(u.players) e
-						 ORDER BY 1);
-	INSERT INTO mm.pending_claims (queue, player_id, ticket_id)
-	SELECT create_tickets_on_queue_node.queue, e.value ->> 'id', u.id
-	  FROM unnest(ids, create_tickets_on_queue_node.players) AS u(id, players), jsonb_array_elements(u.players) e
-	 ORDER BY 2
-	ON CONFLICT DO NOTHING;
-	-- counted afterwards: Citus's ROW_COUNT of an INSERT ... SELECT counts
-	-- the rows it sent, also those the conflict skipped
-	SELECT count(*) INTO held FROM mm.pending_claims c
-	 WHERE c.queue = create_tickets_on_queue_node.queue AND c.ticket_id = ANY (ids);
-	IF held < cardinality(player_ids) THEN
-		-- the first player, in batch order, held by another ticket (one
-		-- pending in the queue, or an earlier one of the batch)
-		FOR pid, tid IN
-			SELECT e.value ->> 'id', u.id
-			  FROM unnest(ids, create_tickets_on_queue_node.players) WITH ORDINALITY AS u(id, players, ord),
-				   jsonb_array_elements(u.players) WITH ORDINALITY AS e(value, pord)
-			 ORDER BY u.ord, e.pord
-		LOOP
-			PERFORM FROM mm.pending_claims c
-			 WHERE c.queue = create_tickets_on_queue_node.queue AND c.player_id = pid AND c.ticket_id = tid;
-			IF NOT FOUND THEN
-				PERFORM mm.refuse_pending_player(create_tickets_on_queue_node.queue, pid);
-			END IF;
-		END LOOP;
-	END IF;
-	PERFORM mm.refuse_busy_players(create_tickets_on_queue_node.queue, player_ids, create_tickets_on_queue_node.now);
-	INSERT INTO mm.tickets_active (id, queue, players, created_at)
-	SELECT u.id, create_tickets_on_queue_node.queue, u.players, create_tickets_on_queue_node.now
-	  FROM unnest(ids, create_tickets_on_queue_node.players) AS u(id, players);
-	RETURN ids;
-END
-$$;
+SET citus.enable_manual_changes_to_shards = on;
 COMMENT ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timestamptz) IS
 'Internal: mm.create_tickets on Citus for one queue (written on the queue''s node; the players claimed by its next tick)';
 REVOKE ALL ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timestamptz) FROM PUBLIC;

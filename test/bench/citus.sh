@@ -27,7 +27,8 @@
 #      MM_BENCH_CITUS_PGBENCH_SECONDS (10) through the coordinator, on the
 #      plain node, and straight to the queue's node (docs/scale-out.md, the
 #      direct path: a queue on each worker, the clients connected to it),
-#      and mm.create_tickets in batches of 1,000 from one session through
+#      and mm.create_tickets in batches of 1,000 from one session (the
+#      array a literal of the call, as a backend's parameter) through
 #      the coordinator, on the plain node and on the queue's node; medians
 #      of MM_BENCH_CITUS_INGEST_RUNS (3) runs, each running every setup one
 #      after the other (issue 29's targets: >= 0.5x, >= 0.8x per node,
@@ -36,9 +37,10 @@
 #      exited children included) of every PostgreSQL process of the nodes
 #      per 1,000 tickets created and matched, for a fixed amount of work:
 #      MM_BENCH_CITUS_CPU_TICKETS (4000) 1v1 tickets from 8 pgbench clients
-#      in two queues (on Citus one on each worker) while one session ticks
-#      both queues MM_BENCH_CITUS_CPU_TICKS (25) times every 0.2 s, then
-#      once more; all three Citus nodes against the plain node, one after
+#      in two queues (on Citus one on each worker) while one session per
+#      queue ticks it MM_BENCH_CITUS_CPU_TICKS (25) times every 0.2 s (on
+#      Citus on the queue's node, where mm.schedule's loop runs), then once
+#      more; all three Citus nodes against the plain node, one after
 #      the other, medians of MM_BENCH_CITUS_CPU_RUNS (3) runs (target
 #      <= 1.5x).
 #   5. a lifecycle call by (queue, id) through the coordinator vs on the
@@ -281,19 +283,23 @@ if part ingest; then
 	dq2=$(queue_on "${ports[2]}" "direct")
 	qc -c "SELECT mm.create_queue('$dq1', '$config')" -c "SELECT mm.create_queue('$dq2', '$config')" >/dev/null
 	node_of() { qc -c "SELECT node_port FROM mm.queue_node('$1')"; }
-	# batches of 1,000 from one session, 20 of them; $1 a prefix that
+	# batches of 1,000 from one session, 20 of them, each sent as a backend
+	# sends it (the array a value of the statement, the call alone in it:
+	# Citus runs such a call on the queue's node); the calls' own time
+	# (psql's \timing), not the time to build the arrays.  $1 a prefix that
 	# keeps the players of each run apart
 	batches() {
-		local prefix=$1 queue=$2 start b
+		local prefix=$1 queue=$2 b
 		shift 2
-		start=$(date +%s%N)
 		for b in $(seq 1 20); do
-			q "$@" -c "SELECT cardinality(mm.create_tickets('$queue', ARRAY(
-			  SELECT jsonb_build_array(jsonb_build_object('id', '$prefix$b-' || i,
-			           'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50)))
-			    FROM generate_series(1, 1000) i), '$now'))" >/dev/null
-		done
-		awk -v ns=$(($(date +%s%N) - start)) 'BEGIN {printf "%.0f", 20000 / (ns / 1e9)}'
+			echo '\timing off'
+			echo "SELECT ARRAY(SELECT jsonb_build_array(jsonb_build_object('id', '$prefix$b-' || i,
+			        'attributes', jsonb_build_object('skill', 1000), 'latencies', jsonb_build_object('eu', 50)))
+			        FROM generate_series(1, 1000) i)::text AS batch \\gset"
+			echo '\timing on'
+			echo "SELECT mm.create_tickets('$queue', :'batch', '$now') \\g /dev/null"
+		done | q "$@" -v ON_ERROR_STOP=1 |
+			awk '/^Time: / {ms += $2} END {printf "%.0f", 20000 / (ms / 1000)}'
 	}
 	c_tps=() p_tps=() d1_tps=() d2_tps=() c_b=() p_b=() d_b=() i_r=() b_r=() d_r=()
 	# the setups one after the other in each run, medians of the runs
@@ -364,12 +370,12 @@ if part cpu; then
 	# two queues, the rest the connection options; prints CPU s per 1,000
 	# tickets.  The same work on every setup: cpu_tickets tickets from 8
 	# clients (cpu_tickets / 8 each), about half in each queue,
-	# while one session ticks both queues cpu_ticks times, every 0.2 s, then
+	# while one session per queue ticks it cpu_ticks times, every 0.2 s, then
 	# once more each so that every ticket is matched.
 	cpu_run() {
 		local mode=$1 pms=$2 db=$3 qa=$4 qb=$5
 		shift 5
-		local before after made matched ticker i
+		local before after made matched i
 		cat > "$dir/cpu.pgbench" <<EOF
 \\set id random(1, 1000000000)
 \\set r random(1, 1000000000)
@@ -385,13 +391,20 @@ EOF
 		port_b=$(qc -c "SELECT node_port FROM mm.queue_node('$qb')")
 		sleep 1
 		before=$(cluster_cpu $pms)
-		# each call alone in its statement: Citus runs it on the queue's node
-		for i in $(seq 1 "$cpu_ticks"); do
-			echo "SELECT mm.tick('$qa') \\gset dummy_"
-			echo "SELECT mm.tick('$qb') \\gset dummy_"
-			echo "SELECT pg_sleep(0.2) \\gset dummy_"
-		done | psql -X -q "$@" -d "$db" >/dev/null 2>&1 &
-		ticker=$!
+		# one session ticking each queue, as its loop does (mm.schedule): on
+		# Citus on the queue's node
+		local tickers=() tq tick_conn
+		for tq in "$qa" "$qb"; do
+			tick_conn=("$@")
+			if [ "$db" != "$plain_db" ]; then
+				tick_conn=(-h "$sock" -p "$([ "$tq" = "$qa" ] && echo "$port_a" || echo "$port_b")")
+			fi
+			for i in $(seq 1 "$cpu_ticks"); do
+				echo "SELECT mm.tick('$tq') \\gset dummy_"
+				echo "SELECT pg_sleep(0.2) \\gset dummy_"
+			done | psql -X -q "${tick_conn[@]}" -d "$db" >/dev/null 2>&1 &
+			tickers+=($!)
+		done
 		if [ "$mode" = direct ]; then
 			# straight to the queues' nodes: 4 clients on each worker, each
 			# creating tickets in the worker's queue
@@ -409,7 +422,7 @@ EOF
 		else
 			pgbench -n -c 8 -j 2 -t $((cpu_tickets / 8)) -f "$dir/cpu.pgbench" "$@" "$db" >/dev/null 2>"$dir/pgbench.err"
 		fi
-		wait "$ticker" || true
+		wait "${tickers[@]}" || true
 		q "$@" -d "$db" -c "SELECT mm.tick('$qa')" -c "SELECT mm.tick('$qb')" >/dev/null
 		# the ended sessions' time reaches their postmaster once it reaps them
 		sleep 1

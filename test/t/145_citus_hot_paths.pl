@@ -115,12 +115,12 @@ for my $case ([ $qa, $pa ], [ $qa, $pb ], [ $qb, $pb ], [ $qb, $pa ])
 	is_deeply($cextra, [], "cancel_ticket($q, id) reaches only its shards ($cn commands)");
 }
 
-# a batch of two tickets: the queue's shards and the two players'
+# a batch of two tickets: the queue's shards only, as one ticket
 my ($ids, $bn, $bextra) = shards_of(
 	qq{SELECT mm.create_tickets('$qb', ARRAY['[{"id": "bat1"}]', '[{"id": "bat2"}]']::jsonb[], $now)},
-	[$qb], [qw(bat1 bat2)]);
+	[$qb], []);
 like($ids, qr/^\{\d+,\d+\}$/, 'create_tickets, two tickets');
-is_deeply($bextra, [], "create_tickets($qb, ...) reaches only its queue's and its players' shards ($bn commands)");
+is_deeply($bextra, [], "create_tickets($qb, ...) reaches only its queue's shards ($bn commands)");
 q1(qq{SELECT mm.cancel_ticket('$qb', id) FROM unnest('$ids'::bigint[]) id});
 
 # the tick claims pending players in multi-row INSERTs of literals: ids
@@ -191,15 +191,26 @@ like(fails(qq{SELECT mm.create_ticket('$qb', '[{"id": "busy_b"}]', $now)}),
 like(fails(qq{SELECT mm.create_tickets('$qb', ARRAY['[{"id": "fresh1"}]', '[{"id": "busy_b"}]']::jsonb[], $now)}),
 	qr/ERROR:  23505: player "busy_b" already has an active ticket\nDETAIL:  Ticket $t3 holds the player/,
 	'a player pending in the queue, in a batch: 23505');
-like(fails(qq{SELECT mm.create_tickets('$qb', ARRAY['[{"id": "fresh2"}]', '[{"id": "$pa"}]']::jsonb[], $now)}),
-	qr/ERROR:  23505: player "$pa" is in match $m, which is assigned/,
-	'a player in a live match, in a batch: 23505 (a batch reads the claims)');
 like(fails(qq{SELECT mm.create_tickets('$qa', ARRAY['[{"id": "twice"}]', '[{"id": "twice"}]']::jsonb[], $now)}),
 	qr/ERROR:  23505: player "twice" already has an active ticket/,
 	'a player twice in a batch: 23505');
-is(q1(q{SELECT count(*) FROM mm.active_players WHERE player_id IN ('fresh1', 'fresh2', 'twice')})
-	  . '|' . q1(q{SELECT count(*) FROM mm.pending_claims WHERE player_id IN ('fresh1', 'fresh2', 'twice')}),
-	'0|0', 'the refused batches hold and claim no one');
+like(fails(qq{SELECT mm.create_tickets('$qa', ARRAY['[{"id": "fine"}]', '[{"id": "twice2"}]',
+	'[{"id": "twice2"}]']::jsonb[], $now)}),
+	qr/ERROR:  23505: player "twice2" already has an active ticket\nDETAIL:  Ticket \d+ holds the player/,
+	'a player twice in a batch, after another ticket: 23505 naming the batch\'s ticket that holds it');
+# an invalid ticket of a batch is named by its path, as on one node, on
+# the coordinator and on the queue's node
+for my $node ($coord, $wqa)
+{
+	my ($ret, $out, $err) = $node->psql('postgres', qq{\\set VERBOSITY verbose
+		SELECT mm.create_tickets('$qa', ARRAY['[{"id": "fine"}]', '{"id": "x"}']::jsonb[], $now)});
+	like($err, qr/ERROR:  22023: invalid ticket at players\[2\]: must be an array/,
+		'an invalid ticket in a batch names its path on the ' . ($node == $coord ? 'coordinator' : 'worker'));
+}
+is(q1(q{SELECT count(*) FROM mm.active_players WHERE player_id IN ('fresh1', 'twice', 'fine', 'twice2')})
+	  . '|' . q1(q{SELECT count(*) FROM mm.pending_claims WHERE player_id IN ('fresh1', 'twice', 'fine', 'twice2')})
+	  . '|' . q1(q{SELECT count(*) FROM mm.tickets WHERE players @> '[{"id": "fine"}]' OR players @> '[{"id": "fresh1"}]'}),
+	'0|0|0', 'the refused batches hold, claim and write no one');
 
 # a single ticket of a player in a live match (the player's shard on the
 # other worker) is written, and the queue's tick cancels it: player_busy,
@@ -221,6 +232,18 @@ is($wb->safe_psql('postgres', 'SELECT mm.verify_event($e$' . ($busy_event // '')
 	'and it verifies');
 $listener->quit;
 q1(qq{SELECT mm.cancel_ticket('$qb', $t3)});
+
+# a batch reads no player's shard either: its ticket of a player in a live
+# match is written, and the tick cancels that one alone
+my ($b1, $b2) = q1(qq{SELECT mm.create_tickets('$qb', ARRAY['[{"id": "fresh2"}]', '[{"id": "$pa"}]']::jsonb[], $now)})
+  =~ /^\{(\d+),(\d+)\}$/;
+ok($b1 && $b2, 'a batch with a player in a live match is written');
+q1(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:03+00')});
+is(q1(qq{SELECT string_agg(status || ':' || coalesce(cancel_reason, '-'), ' ' ORDER BY id) FROM mm.tickets
+	WHERE queue = '$qb' AND id IN ($b1, $b2)}),
+	'searching:- cancelled:player_busy', 'the tick claims the free player and cancels the busy one (player_busy)');
+is(q1(q{SELECT ticket_id FROM mm.active_players WHERE player_id = 'fresh2'}), $b1, 'fresh2 is claimed by its ticket');
+q1(qq{SELECT mm.cancel_ticket('$qb', $b1)});
 
 # --- one player, two queues on two workers, two ticks at once ---
 # both tickets are written (nothing is shared at creation); the tick of the
