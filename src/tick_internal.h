@@ -98,6 +98,8 @@ typedef struct MmTickPlans
 	SPIPlanPtr	expire_proposals;
 	SPIPlanPtr	timeout;
 	SPIPlanPtr	release_claims;
+	SPIPlanPtr	pending_players;
+	SPIPlanPtr	forget_pending;
 	SPIPlanPtr	cancel_silent_tickets;
 	SPIPlanPtr	expire_live_matches;
 	SPIPlanPtr	notify_expired;

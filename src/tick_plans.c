@@ -55,6 +55,7 @@ PrepareReadsAndExpiry(void)
 	Oid			queue_cutoff_now[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Oid			int8_array_text[] = {INT8ARRAYOID, TEXTOID};
 	Oid			release_args[] = {TEXTARRAYOID, INT8ARRAYOID};
+	Oid			text_int8_array[] = {TEXTOID, INT8ARRAYOID};
 
 	/*
 	 * FOR SHARE: conflicts with the UPDATE of mm.alter_queue and the FOR
@@ -117,6 +118,31 @@ PrepareReadsAndExpiry(void)
 			 "DELETE FROM mm.active_players"
 			 " WHERE player_id OPERATOR(pg_catalog.=) ANY ($1) AND ticket_id OPERATOR(pg_catalog.=) ANY ($2)",
 			 2, release_args);
+
+	/*
+	 * On Citus, the claim of the pending tickets' players
+	 * (MmTickClaimPendingPlayers): the pending tickets that no lifecycle
+	 * call holds, locked, with their players in player order (joins, not =
+	 * ANY: the arrays are as long as the queue's new tickets); once they are
+	 * settled, the pending rows of those tickets, and of tickets that ended
+	 * meanwhile, go.  Empty on one node.
+	 */
+	KeepPlan(&MmTickPlan.pending_players,
+			 "WITH locked AS ("
+			 " SELECT t.id FROM mm.tickets_active t WHERE t.queue OPERATOR(pg_catalog.=) $1"
+			 " AND t.id IN (SELECT c.ticket_id FROM mm.pending_claims c WHERE c.queue OPERATOR(pg_catalog.=) $1)"
+			 " FOR UPDATE OF t SKIP LOCKED)"
+			 " SELECT pg_catalog.array_agg(c.player_id ORDER BY c.player_id),"
+			 " pg_catalog.array_agg(c.ticket_id ORDER BY c.player_id)"
+			 " FROM mm.pending_claims c JOIN locked l ON l.id OPERATOR(pg_catalog.=) c.ticket_id"
+			 " WHERE c.queue OPERATOR(pg_catalog.=) $1",
+			 1, text1);
+	KeepPlan(&MmTickPlan.forget_pending,
+			 "DELETE FROM mm.pending_claims c WHERE c.queue OPERATOR(pg_catalog.=) $1"
+			 " AND (c.ticket_id IN (SELECT u.t FROM pg_catalog.unnest($2) AS u(t))"
+			 " OR NOT EXISTS (SELECT FROM mm.tickets_active t WHERE t.queue OPERATOR(pg_catalog.=) $1"
+			 " AND t.id OPERATOR(pg_catalog.=) c.ticket_id))",
+			 2, text_int8_array);
 
 	/*
 	 * live_match_timeout_seconds: the queue's ready or assigned matches that

@@ -155,35 +155,67 @@ MmTickOnShards(void)
 /*
  * On Citus, before the tick reads its queue: the players of the queue's
  * pending tickets (written on this node without their claims,
- * docs/scale-out.md) are claimed, each in its player's shard, and their
- * cooldowns read by mm.claim_pending_players; a ticket whose player
- * another ticket or a live match holds, or who cools down, is cancelled
- * and announced with the reason (player_busy, cooling_down).
+ * docs/scale-out.md), read here on the queue's shards, are claimed, each in
+ * its player's shard, and their cooldowns read by
+ * mm.claim_pending_players; a ticket whose player another ticket or a live
+ * match holds, or who cools down, is cancelled and announced with the
+ * reason (player_busy, cooling_down).  The pending rows of the tickets
+ * settled go, here too.
  */
 void
 MmTickClaimPendingPlayers(const char *queue, TimestampTz now)
 {
 	static const char *const reasons[] = {"player_busy", "cooling_down"};
-	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
-	Datum		args[2];
-	ArrayType  *cancelled[lengthof(reasons)];
+	static SPIPlanPtr settle = NULL;
+	Datum		args[4];
+	Datum		settled;
+	bool		isnull;
+	bool		none;
+	ArrayType  *cancelled[lengthof(reasons)] = {NULL, NULL};
 	int			rc,
 				i;
 
 	args[0] = CStringGetTextDatum(queue);
-	args[1] = TimestampTzGetDatum(now);
-	rc = SPI_execute_with_args("SELECT player_busy, cooling_down FROM mm.claim_pending_players($1, $2)",
-							   2, argtypes, args, NULL, false, 1);
+	rc = SPI_execute_plan(MmTickPlan.pending_players, args, NULL, false, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "claiming the players of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
-	for (i = 0; i < (int) lengthof(reasons); i++)
+		elog(ERROR, "reading the pending players of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+	args[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &none);
+	args[2] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	settled = PointerGetDatum(construct_empty_array(INT8OID));
+	if (!none)
 	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull);
+		/* claims in the players' shards, through Citus */
+		if (settle == NULL)
+		{
+			Oid			argtypes[4] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
 
-		cancelled[i] = isnull ? NULL : DatumGetArrayTypePCopy(d);
+			settle = SPI_prepare("SELECT player_busy, cooling_down, settled"
+								 " FROM mm.claim_pending_players($1, $2, $3, $4)", 4, argtypes);
+			if (settle == NULL || SPI_keepplan(settle) != 0)
+				elog(ERROR, "preparing the claim of pending players failed: %s", SPI_result_code_string(SPI_result));
+		}
+		args[1] = PointerGetDatum(DatumGetArrayTypePCopy(args[1]));
+		args[2] = PointerGetDatum(DatumGetArrayTypePCopy(args[2]));
+		args[3] = TimestampTzGetDatum(now);
+		SPI_freetuptable(SPI_tuptable);
+		rc = SPI_execute_plan(settle, args, NULL, false, 1);
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "claiming the players of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+		for (i = 0; i < (int) lengthof(reasons); i++)
+		{
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull);
+
+			cancelled[i] = isnull ? NULL : DatumGetArrayTypePCopy(d);
+		}
+		settled = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+		settled = isnull ? PointerGetDatum(construct_empty_array(INT8OID))
+			: PointerGetDatum(DatumGetArrayTypePCopy(settled));
 	}
 	SPI_freetuptable(SPI_tuptable);
+	args[1] = settled;
+	rc = SPI_execute_plan(MmTickPlan.forget_pending, args, NULL, false, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "settling the pending claims of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
 	for (i = 0; i < (int) lengthof(reasons); i++)
 	{
 		int			n;

@@ -509,9 +509,9 @@ GRANT EXECUTE ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timesta
 -- Claims (player, ticket) pairs of a queue in mm.active_players, one
 -- multi-row INSERT ... ON CONFLICT DO NOTHING per node that holds the
 -- players' shards, in player order, then reads the cooldowns of the
--- players it claimed there (their shards only: a read without the players
--- would reach every shard): a node that cannot be reached (class 08) fails
--- its own statements only, and its players come back as unreachable.
+-- players it claimed, in one read of their shards (a read without the
+-- players would reach every shard): a node that cannot be reached (class
+-- 08) fails its own claim only, and its players come back as unreachable.
 -- Returns the pairs claimed and the claimed players cooling down in the
 -- queue at now.
 CREATE FUNCTION mm.claim_players_by_node(queue text, player_ids text[], ticket_ids bigint[], now timestamptz,
@@ -524,6 +524,7 @@ SET jit = off
 AS $$
 DECLARE
 	node record;
+	claim record;
 	players text[];
 	tickets bigint[];
 BEGIN
@@ -546,15 +547,16 @@ BEGIN
 		 GROUP BY pl.groupid ORDER BY pl.groupid
 	LOOP
 		BEGIN
-			EXECUTE 'WITH claimed AS (' || node.claim_sql || ')'
-					' SELECT coalesce(array_agg(player_id), ''{}''), coalesce(array_agg(ticket_id), ''{}'') FROM claimed'
-			   INTO players, tickets;
+			-- the INSERT alone in its statement: in a WITH, Citus would run it
+			-- first into an intermediate result
+			players := '{}';
+			tickets := '{}';
+			FOR claim IN EXECUTE node.claim_sql LOOP
+				players := players || claim.player_id;
+				tickets := tickets || claim.ticket_id;
+			END LOOP;
 			won_player := won_player || players;
 			won_ticket := won_ticket || tickets;
-			-- after the claim, as mm.create_ticket on one node
-			cooling := cooling || ARRAY(SELECT p.player_id FROM mm.player_penalties p
-										 WHERE p.player_id = ANY (players) AND p.queue = claim_players_by_node.queue
-										   AND p.cooldown_until > claim_players_by_node.now);
 		EXCEPTION WHEN connection_exception THEN
 			RAISE WARNING 'queue "%": the tickets of players on a node out of reach wait for a later tick',
 				claim_players_by_node.queue
@@ -562,6 +564,14 @@ BEGIN
 			unreachable := unreachable || node.players;
 		END;
 	END LOOP;
+	-- after the claim, as mm.create_ticket on one node: one read of the
+	-- claimed players' shards (a literal, so that Citus reads theirs only)
+	IF cardinality(won_player) > 0 THEN
+		EXECUTE pg_catalog.format('SELECT coalesce(array_agg(p.player_id), ''{}'') FROM mm.player_penalties p'
+								  ' WHERE p.player_id = ANY (%L::text[]) AND p.queue = %L AND p.cooldown_until > %L',
+								  won_player, claim_players_by_node.queue, claim_players_by_node.now)
+		   INTO cooling;
+	END IF;
 END
 $$;
 COMMENT ON FUNCTION mm.claim_players_by_node(text, text[], bigint[], timestamptz) IS
@@ -592,81 +602,60 @@ REVOKE ALL ON FUNCTION mm.cancel_pending_tickets(text, bigint[], text, timestamp
 GRANT EXECUTE ON FUNCTION mm.cancel_pending_tickets(text, bigint[], text, timestamptz) TO mm_admin;
 
 -- The queue's tick on Citus, before it reads the queue: claims the players
--- of the queue's pending tickets (mm.pending_claims) in mm.active_players,
--- one multi-row INSERT ... ON CONFLICT DO NOTHING that Citus splits by
--- shard, in player order, then reads the cooldowns of the players it
--- claimed (after the claim, as mm.create_ticket on one node).  A ticket one
--- of whose players another ticket (of another queue, on any node) or a
--- live match holds ends cancelled with cancel_reason player_busy; one with
--- a player cooling down in the queue, with cooling_down; their players'
--- claims are released and the tick announces them (ticket_cancelled).
--- Pending tickets a lifecycle call holds wait for the next tick; the rows
--- of tickets that ended meanwhile go.
-CREATE FUNCTION mm.claim_pending_players(queue text, now timestamptz,
-										 OUT player_busy bigint[], OUT cooling_down bigint[])
+-- of the queue's pending tickets, which the tick read and locked on the
+-- queue's shards (pairs of player and ticket, in player order), in
+-- mm.active_players, one multi-row INSERT ... ON CONFLICT DO NOTHING per
+-- node, then reads the cooldowns of the players it claimed (after the
+-- claim, as mm.create_ticket on one node).  A ticket one of whose players
+-- another ticket (of another queue, on any node) or a live match holds ends
+-- cancelled with cancel_reason player_busy; one with a player cooling down
+-- in the queue, with cooling_down; their players' claims are released and
+-- the tick announces them (ticket_cancelled).  Returns those, and the
+-- tickets settled, whose pending rows the tick deletes; a ticket with a
+-- player on a node out of reach waits for a later tick.
+CREATE FUNCTION mm.claim_pending_players(queue text, pairs_player text[], pairs_ticket bigint[], now timestamptz,
+										 OUT player_busy bigint[], OUT cooling_down bigint[], OUT settled bigint[])
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 SET jit = off
 AS $$
 DECLARE
-	pairs_player text[];
-	pairs_ticket bigint[];
 	claimed record;
 	waiting bigint[] := '{}';
-	settled bigint[];
 BEGIN
-	player_busy := '{}';
-	cooling_down := '{}';
-	-- the pending tickets that no lifecycle call holds, locked, with their
-	-- players (joins, not = ANY: the arrays are as long as the queue's new
-	-- tickets)
-	WITH locked AS (
-		SELECT t.id FROM mm.tickets_active t
-		 WHERE t.queue = claim_pending_players.queue
-		   AND t.id IN (SELECT c.ticket_id FROM mm.pending_claims c WHERE c.queue = claim_pending_players.queue)
-		   FOR UPDATE OF t SKIP LOCKED)
-	SELECT array_agg(c.player_id ORDER BY c.player_id), array_agg(c.ticket_id ORDER BY c.player_id)
-	  INTO pairs_player, pairs_ticket
-	  FROM mm.pending_claims c JOIN locked l ON l.id = c.ticket_id
-	 WHERE c.queue = claim_pending_players.queue;
-	IF pairs_player IS NOT NULL THEN
-		SELECT * INTO claimed
-		  FROM mm.claim_players_by_node(claim_pending_players.queue, pairs_player, pairs_ticket, claim_pending_players.now);
-		IF cardinality(claimed.unreachable) > 0 THEN
-			-- a ticket with a player on a node out of reach waits for a
-			-- later tick, its claims taken here given back
-			waiting := ARRAY(SELECT DISTINCT u.t FROM unnest(pairs_player, pairs_ticket) AS u(p, t)
-							  JOIN unnest(claimed.unreachable) AS x(p) ON x.p = u.p);
-			PERFORM mm.release_claims(array_agg(w.p), array_agg(w.t))
-			   FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
-			   JOIN unnest(waiting) AS x(t) ON x.t = w.t;
-		END IF;
-		player_busy := ARRAY(SELECT DISTINCT u.t FROM unnest(pairs_player, pairs_ticket) AS u(p, t)
-							   LEFT JOIN unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
-									ON w.p = u.p AND w.t = u.t
-							  WHERE w.p IS NULL AND u.t <> ALL (waiting)
-							  ORDER BY 1);
-		cooling_down := ARRAY(SELECT DISTINCT w.t FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
-								JOIN unnest(claimed.cooling) AS c(p) ON c.p = w.p
-							   WHERE w.t <> ALL (player_busy) AND w.t <> ALL (waiting)
-							   ORDER BY 1);
+	SELECT * INTO claimed
+	  FROM mm.claim_players_by_node(claim_pending_players.queue, claim_pending_players.pairs_player,
+									claim_pending_players.pairs_ticket, claim_pending_players.now);
+	IF cardinality(claimed.unreachable) > 0 THEN
+		-- its claims taken here given back
+		waiting := ARRAY(SELECT DISTINCT u.t
+						   FROM unnest(claim_pending_players.pairs_player, claim_pending_players.pairs_ticket) AS u(p, t)
+						   JOIN unnest(claimed.unreachable) AS x(p) ON x.p = u.p);
+		PERFORM mm.release_claims(array_agg(w.p), array_agg(w.t))
+		   FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
+		   JOIN unnest(waiting) AS x(t) ON x.t = w.t;
 	END IF;
-	settled := ARRAY(SELECT DISTINCT u.t FROM unnest(pairs_ticket) AS u(t) WHERE u.t <> ALL (waiting));
-	-- the rows of the tickets settled here, and of those that ended meanwhile
-	DELETE FROM mm.pending_claims c
-	 WHERE c.queue = claim_pending_players.queue
-	   AND (c.ticket_id IN (SELECT u.t FROM unnest(settled) AS u(t))
-			OR NOT EXISTS (SELECT FROM mm.tickets_active t
-							WHERE t.queue = claim_pending_players.queue AND t.id = c.ticket_id));
+	player_busy := ARRAY(SELECT DISTINCT u.t
+						   FROM unnest(claim_pending_players.pairs_player, claim_pending_players.pairs_ticket) AS u(p, t)
+						   LEFT JOIN unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
+								ON w.p = u.p AND w.t = u.t
+						  WHERE w.p IS NULL AND u.t <> ALL (waiting)
+						  ORDER BY 1);
+	cooling_down := ARRAY(SELECT DISTINCT w.t FROM unnest(claimed.won_player, claimed.won_ticket) AS w(p, t)
+							JOIN unnest(claimed.cooling) AS c(p) ON c.p = w.p
+						   WHERE w.t <> ALL (player_busy) AND w.t <> ALL (waiting)
+						   ORDER BY 1);
+	settled := ARRAY(SELECT DISTINCT u.t FROM unnest(claim_pending_players.pairs_ticket) AS u(t)
+					  WHERE u.t <> ALL (waiting));
 	PERFORM mm.cancel_pending_tickets(claim_pending_players.queue, player_busy, 'player_busy', claim_pending_players.now);
 	PERFORM mm.cancel_pending_tickets(claim_pending_players.queue, cooling_down, 'cooling_down',
 									  claim_pending_players.now);
 END
 $$;
-COMMENT ON FUNCTION mm.claim_pending_players(text, timestamptz) IS
-'Internal: on Citus, the tick claims the players of its queue''s pending tickets; returns the tickets it cancelled (player_busy, cooling_down)';
-REVOKE ALL ON FUNCTION mm.claim_pending_players(text, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.claim_pending_players(text, timestamptz) TO mm_admin;
+COMMENT ON FUNCTION mm.claim_pending_players(text, text[], bigint[], timestamptz) IS
+'Internal: on Citus, the tick claims the players of its queue''s pending tickets; returns the tickets it cancelled (player_busy, cooling_down) and those settled';
+REVOKE ALL ON FUNCTION mm.claim_pending_players(text, text[], bigint[], timestamptz) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.claim_pending_players(text, text[], bigint[], timestamptz) TO mm_admin;
 
 -- On Citus, the rows of a queue mm.drop_queue removes (on one node the
 -- triggers of mm.queues do it, which on Citus fire on the reference table's
