@@ -356,11 +356,18 @@ cluster_cpu() {
 cpu_citus=- cpu_plain=- cpu_ratios=- cpu_direct=- cpu_direct_ratios=-
 if part cpu; then
 	duel='{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}]}'
-	# the same rows on both setups before it: the ingest queue goes
+	# the same rows on both setups before it: the ingest part's queues go
+	# (their rows would share the CPU queues' shards), and both are vacuumed
+	# and checkpointed, so that neither pays for the other part's leftovers
 	if part ingest; then
-		qc -c "SELECT mm.drop_queue('ingest', true)" >/dev/null
+		qc -c "SELECT mm.drop_queue('ingest', true)" -c "SELECT mm.drop_queue('$dq1', true)" \
+			-c "SELECT mm.drop_queue('$dq2', true)" >/dev/null
 		q -d "$plain_db" -c "SELECT mm.drop_queue('ingest', true)" >/dev/null
 	fi
+	qc -c "VACUUM" >/dev/null
+	q -d "$plain_db" -c "VACUUM" >/dev/null
+	for p in "${ports[@]}"; do q -h "$sock" -p "$p" -d postgres -c CHECKPOINT >/dev/null; done
+	q -d "$plain_db" -c CHECKPOINT >/dev/null
 	pm_of() { head -1 "$1/postmaster.pid"; }
 	citus_pms="$(pm_of "$dir/n${ports[0]}") $(pm_of "$dir/n${ports[1]}") $(pm_of "$dir/n${ports[2]}")"
 	plain_pm=$(pm_of "$(q -d "$plain_db" -c "SHOW data_directory")")
