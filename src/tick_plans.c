@@ -46,6 +46,21 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
 	KeepPlanWith(slot, sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 }
 
+/*
+ * On Citus, the statements that read the queue's pending claims are planned
+ * at each tick (custom plans): a queue's shards are often empty when its
+ * first tick plans them, and a generic plan of an empty shard (nested loops
+ * over sequential scans) keeps that shape as the queue fills, quadratic in
+ * its pending tickets.  Nothing changes on one node.
+ */
+static int
+PendingClaimsPlan(int options)
+{
+	if (!MmTickOnShards())
+		return options;
+	return (options & ~CURSOR_OPT_GENERIC_PLAN) | CURSOR_OPT_CUSTOM_PLAN;
+}
+
 /* The queue's config, the queue names, and the steps before the search. */
 static void
 PrepareReadsAndExpiry(void)
@@ -127,7 +142,7 @@ PrepareReadsAndExpiry(void)
 	 * settled, the pending rows of those tickets, and of tickets that ended
 	 * meanwhile, go.  Empty on one node.
 	 */
-	KeepPlan(&MmTickPlan.pending_players,
+	KeepPlanWith(&MmTickPlan.pending_players,
 			 "WITH locked AS ("
 			 " SELECT t.id FROM mm.tickets_active t WHERE t.queue OPERATOR(pg_catalog.=) $1"
 			 " AND t.id IN (SELECT c.ticket_id FROM mm.pending_claims c WHERE c.queue OPERATOR(pg_catalog.=) $1)"
@@ -136,13 +151,13 @@ PrepareReadsAndExpiry(void)
 			 " pg_catalog.array_agg(c.ticket_id ORDER BY c.player_id)"
 			 " FROM mm.pending_claims c JOIN locked l ON l.id OPERATOR(pg_catalog.=) c.ticket_id"
 			 " WHERE c.queue OPERATOR(pg_catalog.=) $1",
-			 1, text1);
-	KeepPlan(&MmTickPlan.forget_pending,
+			 1, text1, PendingClaimsPlan(CURSOR_OPT_GENERIC_PLAN));
+	KeepPlanWith(&MmTickPlan.forget_pending,
 			 "DELETE FROM mm.pending_claims c WHERE c.queue OPERATOR(pg_catalog.=) $1"
 			 " AND (c.ticket_id IN (SELECT u.t FROM pg_catalog.unnest($2) AS u(t))"
 			 " OR NOT EXISTS (SELECT FROM mm.tickets_active t WHERE t.queue OPERATOR(pg_catalog.=) $1"
 			 " AND t.id OPERATOR(pg_catalog.=) c.ticket_id))",
-			 2, text_int8_array);
+			 2, text_int8_array, PendingClaimsPlan(CURSOR_OPT_GENERIC_PLAN));
 
 	/*
 	 * live_match_timeout_seconds: the queue's ready or assigned matches that
@@ -269,7 +284,7 @@ PrepareLoad(void)
 						  " AND status OPERATOR(pg_catalog.=) 'searching'"
 						  " AND created_at OPERATOR(pg_catalog.<=) $2%s"
 						  " ORDER BY created_at, id FOR UPDATE SKIP LOCKED", NotPending()),
-				 2, queue_now, CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN);
+				 2, queue_now, PendingClaimsPlan(CURSOR_OPT_GENERIC_PLAN | CURSOR_OPT_FAST_PLAN));
 
 	/*
 	 * Tickets of other queues that also search in this one: only when there
@@ -279,7 +294,7 @@ PrepareLoad(void)
 	KeepPlan(&MmTickPlan.has_other_tickets,
 			 "SELECT EXISTS (SELECT FROM mm.ticket_queues WHERE queue OPERATOR(pg_catalog.=) $1)",
 			 1, text1);
-	KeepPlan(&MmTickPlan.load_with_others,
+	KeepPlanWith(&MmTickPlan.load_with_others,
 			 psprintf("SELECT id, created_at, players, ctid, queues IS NOT NULL FROM mm.tickets_active"
 					  " WHERE (queue OPERATOR(pg_catalog.=) $1 OR id OPERATOR(pg_catalog.=) ANY (ARRAY("
 					  " SELECT o.ticket_id FROM mm.ticket_queues o WHERE o.queue OPERATOR(pg_catalog.=) $1"
@@ -288,7 +303,7 @@ PrepareLoad(void)
 					  " AND status OPERATOR(pg_catalog.=) 'searching'"
 					  " AND created_at OPERATOR(pg_catalog.<=) $2%s"
 					  " ORDER BY created_at, id FOR UPDATE SKIP LOCKED", NotPending()),
-			 2, queue_now);
+			 2, queue_now, PendingClaimsPlan(CURSOR_OPT_GENERIC_PLAN));
 
 	/*
 	 * A queue with a low-priority pool (penalties): the active tickets of

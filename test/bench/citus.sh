@@ -40,7 +40,10 @@
 #      in two queues (on Citus one on each worker) while one session per
 #      queue ticks it MM_BENCH_CITUS_CPU_TICKS (25) times every 0.2 s (on
 #      Citus on the queue's node, where mm.schedule's loop runs), then once
-#      more; all three Citus nodes against the plain node, one after
+#      more, with autovacuum off on both setups (a round falling into a
+#      run of a few seconds or not moved single runs by 2x; each run's
+#      VACUUM ANALYZE is measured after it, its own figure); all three
+#      Citus nodes against the plain node, one after
 #      the other, medians of MM_BENCH_CITUS_CPU_RUNS (3) runs (target
 #      <= 1.5x).
 #   5. a lifecycle call by (queue, id) through the coordinator vs on the
@@ -100,7 +103,9 @@ durability=$(q -d "$plain_db" -c "SELECT string_agg(name || ' = ' || quote_liter
 
 say "starting a coordinator and two workers (ports ${ports[*]})"
 for p in "${ports[@]}"; do
-	initdb -D "$dir/n$p" -U postgres >/dev/null
+	# the plain node's encoding and locale too (test/scripts/common.sh): a
+	# collation other than C compares every text key through strcoll
+	initdb -D "$dir/n$p" -U postgres --no-sync -E UTF8 --locale=C >/dev/null
 	printf '%s\n' "$durability" >> "$dir/n$p/postgresql.conf"
 	cat >> "$dir/n$p/postgresql.conf" <<CONF
 port = $p
@@ -353,7 +358,7 @@ cluster_cpu() {
 	done
 	echo "$total"
 }
-cpu_citus=- cpu_plain=- cpu_ratios=- cpu_direct=- cpu_direct_ratios=-
+cpu_citus=- cpu_plain=- cpu_ratios=- cpu_direct=- cpu_direct_ratios=- vac_citus=- vac_direct=- vac_plain=-
 if part cpu; then
 	duel='{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}]}'
 	# the same rows on both setups before it: the ingest part's queues go
@@ -364,10 +369,22 @@ if part cpu; then
 			-c "SELECT mm.drop_queue('$dq2', true)" >/dev/null
 		q -d "$plain_db" -c "SELECT mm.drop_queue('ingest', true)" >/dev/null
 	fi
-	qc -c "VACUUM" >/dev/null
-	q -d "$plain_db" -c "VACUUM" >/dev/null
+	qc -c "VACUUM ANALYZE" >/dev/null
+	q -d "$plain_db" -c "VACUUM ANALYZE" >/dev/null
 	for p in "${ports[@]}"; do q -h "$sock" -p "$p" -d postgres -c CHECKPOINT >/dev/null; done
 	q -d "$plain_db" -c CHECKPOINT >/dev/null
+	# autovacuum off on both setups while this part runs: a run lasts a few
+	# seconds, and whether an autovacuum round (on Citus one per node, over
+	# every shard) falls into it moved single runs by 2x.  Each run's
+	# VACUUM ANALYZE is measured after it instead, as a figure of its own.
+	autovacuum() {
+		local p
+		for p in "${ports[@]}"; do
+			q -h "$sock" -p "$p" -d postgres -c "ALTER SYSTEM SET autovacuum = $1" -c "SELECT pg_reload_conf()" >/dev/null
+		done
+		q -d "$plain_db" -c "ALTER SYSTEM SET autovacuum = $1" -c "SELECT pg_reload_conf()" >/dev/null
+	}
+	autovacuum off
 	pm_of() { head -1 "$1/postmaster.pid"; }
 	citus_pms="$(pm_of "$dir/n${ports[0]}") $(pm_of "$dir/n${ports[1]}") $(pm_of "$dir/n${ports[2]}")"
 	plain_pm=$(pm_of "$(q -d "$plain_db" -c "SHOW data_directory")")
@@ -382,7 +399,7 @@ if part cpu; then
 	cpu_run() {
 		local mode=$1 pms=$2 db=$3 qa=$4 qb=$5
 		shift 5
-		local before after made matched i
+		local before after vacuumed made matched i
 		cat > "$dir/cpu.pgbench" <<EOF
 \\set id random(1, 1000000000)
 \\set r random(1, 1000000000)
@@ -436,10 +453,15 @@ EOF
 		after=$(cluster_cpu $pms)
 		made=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$qa', '$qb')")
 		matched=$(q "$@" -d "$db" -c "SELECT count(*) FROM mm.tickets WHERE queue IN ('$qa', '$qb') AND status = 'matched'")
-		say "cpu: $db ($mode): $made tickets created, $matched matched, $(awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f", b - a}') CPU s"
-		awk -v a="$before" -v b="$after" -v n="$made" 'BEGIN {printf "%.3f", (n > 0) ? (b - a) / n * 1000 : 0}'
+		# the run's maintenance: VACUUM ANALYZE of what it wrote
+		q "$@" -d "$db" -c "VACUUM ANALYZE" >/dev/null
+		sleep 1
+		vacuumed=$(cluster_cpu $pms)
+		say "cpu: $db ($mode): $made tickets created, $matched matched, $(awk -v a="$before" -v b="$after" 'BEGIN {printf "%.2f", b - a}') CPU s, VACUUM ANALYZE $(awk -v a="$after" -v b="$vacuumed" 'BEGIN {printf "%.2f", b - a}') CPU s"
+		awk -v a="$before" -v b="$after" -v v="$vacuumed" -v n="$made" \
+			'BEGIN {printf "%.3f %.3f", (n > 0) ? (b - a) / n * 1000 : 0, (n > 0) ? (v - b) / n * 1000 : 0}'
 	}
-	cpu_c=() cpu_p=() cpu_r=() cpu_d=() cpu_dr=()
+	cpu_c=() cpu_p=() cpu_r=() cpu_d=() cpu_dr=() vac_c=() vac_p=() vac_d=()
 	for r in $(seq 1 "$cpu_reps"); do
 		# fresh queues each time, one on each worker (the same names on the
 		# plain node); the two setups one after the other
@@ -449,18 +471,23 @@ EOF
 			qc -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
 			q -d "$plain_db" -c "SELECT mm.create_queue('$qn', '$duel')" >/dev/null
 		done
-		c=$(cpu_run coordinator "$citus_pms" postgres "$cq1" "$cq2" -h "$sock" -p "${ports[0]}")
-		p=$(cpu_run coordinator "$plain_pm" "$plain_db" "$cq1" "$cq2")
+		read -r c cv <<<"$(cpu_run coordinator "$citus_pms" postgres "$cq1" "$cq2" -h "$sock" -p "${ports[0]}")"
+		read -r p pv <<<"$(cpu_run coordinator "$plain_pm" "$plain_db" "$cq1" "$cq2")"
 		# the same work again on Citus, the tickets sent to their queues'
 		# nodes (fresh queues on the same workers)
 		dq1=$(queue_on "${ports[1]}" "cpud${r}_a")
 		dq2=$(queue_on "${ports[2]}" "cpud${r}_b")
 		qc -c "SELECT mm.create_queue('$dq1', '$duel')" -c "SELECT mm.create_queue('$dq2', '$duel')" >/dev/null
-		d=$(cpu_run direct "$citus_pms" postgres "$dq1" "$dq2" -h "$sock" -p "${ports[0]}")
+		read -r d dv <<<"$(cpu_run direct "$citus_pms" postgres "$dq1" "$dq2" -h "$sock" -p "${ports[0]}")"
 		cpu_c+=("$c") cpu_p+=("$p") cpu_r+=("$(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')")
+		vac_c+=("$cv") vac_p+=("$pv") vac_d+=("$dv")
 		cpu_d+=("$d") cpu_dr+=("$(awk -v a="$d" -v b="$p" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')")
-		say "cpu run $r: Citus through the coordinator $c, straight to the nodes $d, one node $p CPU s per 1,000 tickets"
+		say "cpu run $r: Citus through the coordinator $c, straight to the nodes $d, one node $p CPU s per 1,000 tickets; VACUUM ANALYZE after them $cv, $dv, $pv"
 	done
+	autovacuum on
+	vac_citus=$(printf '%s\n' "${vac_c[@]}" | median)
+	vac_direct=$(printf '%s\n' "${vac_d[@]}" | median)
+	vac_plain=$(printf '%s\n' "${vac_p[@]}" | median)
 	cpu_citus=$(printf '%s\n' "${cpu_c[@]}" | median)
 	cpu_plain=$(printf '%s\n' "${cpu_p[@]}" | median)
 	cpu_ratios=$(printf '%s\n' "${cpu_r[@]}" | sort -n | paste -sd ' ')
@@ -517,6 +544,8 @@ Scale-out benchmark: $n tickets per tick, medians of $runs runs (ingest $ingest_
 | mm.create_tickets straight to the queue's node, batches of 1,000, tickets/s | $direct_batch | $plain_batch | $(ratio "$direct_batch" "$plain_batch")x | | |
 | CPU s of all nodes' PostgreSQL processes per 1,000 tickets created and matched ($cpu_tickets tickets, $cpu_ticks ticks of each queue) | $cpu_citus | $cpu_plain | $(ratio "$cpu_citus" "$cpu_plain")x | $cpu_ratios | <= 1.5x |
 | the same, the tickets sent straight to their queues' nodes | $cpu_direct | $cpu_plain | $(ratio "$cpu_direct" "$cpu_plain")x | $cpu_direct_ratios | <= 1.5x |
+| CPU s of the VACUUM ANALYZE after those runs (autovacuum off during them), per 1,000 tickets: through the coordinator | $vac_citus | $vac_plain | $(ratio "$vac_citus" "$vac_plain")x | | |
+| the same, straight to the nodes | $vac_direct | $vac_plain | $(ratio "$vac_direct" "$vac_plain")x | | |
 | mm.heartbeat(queue, id): coordinator vs node, mean ms | $lc_citus | $lc_plain | $(ratio "$lc_citus" "$lc_plain")x | $lc_ratios | <= 2x |
 | the same on the queue's node vs on the plain node, mean ms | $lc_direct | $lc_plain | $(ratio "$lc_direct" "$lc_plain")x | $lc_direct_ratios | |
 TABLE
