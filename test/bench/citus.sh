@@ -49,7 +49,8 @@
 #   5. a lifecycle call by (queue, id) through the coordinator vs on the
 #      plain node: the mean latency of mm.heartbeat(queue, id) from one
 #      pgbench client, medians of MM_BENCH_CITUS_LIFECYCLE_RUNS (3) runs
-#      (target <= 2x).
+#      (target <= 2x); beside it the floor of any call through the
+#      coordinator, a distributed function by queue that does nothing.
 # The Citus nodes take the plain node's durability settings (fsync,
 # synchronous_commit, full_page_writes), so both sides flush alike.
 # MM_BENCH_CITUS_PARTS picks the parts (default "tick pair ingest cpu
@@ -496,7 +497,7 @@ EOF
 fi
 
 # --- 5. a lifecycle call by (queue, id): latency ---
-lc_citus=- lc_plain=- lc_ratios=- lc_direct=- lc_direct_ratios=-
+lc_citus=- lc_plain=- lc_ratios=- lc_direct=- lc_direct_ratios=- lc_nothing_citus=- lc_nothing_plain=-
 if part lifecycle; then
 	lq=$(queue_on "${ports[1]}" "life")
 	qc -c "SELECT mm.create_queue('$lq', '$config')" >/dev/null
@@ -510,15 +511,29 @@ if part lifecycle; then
 		pgbench -n -c 1 -T "$pgbench_seconds" -f "$dir/beat.pgbench" "$@" "$db" 2>/dev/null |
 			sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' | head -1
 	}
-	lc_c=() lc_p=() lc_r=() lc_d=() lc_dr=()
+	lc_c=() lc_p=() lc_r=() lc_d=() lc_dr=() lc_nc=() lc_np=()
+	nothing="CREATE FUNCTION public.bench_nothing(queue text) RETURNS boolean LANGUAGE plpgsql AS 'BEGIN RETURN true; END'"
+	qc -c "$nothing" -c "SELECT create_distributed_function('public.bench_nothing(text)', 'queue',
+		colocate_with := 'mm.tickets_active')" >/dev/null
+	q -d "$plain_db" -c "$nothing" >/dev/null
 	for r in $(seq 1 "$lifecycle_runs"); do
 		c=$(latency postgres -h "$sock" -p "${ports[0]}")
 		p=$(latency "$plain_db")
 		d=$(latency postgres -h "$sock" -p "$(qc -c "SELECT node_port FROM mm.queue_node('$lq')")")
 		lc_c+=("$c") lc_p+=("$p") lc_r+=("$(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", a / b}')")
 		lc_d+=("$d") lc_dr+=("$(awk -v a="$d" -v b="$p" 'BEGIN {printf "%.2f", a / b}')")
-		say "lifecycle run $r: heartbeat coordinator $c ms, the queue's node $d ms, one node $p ms"
+		# the floor of a call through the coordinator: a distributed
+		# function by queue that does nothing, against the same on one node
+		echo "SELECT public.bench_nothing('$lq');" > "$dir/nothing.pgbench"
+		nc=$(pgbench -n -c 1 -T "$pgbench_seconds" -f "$dir/nothing.pgbench" -h "$sock" -p "${ports[0]}" postgres 2>/dev/null |
+			sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' | head -1)
+		np=$(pgbench -n -c 1 -T "$pgbench_seconds" -f "$dir/nothing.pgbench" "$plain_db" 2>/dev/null |
+			sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' | head -1)
+		lc_nc+=("$nc") lc_np+=("$np")
+		say "lifecycle run $r: heartbeat coordinator $c ms, the queue's node $d ms, one node $p ms; a call doing nothing: coordinator $nc ms, one node $np ms"
 	done
+	lc_nothing_citus=$(printf '%s\n' "${lc_nc[@]}" | median)
+	lc_nothing_plain=$(printf '%s\n' "${lc_np[@]}" | median)
 	lc_citus=$(printf '%s\n' "${lc_c[@]}" | median)
 	lc_plain=$(printf '%s\n' "${lc_p[@]}" | median)
 	lc_ratios=$(printf '%s\n' "${lc_r[@]}" | sort -n | paste -sd ' ')
@@ -548,4 +563,5 @@ Scale-out benchmark: $n tickets per tick, medians of $runs runs (ingest $ingest_
 | the same, straight to the nodes | $vac_direct | $vac_plain | $(ratio "$vac_direct" "$vac_plain")x | | |
 | mm.heartbeat(queue, id): coordinator vs node, mean ms | $lc_citus | $lc_plain | $(ratio "$lc_citus" "$lc_plain")x | $lc_ratios | <= 2x |
 | the same on the queue's node vs on the plain node, mean ms | $lc_direct | $lc_plain | $(ratio "$lc_direct" "$lc_plain")x | $lc_direct_ratios | |
+| the floor: a distributed function by queue that does nothing, through the coordinator vs on the plain node, mean ms | $lc_nothing_citus | $lc_nothing_plain | $(ratio "$lc_nothing_citus" "$lc_nothing_plain")x | | |
 TABLE
