@@ -207,6 +207,18 @@ for my $node ($coord, $wqa)
 	like($err, qr/ERROR:  22023: invalid ticket at players\[2\]: must be an array/,
 		'an invalid ticket in a batch names its path on the ' . ($node == $coord ? 'coordinator' : 'worker'));
 }
+# inside a transaction block Citus does not route the call: the batch runs
+# on the coordinator through the distributed tables, with the same results
+my ($txn) = $coord->safe_psql('postgres', qq{BEGIN;
+	SELECT mm.create_tickets('$qa', ARRAY['[{"id": "txn1"}]', '[{"id": "txn2"}]']::jsonb[], $now);
+	COMMIT;}) =~ /^\{(\d+,\d+)\}$/m;
+ok($txn, 'a batch in a transaction block on the coordinator is written');
+is(q1(qq{SELECT string_agg(player_id || '=' || ticket_id, ' ' ORDER BY player_id) FROM mm.pending_claims
+	WHERE queue = '$qa' AND player_id IN ('txn1', 'txn2')}),
+	join(' ', map { "txn$_=" . (split /,/, $txn // '')[$_ - 1] } 1, 2), 'and holds its players by their tickets');
+like(fails(qq{BEGIN; SELECT mm.create_tickets('$qa', ARRAY['[{"id": "txn3"}]', '[{"id": "txn1"}]']::jsonb[], $now)}),
+	qr/ERROR:  23505: player "txn1" already has an active ticket/, 'a pending player there: 23505');
+q1(qq{SELECT mm.cancel_ticket('$qa', id) FROM unnest('{$txn}'::bigint[]) id}) if $txn;
 is(q1(q{SELECT count(*) FROM mm.active_players WHERE player_id IN ('fresh1', 'twice', 'fine', 'twice2')})
 	  . '|' . q1(q{SELECT count(*) FROM mm.pending_claims WHERE player_id IN ('fresh1', 'twice', 'fine', 'twice2')})
 	  . '|' . q1(q{SELECT count(*) FROM mm.tickets WHERE players @> '[{"id": "fine"}]' OR players @> '[{"id": "fresh1"}]'}),
