@@ -180,7 +180,7 @@ PrepareBatchWrites(const char *pending, const char *tickets, SPIPlanPtr *insert_
 		return;
 	*insert_pending = KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
 										" SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
-										" ORDER BY u.p COLLATE pg_catalog.\"C\""
+										" ORDER BY u.p COLLATE pg_catalog.\"C\", u.t"
 										" ON CONFLICT DO NOTHING", pending),
 							   3, pending_args);
 	*insert_tickets = KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at)"
@@ -191,6 +191,18 @@ PrepareBatchWrites(const char *pending, const char *tickets, SPIPlanPtr *insert_
 							  " WHERE c.queue OPERATOR(pg_catalog.=) $1"
 							  " AND c.player_id OPERATOR(pg_catalog.=) ANY ($2)", pending),
 					 2, pending_args);
+}
+
+/*
+ * Notes the relation of the queue's shard of mm.tickets_active once it is
+ * seen here: ShardsOf forgets the shards when it is gone (a reinstall).
+ */
+static void
+RememberShardRelation(QueueShards *shards)
+{
+	if (!OidIsValid(shards->tickets_relid))
+		shards->tickets_relid =
+			RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(shards->tickets)), NoLock, false);
 }
 
 /*
@@ -314,9 +326,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 	if (LockShardHere(shards->shard_id))
 	{
 		PrepareWrites(shards->pending, shards->tickets, &shards->insert_pending, &shards->insert_ticket);
-		if (!OidIsValid(shards->tickets_relid))
-			shards->tickets_relid =
-				RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(shards->tickets)), NoLock, false);
+		RememberShardRelation(shards);
 		insert_pending = shards->insert_pending;
 		insert_ticket = shards->insert_ticket;
 	}
@@ -490,6 +500,8 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 	Datum		player_array;
 	Datum		ticket_array;
 	ArrayType  *result;
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext spi_context;
 	int			rc;
 
 	if (ARR_NDIM(batch) > 1)
@@ -511,6 +523,7 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 	{
 		PrepareBatchWrites(shards->pending, shards->tickets, &shards->insert_pending_batch,
 						   &shards->insert_tickets_batch, &shards->held_batch);
+		RememberShardRelation(shards);
 		insert_pending = shards->insert_pending_batch;
 		insert_tickets = shards->insert_tickets_batch;
 		held = shards->held_batch;
@@ -561,7 +574,10 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 	player_array = PointerGetDatum(construct_array(pair_player_datums, npairs, TEXTOID, -1, false, TYPALIGN_INT));
 	ticket_array = PointerGetDatum(construct_array(pair_ticket_datums, npairs, INT8OID, 8, FLOAT8PASSBYVAL,
 												   TYPALIGN_DOUBLE));
+	/* in the caller's context: SPI_finish frees SPI's */
+	spi_context = MemoryContextSwitchTo(caller);
 	result = construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	MemoryContextSwitchTo(spi_context);
 
 	{
 		Datum		args[3] = {PointerGetDatum(queue_text), player_array, ticket_array};

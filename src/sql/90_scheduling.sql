@@ -475,6 +475,7 @@ DECLARE
 	ticks_held_off integer := 0;
 	ticks_run integer := 0;
 	tick_started timestamptz;
+	citus_session text;
 BEGIN
 	IF queue IS NULL THEN
 		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -488,8 +489,10 @@ BEGIN
 	-- session Citus made for the coordinator (application_name
 	-- citus_internal...), where Citus keeps no connection to another node
 	-- past a transaction: each tick would connect anew to claim its players
-	-- on the other nodes.  From here on the loop is a client of its own.
-	IF pg_catalog.current_setting('application_name') LIKE 'citus\_internal%' THEN
+	-- on the other nodes.  While it loops it is a client of its own; the
+	-- name is given back when it returns (Citus may use the session again).
+	IF pg_catalog.starts_with(pg_catalog.current_setting('application_name'), 'citus_internal') THEN
+		citus_session := pg_catalog.current_setting('application_name');
 		PERFORM pg_catalog.set_config('application_name', 'matchmaking tick loop', false);
 	END IF;
 
@@ -531,6 +534,9 @@ BEGIN
 
 		IF failures OPERATOR(pg_catalog.>=) 5 THEN
 			PERFORM mm.tick_loop_unlock(queue);
+			IF citus_session IS NOT NULL THEN
+				PERFORM pg_catalog.set_config('application_name', citus_session, false);
+			END IF;
 			RAISE EXCEPTION 'tick of queue "%" failed % times in a row: %', queue, failures, last_message
 				USING ERRCODE = last_state;
 		END IF;
@@ -554,6 +560,9 @@ BEGIN
 	END LOOP;
 
 	PERFORM mm.tick_loop_unlock(queue);
+	IF citus_session IS NOT NULL THEN
+		PERFORM pg_catalog.set_config('application_name', citus_session, false);
+	END IF;
 	-- a run that ticked nothing because another session held the queue fails,
 	-- so that pg_cron's run details and mm.schedules show it
 	IF ticks_held_off OPERATOR(pg_catalog.>) 0 AND ticks_run OPERATOR(pg_catalog.=) 0 THEN
