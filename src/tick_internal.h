@@ -99,6 +99,7 @@ typedef struct MmTickPlans
 	SPIPlanPtr	timeout;
 	SPIPlanPtr	release_claims;
 	SPIPlanPtr	pending_players;
+	SPIPlanPtr	claim_pending;
 	SPIPlanPtr	forget_pending;
 	SPIPlanPtr	cancel_silent_tickets;
 	SPIPlanPtr	expire_live_matches;

@@ -71,6 +71,7 @@ PrepareReadsAndExpiry(void)
 	Oid			int8_array_text[] = {INT8ARRAYOID, TEXTOID};
 	Oid			release_args[] = {TEXTARRAYOID, INT8ARRAYOID};
 	Oid			text_int8_array[] = {TEXTOID, INT8ARRAYOID};
+	Oid			claim_args[] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
 
 	/*
 	 * FOR SHARE: conflicts with the UPDATE of mm.alter_queue and the FOR
@@ -138,9 +139,10 @@ PrepareReadsAndExpiry(void)
 	 * On Citus, the claim of the pending tickets' players
 	 * (MmTickClaimPendingPlayers): the pending tickets that no lifecycle
 	 * call holds, locked, with their players in player order (joins, not =
-	 * ANY: the arrays are as long as the queue's new tickets); once they are
-	 * settled, the pending rows of those tickets, and of tickets that ended
-	 * meanwhile, go.  Empty on one node.
+	 * ANY: the arrays are as long as the queue's new tickets); their claims
+	 * (in the players' shards, through Citus: mm.claim_pending_players);
+	 * once they are settled, the pending rows of those tickets, and of
+	 * tickets that ended meanwhile, go.  Empty on one node.
 	 */
 	KeepPlanWith(&MmTickPlan.pending_players,
 			 "WITH locked AS ("
@@ -152,6 +154,9 @@ PrepareReadsAndExpiry(void)
 			 " FROM mm.pending_claims c JOIN locked l ON l.id OPERATOR(pg_catalog.=) c.ticket_id"
 			 " WHERE c.queue OPERATOR(pg_catalog.=) $1",
 			 1, text1, PendingClaimsPlan(CURSOR_OPT_GENERIC_PLAN));
+	KeepPlan(&MmTickPlan.claim_pending,
+			 "SELECT player_busy, cooling_down, settled FROM mm.claim_pending_players($1, $2, $3, $4)",
+			 4, claim_args);
 	KeepPlanWith(&MmTickPlan.forget_pending,
 			 "DELETE FROM mm.pending_claims c WHERE c.queue OPERATOR(pg_catalog.=) $1"
 			 " AND (c.ticket_id IN (SELECT u.t FROM pg_catalog.unnest($2) AS u(t))"

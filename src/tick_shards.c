@@ -166,7 +166,6 @@ void
 MmTickClaimPendingPlayers(const char *queue, TimestampTz now)
 {
 	static const char *const reasons[] = {"player_busy", "cooling_down"};
-	static SPIPlanPtr settle = NULL;
 	Datum		args[4];
 	Datum		settled;
 	bool		isnull;
@@ -184,21 +183,11 @@ MmTickClaimPendingPlayers(const char *queue, TimestampTz now)
 	settled = PointerGetDatum(construct_empty_array(INT8OID));
 	if (!none)
 	{
-		/* claims in the players' shards, through Citus */
-		if (settle == NULL)
-		{
-			Oid			argtypes[4] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
-
-			settle = SPI_prepare("SELECT player_busy, cooling_down, settled"
-								 " FROM mm.claim_pending_players($1, $2, $3, $4)", 4, argtypes);
-			if (settle == NULL || SPI_keepplan(settle) != 0)
-				elog(ERROR, "preparing the claim of pending players failed: %s", SPI_result_code_string(SPI_result));
-		}
 		args[1] = PointerGetDatum(DatumGetArrayTypePCopy(args[1]));
 		args[2] = PointerGetDatum(DatumGetArrayTypePCopy(args[2]));
 		args[3] = TimestampTzGetDatum(now);
 		SPI_freetuptable(SPI_tuptable);
-		rc = SPI_execute_plan(settle, args, NULL, false, 1);
+		rc = SPI_execute_plan(MmTickPlan.claim_pending, args, NULL, false, 1);
 		if (rc != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "claiming the players of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
 		for (i = 0; i < (int) lengthof(reasons); i++)
@@ -207,9 +196,12 @@ MmTickClaimPendingPlayers(const char *queue, TimestampTz now)
 
 			cancelled[i] = isnull ? NULL : DatumGetArrayTypePCopy(d);
 		}
-		settled = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
-		settled = isnull ? PointerGetDatum(construct_empty_array(INT8OID))
-			: PointerGetDatum(DatumGetArrayTypePCopy(settled));
+		{
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+
+			if (!isnull)
+				settled = PointerGetDatum(DatumGetArrayTypePCopy(d));
+		}
 	}
 	SPI_freetuptable(SPI_tuptable);
 	args[1] = settled;

@@ -1,11 +1,11 @@
 /*
  * ticket_shards.c
- *	  A ticket of one queue written straight into the queue's shards, on the
- *	  Citus node that holds them.
+ *	  A ticket of one queue, or a batch of them, written straight into the
+ *	  queue's shards, on the Citus node that holds them.
  *
  * On Citus (docs/scale-out.md, "How a ticket is created") mm.create_ticket
- * runs on the queue's node and writes two rows there: the players' pending
- * claims and the ticket.  Through the distributed tables, Citus plans each
+ * and mm.create_tickets run on the queue's node and write there: the
+ * players' pending claims and the tickets.  Through the distributed tables, Citus plans each
  * statement again and runs it through its executor, which costs about as
  * much as the statement itself; here the statements name the shards and
  * keep PostgreSQL's own plans, as the tick does (tick_shards.c).
@@ -42,6 +42,16 @@ extern Datum mm_validate_ticket(PG_FUNCTION_ARGS);
 /* Citus's lock mode number for ShareLock (lock_shard_metadata) */
 #define CITUS_SHARE_LOCK 5
 
+/* The writes of tickets into one pair of relations (PrepareWrites). */
+typedef struct WritePlans
+{
+	SPIPlanPtr	insert_pending;	/* one ticket */
+	SPIPlanPtr	insert_ticket;
+	SPIPlanPtr	insert_pending_batch;	/* a batch */
+	SPIPlanPtr	insert_tickets_batch;
+	SPIPlanPtr	held_batch;
+} WritePlans;
+
 /* The shards of a queue's shard group on this node, and their statements. */
 typedef struct QueueShards
 {
@@ -50,20 +60,12 @@ typedef struct QueueShards
 	char	   *tickets;		/* its name */
 	char	   *pending;		/* the name of the shard of mm.pending_claims */
 	Oid			tickets_relid;	/* the first, once seen here; gone after a reinstall */
-	SPIPlanPtr	insert_pending;	/* the statements on the shards */
-	SPIPlanPtr	insert_ticket;
-	SPIPlanPtr	insert_pending_batch;
-	SPIPlanPtr	insert_tickets_batch;
-	SPIPlanPtr	held_batch;
+	WritePlans	plans;			/* the statements on the shards */
 	struct QueueShards *next;
 } QueueShards;
 
 /* The same statements on the distributed tables, for shards elsewhere. */
-static SPIPlanPtr InsertPendingThroughCitus = NULL;
-static SPIPlanPtr InsertTicketThroughCitus = NULL;
-static SPIPlanPtr InsertPendingBatchThroughCitus = NULL;
-static SPIPlanPtr InsertTicketsBatchThroughCitus = NULL;
-static SPIPlanPtr HeldBatchThroughCitus = NULL;
+static WritePlans ThroughCitus;
 
 static QueueShards *KnownQueues = NULL;
 static SPIPlanPtr LockShard = NULL;
@@ -106,16 +108,13 @@ ShardsOf(const char *queue)
 			return entry;
 		/* the extension was installed again: new shards */
 		*link = entry->next;
-		if (entry->insert_ticket != NULL)
+		if (entry->plans.held_batch != NULL)
 		{
-			SPI_freeplan(entry->insert_pending);
-			SPI_freeplan(entry->insert_ticket);
-		}
-		if (entry->insert_tickets_batch != NULL)
-		{
-			SPI_freeplan(entry->insert_pending_batch);
-			SPI_freeplan(entry->insert_tickets_batch);
-			SPI_freeplan(entry->held_batch);
+			SPI_freeplan(entry->plans.insert_pending);
+			SPI_freeplan(entry->plans.insert_ticket);
+			SPI_freeplan(entry->plans.insert_pending_batch);
+			SPI_freeplan(entry->plans.insert_tickets_batch);
+			SPI_freeplan(entry->plans.held_batch);
 		}
 		pfree(entry->queue);
 		pfree(entry->tickets);
@@ -146,63 +145,45 @@ ShardsOf(const char *queue)
 	return entry;
 }
 
-/* The two writes of a ticket into the given relations (names quoted). */
+/*
+ * The writes of tickets into the given relations (names quoted): a
+ * ticket's claims and the ticket; a batch's claims, in player order (the
+ * order every writer of the claims takes), and its tickets, one statement
+ * each for the whole batch, and the read of the batch's players held in
+ * the queue's pending claims.
+ */
 static void
-PrepareWrites(const char *pending, const char *tickets, SPIPlanPtr *insert_pending, SPIPlanPtr *insert_ticket)
+PrepareWrites(WritePlans *plans, const char *pending, const char *tickets)
 {
 	Oid			pending_args[3] = {TEXTOID, TEXTOID, INT8OID};
 	Oid			ticket_args[4] = {INT8OID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
+	Oid			batch_pending_args[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
+	Oid			batch_ticket_args[4] = {INT8ARRAYOID, TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID};
 
-	if (*insert_ticket != NULL)
+	/* the last one prepared: all are there */
+	if (plans->held_batch != NULL)
 		return;
-	*insert_pending = KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
-										" ON CONFLICT DO NOTHING", pending),
-							   3, pending_args);
-	*insert_ticket = KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
-									   tickets),
-							  4, ticket_args);
-}
-
-/*
- * The writes of a batch into the given relations (names quoted), and the
- * read of the batch's players held in the queue's pending claims: one
- * statement each for the whole batch, the claims in player order (the
- * order every writer of the claims takes).
- */
-static void
-PrepareBatchWrites(const char *pending, const char *tickets, SPIPlanPtr *insert_pending,
-				   SPIPlanPtr *insert_tickets, SPIPlanPtr *held)
-{
-	Oid			pending_args[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
-	Oid			ticket_args[4] = {INT8ARRAYOID, TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID};
-
-	if (*insert_tickets != NULL)
-		return;
-	*insert_pending = KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
-										" SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
-										" ORDER BY u.p COLLATE pg_catalog.\"C\", u.t"
-										" ON CONFLICT DO NOTHING", pending),
-							   3, pending_args);
-	*insert_tickets = KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at)"
-										" SELECT u.id, $2, u.p, $4 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($3)) AS u(id, p)",
-										tickets),
-							   4, ticket_args);
-	*held = KeepPlan(psprintf("SELECT c.player_id, c.ticket_id FROM %s c"
-							  " WHERE c.queue OPERATOR(pg_catalog.=) $1"
-							  " AND c.player_id OPERATOR(pg_catalog.=) ANY ($2)", pending),
-					 2, pending_args);
-}
-
-/*
- * Notes the relation of the queue's shard of mm.tickets_active once it is
- * seen here: ShardsOf forgets the shards when it is gone (a reinstall).
- */
-static void
-RememberShardRelation(QueueShards *shards)
-{
-	if (!OidIsValid(shards->tickets_relid))
-		shards->tickets_relid =
-			RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(shards->tickets)), NoLock, false);
+	plans->insert_pending = KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
+											  " ON CONFLICT DO NOTHING", pending),
+									 3, pending_args);
+	plans->insert_ticket = KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
+											 tickets),
+									4, ticket_args);
+	plans->insert_pending_batch =
+		KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
+						  " SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
+						  " ORDER BY u.p COLLATE pg_catalog.\"C\", u.t"
+						  " ON CONFLICT DO NOTHING", pending),
+				 3, batch_pending_args);
+	plans->insert_tickets_batch =
+		KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at)"
+						  " SELECT u.id, $2, u.p, $4 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($3)) AS u(id, p)",
+						  tickets),
+				 4, batch_ticket_args);
+	plans->held_batch = KeepPlan(psprintf("SELECT c.player_id, c.ticket_id FROM %s c"
+										  " WHERE c.queue OPERATOR(pg_catalog.=) $1"
+										  " AND c.player_id OPERATOR(pg_catalog.=) ANY ($2)", pending),
+								 2, batch_pending_args);
 }
 
 /*
@@ -240,6 +221,30 @@ LockShardHere(int64 shard_id)
 	here = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 	return !isnull && here;
+}
+
+/*
+ * The writes of tickets of a queue, after the queue's shard is locked:
+ * those on its shards when they are on this node (here), else those on the
+ * distributed tables.
+ */
+static WritePlans *
+WritePlansFor(const char *queue, bool *here)
+{
+	QueueShards *shards = ShardsOf(queue);
+
+	*here = LockShardHere(shards->shard_id);
+	if (!*here)
+	{
+		PrepareWrites(&ThroughCitus, "mm.pending_claims", "mm.tickets_active");
+		return &ThroughCitus;
+	}
+	PrepareWrites(&shards->plans, shards->pending, shards->tickets);
+	/* seen here: ShardsOf forgets the shards once it is gone (a reinstall) */
+	if (!OidIsValid(shards->tickets_relid))
+		shards->tickets_relid =
+			RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(shards->tickets)), NoLock, false);
+	return &shards->plans;
 }
 
 /*
@@ -312,9 +317,8 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 	Jsonb	   *players = PG_GETARG_JSONB_P(1);
 	TimestampTz now = PG_GETARG_TIMESTAMPTZ(2);
 	char	   *queue = text_to_cstring(queue_text);
-	QueueShards *shards;
-	SPIPlanPtr	insert_pending;
-	SPIPlanPtr	insert_ticket;
+	WritePlans *plans;
+	bool		here;
 	char	  **ids;
 	int			nids;
 	int64		ticket_id;
@@ -322,21 +326,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	shards = ShardsOf(queue);
-	if (LockShardHere(shards->shard_id))
-	{
-		PrepareWrites(shards->pending, shards->tickets, &shards->insert_pending, &shards->insert_ticket);
-		RememberShardRelation(shards);
-		insert_pending = shards->insert_pending;
-		insert_ticket = shards->insert_ticket;
-	}
-	else
-	{
-		PrepareWrites("mm.pending_claims", "mm.tickets_active", &InsertPendingThroughCitus,
-					  &InsertTicketThroughCitus);
-		insert_pending = InsertPendingThroughCitus;
-		insert_ticket = InsertTicketThroughCitus;
-	}
+	plans = WritePlansFor(queue, &here);
 	/* the queue's config (42704 for a queue that does not exist) */
 	DirectFunctionCall3(mm_validate_ticket, PointerGetDatum(queue_text), PointerGetDatum(players),
 						TimestampTzGetDatum(now));
@@ -346,7 +336,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 	{
 		Datum		args[3] = {PointerGetDatum(queue_text), CStringGetTextDatum(ids[i]), Int64GetDatum(ticket_id)};
 
-		rc = SPI_execute_plan(insert_pending, args, NULL, false, 0);
+		rc = SPI_execute_plan(plans->insert_pending, args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "holding player \"%s\" failed: %s", ids[i], SPI_result_code_string(rc));
 		if (SPI_processed == 0)
@@ -356,7 +346,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 		Datum		args[4] = {Int64GetDatum(ticket_id), PointerGetDatum(queue_text), PointerGetDatum(players),
 		TimestampTzGetDatum(now)};
 
-		rc = SPI_execute_plan(insert_ticket, args, NULL, false, 0);
+		rc = SPI_execute_plan(plans->insert_ticket, args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT || SPI_processed != 1)
 			elog(ERROR, "writing ticket " INT64_FORMAT " failed: %s", ticket_id, SPI_result_code_string(rc));
 	}
@@ -481,14 +471,12 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 	ArrayType  *batch = PG_GETARG_ARRAYTYPE_P(1);
 	TimestampTz now = PG_GETARG_TIMESTAMPTZ(2);
 	char	   *queue = text_to_cstring(queue_text);
-	QueueShards *shards;
-	SPIPlanPtr	insert_pending;
-	SPIPlanPtr	insert_tickets;
-	SPIPlanPtr	held;
+	WritePlans *plans;
 	bool		here;
 	Datum	   *tickets;
 	bool	   *nulls;
 	int			n;
+	int			lower;
 	int			npairs = 0;
 	int			capacity;
 	Datum	   *ids;
@@ -509,36 +497,18 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("players must be a one-dimensional array")));
 	deconstruct_array(batch, JSONBOID, -1, false, TYPALIGN_INT, &tickets, &nulls, &n);
+	lower = ARR_NDIM(batch) == 1 ? ARR_LBOUND(batch)[0] : 1;
 	for (int i = 0; i < n; i++)
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("players[%d] must not be null", ARR_LBOUND(batch)[0] + i)));
+					 errmsg("players[%d] must not be null", lower + i)));
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	shards = ShardsOf(queue);
-	here = LockShardHere(shards->shard_id);
-	if (here)
-	{
-		PrepareBatchWrites(shards->pending, shards->tickets, &shards->insert_pending_batch,
-						   &shards->insert_tickets_batch, &shards->held_batch);
-		RememberShardRelation(shards);
-		insert_pending = shards->insert_pending_batch;
-		insert_tickets = shards->insert_tickets_batch;
-		held = shards->held_batch;
-	}
-	else
-	{
-		PrepareBatchWrites("mm.pending_claims", "mm.tickets_active", &InsertPendingBatchThroughCitus,
-						   &InsertTicketsBatchThroughCitus, &HeldBatchThroughCitus);
-		insert_pending = InsertPendingBatchThroughCitus;
-		insert_tickets = InsertTicketsBatchThroughCitus;
-		held = HeldBatchThroughCitus;
-	}
+	plans = WritePlansFor(queue, &here);
 	/* the queue's config (42704 for a queue that does not exist) */
-	if (n > 0)
-		ValidateBatch(queue_text, tickets, n, ARR_NDIM(batch) == 1 ? ARR_LBOUND(batch)[0] : 1, now);
+	ValidateBatch(queue_text, tickets, n, lower, now);
 
 	/* the ids, and the (player, ticket) pairs in batch order */
 	ids = palloc(sizeof(Datum) * Max(n, 1));
@@ -582,7 +552,7 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 	{
 		Datum		args[3] = {PointerGetDatum(queue_text), player_array, ticket_array};
 
-		rc = SPI_execute_plan(insert_pending, args, NULL, false, 0);
+		rc = SPI_execute_plan(plans->insert_pending_batch, args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "holding the batch's players failed: %s", SPI_result_code_string(rc));
 		/*
@@ -590,13 +560,13 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 		 * SELECT it sent, the skipped ones too: through it, read them.
 		 */
 		if (!here || SPI_processed < (uint64) npairs)
-			RefuseFirstUnheld(queue_text, held, player_array, pair_players, pair_tickets, npairs);
+			RefuseFirstUnheld(queue_text, plans->held_batch, player_array, pair_players, pair_tickets, npairs);
 	}
 	{
 		Datum		args[4] = {PointerGetDatum(result), PointerGetDatum(queue_text), PointerGetDatum(batch),
 		TimestampTzGetDatum(now)};
 
-		rc = SPI_execute_plan(insert_tickets, args, NULL, false, 0);
+		rc = SPI_execute_plan(plans->insert_tickets_batch, args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT || (here && SPI_processed != (uint64) n))
 			elog(ERROR, "writing the batch's tickets failed: %s", SPI_result_code_string(rc));
 	}
