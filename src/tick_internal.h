@@ -137,6 +137,8 @@ extern MmTickPlans *MmTickCurrentPlans;
 extern bool MmTickTablesAreSharded(void);
 extern bool MmTickUseRelationsOf(const char *queue);
 extern bool MmTickOnShards(void);
+extern int	MmTickPlanPendingClaims(void);
+extern void MmTickPlannedPendingClaims(int level);
 extern void MmTickClaimPendingPlayers(const char *queue, TimestampTz now);
 extern Oid	MmTickRelid(const char *table);
 extern char *MmTickStatementFor(const char *sql);

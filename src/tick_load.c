@@ -96,6 +96,7 @@ MmTickLoadTickets(MmTickQueue *q, bool keep_raw)
 {
 	Datum		values[2];
 	Portal		portal;
+	int			planning;
 	MmTicket   *tickets;
 	ItemPointerData *ctids;
 	Jsonb	  **raw_players = NULL;
@@ -129,8 +130,10 @@ MmTickLoadTickets(MmTickQueue *q, bool keep_raw)
 											 SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_freetuptable(SPI_tuptable);
 
+	planning = MmTickPlanPendingClaims();
 	portal = SPI_cursor_open(NULL, with_others ? MmTickPlan.load_with_others : MmTickPlan.load,
 							 values, NULL, false);
+	MmTickPlannedPendingClaims(planning);
 	MmTickBackToQueue(q);
 	for (;;)
 	{

@@ -51,7 +51,8 @@ KeepPlan(SPIPlanPtr *slot, const char *sql, int nargs, Oid *argtypes)
  * at each tick (custom plans): a queue's shards are often empty when its
  * first tick plans them, and a generic plan of an empty shard (nested loops
  * over sequential scans) keeps that shape as the queue fills, quadratic in
- * its pending tickets.  Nothing changes on one node.
+ * its pending tickets; and without nested loops (MmTickPlanPendingClaims).
+ * Nothing changes on one node.
  */
 static int
 PendingClaimsPlan(int options)

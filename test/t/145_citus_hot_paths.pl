@@ -10,6 +10,8 @@
 # ticket cancelled by the tick (player_busy, announced and verifiable),
 # also when two ticks claim one player at once; batches read the players'
 # claims at once; a validation error names players[0] as on one node.
+# The tick of a new queue whose shards' statistics predate it joins its
+# tickets and pending claims without nested loops.
 # Last, kill -9 of a worker under ticket load: the other worker's queue
 # still takes tickets and ticks, its players on the dead worker wait, and
 # a ticket of the dead worker's queue fails with 08006 naming it.  Skipped
@@ -304,6 +306,32 @@ for my $end ('COMMIT', 'ROLLBACK')
 		"1|$kept|0", "$end: one active ticket of $p, holding the one claim");
 	q1(qq{SELECT mm.cancel_ticket('$qa', $ta), mm.cancel_ticket('$qb', $tb)});
 }
+
+# --- a new queue on shards whose statistics predate it ---
+# the tick's reads of a queue's pending claims join them with its tickets;
+# planned from statistics in which the queue has no row (its shards
+# analyzed before it got tickets), a nested loop over the two scans is
+# quadratic in the queue's new tickets.  The plans the tick logs
+# (auto_explain) join them otherwise, and every ticket is matched.
+my ($stale) = grep { q1("SELECT node_port FROM mm.queue_node('$_')") == $ports[0] } map { "stale_$_" } 1 .. 60;
+q1(qq{SELECT mm.create_queue('$stale', '{"teams": [{"name": "red", "min": 1, "max": 1},
+	{"name": "blue", "min": 1, "max": 1}]}')});
+$wa->safe_psql('postgres', 'VACUUM ANALYZE');
+q1(qq{SELECT cardinality(mm.create_tickets('$stale',
+	ARRAY(SELECT jsonb_build_array(jsonb_build_object('id', 'stale-' || i)) FROM generate_series(1, 400) i), $now))});
+my $log_from = -s $wa->logfile;
+$wa->safe_psql('postgres', qq{LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0;
+	SET auto_explain.log_nested_statements = on; SET client_min_messages = warning;
+	SELECT mm.tick('$stale', '2026-06-01 00:00:01+00')});
+my $plans = slurp_file($wa->logfile, $log_from);
+for my $statement ('WITH locked AS', 'SELECT id, created_at, players, ctid')
+{
+	my ($plan) = $plans =~ /Query Text: \Q$statement\E.*?\n(.*?)(?:\n\S|\z)/s;
+	ok(defined $plan && $plan =~ /Join/, "the tick's plan of \"$statement ...\" on the shards is logged");
+	unlike($plan // '', qr/Nested Loop/, "\"$statement ...\" joins the queue's tickets and claims without a nested loop");
+}
+is(q1(qq{SELECT count(*) FILTER (WHERE status = 'matched') FROM mm.tickets WHERE queue = '$stale'}), '400',
+	"the tick matches the new queue's 400 tickets");
 
 # --- kill -9 of a worker under ticket load ---
 # a session creating tickets in both queues (those that need the dead
