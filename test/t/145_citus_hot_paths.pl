@@ -167,6 +167,14 @@ my $t1 = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$pa"}]', $now)});
 my $t2 = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$pb"}]', $now)});
 my ($hb, $hn, $hextra) = shards_of(qq{SELECT mm.heartbeat('$qa', $t1, '2026-06-01 00:00:01+00')}, [$qa], []);
 is_deeply($hextra, [], "heartbeat($qa, id) reaches only the queue's shards ($hn commands)");
+is($hb, 't', "heartbeat($qa, id) through the coordinator beats the ticket");
+is(q1(qq{SELECT mm.heartbeat('$qa', $t1, '2026-06-01 00:00:00.5+00')}), 't', 'an earlier beat is taken');
+# in a transaction block the coordinator runs the call: through Citus
+is(q1(qq{BEGIN; SELECT mm.heartbeat('$qa', $t2, '2026-06-01 00:00:01.5+00'); COMMIT}), 't',
+	'heartbeat in a transaction block on the coordinator');
+is(q1(qq{SELECT string_agg(extract(epoch FROM heartbeat_at - '2026-06-01 00:00:00+00')::text, ' ' ORDER BY id)
+	FROM mm.tickets_active WHERE queue = '$qa' AND id IN ($t1, $t2)}), '1 1.5',
+	'each beat is kept, and an earlier one does not move it back');
 my (undef, $tn, $textra) = shards_of(qq{SELECT mm.tick('$qa', '2026-06-01 00:00:02+00')}, [$qa], [$pa, $pb]);
 is_deeply($textra, [], "tick($qa) reaches only its queue's and its players' shards ($tn commands)");
 my $m = q1(qq{SELECT max(id) FROM mm.matches WHERE queue = '$qa'});
