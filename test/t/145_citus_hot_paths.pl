@@ -172,7 +172,7 @@ is(q1(qq{SELECT mm.heartbeat('$qa', $t1, '2026-06-01 00:00:00.5+00')}), 't', 'an
 # in a transaction block the coordinator runs the call: through Citus
 is(q1(qq{BEGIN; SELECT mm.heartbeat('$qa', $t2, '2026-06-01 00:00:01.5+00'); COMMIT}), 't',
 	'heartbeat in a transaction block on the coordinator');
-is(q1(qq{SELECT string_agg(extract(epoch FROM heartbeat_at - '2026-06-01 00:00:00+00')::text, ' ' ORDER BY id)
+is(q1(qq{SELECT string_agg(extract(epoch FROM heartbeat_at - '2026-06-01 00:00:00+00')::float8::text, ' ' ORDER BY id)
 	FROM mm.tickets_active WHERE queue = '$qa' AND id IN ($t1, $t2)}), '1 1.5',
 	'each beat is kept, and an earlier one does not move it back');
 my (undef, $tn, $textra) = shards_of(qq{SELECT mm.tick('$qa', '2026-06-01 00:00:02+00')}, [$qa], [$pa, $pb]);
