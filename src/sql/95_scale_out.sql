@@ -77,21 +77,13 @@ COMMENT ON FUNCTION mm.sharding() IS
 REVOKE ALL ON FUNCTION mm.sharding() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.sharding() TO mm_admin, mm_analyst;
 
--- Whether this database's tables are sharded by Citus (mm.distribute ran).
--- Citus's catalog is read only when Citus is there.
+-- Whether this database's tables are sharded by Citus (mm.distribute ran):
+-- Citus's catalog is read only when Citus is there, and a true answer is
+-- kept by the backend (src/citus_guard.c).
 CREATE FUNCTION mm.tables_are_distributed()
 RETURNS boolean
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
-		RETURN false;
-	END IF;
-	RETURN EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
-					WHERE p.logicalrelid = CAST('mm.tickets' AS regclass));
-END
-$$;
+AS 'MODULE_PATHNAME', 'mm_tables_are_distributed'
+LANGUAGE C STABLE;
 COMMENT ON FUNCTION mm.tables_are_distributed() IS
 'True when mm.distribute has sharded this database''s tables on Citus';
 REVOKE ALL ON FUNCTION mm.tables_are_distributed() FROM PUBLIC;
