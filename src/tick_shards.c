@@ -29,6 +29,7 @@
 #include "utils/memutils.h"
 
 #include "events.h"
+#include "ticket_shards.h"
 #include "tick_internal.h"
 
 /* The tables of a queue that the tick's statements name. */
@@ -93,6 +94,8 @@ MmTickUseRelationsOf(const char *queue)
 	Datum	   *names;
 	char	   *shards[NQUEUE_TABLES];
 	RelationSet *set;
+	int64		shard_id;
+	bool		shard_isnull;
 	int			i,
 				rc;
 
@@ -108,12 +111,16 @@ MmTickUseRelationsOf(const char *queue)
 		names[i] = CStringGetTextDatum(psprintf("mm.%s", QueueTables[i]));
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = PointerGetDatum(construct_array(names, NQUEUE_TABLES, TEXTOID, -1, false, TYPALIGN_INT));
-	/* the shard of each table that holds the queue, and whether it is here */
-	rc = SPI_execute_with_args("SELECT s.name, pg_catalog.to_regclass(s.name) IS NOT NULL"
+	/*
+	 * the shard of each table that holds the queue, and whether it is here
+	 * (a shard that moved away stays until Citus drops it: a relation
+	 * here is not enough)
+	 */
+	rc = SPI_execute_with_args("SELECT s.name, pg_catalog.to_regclass(s.name) IS NOT NULL, s.id"
 							   " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(t, o),"
-							   " LATERAL (SELECT pg_catalog.shard_name(CAST(u.t AS pg_catalog.regclass),"
-							   " pg_catalog.get_shard_id_for_distribution_column(CAST(u.t AS pg_catalog.regclass), $1))"
-							   " AS name) s ORDER BY u.o",
+							   " LATERAL (SELECT i.id, pg_catalog.shard_name(CAST(u.t AS pg_catalog.regclass), i.id) AS name"
+							   " FROM (SELECT pg_catalog.get_shard_id_for_distribution_column("
+							   "CAST(u.t AS pg_catalog.regclass), $1) AS id) i) s ORDER BY u.o",
 							   2, argtypes, args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT || SPI_processed != NQUEUE_TABLES)
 		elog(ERROR, "finding the shards of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
@@ -128,7 +135,15 @@ MmTickUseRelationsOf(const char *queue)
 			return false;
 		}
 	}
+	shard_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &shard_isnull));
 	SPI_freetuptable(SPI_tuptable);
+	/*
+	 * the tick's writes name the shards: it holds the shard's metadata lock,
+	 * as a ticket written into them does, so that a move neither loses them
+	 * nor lets a tick run on the copy it left behind
+	 */
+	if (!MmLockShardHere(shard_id))
+		return false;
 
 	for (set = ShardSets; set != NULL; set = set->next)
 		if (strcmp(set->shards[0], shards[0]) == 0)

@@ -33,6 +33,8 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
+#include "ticket_shards.h"
+
 PG_FUNCTION_INFO_V1(mm_create_ticket_on_queue_node);
 PG_FUNCTION_INFO_V1(mm_create_tickets_on_queue_node);
 
@@ -190,10 +192,14 @@ PrepareWrites(WritePlans *plans, const char *pending, const char *tickets)
  * Takes the shard's metadata lock in share mode (until the transaction
  * ends) and tells whether its placement is on this node, read after the
  * lock in a statement of its own: a move that ended while the lock waited
- * is seen.
+ * is seen.  A write that names a shard goes past Citus's executor, which
+ * takes this lock for its own writes: holding it, the write is in the
+ * shard before a move's last step (which takes it exclusively) copies the
+ * shard's last changes, or it sees that the shard is elsewhere.  Also the
+ * tick's (tick_shards.c).
  */
-static bool
-LockShardHere(int64 shard_id)
+bool
+MmLockShardHere(int64 shard_id)
 {
 	Oid			argtypes[2] = {INT4OID, INT8OID};
 	Datum		args[2];
@@ -233,7 +239,7 @@ WritePlansFor(const char *queue, bool *here)
 {
 	QueueShards *shards = ShardsOf(queue);
 
-	*here = LockShardHere(shards->shard_id);
+	*here = MmLockShardHere(shards->shard_id);
 	if (!*here)
 	{
 		PrepareWrites(&ThroughCitus, "mm.pending_claims", "mm.tickets_active");

@@ -11,9 +11,10 @@
 # - a third worker added and the shards rebalanced (citus_rebalance_start,
 #   logical replication) while tickets flow and the loops tick: the
 #   rebalance completes, nothing is lost or doubled, ids stay unique, no
-#   player is in two matches, the loop of a moved queue ends on its old node
-#   and runs on its new one within 5 s of the end of the move, and every
-#   queue matches a pair created after the move within 5 s.
+#   player is in two matches, every ticket of the flow is matched, the loop
+#   of a moved queue ends on its old node and runs on its new one within 5 s
+#   of the end of the move, a tick on the old node finds the shards moved,
+#   and every queue matches a pair created after the move within 5 s.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -233,6 +234,19 @@ is( $coord->safe_psql(
 
 my @moved = grep { node_of($_)->name ne $before{$_} } @queues;
 ok(@moved > 0, 'queues moved: ' . join(' ', map { "$_ $before{$_} -> " . node_of($_)->name } @moved));
+# a tick on the old node after the move (in a transaction block, so that
+# Citus does not send it on) finds the queue's shards elsewhere, also while
+# Citus has not dropped their old copy yet
+for my $q ($moved[0])
+{
+	my $old = (grep { $_->name eq $before{$q} } @workers)[0];
+	my $copy = $old->safe_psql('postgres',
+		qq{SELECT to_regclass(shard_name('mm.tickets_active', get_shard_id_for_distribution_column('mm.tickets_active', '$q'))) IS NOT NULL});
+	my ($ret, $out, $err) = $old->psql('postgres', qq{BEGIN; SELECT mm.tick('$q'); COMMIT});
+	like($err, qr/the shards of queue "\Q$q\E" are not on this node/,
+		"a tick of $q on its old node $before{$q} finds its shards moved"
+		  . ($copy eq 't' ? ' (their old copy still there)' : ''));
+}
 is( $coord->safe_psql(
 		'postgres', "SELECT count(*) > 0 FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
 		 WHERE n.nodeport = " . $wc->port),
