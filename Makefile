@@ -41,6 +41,11 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS does not track headers: every object is rebuilt when a header of
+# src/ changes (an object built against an older struct breaks the library
+# without a warning)
+$(OBJS): $(wildcard src/*.h)
+
 # A file of the source tree whose objects are all new in this version is
 # part of the upgrade as it is (MM_NEW_IN_VERSION), in src/sql order with the
 # manifest's routines: one text for both scripts.  Emptied when a version is
