@@ -8,5 +8,6 @@
 #define MM_CITUS_GUARD_H
 
 extern void MmInstallCitusGuard(void);
+extern bool MmTablesAreDistributed(void);
 
 #endif

@@ -35,6 +35,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "citus_guard.h"
 #include "events.h"
 #include "fairness.h"
 #include "match_function.h"
@@ -421,7 +422,7 @@ RunTick(FunctionCallInfo fcinfo, TimestampTz now, MemoryContext caller_context)
 		 * The expired proposals of every queue at once; on Citus queue by
 		 * queue, each on its shard (the queues of other nodes are skipped)
 		 */
-		sharded = MmTickTablesAreSharded();
+		sharded = MmTablesAreDistributed();
 		if (!sharded)
 			MmTickExpireProposals(NULL, now);
 		for (i = 0; i < n; i++)

@@ -134,7 +134,6 @@ extern MmTickPlans *MmTickCurrentPlans;
 #define MmTickPlan (*MmTickCurrentPlans)
 
 /* tick_shards.c */
-extern bool MmTickTablesAreSharded(void);
 extern bool MmTickUseRelationsOf(const char *queue);
 extern bool MmTickOnShards(void);
 extern int	MmTickPlanPendingClaims(void);

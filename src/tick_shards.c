@@ -28,6 +28,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "citus_guard.h"
 #include "events.h"
 #include "ticket_shards.h"
 #include "tick_internal.h"
@@ -57,30 +58,6 @@ static RelationSet *Current = &LocalTables;
 
 MmTickPlans *MmTickCurrentPlans = &LocalTables.plans;
 
-/* Whether mm.tickets_active is a Citus distributed table in this database. */
-bool
-MmTickTablesAreSharded(void)
-{
-	Oid			catalog = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
-	Datum		arg;
-	Oid			argtype = OIDOID;
-	int			rc;
-	bool		sharded;
-
-	if (!OidIsValid(catalog))
-		return false;
-	arg = ObjectIdGetDatum(get_relname_relid("tickets_active", get_namespace_oid("mm", false)));
-	rc = SPI_execute_with_args("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition"
-							   " WHERE logicalrelid OPERATOR(pg_catalog.=) $1"
-							   " AND partmethod OPERATOR(pg_catalog.=) 'h')",
-							   1, &argtype, &arg, NULL, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "reading Citus's metadata failed: %s", SPI_result_code_string(rc));
-	sharded = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &sharded));
-	SPI_freetuptable(SPI_tuptable);
-	return sharded;
-}
-
 /*
  * Makes the statements of the next calls those of the relations that hold
  * the queue: the tables on one node, the queue's shards on Citus.  False
@@ -99,7 +76,7 @@ MmTickUseRelationsOf(const char *queue)
 	int			i,
 				rc;
 
-	if (!MmTickTablesAreSharded())
+	if (!MmTablesAreDistributed())
 	{
 		Current = &LocalTables;
 		MmTickCurrentPlans = &Current->plans;
