@@ -21,6 +21,19 @@ passed=0
 failed=0
 skipped=0
 status=0
+# what failed, printed again at the end: CI shows only the tail of the output
+: > failures.log
+
+# One check of the tree: a test that passes or fails as a whole.
+run_check() {
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		echo "$* ... FAILED" >> failures.log
+		status=1
+		failed=$((failed + 1))
+	fi
+}
 
 # Counts the per-test "ok"/"FAILED" lines pg_regress and pg_isolation_regress print.
 count_results() {
@@ -29,6 +42,7 @@ count_results() {
 	f=$(grep -E '\.\.\. +FAILED' "$1" | wc -l || true)
 	passed=$((passed + p))
 	failed=$((failed + f))
+	grep -E '\.\.\. +FAILED' "$1" >> failures.log || true
 }
 
 print_diffs() {
@@ -40,64 +54,24 @@ for suite in $suites; do
 	regress)
 		mm_log "pg_regress"
 		# the README's walk-through is test/regress/sql/walkthrough.sql: fail when they drift apart
-		if bash test/scripts/check_walkthrough.sh; then
-			passed=$((passed + 1))
-		else
-			status=1
-			failed=$((failed + 1))
-		fi
+		run_check bash test/scripts/check_walkthrough.sh
 		# no link in the README or docs/ points at a missing file or heading
-		if perl test/scripts/check_links.pl; then
-			passed=$((passed + 1))
-		else
-			status=1
-			failed=$((failed + 1))
-		fi
+		run_check perl test/scripts/check_links.pl
 		# HACKING.md names only what exists, and its tables list every file
-		if perl test/scripts/check_hacking.pl; then
-			passed=$((passed + 1))
-		else
-			status=1
-			failed=$((failed + 1))
-		fi
+		run_check perl test/scripts/check_hacking.pl
 		# every statement the tick prepares filters on its queue (docs/scale-out.md)
-		if perl test/scripts/check_tick_statements.pl; then
-			passed=$((passed + 1))
-		else
-			status=1
-			failed=$((failed + 1))
-		fi
+		run_check perl test/scripts/check_tick_statements.pl
 		# the SQL source tree defines every object once, with its grants
-		if perl test/scripts/check_sql_tree.pl; then
-			passed=$((passed + 1))
-		else
-			status=1
-			failed=$((failed + 1))
-		fi
+		run_check perl test/scripts/check_sql_tree.pl
 		# src/*.c: no circle of files calling each other, no C function over 200 lines
-		if perl test/scripts/check_c_layers.pl; then
-			passed=$((passed + 1))
-		else
-			status=1
-			failed=$((failed + 1))
-		fi
+		run_check perl test/scripts/check_c_layers.pl
 		# mm.distribute and the C guard route the same functions by queue
-		if perl test/scripts/check_citus_functions.pl; then
-			passed=$((passed + 1))
-		else
-			status=1
-			failed=$((failed + 1))
-		fi
+		run_check perl test/scripts/check_citus_functions.pl
 		# the upgrade's manifest lists every routine that differs from the previous release
-		if perl src/tools/build_upgrade.pl --check \
+		run_check perl src/tools/build_upgrade.pl --check \
 			"released/matchmaking--$(make -s PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" print-MM_PREVIOUS).sql" src/sql \
 			"$(make -s PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" print-MM_UPGRADE_DIR)" \
-			$(make -s PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" print-MM_NEW_IN_VERSION); then
-			passed=$((passed + 1))
-		else
-			status=1
-			failed=$((failed + 1))
-		fi
+			$(make -s PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" print-MM_NEW_IN_VERSION)
 		tests=${MM_REGRESS:-$(make PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" -s print-REGRESS)}
 		# run in test/regress: the tests read their helpers with \i sql/include/...;
 		# results/ and regression.diffs stay at the top of the tree
@@ -125,6 +99,7 @@ for suite in $suites; do
 		[ -z "$tests" ] && continue
 		# Citus (installed, or built from the vendored archive) for the tests that use it
 		if grep -qs 'use MmCitus' $tests && ! mm_setup_citus; then
+			echo "Citus set-up ... FAILED" >> failures.log
 			status=1
 			failed=$((failed + 1))
 		fi
@@ -133,7 +108,11 @@ for suite in $suites; do
 		if ! mm_as_user env TESTDIR="$MM_TREE" PG_REGRESS="$MM_PGXS_DIR/src/test/regress/pg_regress" \
 			MM_BINDIR="$MM_BINDIR" MM_CITUS="${MM_CITUS:-}" prove -I "$MM_PGXS_DIR/src/test/perl" -I test/t $tests 2>&1 | tee tap.log; then
 			status=1
-			for f in tmp_check/log/regress_log_*; do [ -f "$f" ] && tail -n 60 "$f"; done
+			# the end of each failed file's own log (prove's summary names the files)
+			for t in $(sed -n '/^Test Summary Report/,$s/^\([^ ]*\.pl\) .*/\1/p' tap.log); do
+				f=tmp_check/log/regress_log_$(basename "$t" .pl)
+				[ -f "$f" ] && { echo "---- $f ----"; tail -n 80 "$f"; }
+			done
 		fi
 		# a file that skips (plan skip_all: the Citus files without Citus) is
 		# skipped, never passed: prove prints "NAME .. skipped: why"
@@ -143,6 +122,8 @@ for suite in $suites; do
 		passed=$((passed + ${t:-0} - fl))
 		failed=$((failed + fl))
 		[ "$status" -ne 0 ] && [ "$fl" -eq 0 ] && grep -q 'Result: FAIL' tap.log && failed=$((failed + 1))
+		# prove's own report names each failed file, its failed tests and how it ended
+		sed -n '/^Test Summary Report/,$p' tap.log >> failures.log
 		;;
 	sanitize)
 		# stand-alone programs, each one test; a time limit each, so a hang fails
@@ -150,6 +131,7 @@ for suite in $suites; do
 		if ! mm_as_user make -C test/sanitize --no-print-directory -s -j"$(nproc 2>/dev/null || echo 2)" \
 			PG_CONFIG="$MM_SYSTEM_BINDIR/pg_config" all > sanitize-build.log 2>&1; then
 			echo "sanitize: build ... FAILED"
+			echo "sanitize: build ... FAILED" >> failures.log
 			head -c 20000 sanitize-build.log
 			status=1
 			failed=$((failed + 1))
@@ -161,6 +143,7 @@ for suite in $suites; do
 				passed=$((passed + 1))
 			else
 				printf 'sanitize %-24s ... FAILED\n' "$t"
+				printf 'sanitize %-24s ... FAILED\n' "$t" >> failures.log
 				head -c 20000 "sanitize-$t.log"
 				status=1
 				failed=$((failed + 1))
@@ -174,6 +157,11 @@ done
 # a suite that failed without a per-test FAILED line (a crash, a harness error) still counts
 [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1
 echo
+if [ -s failures.log ]; then
+	echo "what failed:"
+	cat failures.log
+	echo
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] || status=1
 exit $status
