@@ -535,38 +535,48 @@ GRANT EXECUTE ON FUNCTION mm.release_claims(text[], bigint[]) TO mm_admin;
 -- status: a session waiting on the row then sees it gone (and looks again)
 -- instead of failing on a row moved to another partition.  Returns the ids
 -- of the tickets it ended.  The tickets are named with their queues, the
--- players released by player from arrays (Citus rule 3).
+-- players released by player from arrays (Citus rule 3).  The move is two
+-- statements per queue, the deleted rows handed to the insert as JSON, so
+-- that on Citus each runs on the queue's shard: one statement whose insert
+-- read the delete's rows (a CTE) sent them to every node and committed on
+-- all of them.
 CREATE FUNCTION mm.end_tickets(queues text[], ticket_ids bigint[], new_status text, ended_at timestamptz)
 	RETURNS SETOF bigint
 	LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE
+	ticket_queue text;
+	moved jsonb;
+	all_moved jsonb := '[]';
 	ended bigint[];
 	player_ids text[];
 	player_tickets bigint[];
 	listed text[];
 BEGIN
-	WITH moved AS (
-		DELETE FROM mm.tickets_active t
-		 WHERE t.queue = ANY (end_tickets.queues) AND t.id = ANY (end_tickets.ticket_ids)
-		RETURNING t.id, t.queue, t.players, t.created_at, t.queues
-	), ins AS (
+	FOREACH ticket_queue IN ARRAY ARRAY(SELECT DISTINCT u.queue FROM unnest(end_tickets.queues) u(queue)) LOOP
+		WITH moved_rows AS (
+			DELETE FROM mm.tickets_active t
+			 WHERE t.queue = ticket_queue AND t.id = ANY (end_tickets.ticket_ids)
+			RETURNING t.id, t.players, t.created_at, t.queues
+		)
+		SELECT jsonb_agg(to_jsonb(m)) INTO moved FROM moved_rows m;
+		CONTINUE WHEN moved IS NULL;
 		INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues)
-		SELECT m.id, m.queue, m.players, end_tickets.new_status, m.created_at, end_tickets.ended_at, m.queues
-		  FROM moved m
-		RETURNING id
-	)
-	SELECT array_agg(i.id ORDER BY i.id) INTO ended FROM ins i;
-	IF ended IS NULL THEN
+		SELECT r.id, ticket_queue, r.players, end_tickets.new_status, r.created_at, end_tickets.ended_at, r.queues
+		  FROM jsonb_to_recordset(moved) AS r(id bigint, players jsonb, created_at timestamptz, queues text[]);
+		all_moved := all_moved || moved;
+	END LOOP;
+	ended := ARRAY(SELECT (m ->> 'id')::bigint FROM jsonb_array_elements(all_moved) m ORDER BY 1);
+	IF cardinality(ended) = 0 THEN
 		RETURN;
 	END IF;
-	SELECT array_agg(p.value ->> 'id' ORDER BY p.value ->> 'id'), array_agg(t.id ORDER BY p.value ->> 'id')
+	SELECT array_agg(p.value ->> 'id' ORDER BY p.value ->> 'id'), array_agg((m ->> 'id')::bigint ORDER BY p.value ->> 'id')
 	  INTO player_ids, player_tickets
-	  FROM mm.tickets_ended t, jsonb_array_elements(t.players) p
-	 WHERE t.queue = ANY (end_tickets.queues) AND t.id = ANY (ended);
-	listed := ARRAY(SELECT DISTINCT u.queue FROM mm.tickets_ended t, unnest(t.queues) u(queue)
-					 WHERE t.queue = ANY (end_tickets.queues) AND t.id = ANY (ended));
+	  FROM jsonb_array_elements(all_moved) m, jsonb_array_elements(m -> 'players') p;
+	listed := ARRAY(SELECT DISTINCT u.queue
+					  FROM jsonb_array_elements(all_moved) m,
+						   jsonb_array_elements_text(coalesce(nullif(m -> 'queues', 'null'), '[]')) u(queue));
 	PERFORM mm.release_claims(player_ids, player_tickets);
 	-- on Citus, a ticket its tick has not claimed yet holds its queue's
 	-- pending claims (95_scale_out.sql); none on one node

@@ -214,9 +214,11 @@ DECLARE
 	m mm.matches;
 	answer boolean;
 	player_ticket bigint;
-	moved bigint[];
-	listed text[];
-	ticket_queues text[];
+	home_queue text;
+	gone_rows jsonb;
+	ended record;
+	moved bigint[] := '{}';
+	listed text[] := '{}';
 BEGIN
 	PERFORM mm.check_queue_arg(accept_match.queue);
 	PERFORM mm.check_now(accept_match.now);
@@ -277,27 +279,36 @@ BEGIN
 	-- queue, for a ticket of several queues), the players stay claimed by
 	-- the live match
 	UPDATE mm.matches x SET status = 'ready', updated_at = accept_match.now WHERE x.queue = m.queue AND x.id = m.id;
-	ticket_queues := mm.match_ticket_queues(m.queue);
-	WITH gone AS (
-		DELETE FROM mm.tickets_active t WHERE t.queue = ANY (ticket_queues) AND t.match_id = m.id
-		RETURNING t.*
-	), ended AS (
-		INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at,
-									  match_id, team, queues)
-		SELECT g.id, m.queue, g.players, 'matched', g.created_at, accept_match.now, accept_match.now,
-			   g.match_id, g.team,
-			   CASE WHEN g.queue = m.queue THEN g.queues
-					ELSE array_append(array_remove(g.queues, m.queue), g.queue) END
-		  FROM gone g
-		RETURNING id, queues
-	)
-	SELECT array_agg(e.id), array_agg(DISTINCT u.queue) FILTER (WHERE u.queue IS NOT NULL)
-	  INTO moved, listed
-	  FROM ended e LEFT JOIN LATERAL unnest(e.queues) u(queue) ON true;
+	-- Queue by queue (a ticket of several queues lives under its own), the
+	-- deleted rows handed to the insert as JSON, as mm.end_tickets does: on
+	-- Citus each statement runs on one shard.
+	FOREACH home_queue IN ARRAY mm.match_ticket_queues(m.queue) LOOP
+		WITH gone AS (
+			DELETE FROM mm.tickets_active t WHERE t.queue = home_queue AND t.match_id = m.id
+			RETURNING t.id, t.players, t.created_at, t.team, t.queues
+		)
+		SELECT jsonb_agg(to_jsonb(g)) INTO gone_rows FROM gone g;
+		CONTINUE WHEN gone_rows IS NULL;
+		FOR ended IN
+			INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, matched_at,
+										  match_id, team, queues)
+			SELECT r.id, m.queue, r.players, 'matched', r.created_at, accept_match.now, accept_match.now,
+				   m.id, r.team,
+				   CASE WHEN home_queue = m.queue THEN r.queues
+						ELSE array_append(array_remove(r.queues, m.queue), home_queue) END
+			  FROM jsonb_to_recordset(gone_rows) AS r(id bigint, players jsonb, created_at timestamptz,
+													 team text, queues text[])
+			RETURNING id, queues
+		LOOP
+			moved := moved || ended.id;
+			listed := listed || coalesce(ended.queues, '{}');
+		END LOOP;
+	END LOOP;
 	-- the tickets of several queues leave the other queues' lists
-	IF listed IS NOT NULL THEN
+	IF cardinality(listed) > 0 THEN
 		DELETE FROM mm.ticket_queues o
-		 WHERE o.queue = ANY (listed || m.queue) AND o.ticket_id = ANY (moved);
+		 WHERE o.queue = ANY (ARRAY(SELECT DISTINCT u.queue FROM unnest(listed) u(queue)) || m.queue)
+		   AND o.ticket_id = ANY (moved);
 	END IF;
 	PERFORM mm.notify_match_event('match_ready', m.queue, m.id, '{}');
 	RETURN 'ready';
@@ -562,6 +573,7 @@ DECLARE
 	stale_tickets bigint[];
 	held_players text[];
 	held_tickets bigint[];
+	back_rows jsonb;
 BEGIN
 	PERFORM mm.check_queue_arg(requeue_match.queue);
 	PERFORM mm.check_now(requeue_match.now);
@@ -617,11 +629,16 @@ BEGIN
 	  INTO held_players, held_tickets
 	  FROM mm.active_players a
 	 WHERE a.player_id = ANY (candidate_players);
-	SELECT coalesce(array_agg(h.p ORDER BY h.p), '{}'), coalesce(array_agg(h.t ORDER BY h.p), '{}')
+	-- (the claims by other tickets first, OFFSET 0 keeping the planner from
+	-- testing every claim: mm.claim_is_live reads a ticket by id, on Citus
+	-- every shard)
+	SELECT coalesce(array_agg(o.p ORDER BY o.p), '{}'), coalesce(array_agg(o.t ORDER BY o.p), '{}')
 	  INTO stale_players, stale_tickets
-	  FROM unnest(held_players, held_tickets) h(p, t)
-	  JOIN unnest(candidate_players, candidate_tickets) u(p, t) ON u.p = h.p AND u.t <> h.t
-	 WHERE NOT mm.claim_is_live(h.p, h.t);
+	  FROM (SELECT h.p, h.t
+			  FROM unnest(held_players, held_tickets) h(p, t)
+			  JOIN unnest(candidate_players, candidate_tickets) u(p, t) ON u.p = h.p AND u.t <> h.t
+			OFFSET 0) o
+	 WHERE NOT mm.claim_is_live(o.p, o.t);
 	PERFORM mm.release_claims(stale_players, stale_tickets);
 	INSERT INTO mm.active_players (player_id, ticket_id, queue)
 	SELECT u.p, u.t, m.queue
@@ -641,22 +658,25 @@ BEGIN
 										   WHERE h.p = u.p AND h.t = c.id));
 
 	-- they go back to searching with their id and creation time (their
-	-- priority)
+	-- priority); the deleted rows handed to the inserts as JSON, as
+	-- mm.end_tickets does, so that on Citus each statement runs on the
+	-- shards it writes
 	WITH back AS (
 		DELETE FROM mm.tickets_ended t
 		 WHERE t.queue = m.queue AND t.id = ANY (candidates)
-		RETURNING t.*
-	), ins AS (
-		INSERT INTO mm.tickets_active (id, queue, players, status, created_at, updated_at, queues)
-		SELECT b.id, b.queue, b.players, 'searching', b.created_at, requeue_match.now, b.queues FROM back b
-		RETURNING id, created_at, queues
-	), listed AS (
-		-- a ticket of several queues searches in all of them again
-		INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
-		SELECT u.queue, i.id, i.created_at FROM ins i, unnest(i.queues) u(queue)
-		 WHERE EXISTS (SELECT FROM mm.queues q WHERE q.name = u.queue)
+		RETURNING t.id, t.players, t.created_at, t.queues
 	)
-	SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO requeued FROM ins;
+	SELECT coalesce(jsonb_agg(to_jsonb(b)), '[]') INTO back_rows FROM back b;
+	INSERT INTO mm.tickets_active (id, queue, players, status, created_at, updated_at, queues)
+	SELECT r.id, m.queue, r.players, 'searching', r.created_at, requeue_match.now, r.queues
+	  FROM jsonb_to_recordset(back_rows) AS r(id bigint, players jsonb, created_at timestamptz, queues text[]);
+	-- a ticket of several queues searches in all of them again
+	INSERT INTO mm.ticket_queues (queue, ticket_id, created_at)
+	SELECT u.queue, r.id, r.created_at
+	  FROM jsonb_to_recordset(back_rows) AS r(id bigint, created_at timestamptz, queues text[]),
+		   unnest(r.queues) u(queue)
+	 WHERE EXISTS (SELECT FROM mm.queues q WHERE q.name = u.queue);
+	requeued := ARRAY(SELECT (x ->> 'id')::bigint FROM jsonb_array_elements(back_rows) x ORDER BY 1);
 	-- their players stay claimed, by the same tickets, now searching; the
 	-- players of tickets that stay ended are released
 	SELECT coalesce(array_agg(u.p ORDER BY u.p), '{}'), coalesce(array_agg(u.t ORDER BY u.p), '{}')

@@ -607,7 +607,9 @@ BEGIN
 	  INTO old_rating, old_rd, old_volatility, old_mu, old_sigma, games,
 		   old_tier, old_division, old_below, old_season_games
 	  FROM unnest(ids, pools) WITH ORDINALITY u(id, pool, i)
-	  JOIN mm.ratings r ON r.player_id = u.id AND r.pool = u.pool;
+	  JOIN mm.ratings r ON r.player_id = u.id AND r.pool = u.pool
+	 -- the players named as a list: on Citus their shards only
+	 WHERE r.player_id = ANY (ids);
 	-- a row another system wrote in the same pool lacks fields: defaults
 	cur_rating := ARRAY(SELECT coalesce(x, 1500) FROM unnest(old_rating) WITH ORDINALITY u(x, i) ORDER BY u.i);
 	cur_rd := ARRAY(SELECT coalesce(x, 350) FROM unnest(old_rd) WITH ORDINALITY u(x, i) ORDER BY u.i);
@@ -649,7 +651,7 @@ BEGIN
 	  FROM unnest(ids, pools, new_rating, new_rd, new_volatility, new_mu, new_sigma, win_counts,
 				  new_left, new_tier, new_division, new_progress, new_below)
 		   u(id, pool, rating, rd, volatility, mu, sigma, win, placement_left, tier, division, progress, below)
-	 WHERE r.pool = u.pool AND r.player_id = u.id;
+	 WHERE r.pool = u.pool AND r.player_id = u.id AND r.player_id = ANY (ids);
 	INSERT INTO mm.rating_history (player_id, pool, match_id, rating_before, rating_after, rd_before, rd_after,
 								   mu_before, mu_after, sigma_before, sigma_after,
 								   volatility_before, volatility_after, created_at, reason)

@@ -497,7 +497,7 @@ EOF
 fi
 
 # --- 5. a lifecycle call by (queue, id): latency ---
-lc_citus=- lc_plain=- lc_ratios=- lc_direct=- lc_direct_ratios=- lc_nothing_citus=- lc_nothing_plain=-
+lc_citus=- lc_plain=- lc_ratios=- lc_direct=- lc_direct_ratios=- lc_nothing_citus=- lc_nothing_plain=- lifecycle_rows=
 if part lifecycle; then
 	lq=$(queue_on "${ports[1]}" "life")
 	qc -c "SELECT mm.create_queue('$lq', '$config')" >/dev/null
@@ -539,6 +539,59 @@ if part lifecycle; then
 	lc_ratios=$(printf '%s\n' "${lc_r[@]}" | sort -n | paste -sd ' ')
 	lc_direct=$(printf '%s\n' "${lc_d[@]}" | median)
 	lc_direct_ratios=$(printf '%s\n' "${lc_dr[@]}" | sort -n | paste -sd ' ')
+
+	# Every other lifecycle form by (queue, id), each call a statement of
+	# its own sent by one psql session, m calls timed by the clock: assign,
+	# get_assignment and complete_match over m ready matches of a duel
+	# queue, cancel_ticket over m searching tickets; prints the four means
+	# in ms.  The session's start is in both sides' time alike.
+	duel='{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}]}'
+	forms_m=${MM_BENCH_CITUS_LIFECYCLE_CALLS:-1000}
+	lifecycle_forms() {
+		local db=$1 fq=$2 f start end out=()
+		shift 2
+		q "$@" -d "$db" -c "SELECT mm.create_queue('$fq', '$duel')" >/dev/null
+		q "$@" -d "$db" -c "SELECT cardinality(mm.create_tickets('$fq', ARRAY(
+			SELECT jsonb_build_array(jsonb_build_object('id', '$fq-' || i)) FROM generate_series(1, 2 * $forms_m) i)))" \
+			-c "SELECT mm.tick('$fq')" >/dev/null
+		q "$@" -d "$db" -c "SELECT cardinality(mm.create_tickets('$fq', ARRAY(
+			SELECT jsonb_build_array(jsonb_build_object('id', '$fq-c' || i)) FROM generate_series(1, $forms_m) i)))" >/dev/null
+		q "$@" -d "$db" -c "SELECT format('SELECT mm.assign(%L, %s, %L);', '$fq', id, '10.0.0.1:7777')
+			FROM mm.matches WHERE queue = '$fq' AND status = 'ready' ORDER BY id" > "$dir/assign.sql"
+		q "$@" -d "$db" -c "SELECT format('SELECT mm.get_assignment(%L, %s);', '$fq', min(ticket_id))
+			FROM mm.match_players WHERE queue = '$fq' GROUP BY match_id ORDER BY match_id" > "$dir/get_assignment.sql"
+		q "$@" -d "$db" -c "SELECT format('SELECT mm.complete_match(%L, %s);', '$fq', id)
+			FROM mm.matches WHERE queue = '$fq' AND status = 'ready' ORDER BY id" > "$dir/complete_match.sql"
+		q "$@" -d "$db" -c "SELECT format('SELECT mm.cancel_ticket(%L, %s);', '$fq', id)
+			FROM mm.tickets_active WHERE queue = '$fq' AND status = 'searching' ORDER BY id" > "$dir/cancel_ticket.sql"
+		for f in assign get_assignment complete_match cancel_ticket; do
+			[ "$(wc -l < "$dir/$f.sql")" = "$forms_m" ] || { say "lifecycle forms: $f has $(wc -l < "$dir/$f.sql") calls, not $forms_m"; exit 1; }
+			start=$(date +%s%N)
+			q "$@" -d "$db" -f "$dir/$f.sql" >/dev/null
+			end=$(date +%s%N)
+			out+=("$(awk -v t=$((end - start)) -v m="$forms_m" 'BEGIN {printf "%.3f", t / 1e6 / m}')")
+		done
+		echo "${out[*]}"
+	}
+	declare -A lf_c lf_p lf_r
+	forms="assign get_assignment complete_match cancel_ticket"
+	for r in $(seq 1 "$lifecycle_runs"); do
+		fq=$(queue_on "${ports[1]}" "forms")
+		read -r -a fc <<< "$(lifecycle_forms postgres "$fq" -h "$sock" -p "${ports[0]}")"
+		read -r -a fp <<< "$(lifecycle_forms "$plain_db" "$fq")"
+		i=0
+		for f in $forms; do
+			lf_c[$f]+="${fc[$i]} " lf_p[$f]+="${fp[$i]} "
+			lf_r[$f]+="$(awk -v a="${fc[$i]}" -v b="${fp[$i]}" 'BEGIN {printf "%.2f", a / b}') "
+			i=$((i + 1))
+		done
+		say "lifecycle forms run $r (ms per call, coordinator / one node): $(i=0; for f in $forms; do printf '%s %s / %s; ' "$f" "${fc[$i]}" "${fp[$i]}"; i=$((i + 1)); done)"
+	done
+	lifecycle_rows=""
+	for f in $forms; do
+		c=$(printf '%s\n' ${lf_c[$f]} | median) p=$(printf '%s\n' ${lf_p[$f]} | median)
+		lifecycle_rows+="| mm.$f(queue, id), one session through the coordinator vs one node, mean ms | $c | $p | $(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", a / b}')x | $(printf '%s\n' ${lf_r[$f]} | sort -n | paste -sd ' ') | <= 2x |"$'\n'
+	done
 fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
@@ -564,4 +617,5 @@ Scale-out benchmark: $n tickets per tick, medians of $runs runs (ingest $ingest_
 | mm.heartbeat(queue, id): coordinator vs node, mean ms | $lc_citus | $lc_plain | $(ratio "$lc_citus" "$lc_plain")x | $lc_ratios | <= 2x |
 | the same on the queue's node vs on the plain node, mean ms | $lc_direct | $lc_plain | $(ratio "$lc_direct" "$lc_plain")x | $lc_direct_ratios | |
 | the floor: a distributed function by queue that does nothing, through the coordinator vs on the plain node, mean ms | $lc_nothing_citus | $lc_nothing_plain | $(ratio "$lc_nothing_citus" "$lc_nothing_plain")x | | |
+${lifecycle_rows:-}
 TABLE
