@@ -55,7 +55,7 @@ static ProcessUtility_hook_type PreviousProcessUtility = NULL;
 static const char *const DistributedByQueue[] = {
 	"tick", "tick_loop", "accept_match", "assign", "requeue_match", "complete_match",
 	"leave_match", "request_backfill", "cancel_backfill", "report_result", "cancel_ticket",
-	"heartbeat", "create_ticket", "create_tickets"
+	"heartbeat", "get_assignment", "create_ticket", "create_tickets"
 };
 
 /*

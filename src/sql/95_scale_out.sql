@@ -177,6 +177,7 @@ BEGIN
 								 'mm.report_result(text, bigint, jsonb, timestamptz)',
 								 'mm.cancel_ticket(text, bigint)',
 								 'mm.heartbeat(text, bigint, timestamptz)',
+								 'mm.get_assignment(text, bigint)', 'mm.get_assignment(text, bigint, text)',
 								 'mm.create_ticket(text, jsonb, timestamptz)',
 								 'mm.create_tickets(text, jsonb[], timestamptz)']) AS u(routine) LOOP
 		CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.pg_dist_object o
