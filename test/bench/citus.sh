@@ -174,6 +174,7 @@ SQL
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
 
 # --- 1. a tick on a worker vs on the plain node ---
 worker_totals=() worker_writes=() plain_totals=() plain_writes=() routed=() plain_calls=()
@@ -544,12 +545,19 @@ if part lifecycle; then
 	# its own sent by one psql session, m calls timed by the clock: assign,
 	# get_assignment and complete_match over m ready matches of a duel
 	# queue, cancel_ticket over m searching tickets; prints the four means
-	# in ms.  The session's start is in both sides' time alike.
+	# in ms.  The session's start is in every side's time alike.  The queue
+	# and its tickets are made through the first connection's options, the
+	# calls sent through the second's (after --): on Citus the coordinator,
+	# then the coordinator or the queue's node.
 	duel='{"teams": [{"name": "a", "min": 1, "max": 1}, {"name": "b", "min": 1, "max": 1}]}'
 	forms_m=${MM_BENCH_CITUS_LIFECYCLE_CALLS:-1000}
 	lifecycle_forms() {
-		local db=$1 fq=$2 f start end out=()
+		local db=$1 fq=$2 f start end out=() setup=() call=()
 		shift 2
+		while [ $# -gt 0 ] && [ "$1" != -- ]; do setup+=("$1"); shift; done
+		[ $# -gt 0 ] && shift
+		call=("$@")
+		set -- "${setup[@]}"
 		q "$@" -d "$db" -c "SELECT mm.create_queue('$fq', '$duel')" >/dev/null
 		q "$@" -d "$db" -c "SELECT cardinality(mm.create_tickets('$fq', ARRAY(
 			SELECT jsonb_build_array(jsonb_build_object('id', '$fq-' || i)) FROM generate_series(1, 2 * $forms_m) i)))" \
@@ -567,34 +575,40 @@ if part lifecycle; then
 		for f in assign get_assignment complete_match cancel_ticket; do
 			[ "$(wc -l < "$dir/$f.sql")" = "$forms_m" ] || { say "lifecycle forms: $f has $(wc -l < "$dir/$f.sql") calls, not $forms_m"; exit 1; }
 			start=$(date +%s%N)
-			q "$@" -d "$db" -f "$dir/$f.sql" >/dev/null
+			q "${call[@]}" -d "$db" -f "$dir/$f.sql" >/dev/null
 			end=$(date +%s%N)
 			out+=("$(awk -v t=$((end - start)) -v m="$forms_m" 'BEGIN {printf "%.3f", t / 1e6 / m}')")
 		done
 		echo "${out[*]}"
 	}
-	declare -A lf_c lf_p lf_r
+	declare -A lf_c lf_d lf_p lf_r lf_dr
 	forms="assign get_assignment complete_match cancel_ticket"
+	coord=(-h "$sock" -p "${ports[0]}")
 	for r in $(seq 1 "$lifecycle_runs"); do
 		fq=$(queue_on "${ports[1]}" "forms")
-		read -r -a fc <<< "$(lifecycle_forms postgres "$fq" -h "$sock" -p "${ports[0]}")"
-		read -r -a fp <<< "$(lifecycle_forms "$plain_db" "$fq")"
+		read -r -a fc <<< "$(lifecycle_forms postgres "$fq" "${coord[@]}" -- "${coord[@]}")"
+		read -r -a fd <<< "$(lifecycle_forms postgres "${fq}_node" "${coord[@]}" -- -h "$sock" \
+			-p "$(qc -c "SELECT node_port FROM mm.queue_node('${fq}_node')")")"
+		read -r -a fp <<< "$(lifecycle_forms "$plain_db" "$fq" --)"
 		i=0
 		for f in $forms; do
-			lf_c[$f]+="${fc[$i]} " lf_p[$f]+="${fp[$i]} "
+			lf_c[$f]+="${fc[$i]} " lf_d[$f]+="${fd[$i]} " lf_p[$f]+="${fp[$i]} "
 			lf_r[$f]+="$(awk -v a="${fc[$i]}" -v b="${fp[$i]}" 'BEGIN {printf "%.2f", a / b}') "
+			lf_dr[$f]+="$(awk -v a="${fd[$i]}" -v b="${fp[$i]}" 'BEGIN {printf "%.2f", a / b}') "
 			i=$((i + 1))
 		done
-		say "lifecycle forms run $r (ms per call, coordinator / one node): $(i=0; for f in $forms; do printf '%s %s / %s; ' "$f" "${fc[$i]}" "${fp[$i]}"; i=$((i + 1)); done)"
+		say "lifecycle forms run $r (ms per call, coordinator / the queue's node / one node): $(i=0
+			for f in $forms; do printf '%s %s / %s / %s; ' "$f" "${fc[$i]}" "${fd[$i]}" "${fp[$i]}"; i=$((i + 1)); done)"
 	done
 	lifecycle_rows=""
 	for f in $forms; do
-		c=$(printf '%s\n' ${lf_c[$f]} | median) p=$(printf '%s\n' ${lf_p[$f]} | median)
-		lifecycle_rows+="| mm.$f(queue, id), one session through the coordinator vs one node, mean ms | $c | $p | $(awk -v a="$c" -v b="$p" 'BEGIN {printf "%.2f", a / b}')x | $(printf '%s\n' ${lf_r[$f]} | sort -n | paste -sd ' ') | <= 2x |"$'\n'
+		c=$(printf '%s\n' ${lf_c[$f]} | median) d=$(printf '%s\n' ${lf_d[$f]} | median)
+		p=$(printf '%s\n' ${lf_p[$f]} | median)
+		lifecycle_rows+="| mm.$f(queue, id), one session through the coordinator vs one node, mean ms | $c | $p | $(ratio "$c" "$p")x | $(printf '%s\n' ${lf_r[$f]} | sort -n | paste -sd ' ') | <= 2x |"$'\n'
+		lifecycle_rows+="| the same on the queue's node vs one node, mean ms | $d | $p | $(ratio "$d" "$p")x | $(printf '%s\n' ${lf_dr[$f]} | sort -n | paste -sd ' ') | |"$'\n'
 	done
 fi
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}'; }
 cores=$(nproc 2>/dev/null || echo '?')
 cat <<TABLE
 
