@@ -313,8 +313,11 @@ BEGIN
 		RETURNING 1)
 	SELECT (SELECT count(*) FROM claimed) AS claimed,
 		   (SELECT count(*) FROM new_tickets n, jsonb_array_elements(n.players) p) AS players,
+		   -- (LATERAL ... LIMIT 1: a probe of the key per new id; as a semi
+		   -- join a batch's check read every active ticket)
 		   (SELECT min(n.id) FROM new_tickets n
-			 WHERE EXISTS (SELECT FROM mm.tickets_active a WHERE a.id = n.id AND a.queue <> n.queue)) AS used_id,
+			 CROSS JOIN LATERAL (SELECT FROM mm.tickets_active a
+								  WHERE a.id = n.id AND a.queue <> n.queue LIMIT 1) held) AS used_id,
 		   (SELECT min(n.created_at) FROM new_tickets n) AS first_created
 	  INTO bad;
 	IF bad.used_id IS NOT NULL THEN
