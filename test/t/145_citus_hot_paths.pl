@@ -96,19 +96,17 @@ sub shards_of
 	my @commands = grep { /(issuing|executing the command locally)/ && /mm\.\w+_\d{6,}/ } split /\n/, $text;
 	my %shards;
 	$shards{$2} = $1 while $text =~ /mm\.(\w+?)_(\d{6,})\b/g;
-	my %allowed = map { $_ => 1 } split /\n/,
-	  q1('SELECT public.allowed_shards(ARRAY['
-		  . join(',', map { "'" . s/'/''/gr . "'" } @$queues) . ']::text[], ARRAY['
-		  . join(',', map { "'" . s/'/''/gr . "'" } @$players) . ']::text[])');
+	my $allowed_call = 'public.allowed_shards(ARRAY['
+	  . join(',', map { "'" . s/'/''/gr . "'" } @$queues) . ']::text[], ARRAY['
+	  . join(',', map { "'" . s/'/''/gr . "'" } @$players) . ']::text[])';
+	my %allowed = map { $_ => 1 } split /\n/, q1("SELECT $allowed_call");
 	my @extra = sort map { "$shards{$_}_$_" } grep { !$allowed{$_} } keys %shards;
 	# and the nodes it sent a command to (a transaction's BEGIN, an
 	# intermediate result's COPY, a commit) that hold none of those shards
 	my %nodes_allowed = map { $_ => 1 } split /\n/,
 	  q1('SELECT DISTINCT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
 		  JOIN pg_dist_shard s USING (shardid) JOIN pg_dist_partition d USING (logicalrelid)
-		 WHERE d.partmethod = \'h\' AND p.shardid IN (SELECT public.allowed_shards(ARRAY['
-		  . join(',', map { "'" . s/'/''/gr . "'" } @$queues) . ']::text[], ARRAY['
-		  . join(',', map { "'" . s/'/''/gr . "'" } @$players) . ']::text[]))');
+		 WHERE d.partmethod = \'h\' AND p.shardid IN (SELECT ' . $allowed_call . ')');
 	# (from the call's own output, which carries the workers' notices: the
 	# workers' logs also hold their maintenance daemons' commands)
 	my @lines = split /\n/, $err;
