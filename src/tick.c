@@ -194,7 +194,10 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 	}
 
 	if (MmTickOnShards())
+	{
+		MmTickApplyPendingReleases(queue);
 		MmTickClaimPendingPlayers(queue, now);
+	}
 	if (expire_proposals)
 		MmTickExpireProposals(&q, now);
 	q.stats->tickets_timed_out = MmTickTimeOutTickets(&q);
@@ -230,6 +233,9 @@ TickQueue(const char *queue, TimestampTz now, bool must_exist, bool expire_propo
 		}
 	}
 	MmTickWriteRuleStats(&q, result);
+	/* the claims this tick's cancellations released */
+	if (MmTickOnShards())
+		MmTickApplyPendingReleases(queue);
 	q.stats->write_ms = ElapsedMs(start);
 	MmTickNoteMemoryPeak(&q);
 	q.stats->memory_bytes = Max(q.stats->memory_bytes, q.peak_bytes);

@@ -101,6 +101,7 @@ typedef struct MmTickPlans
 	SPIPlanPtr	pending_players;
 	SPIPlanPtr	claim_pending;
 	SPIPlanPtr	forget_pending;
+	SPIPlanPtr	apply_releases;
 	SPIPlanPtr	cancel_silent_tickets;
 	SPIPlanPtr	expire_live_matches;
 	SPIPlanPtr	notify_expired;
@@ -139,6 +140,7 @@ extern bool MmTickOnShards(void);
 extern int	MmTickPlanPendingClaims(void);
 extern void MmTickPlannedPendingClaims(int level);
 extern void MmTickClaimPendingPlayers(const char *queue, TimestampTz now);
+extern void MmTickApplyPendingReleases(const char *queue);
 extern Oid	MmTickRelid(const char *table);
 extern char *MmTickStatementFor(const char *sql);
 

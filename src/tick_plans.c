@@ -158,6 +158,11 @@ PrepareReadsAndExpiry(void)
 	KeepPlan(&MmTickPlan.claim_pending,
 			 "SELECT player_busy, cooling_down, settled FROM mm.claim_pending_players($1, $2, $3, $4)",
 			 4, claim_args);
+	/*
+	 * On Citus, the claims released in the queue since its last tick
+	 * (mm.pending_releases), dropped in the players' shards.
+	 */
+	KeepPlan(&MmTickPlan.apply_releases, "SELECT mm.apply_pending_releases($1)", 1, text1);
 	KeepPlanWith(&MmTickPlan.forget_pending,
 			 "DELETE FROM mm.pending_claims c WHERE c.queue OPERATOR(pg_catalog.=) $1"
 			 " AND (c.ticket_id IN (SELECT u.t FROM pg_catalog.unnest($2) AS u(t))"

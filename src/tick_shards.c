@@ -250,6 +250,27 @@ MmTickClaimPendingPlayers(const char *queue, TimestampTz now)
 }
 
 /*
+ * On Citus, at the start and the end of the queue's tick: the claims that
+ * lifecycle calls and cancellations released in the queue (left to the
+ * tick: mm.pending_releases) are dropped, each in its player's shard, by
+ * mm.apply_pending_releases.  The tick keeps its connections to the other
+ * nodes; a call that Citus runs on this node for the coordinator would
+ * open a new one each time.
+ */
+void
+MmTickApplyPendingReleases(const char *queue)
+{
+	Datum		args[1];
+	int			rc;
+
+	args[0] = CStringGetTextDatum(queue);
+	rc = SPI_execute_plan(MmTickPlan.apply_releases, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "releasing the claims of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
  * The relation of one of the queue's tables (a name of QueueTables) that
  * the current statements name, looked up each time: an OID kept across
  * calls would outlive a reinstall.

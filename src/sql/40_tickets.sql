@@ -532,13 +532,41 @@ COMMENT ON FUNCTION mm.release_claims(text[], bigint[]) IS
 REVOKE ALL ON FUNCTION mm.release_claims(text[], bigint[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.release_claims(text[], bigint[]) TO mm_admin;
 
+-- Releases the claims of (player, ticket) pairs ended in a queue: on one
+-- node at once (mm.release_claims); on Citus the pairs go to the queue's
+-- mm.pending_releases, on the queue's shard, and its tick drops the claims
+-- (a call that ends a ticket or a match stays on the queue's node).
+CREATE FUNCTION mm.release_queue_claims(queue text, player_ids text[], ticket_ids bigint[])
+	RETURNS void
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF coalesce(cardinality(release_queue_claims.player_ids), 0) = 0 THEN
+		RETURN;
+	END IF;
+	IF NOT mm.tables_are_distributed() THEN
+		PERFORM mm.release_claims(release_queue_claims.player_ids, release_queue_claims.ticket_ids);
+		RETURN;
+	END IF;
+	INSERT INTO mm.pending_releases (queue, player_id, ticket_id)
+	SELECT release_queue_claims.queue, u.p, u.t
+	  FROM unnest(release_queue_claims.player_ids, release_queue_claims.ticket_ids) u(p, t)
+	ON CONFLICT DO NOTHING;
+END
+$$;
+COMMENT ON FUNCTION mm.release_queue_claims(text, text[], bigint[]) IS
+	'Internal: releases the claims of (player, ticket) pairs ended in a queue (on Citus, left to the queue''s tick)';
+REVOKE ALL ON FUNCTION mm.release_queue_claims(text, text[], bigint[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.release_queue_claims(text, text[], bigint[]) TO mm_admin;
+
 -- Ends active tickets (cancelled or timed out): each moves from
 -- tickets_active to tickets_ended, a delete and an insert, its players are
--- released and it leaves the other queues.  A delete, not an UPDATE of the
--- status: a session waiting on the row then sees it gone (and looks again)
--- instead of failing on a row moved to another partition.  Returns the ids
--- of the tickets it ended.  The tickets are named with their queues, the
--- players released by player from arrays (Citus rule 3).  The move is two
+-- released (mm.release_queue_claims) and it leaves the other queues.  A
+-- delete, not an UPDATE of the status: a session waiting on the row then
+-- sees it gone (and looks again) instead of failing on a row moved to
+-- another partition.  Returns the ids of the tickets it ended.  The
+-- tickets are named with their queues.  The move is two
 -- statements per queue, the deleted rows handed to the insert as JSON, so
 -- that on Citus each runs on the queue's shard: one statement whose insert
 -- read the delete's rows (a CTE) sent them to every node and committed on
@@ -568,19 +596,19 @@ BEGIN
 		INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues)
 		SELECT r.id, ticket_queue, r.players, end_tickets.new_status, r.created_at, end_tickets.ended_at, r.queues
 		  FROM jsonb_to_recordset(moved) AS r(id bigint, players jsonb, created_at timestamptz, queues text[]);
+		SELECT array_agg(p.value ->> 'id' ORDER BY p.value ->> 'id'), array_agg((m ->> 'id')::bigint ORDER BY p.value ->> 'id')
+		  INTO player_ids, player_tickets
+		  FROM jsonb_array_elements(moved) m, jsonb_array_elements(m -> 'players') p;
+		PERFORM mm.release_queue_claims(ticket_queue, player_ids, player_tickets);
 		all_moved := all_moved || moved;
 	END LOOP;
 	ended := ARRAY(SELECT (m ->> 'id')::bigint FROM jsonb_array_elements(all_moved) m ORDER BY 1);
 	IF cardinality(ended) = 0 THEN
 		RETURN;
 	END IF;
-	SELECT array_agg(p.value ->> 'id' ORDER BY p.value ->> 'id'), array_agg((m ->> 'id')::bigint ORDER BY p.value ->> 'id')
-	  INTO player_ids, player_tickets
-	  FROM jsonb_array_elements(all_moved) m, jsonb_array_elements(m -> 'players') p;
 	listed := ARRAY(SELECT DISTINCT u.queue
 					  FROM jsonb_array_elements(all_moved) m,
 						   jsonb_array_elements_text(coalesce(nullif(m -> 'queues', 'null'), '[]')) u(queue));
-	PERFORM mm.release_claims(player_ids, player_tickets);
 	-- on Citus, a ticket its tick has not claimed yet holds its queue's
 	-- pending claims (95_scale_out.sql); none on one node
 	DELETE FROM mm.pending_claims c WHERE c.queue = ANY (end_tickets.queues) AND c.ticket_id = ANY (ended);

@@ -16,8 +16,8 @@
 -- rules 2 and 3), and by id alone, which finds the match's queue and calls
 -- the first (Citus rule 4).
 
--- Releases the claims a match's tickets hold (the match ended; Citus
--- rule 3).
+-- Releases the claims a match's tickets hold (the match ended; on Citus
+-- left to the queue's tick: mm.release_queue_claims).
 CREATE FUNCTION mm.release_match_players(queue text, match_id bigint)
 RETURNS void
 LANGUAGE plpgsql
@@ -31,7 +31,7 @@ BEGIN
 	  INTO player_ids, ticket_ids
 	  FROM mm.match_players mp
 	 WHERE mp.queue = release_match_players.queue AND mp.match_id = release_match_players.match_id;
-	PERFORM mm.release_claims(player_ids, ticket_ids);
+	PERFORM mm.release_queue_claims(release_match_players.queue, player_ids, ticket_ids);
 END
 $$;
 COMMENT ON FUNCTION mm.release_match_players(text, bigint) IS
@@ -799,8 +799,7 @@ BEGIN
 	END IF;
 	UPDATE mm.match_players mp SET left_at = leave_match.now
 	 WHERE mp.queue = m.queue AND mp.match_id = m.id AND mp.player_id = leave_match.player_id;
-	DELETE FROM mm.active_players a
-	 WHERE a.player_id = leave_match.player_id AND a.ticket_id = player_ticket;
+	PERFORM mm.release_queue_claims(m.queue, ARRAY[leave_match.player_id], ARRAY[player_ticket]);
 	PERFORM mm.notify_match_event('player_left', m.queue, m.id,
 		jsonb_build_object('player_id', leave_match.player_id));
 	-- leaving a live match early is an offence (penalties)

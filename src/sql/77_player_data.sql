@@ -253,7 +253,8 @@ BEGIN
 	INSERT INTO mm.active_players AS ap (player_id, ticket_id, queue)
 	VALUES (forget_player.player_id, 0, '')
 	ON CONFLICT ON CONSTRAINT active_players_pkey DO NOTHING;
-	IF NOT FOUND THEN
+	-- (on Citus, a claim whose release is left to its queue's tick is taken)
+	IF NOT FOUND AND NOT mm.take_over_stale_claim(forget_player.player_id, 0, '') THEN
 		SELECT ap.ticket_id, ap.queue INTO claim FROM mm.active_players ap
 		 WHERE ap.player_id = forget_player.player_id;
 		RAISE EXCEPTION 'player "%" is searching or in a live match', forget_player.player_id
@@ -366,7 +367,10 @@ BEGIN
 							  'penalty_history',
 							  mm.move_player_rows('mm.penalty_history', 'player_id', forget_player.player_id, pseudonym));
 
-	-- the claim of this call goes
+	-- the claim of this call goes, and on Citus the releases of the
+	-- player's ended claims left to their queues' ticks (the claims they
+	-- name went with the hold above; a read of every queue's shard)
+	DELETE FROM mm.pending_releases r WHERE r.player_id = forget_player.player_id;
 	DELETE FROM mm.active_players ap WHERE ap.player_id = forget_player.player_id AND ap.ticket_id = 0 AND ap.queue = '';
 	RETURN jsonb_build_object('deleted', deleted, 'anonymised', anonymised);
 END

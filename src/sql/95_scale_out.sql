@@ -27,6 +27,26 @@ GRANT SELECT ON TABLE mm.pending_claims TO mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.pending_claims TO mm_admin;
 SELECT pg_catalog.pg_extension_config_dump('mm.pending_claims', '');
 
+-- On Citus, the claims a lifecycle call or a cancellation released, which
+-- the queue's tick drops from mm.active_players (mm.apply_pending_releases,
+-- at the start and the end of each tick).  Claims live on the players'
+-- shards: dropping them in the call would make it a transaction of every
+-- node its players live on, and Citus opens a new connection for each such
+-- call it runs on a worker for the coordinator.  Meanwhile a new ticket of
+-- the player takes the released claim over (mm.take_over_stale_claim).
+-- Empty on one node, where the call drops the claims itself.
+CREATE TABLE mm.pending_releases (
+	queue text NOT NULL,
+	player_id text NOT NULL,
+	ticket_id bigint NOT NULL,
+	PRIMARY KEY (queue, player_id, ticket_id)
+);
+COMMENT ON TABLE mm.pending_releases IS
+'On Citus, the claims released in a queue (an ended ticket or match) that its next tick drops from mm.active_players (empty on one node)';
+GRANT SELECT ON TABLE mm.pending_releases TO mm_analyst;
+GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.pending_releases TO mm_admin;
+SELECT pg_catalog.pg_extension_config_dump('mm.pending_releases', '');
+
 -- How each table of the extension is placed on Citus: the tables of a queue
 -- are sharded by queue and co-located (one queue's rows in one shard of each,
 -- on one node, where its tick runs); the tables of a player are sharded by
@@ -48,6 +68,7 @@ AS $$
 				   ('mm.tickets', 'queue', 'queue'),
 				   ('mm.ticket_queues', 'queue', 'queue'),
 				   ('mm.pending_claims', 'queue', 'queue'),
+				   ('mm.pending_releases', 'queue', 'queue'),
 				   ('mm.matches', 'queue', 'queue'),
 				   ('mm.match_players', 'queue', 'queue'),
 				   ('mm.match_results', 'queue', 'queue'),
@@ -374,6 +395,99 @@ COMMENT ON FUNCTION mm.refuse_taken_player(text) IS
 REVOKE ALL ON FUNCTION mm.refuse_taken_player(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.refuse_taken_player(text) TO mm_admin;
 
+-- Takes a player's claim over for a new ticket (or mm.forget_player's
+-- hold, ticket 0) when the claim that holds the player is stale: its
+-- ticket ended in the claim's queue, and not into a live match the player
+-- is still in.  On Citus the call that ended it leaves the claim to the
+-- queue's tick (mm.pending_releases); until then a new ticket of the
+-- player takes it here.  Read by the claim's queue (its shards only): a
+-- ticket not found in that queue (a ticket of several queues matched in
+-- another) is taken as live, and the player waits for that queue's tick.
+-- Returns whether the new claim is taken.
+CREATE FUNCTION mm.take_over_stale_claim(player_id text, ticket_id bigint, queue text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	holder record;
+	ended record;
+BEGIN
+	SELECT a.ticket_id, a.queue INTO holder
+	  FROM mm.active_players a WHERE a.player_id = take_over_stale_claim.player_id;
+	IF FOUND THEN
+		-- SELECT 1: Citus rule 7
+		IF EXISTS (SELECT 1 FROM mm.tickets_active t WHERE t.queue = holder.queue AND t.id = holder.ticket_id) THEN
+			RETURN false;
+		END IF;
+		SELECT t.match_id INTO ended
+		  FROM mm.tickets_ended t WHERE t.queue = holder.queue AND t.id = holder.ticket_id;
+		IF NOT FOUND THEN
+			RETURN false;
+		END IF;
+		IF ended.match_id IS NOT NULL
+		   AND EXISTS (SELECT 1 FROM mm.matches m
+						 JOIN mm.match_players mp ON mp.queue = m.queue AND mp.match_id = m.id
+							  AND mp.player_id = take_over_stale_claim.player_id
+						WHERE m.queue = holder.queue AND m.id = ended.match_id
+						  AND m.status IN ('proposed', 'ready', 'assigned') AND mp.left_at IS NULL) THEN
+			RETURN false;
+		END IF;
+		DELETE FROM mm.active_players a
+		 WHERE a.player_id = take_over_stale_claim.player_id AND a.ticket_id = holder.ticket_id;
+	END IF;
+	INSERT INTO mm.active_players (player_id, ticket_id, queue)
+	VALUES (take_over_stale_claim.player_id, take_over_stale_claim.ticket_id, take_over_stale_claim.queue)
+	ON CONFLICT DO NOTHING;
+	RETURN FOUND;
+END
+$$;
+COMMENT ON FUNCTION mm.take_over_stale_claim(text, bigint, text) IS
+'Internal: takes a player''s claim for a ticket when the claim holding the player is stale (its ticket ended, not into a live match the player is in)';
+REVOKE ALL ON FUNCTION mm.take_over_stale_claim(text, bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.take_over_stale_claim(text, bigint, text) TO mm_admin;
+
+-- On Citus, the queue's tick (at its start and its end) and mm.drop_queue:
+-- drops the claims released in the queue (mm.pending_releases), one
+-- statement on the players' shards, then their pending rows.  A claim taken
+-- over meanwhile is held by another ticket and stays.  With a node out of
+-- reach the rows wait for a later tick (a WARNING names it).
+CREATE FUNCTION mm.apply_pending_releases(queue text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET jit = off
+AS $$
+DECLARE
+	player_ids text[];
+	ticket_ids bigint[];
+BEGIN
+	SELECT array_agg(r.player_id ORDER BY r.player_id), array_agg(r.ticket_id ORDER BY r.player_id)
+	  INTO player_ids, ticket_ids
+	  FROM mm.pending_releases r WHERE r.queue = apply_pending_releases.queue;
+	IF player_ids IS NULL THEN
+		RETURN;
+	END IF;
+	BEGIN
+		PERFORM mm.release_claims(player_ids, ticket_ids);
+	EXCEPTION WHEN connection_exception THEN
+		-- kept for a later tick; a new ticket of these players takes the
+		-- claim over meanwhile
+		RAISE WARNING 'queue "%": the claims released on a node out of reach wait for a later tick',
+			apply_pending_releases.queue
+			USING ERRCODE = SQLSTATE, DETAIL = SQLERRM;
+		RETURN;
+	END;
+	DELETE FROM mm.pending_releases r
+	 WHERE r.queue = apply_pending_releases.queue
+	   AND (r.player_id, r.ticket_id) IN (SELECT u.p, u.t FROM unnest(player_ids, ticket_ids) u(p, t));
+END
+$$;
+COMMENT ON FUNCTION mm.apply_pending_releases(text) IS
+'Internal: on Citus, drops the claims released in a queue (mm.pending_releases) from mm.active_players';
+REVOKE ALL ON FUNCTION mm.apply_pending_releases(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.apply_pending_releases(text) TO mm_admin;
+
 -- One ticket on Citus (mm.create_ticket calls this once the tables are
 -- sharded).  Every statement names its distribution column, so Citus
 -- routes each to one shard: the queue's config validates the players
@@ -409,7 +523,7 @@ BEGIN
 		INSERT INTO mm.active_players (player_id, ticket_id, queue)
 		VALUES (pid, new_id, create_ticket_on_shards.queue)
 		ON CONFLICT DO NOTHING;
-		IF NOT FOUND THEN
+		IF NOT FOUND AND NOT mm.take_over_stale_claim(pid, new_id, create_ticket_on_shards.queue) THEN
 			PERFORM mm.refuse_taken_player(pid);
 		END IF;
 		-- after the claim, as on one node: a claim waits for a concurrent
@@ -501,7 +615,8 @@ GRANT EXECUTE ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timesta
 
 -- Claims (player, ticket) pairs of a queue in mm.active_players, one
 -- multi-row INSERT ... ON CONFLICT DO NOTHING per node that holds the
--- players' shards, in player order, then reads the cooldowns of the
+-- players' shards, in player order (a stale claim in the way taken over:
+-- mm.take_over_stale_claim), then reads the cooldowns of the
 -- players it claimed, in one read of their shards (a read without the
 -- players would reach every shard): a node that cannot be reached (class
 -- 08) fails its own claim only, and its players come back as unreachable.
@@ -520,6 +635,7 @@ DECLARE
 	claim record;
 	players text[];
 	tickets bigint[];
+	losers text[];
 BEGIN
 	won_player := '{}';
 	won_ticket := '{}';
@@ -557,6 +673,33 @@ BEGIN
 			unreachable := unreachable || node.players;
 		END;
 	END LOOP;
+	-- a player another ticket's claim holds: a stale claim (its ticket or
+	-- match ended, the release left to that queue's tick) is taken over, in
+	-- player order; conflicts are rare, so one call per player
+	losers := ARRAY(SELECT u.p FROM unnest(claim_players_by_node.player_ids) u(p)
+					 WHERE u.p <> ALL (won_player) AND u.p <> ALL (unreachable) ORDER BY u.p);
+	IF cardinality(losers) > 0 THEN
+		BEGIN
+			players := '{}';
+			tickets := '{}';
+			FOR claim IN
+				SELECT u.p, u.t FROM unnest(claim_players_by_node.player_ids, claim_players_by_node.ticket_ids) u(p, t)
+				 WHERE u.p = ANY (losers) ORDER BY u.p
+			LOOP
+				IF mm.take_over_stale_claim(claim.p, claim.t, claim_players_by_node.queue) THEN
+					players := players || claim.p;
+					tickets := tickets || claim.t;
+				END IF;
+			END LOOP;
+			won_player := won_player || players;
+			won_ticket := won_ticket || tickets;
+		EXCEPTION WHEN connection_exception THEN
+			RAISE WARNING 'queue "%": the tickets of players on a node out of reach wait for a later tick',
+				claim_players_by_node.queue
+				USING ERRCODE = SQLSTATE, DETAIL = SQLERRM;
+			unreachable := unreachable || losers;
+		END;
+	END IF;
 	-- after the claim, as mm.create_ticket on one node: one read of the
 	-- claimed players' shards (a literal, so that Citus reads theirs only)
 	IF cardinality(won_player) > 0 THEN
@@ -678,8 +821,10 @@ BEGIN
 	)
 	SELECT array_agg(p.value ->> 'id'), array_agg(g.id) INTO player_ids, ticket_ids
 	  FROM gone g, jsonb_array_elements(g.players) p;
-	-- the claims of the players of its live matches
+	-- the claims of the players of its live matches, and those its ended
+	-- tickets and matches left to its tick
 	PERFORM mm.release_claims(player_ids, ticket_ids);
+	PERFORM mm.apply_pending_releases(delete_queue_rows.queue);
 	DELETE FROM mm.match_players mp WHERE mp.queue = delete_queue_rows.queue;
 	DELETE FROM mm.matches m WHERE m.queue = delete_queue_rows.queue;
 	DELETE FROM mm.rule_evaluations e WHERE e.queue = delete_queue_rows.queue;

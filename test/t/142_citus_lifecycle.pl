@@ -140,7 +140,12 @@ my %claims = map { $_ => 1 } split /\n/,
 ok(@live > 0, 'there are live matches');
 is(join(',', grep { !$claims{$_} } @live), '', "every live match's players are claimed");
 q1(qq{SELECT mm.complete_match('$qb', $mc, '2026-05-01 01:30:00+00')});
-is(q1(qq{SELECT count(*) FROM mm.active_players WHERE queue = '$qb'}), '0', 'complete releases the players');
+ok(q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qb'}) > 0,
+	'complete leaves the release of its players to the queue\'s tick');
+q1(qq{SELECT mm.tick('$qb', '2026-05-01 01:30:01+00')});
+is(q1(qq{SELECT count(*) FROM mm.active_players WHERE queue = '$qb'})
+	  . '|' . q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qb'}), '0|0',
+	'the tick releases the players');
 
 $_->stop for reverse($coord, @workers);
 done_testing();

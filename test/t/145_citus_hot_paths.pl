@@ -120,6 +120,13 @@ sub shards_of
 	return ($out, scalar @commands, \@extra);
 }
 
+# the players whose claims a queue's tick drops (released by calls that
+# ended their tickets or matches, mm.pending_releases)
+sub released_in
+{
+	return split /\n/, q1(qq{SELECT DISTINCT player_id FROM mm.pending_releases WHERE queue = '$_[0]'});
+}
+
 my $now = "'2026-06-01 00:00:00+00'";
 my %ticket;
 for my $case ([ $qa, $pa ], [ $qa, $pb ], [ $qb, $pb ], [ $qb, $pa ])
@@ -129,9 +136,10 @@ for my $case ([ $qa, $pa ], [ $qa, $pb ], [ $qb, $pb ], [ $qb, $pa ])
 	like($id, qr/^\d+$/, "create_ticket($q, $p)");
 	is_deeply($extra, [], "create_ticket($q, $p) reaches only its queue's shards ($n commands)");
 	$ticket{$q}{$p} = $id;
-	# the next case takes the same players again
-	my (undef, $cn, $cextra) = shards_of(qq{SELECT mm.cancel_ticket('$q', $id)}, [$q], [$p]);
-	is_deeply($cextra, [], "cancel_ticket($q, id) reaches only its shards ($cn commands)");
+	# the next case takes the same players again; the claim's release is
+	# left to the queue's tick
+	my (undef, $cn, $cextra) = shards_of(qq{SELECT mm.cancel_ticket('$q', $id)}, [$q], []);
+	is_deeply($cextra, [], "cancel_ticket($q, id) reaches only its queue's shards ($cn commands)");
 }
 
 # a batch of two tickets: the queue's shards only, as one ticket
@@ -154,7 +162,7 @@ is(q1(sprintf($odd_check, 'pending_claims')), q{o'neil=true back\slash=true x), 
 is(q1(qq{SELECT count(*) FROM mm.active_players a WHERE a.ticket_id = ANY ('$odd'::bigint[])}), '0',
 	'no claim before the tick');
 my (undef, $sn, $sextra) = shards_of(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:01+00')}, [$qb],
-	['o\'neil', 'back\\slash', 'x), (y']);
+	['o\'neil', 'back\\slash', 'x), (y', released_in($qb)]);
 is_deeply($sextra, [], "the tick that claims them reaches only its queue's and their shards ($sn commands)");
 is(q1(sprintf($odd_check, 'active_players')), q{o'neil=true back\slash=true x), (y=true},
 	'the tick claims them as they are');
@@ -192,7 +200,8 @@ is(q1(qq{BEGIN; SELECT mm.heartbeat('$qa', $t2, '2026-06-01 00:00:01.5+00'); COM
 is(q1(qq{SELECT string_agg(extract(epoch FROM heartbeat_at - '2026-06-01 00:00:00+00')::float8::text, ' ' ORDER BY id)
 	FROM mm.tickets_active WHERE queue = '$qa' AND id IN ($t1, $t2)}), '1 1.5',
 	'each beat is kept, and an earlier one does not move it back');
-my (undef, $tn, $textra) = shards_of(qq{SELECT mm.tick('$qa', '2026-06-01 00:00:02+00')}, [$qa], [$pa, $pb]);
+my (undef, $tn, $textra) = shards_of(qq{SELECT mm.tick('$qa', '2026-06-01 00:00:02+00')}, [$qa],
+	[$pa, $pb, released_in($qa)]);
 is_deeply($textra, [], "tick($qa) reaches only its queue's and its players' shards ($tn commands)");
 my $m = q1(qq{SELECT max(id) FROM mm.matches WHERE queue = '$qa'});
 ok($m, 'the tick formed a match');
@@ -365,8 +374,10 @@ is(q1(qq{SELECT count(*) FILTER (WHERE status = 'matched') FROM mm.tickets WHERE
 
 # --- every other lifecycle form by (queue, id) ---
 # A duel with acceptance and ratings on worker A, its players one on each
-# worker: each call reaches its queue's shards and, where it holds or
-# releases them, its players' (shards and nodes).
+# worker: each call reaches its queue's shards and, where it reads the
+# players' claims (requeue) or ratings (a result), its players' (shards and
+# nodes).  A call that ends a ticket or a match leaves the release of its
+# players' claims to the queue's tick (mm.pending_releases).
 my $qf = (grep { q1("SELECT node_port FROM mm.queue_node('$_')") == $ports[0] } map { "forms_$_" } 1 .. 60)[0];
 q1(qq{SELECT mm.create_queue('$qf', '{"teams": [{"name": "red", "min": 1, "max": 1},
 	{"name": "blue", "min": 1, "max": 1}], "acceptance_timeout_seconds": 60, "rating": {"system": "elo"},
@@ -398,20 +409,55 @@ is(q1(qq{SELECT string_agg(status, ' ') FROM mm.tickets WHERE queue = '$qf' AND 
 	'searching searching', 'requeue_match: both tickets search again');
 q1(qq{SELECT mm.tick('$qf', } . form_now() . ')');
 my $f2 = q1(qq{SELECT max(id) FROM mm.matches WHERE queue = '$qf'});
-form_call(qq{mm.accept_match('$qf', $f2, '$fa', false, } . form_now() . ')', [$fa, $fb], 'cancelled');
+form_call(qq{mm.accept_match('$qf', $f2, '$fa', false, } . form_now() . ')', [], 'cancelled');
 q1(qq{SELECT mm.cancel_ticket('$qf', $_)}) for split /\n/, q1(qq{SELECT id FROM mm.tickets_active WHERE queue = '$qf'});
 my $f3 = form_match();
 q1(qq{SELECT mm.accept_match('$qf', $f3, p, true, } . form_now() . ") FROM unnest(ARRAY['$fa', '$fb']) p");
-form_call(qq{mm.leave_match('$qf', $f3, '$fb', } . form_now() . ')', [$fb]);
+form_call(qq{mm.leave_match('$qf', $f3, '$fb', } . form_now() . ')', []);
 form_call(qq{mm.request_backfill('$qf', $f3, '{"red": 0, "blue": 1}', } . form_now() . ')', []);
 form_call(qq{mm.cancel_backfill('$qf', $f3, } . form_now() . ')', [], 't');
-form_call(qq{mm.complete_match('$qf', $f3, } . form_now() . ')', [$fa, $fb]);
+form_call(qq{mm.complete_match('$qf', $f3, } . form_now() . ')', []);
 my $f4 = form_match();
 q1(qq{SELECT mm.accept_match('$qf', $f4, p, true, } . form_now() . ") FROM unnest(ARRAY['$fa', '$fb']) p");
 form_call(qq{count(*) FROM mm.report_result('$qf', $f4, '{"red": 1, "blue": 2}', } . form_now() . ')',
 	[$fa, $fb], '2');
-is(q1(qq{SELECT count(*) FROM mm.active_players WHERE player_id IN ('$fa', '$fb')}), '0',
-	'the forms leave no claim behind');
+ok(q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qf'}) > 0,
+	'the released claims wait for the queue\'s tick');
+q1(qq{SELECT mm.tick('$qf', } . form_now() . ')');
+is(q1(qq{SELECT count(*) FROM mm.active_players WHERE player_id IN ('$fa', '$fb')})
+	  . '|' . q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qf'}), '0|0',
+	'the forms leave no claim behind once the queue has ticked');
+
+# --- a released claim is taken over before its queue ticks ---
+# fa and fb finish a match of qf (worker A); before qf ticks, fb's new
+# ticket in a queue of worker B is claimed by that queue's tick (the claim
+# of the ended match is stale), and forget_player takes fa's; a player
+# still in a live match keeps the new ticket out (player_busy)
+my $f5 = form_match();
+q1(qq{SELECT mm.accept_match('$qf', $f5, p, true, } . form_now() . ") FROM unnest(ARRAY['$fa', '$fb']) p");
+my $claims_sql = qq{SELECT string_agg(player_id || ':' || ticket_id, ',' ORDER BY player_id) FROM mm.active_players
+	WHERE player_id IN ('$fa', '$fb')};
+my $f5_claims = q1($claims_sql);
+my $f5_ticket = q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = '$fb'});
+my $busy = q1(qq{SELECT mm.create_ticket('$qb', '[{"id": "$fb"}]', $now)});
+q1(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:06+00')});
+is(q1(qq{SELECT status || ':' || cancel_reason FROM mm.tickets WHERE queue = '$qb' AND id = $busy})
+	  . '|' . q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = '$fb'}),
+	"cancelled:player_busy|$f5_ticket", 'a player of a live match: the other queue\'s tick cancels the ticket');
+form_call(qq{mm.complete_match('$qf', $f5, } . form_now() . ')', []);
+is(q1($claims_sql), $f5_claims, 'complete_match leaves the claims to the queue\'s tick');
+my $next = q1(qq{SELECT mm.create_ticket('$qb', '[{"id": "$fb"}]', $now)});
+q1(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:07+00')});
+is(q1(qq{SELECT status FROM mm.tickets WHERE queue = '$qb' AND id = $next})
+	  . '|' . q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = '$fb'}),
+	"searching|$next", 'the other queue\'s tick takes the released claim over: the new ticket searches');
+like(q1(qq{SELECT mm.forget_player('$fa')}), qr/"deleted"/, 'forget_player takes a released claim over');
+q1(qq{SELECT mm.tick('$qf', } . form_now() . ')');
+is(q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = '$fb'})
+	  . '|' . q1(qq{SELECT count(*) FROM mm.active_players WHERE player_id = '$fa'})
+	  . '|' . q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qf'}),
+	"$next|0|0", 'the queue\'s tick then drops only what is still its own');
+q1(qq{SELECT mm.cancel_ticket('$qb', $next)});
 
 # --- kill -9 of a worker under ticket load ---
 # a session creating tickets in both queues (those that need the dead
