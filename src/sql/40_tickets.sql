@@ -549,10 +549,13 @@ BEGIN
 		PERFORM mm.release_claims(release_queue_claims.player_ids, release_queue_claims.ticket_ids);
 		RETURN;
 	END IF;
-	INSERT INTO mm.pending_releases (queue, player_id, ticket_id)
-	SELECT release_queue_claims.queue, u.p, u.t
-	  FROM unnest(release_queue_claims.player_ids, release_queue_claims.ticket_ids) u(p, t)
-	ON CONFLICT DO NOTHING;
+	-- one multi-row INSERT of literals (%L), which Citus routes to the
+	-- queue's shard: an INSERT ... SELECT (... ON CONFLICT) went through an
+	-- intermediate result, 1.4 ms a call
+	EXECUTE 'INSERT INTO mm.pending_releases (queue, player_id, ticket_id) VALUES '
+		|| (SELECT string_agg(pg_catalog.format('(%L, %L, %s)', release_queue_claims.queue, u.p, u.t), ', ')
+			  FROM unnest(release_queue_claims.player_ids, release_queue_claims.ticket_ids) u(p, t))
+		|| ' ON CONFLICT DO NOTHING';
 END
 $$;
 COMMENT ON FUNCTION mm.release_queue_claims(text, text[], bigint[]) IS
