@@ -495,10 +495,18 @@ BEGIN
 		END IF;
 	END IF;
 	IF t.match_id IS NOT NULL THEN
+		-- in the ticket's queue (one key, which Citus routes without its
+		-- planner); a proposed ticket of several queues, in another
 		SELECT x.id, x.queue, x.status, x.connection, x.properties
 		  INTO m_id, m_queue, m_status, m_connection, m_properties
 		  FROM mm.matches x
-		 WHERE x.queue = ANY (array_prepend(t.queue, coalesce(t.queues, '{}'))) AND x.id = t.match_id;
+		 WHERE x.queue = t.queue AND x.id = t.match_id;
+		IF m_id IS NULL AND t.queues IS NOT NULL THEN
+			SELECT x.id, x.queue, x.status, x.connection, x.properties
+			  INTO m_id, m_queue, m_status, m_connection, m_properties
+			  FROM mm.matches x
+			 WHERE x.queue = ANY (t.queues) AND x.id = t.match_id;
+		END IF;
 		IF m_id IS NOT NULL THEN
 			SELECT jsonb_object_agg(mp.player_id, mp.role) FILTER (WHERE mp.role IS NOT NULL) INTO m_roles
 			  FROM mm.match_players mp
