@@ -422,19 +422,13 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'Keep large data in your own tables.';
 	END IF;
-	-- one statement when the match is ready (a concurrent step is waited
-	-- for and its result checked again); otherwise mm.lock_match refuses it
-	-- with the reason, or locks a match that became ready meanwhile
-	FOR attempt IN 1 .. 2 LOOP
-		UPDATE mm.matches x SET status = 'assigned', connection = assign.connection,
-			   properties = assign.properties, updated_at = pg_catalog.now()
-		 WHERE x.queue = assign.queue AND x.id = assign.match_id AND x.status = 'ready';
-		EXIT WHEN FOUND;
-		m := mm.lock_match(assign.queue, assign.match_id, ARRAY['ready'], 'assign');
-	END LOOP;
+	m := mm.lock_match(assign.queue, assign.match_id, ARRAY['ready'], 'assign');
+	UPDATE mm.matches x SET status = 'assigned', connection = assign.connection,
+		   properties = assign.properties, updated_at = pg_catalog.now()
+	 WHERE x.queue = m.queue AND x.id = m.id;
 	-- any role may LISTEN: the join data stays out of the event, a player's
 	-- backend reads it with mm.get_assignment (the ticket's token)
-	PERFORM mm.notify_match_event('match_assigned', assign.queue, assign.match_id, '{}');
+	PERFORM mm.notify_match_event('match_assigned', m.queue, m.id, '{}');
 END
 $$;
 COMMENT ON FUNCTION mm.assign(text, bigint, text, jsonb) IS
@@ -744,19 +738,12 @@ DECLARE
 BEGIN
 	PERFORM mm.check_queue_arg(complete_match.queue);
 	PERFORM mm.check_now(complete_match.now);
-	-- one statement when the match may complete (as mm.assign)
-	FOR attempt IN 1 .. 2 LOOP
-		UPDATE mm.matches x SET status = 'completed', updated_at = complete_match.now
-		 WHERE x.queue = complete_match.queue AND x.id = complete_match.match_id
-		   AND x.status IN ('ready', 'assigned') AND x.created_at <= complete_match.now;
-		EXIT WHEN FOUND;
-		m := mm.lock_match(complete_match.queue, complete_match.match_id, ARRAY['ready', 'assigned'], 'complete',
-						   complete_match.now);
-	END LOOP;
+	m := mm.lock_match(complete_match.queue, complete_match.match_id, ARRAY['ready', 'assigned'], 'complete', complete_match.now);
+	UPDATE mm.matches x SET status = 'completed', updated_at = complete_match.now WHERE x.queue = m.queue AND x.id = m.id;
 	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = complete_match.now
-	 WHERE b.queue = complete_match.queue AND b.match_id = complete_match.match_id AND b.status = 'open';
-	PERFORM mm.release_match_players(complete_match.queue, complete_match.match_id);
-	PERFORM mm.notify_match_event('match_completed', complete_match.queue, complete_match.match_id, '{}');
+	 WHERE b.queue = m.queue AND b.match_id = m.id AND b.status = 'open';
+	PERFORM mm.release_match_players(m.queue, m.id);
+	PERFORM mm.notify_match_event('match_completed', m.queue, m.id, '{}');
 END
 $$;
 COMMENT ON FUNCTION mm.complete_match(text, bigint, timestamptz) IS
