@@ -412,6 +412,7 @@ AS $$
 DECLARE
 	holder record;
 	ended record;
+	live record;
 BEGIN
 	SELECT a.ticket_id, a.queue INTO holder
 	  FROM mm.active_players a WHERE a.player_id = take_over_stale_claim.player_id;
@@ -425,13 +426,17 @@ BEGIN
 		IF NOT FOUND THEN
 			RETURN false;
 		END IF;
-		IF ended.match_id IS NOT NULL
-		   AND EXISTS (SELECT 1 FROM mm.matches m
-						 JOIN mm.match_players mp ON mp.queue = m.queue AND mp.match_id = m.id
-							  AND mp.player_id = take_over_stale_claim.player_id
-						WHERE m.queue = holder.queue AND m.id = ended.match_id
-						  AND m.status IN ('proposed', 'ready', 'assigned') AND mp.left_at IS NULL) THEN
-			RETURN false;
+		IF ended.match_id IS NOT NULL THEN
+			-- the match by its key (a status in the filter would let the
+			-- planner read the queue's live matches through their index)
+			SELECT m.status, mp.left_at INTO live
+			  FROM mm.matches m
+			  JOIN mm.match_players mp ON mp.queue = m.queue AND mp.match_id = m.id
+				   AND mp.player_id = take_over_stale_claim.player_id
+			 WHERE m.queue = holder.queue AND m.id = ended.match_id;
+			IF live.status IN ('proposed', 'ready', 'assigned') AND live.left_at IS NULL THEN
+				RETURN false;
+			END IF;
 		END IF;
 		DELETE FROM mm.active_players a
 		 WHERE a.player_id = take_over_stale_claim.player_id AND a.ticket_id = holder.ticket_id;

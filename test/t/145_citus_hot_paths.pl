@@ -10,6 +10,10 @@
 # ticket cancelled by the tick (player_busy, announced and verifiable),
 # also when two ticks claim one player at once; batches read the players'
 # claims at once; a validation error names players[0] as on one node.
+# A call that ends a ticket or a match reaches only its queue's node and
+# leaves its players' claims to the queue's tick: before that tick, the
+# player's new ticket in another queue (and mm.forget_player) takes the
+# released claim over, while a player still in a live match is refused.
 # The tick of a new queue whose shards' statistics predate it joins its
 # tickets and pending claims without nested loops.
 # Last, kill -9 of a worker under ticket load: the other worker's queue
