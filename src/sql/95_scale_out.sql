@@ -640,7 +640,6 @@ DECLARE
 	claim record;
 	players text[];
 	tickets bigint[];
-	losers text[];
 BEGIN
 	won_player := '{}';
 	won_ticket := '{}';
@@ -669,6 +668,19 @@ BEGIN
 				players := players || claim.player_id;
 				tickets := tickets || claim.ticket_id;
 			END LOOP;
+			-- a player another ticket's claim holds: a stale claim (its ticket
+			-- or match ended, the release left to that queue's tick) is taken
+			-- over, in player order; conflicts are rare, so one call each
+			FOR claim IN
+				SELECT u.p AS player_id, u.t AS ticket_id
+				  FROM unnest(claim_players_by_node.player_ids, claim_players_by_node.ticket_ids) u(p, t)
+				 WHERE u.p = ANY (node.players) AND u.p <> ALL (players) ORDER BY u.p
+			LOOP
+				IF mm.take_over_stale_claim(claim.player_id, claim.ticket_id, claim_players_by_node.queue) THEN
+					players := players || claim.player_id;
+					tickets := tickets || claim.ticket_id;
+				END IF;
+			END LOOP;
 			won_player := won_player || players;
 			won_ticket := won_ticket || tickets;
 		EXCEPTION WHEN connection_exception THEN
@@ -678,33 +690,6 @@ BEGIN
 			unreachable := unreachable || node.players;
 		END;
 	END LOOP;
-	-- a player another ticket's claim holds: a stale claim (its ticket or
-	-- match ended, the release left to that queue's tick) is taken over, in
-	-- player order; conflicts are rare, so one call per player
-	losers := ARRAY(SELECT u.p FROM unnest(claim_players_by_node.player_ids) u(p)
-					 WHERE u.p <> ALL (won_player) AND u.p <> ALL (unreachable) ORDER BY u.p);
-	IF cardinality(losers) > 0 THEN
-		BEGIN
-			players := '{}';
-			tickets := '{}';
-			FOR claim IN
-				SELECT u.p, u.t FROM unnest(claim_players_by_node.player_ids, claim_players_by_node.ticket_ids) u(p, t)
-				 WHERE u.p = ANY (losers) ORDER BY u.p
-			LOOP
-				IF mm.take_over_stale_claim(claim.p, claim.t, claim_players_by_node.queue) THEN
-					players := players || claim.p;
-					tickets := tickets || claim.t;
-				END IF;
-			END LOOP;
-			won_player := won_player || players;
-			won_ticket := won_ticket || tickets;
-		EXCEPTION WHEN connection_exception THEN
-			RAISE WARNING 'queue "%": the tickets of players on a node out of reach wait for a later tick',
-				claim_players_by_node.queue
-				USING ERRCODE = SQLSTATE, DETAIL = SQLERRM;
-			unreachable := unreachable || losers;
-		END;
-	END IF;
 	-- after the claim, as mm.create_ticket on one node: one read of the
 	-- claimed players' shards (a literal, so that Citus reads theirs only)
 	IF cardinality(won_player) > 0 THEN

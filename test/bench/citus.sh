@@ -45,7 +45,10 @@
 #      VACUUM ANALYZE is measured after it, its own figure); all three
 #      Citus nodes against the plain node, one after
 #      the other, medians of MM_BENCH_CITUS_CPU_RUNS (3) runs (target
-#      <= 1.5x).
+#      <= 1.5x); beside it the floor, the same number of calls to a
+#      distributed function by queue that does nothing, and the least a
+#      ticket through the coordinator can cost (straight to the nodes plus
+#      the floor's extra CPU per call).
 #   5. a lifecycle call by (queue, id) through the coordinator vs on the
 #      plain node: the mean latency of mm.heartbeat(queue, id) from one
 #      pgbench client, medians of MM_BENCH_CITUS_LIFECYCLE_RUNS (3) runs
@@ -73,7 +76,7 @@ now="2026-01-01 00:10:00+00"
 plain_db=${PGDATABASE:-mm_bench}
 sock=$PGHOST
 base_port=$PGPORT
-dir=$(mktemp -d /tmp/mm_bench_citus.XXXXXX)
+dir=$(mktemp -d /tmp/mm_bench_citus.XX)
 chmod 755 "$dir"
 ports=($((base_port + 1)) $((base_port + 2)) $((base_port + 3)))
 
@@ -336,6 +339,18 @@ if part ingest; then
 	direct_ratios=$(printf '%s\n' "${d_r[@]}" | sort -n | paste -sd ' ')
 fi
 
+# A distributed function by queue that does nothing, on both setups (once):
+# the floor of a call through the coordinator, Citus's delegation alone.
+nothing_made=
+make_nothing() {
+	[ -n "$nothing_made" ] && return
+	local nothing="CREATE FUNCTION public.bench_nothing(queue text) RETURNS boolean LANGUAGE plpgsql AS 'BEGIN RETURN true; END'"
+	qc -c "$nothing" -c "SELECT create_distributed_function('public.bench_nothing(text)', 'queue',
+		colocate_with := 'mm.tickets_active')" >/dev/null
+	q -d "$plain_db" -c "$nothing" >/dev/null
+	nothing_made=1
+}
+
 # --- 4. CPU per 1,000 tickets created and matched ---
 # The CPU seconds of a node's PostgreSQL processes: the postmaster's own, its
 # exited children's (cutime + cstime: it waits for every backend) and every
@@ -361,6 +376,7 @@ cluster_cpu() {
 	echo "$total"
 }
 cpu_citus=- cpu_plain=- cpu_ratios=- cpu_direct=- cpu_direct_ratios=- vac_citus=- vac_direct=- vac_plain=-
+cpu_nothing_citus=- cpu_nothing_plain=- cpu_bound=-
 if part cpu; then
 	duel='{"teams": [{"name": "red", "min": 1, "max": 1}, {"name": "blue", "min": 1, "max": 1}]}'
 	# the same rows on both setups before it: the ingest part's queues go
@@ -486,6 +502,31 @@ EOF
 		cpu_d+=("$d") cpu_dr+=("$(awk -v a="$d" -v b="$p" 'BEGIN {printf "%.2f", (b > 0) ? a / b : 0}')")
 		say "cpu run $r: Citus through the coordinator $c, straight to the nodes $d, one node $p CPU s per 1,000 tickets; VACUUM ANALYZE after them $cv, $dv, $pv"
 	done
+	# the floor of the figure through the coordinator: the same number of
+	# calls from 8 clients to a distributed function by queue that does
+	# nothing, CPU s per 1,000 calls; straight to the nodes plus the floor's
+	# extra CPU per call is the least a ticket through the coordinator costs
+	make_nothing
+	cpu_nothing() {
+		local pms=$1 db=$2 before after
+		shift 2
+		printf '%s\n' '\set which random(1, 2)' '\if :which = 1' "SELECT public.bench_nothing('$cq1');" \
+			'\else' "SELECT public.bench_nothing('$cq2');" '\endif' > "$dir/cpu_nothing.pgbench"
+		sleep 1
+		before=$(cluster_cpu $pms)
+		pgbench -n -c 8 -j 2 -t $((cpu_tickets / 8)) -f "$dir/cpu_nothing.pgbench" "$@" "$db" >/dev/null 2>&1
+		sleep 1
+		after=$(cluster_cpu $pms)
+		awk -v a="$before" -v b="$after" -v n="$cpu_tickets" 'BEGIN {printf "%.3f", (b - a) / n * 1000}'
+	}
+	nc_c=() nc_p=()
+	for r in $(seq 1 "$cpu_reps"); do
+		nc_c+=("$(cpu_nothing "$citus_pms" postgres -h "$sock" -p "${ports[0]}")")
+		nc_p+=("$(cpu_nothing "$plain_pm" "$plain_db")")
+		say "cpu floor run $r: a call doing nothing, through the coordinator ${nc_c[-1]}, one node ${nc_p[-1]} CPU s per 1,000 calls"
+	done
+	cpu_nothing_citus=$(printf '%s\n' "${nc_c[@]}" | median)
+	cpu_nothing_plain=$(printf '%s\n' "${nc_p[@]}" | median)
 	autovacuum on
 	vac_citus=$(printf '%s\n' "${vac_c[@]}" | median)
 	vac_direct=$(printf '%s\n' "${vac_d[@]}" | median)
@@ -495,6 +536,8 @@ EOF
 	cpu_ratios=$(printf '%s\n' "${cpu_r[@]}" | sort -n | paste -sd ' ')
 	cpu_direct=$(printf '%s\n' "${cpu_d[@]}" | median)
 	cpu_direct_ratios=$(printf '%s\n' "${cpu_dr[@]}" | sort -n | paste -sd ' ')
+	cpu_bound=$(awk -v d="$cpu_direct" -v c="$cpu_nothing_citus" -v p="$cpu_nothing_plain" \
+		'BEGIN {printf "%.3f", d + c - p}')
 fi
 
 # --- 5. a lifecycle call by (queue, id): latency ---
@@ -513,10 +556,7 @@ if part lifecycle; then
 			sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' | head -1
 	}
 	lc_c=() lc_p=() lc_r=() lc_d=() lc_dr=() lc_nc=() lc_np=()
-	nothing="CREATE FUNCTION public.bench_nothing(queue text) RETURNS boolean LANGUAGE plpgsql AS 'BEGIN RETURN true; END'"
-	qc -c "$nothing" -c "SELECT create_distributed_function('public.bench_nothing(text)', 'queue',
-		colocate_with := 'mm.tickets_active')" >/dev/null
-	q -d "$plain_db" -c "$nothing" >/dev/null
+	make_nothing
 	for r in $(seq 1 "$lifecycle_runs"); do
 		c=$(latency postgres -h "$sock" -p "${ports[0]}")
 		p=$(latency "$plain_db")
@@ -626,6 +666,8 @@ Scale-out benchmark: $n tickets per tick, medians of $runs runs (ingest $ingest_
 | mm.create_tickets straight to the queue's node, batches of 1,000, tickets/s | $direct_batch | $plain_batch | $(ratio "$direct_batch" "$plain_batch")x | | |
 | CPU s of all nodes' PostgreSQL processes per 1,000 tickets created and matched ($cpu_tickets tickets, $cpu_ticks ticks of each queue) | $cpu_citus | $cpu_plain | $(ratio "$cpu_citus" "$cpu_plain")x | $cpu_ratios | <= 1.5x |
 | the same, the tickets sent straight to their queues' nodes | $cpu_direct | $cpu_plain | $(ratio "$cpu_direct" "$cpu_plain")x | $cpu_direct_ratios | <= 1.5x |
+| the floor: CPU s per 1,000 calls of a distributed function by queue that does nothing, 8 clients through the coordinator vs one node | $cpu_nothing_citus | $cpu_nothing_plain | $(ratio "$cpu_nothing_citus" "$cpu_nothing_plain")x | | |
+| the least a ticket through the coordinator can cost: straight to the nodes plus the floor's extra per call, vs one node's ticket | $cpu_bound | $cpu_plain | $(ratio "$cpu_bound" "$cpu_plain")x | | |
 | CPU s of the VACUUM ANALYZE after those runs (autovacuum off during them), per 1,000 tickets: through the coordinator | $vac_citus | $vac_plain | $(ratio "$vac_citus" "$vac_plain")x | | |
 | the same, straight to the nodes | $vac_direct | $vac_plain | $(ratio "$vac_direct" "$vac_plain")x | | |
 | mm.heartbeat(queue, id): coordinator vs node, mean ms | $lc_citus | $lc_plain | $(ratio "$lc_citus" "$lc_plain")x | $lc_ratios | <= 2x |
