@@ -76,7 +76,7 @@ now="2026-01-01 00:10:00+00"
 plain_db=${PGDATABASE:-mm_bench}
 sock=$PGHOST
 base_port=$PGPORT
-dir=$(mktemp -d /tmp/mm_bench_citus.XX)
+dir=$(mktemp -d /tmp/mm_bench_citus.XXXXXX)
 chmod 755 "$dir"
 ports=($((base_port + 1)) $((base_port + 2)) $((base_port + 3)))
 

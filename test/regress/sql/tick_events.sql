@@ -220,6 +220,28 @@ BEGIN
 	END LOOP;
 END
 $$;
+-- the same check over many tickets (a dropped queue's): read as one set
+-- (rolled back: no event leaves)
+BEGIN;
+SELECT count(mm.cancel_ticket(mm.create_ticket('te_sig', jsonb_build_array(jsonb_build_object('id', 'many' || i)),
+	'2026-01-01 00:00:00+00'))) AS cancelled FROM generate_series(1, 20) i;
+DO $$
+DECLARE
+	many bigint[] := ARRAY(SELECT t.id FROM mm.tickets t
+							WHERE t.queue = 'te_sig' AND t.players -> 0 ->> 'id' LIKE 'many%' ORDER BY t.id);
+	searching bigint := (SELECT t.id FROM mm.tickets t WHERE t.players -> 0 ->> 'id' = 'sig2');
+BEGIN
+	PERFORM mm.notify_ticket_event('ticket_cancelled', 'te_sig', many);
+	RAISE NOTICE '% cancelled tickets: sent', cardinality(many);
+	BEGIN
+		PERFORM mm.notify_ticket_event('ticket_cancelled', 'te_sig', many || searching);
+		RAISE NOTICE 'and a searching one: sent';
+	EXCEPTION WHEN invalid_parameter_value THEN
+		RAISE NOTICE 'and a searching one: %', replace(SQLERRM, searching::text, 'SEARCHING');
+	END;
+END
+$$;
+ROLLBACK;
 -- without a key no event goes out unsigned: the transaction fails
 BEGIN;
 DELETE FROM mm.event_key;
