@@ -461,7 +461,24 @@ is(q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = '$fb'})
 	  . '|' . q1(qq{SELECT count(*) FROM mm.active_players WHERE player_id = '$fa'})
 	  . '|' . q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qf'}),
 	"$next|0|0", 'the queue\'s tick then drops only what is still its own');
+# a ticket of several queues (of one shard) claims its players when it is
+# created: refused (23505) while the claim holds, and taking it over once
+# the claim's ticket has ended, before that queue's tick
+my ($same) = grep {
+	q1(qq{SELECT get_shard_id_for_distribution_column('mm.tickets', '$_')
+		= get_shard_id_for_distribution_column('mm.tickets', '$qf')}) eq 't'
+} map { "same_$_" } 1 .. 80;
+q1(qq{SELECT mm.create_queue('$same', '{"teams": [{"name": "red", "min": 1, "max": 1},
+	{"name": "blue", "min": 1, "max": 1}]}')});
+like(fails(qq{SELECT mm.create_ticket(ARRAY['$qf', '$same'], '[{"id": "$fb"}]', $now)}),
+	qr/ERROR:  23505: player "$fb" already has an active ticket/,
+	'a ticket of several queues: 23505 while the player\'s searching ticket holds the claim');
 q1(qq{SELECT mm.cancel_ticket('$qb', $next)});
+my $multi = q1(qq{SELECT mm.create_ticket(ARRAY['$qf', '$same'], '[{"id": "$fb"}]', $now)});
+is(q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = '$fb'})
+	  . '|' . q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qb' AND player_id = '$fb'}),
+	"$multi|1", 'then it takes the claim the cancel released over, before the cancelled ticket\'s queue ticks');
+q1(qq{SELECT mm.cancel_ticket('$qf', $multi)});
 
 # --- kill -9 of a worker under ticket load ---
 # a session creating tickets in both queues (those that need the dead
