@@ -526,6 +526,18 @@ is($wb->safe_psql('postgres', qq{SELECT status FROM mm.tickets_active
 my $err = fails(qq{SELECT mm.create_ticket('$qa', '[{"id": "needs_dead"}]', $now)});
 like($err, qr/ERROR:  08006: .*$dead_port/s, 'a ticket of the dead worker\'s queue: 08006 naming it');
 note("the error: $err");
+# a call that ends a ticket of the live worker's queue whose player lives
+# on the dead worker commits: the release waits for the queue's tick
+my $dead_ticket = $wb->safe_psql('postgres', qq{SELECT id FROM mm.tickets_active
+	WHERE queue = '$qb' AND players \@> '[{"id": "$on_dead"}]'});
+is(q1(qq{SELECT mm.cancel_ticket('$qb', $dead_ticket)})
+	  . '|' . $wb->safe_psql('postgres', qq{SELECT count(*) FROM mm.pending_releases
+	WHERE queue = '$qb' AND player_id = '$on_dead'}), 't|1',
+	"with the player's worker dead, cancel_ticket($qb, id) commits; the release waits");
+my ($rret, $rout, $rerr) = $coord->psql('postgres', qq{SELECT mm.tick('$qb', '2026-06-01 00:00:11+00')});
+ok($rret == 0 && $rerr =~ /WARNING:  queue "$qb": the claims released on a node out of reach wait for a later tick/,
+	'the tick warns about the releases it cannot apply and goes on')
+  or diag($rerr);
 
 # the killed worker stays down (a restart could race its dying backends)
 $_->stop for ($coord, $wb);
