@@ -455,8 +455,11 @@ GRANT EXECUTE ON FUNCTION mm.take_over_stale_claim(text, bigint, text) TO mm_adm
 -- On Citus, the queue's tick (at its start and its end) and mm.drop_queue:
 -- drops the claims released in the queue (mm.pending_releases), one
 -- statement on the players' shards, then their pending rows.  A claim taken
--- over meanwhile is held by another ticket and stays.  With a node out of
--- reach the rows wait for a later tick (a WARNING names it).
+-- over meanwhile is held by another ticket and stays.  Dropping a pair late
+-- is safe because a released pair never holds again: its ticket has ended,
+-- or a requeue leaves it out (it had a leaver); the claims the tick gives
+-- back for a later tick are released at once, not here.  With a node out
+-- of reach the rows wait for a later tick (a WARNING names it).
 CREATE FUNCTION mm.apply_pending_releases(queue text)
 RETURNS void
 LANGUAGE plpgsql
