@@ -101,6 +101,7 @@ typedef struct MmTickPlans
 	SPIPlanPtr	pending_players;
 	SPIPlanPtr	claim_pending;
 	SPIPlanPtr	forget_pending;
+	SPIPlanPtr	has_releases;
 	SPIPlanPtr	apply_releases;
 	SPIPlanPtr	cancel_silent_tickets;
 	SPIPlanPtr	expire_live_matches;

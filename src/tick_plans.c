@@ -160,8 +160,12 @@ PrepareReadsAndExpiry(void)
 			 4, claim_args);
 	/*
 	 * On Citus, the claims released in the queue since its last tick
-	 * (mm.pending_releases), dropped in the players' shards.
+	 * (mm.pending_releases): looked for in the queue's shard, and only
+	 * then dropped in the players' shards, through Citus.
 	 */
+	KeepPlan(&MmTickPlan.has_releases,
+			 "SELECT EXISTS (SELECT FROM mm.pending_releases WHERE queue OPERATOR(pg_catalog.=) $1)",
+			 1, text1);
 	KeepPlan(&MmTickPlan.apply_releases, "SELECT mm.apply_pending_releases($1)", 1, text1);
 	KeepPlanWith(&MmTickPlan.forget_pending,
 			 "DELETE FROM mm.pending_claims c WHERE c.queue OPERATOR(pg_catalog.=) $1"

@@ -37,7 +37,7 @@
 static const char *const QueueTables[] = {
 	/* first: a set is known by it */
 	"tickets_active", "tickets_ended", "ticket_queues", "matches", "match_players",
-	"backfill_requests", "rule_evaluations", "autofill_protection", "pending_claims",
+	"backfill_requests", "rule_evaluations", "autofill_protection", "pending_claims", "pending_releases",
 	/* a reference table: its copy on this node, locked here only */
 	"queues"
 };
@@ -261,9 +261,19 @@ void
 MmTickApplyPendingReleases(const char *queue)
 {
 	Datum		args[1];
+	bool		isnull;
+	bool		any;
 	int			rc;
 
 	args[0] = CStringGetTextDatum(queue);
+	/* most ticks find none: read on this node's shard, without Citus */
+	rc = SPI_execute_plan(MmTickPlan.has_releases, args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "reading the released claims of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+	any = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (!any)
+		return;
 	rc = SPI_execute_plan(MmTickPlan.apply_releases, args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "releasing the claims of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));

@@ -17,7 +17,7 @@ close $fh;
 $src =~ s{/\*.*?\*/}{ }gs;    # comments between the literals
 
 my @queue_tables = qw(tickets tickets_active tickets_ended ticket_queues matches
-  match_players match_results backfill_requests rule_evaluations);
+  match_players match_results backfill_requests rule_evaluations pending_claims pending_releases);
 my $tables = join '|', @queue_tables;
 my ($count, @problems) = (0);
 
