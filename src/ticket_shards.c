@@ -1,14 +1,18 @@
 /*
  * ticket_shards.c
- *	  A ticket of one queue, or a batch of them, written straight into the
- *	  queue's shards, on the Citus node that holds them.
+ *	  A ticket of one queue, or a batch of them, and the claims released in
+ *	  a queue, written straight into the queue's shards, on the Citus node
+ *	  that holds them.
  *
  * On Citus (docs/scale-out.md, "How a ticket is created") mm.create_ticket
  * and mm.create_tickets run on the queue's node and write there: the
  * players' pending claims and the tickets.  Through the distributed tables, Citus plans each
  * statement again and runs it through its executor, which costs about as
  * much as the statement itself; here the statements name the shards and
- * keep PostgreSQL's own plans, as the tick does (tick_shards.c).
+ * keep PostgreSQL's own plans, as the tick does (tick_shards.c).  The same
+ * holds for the claims a call ends in a queue (mm.pending_releases, which
+ * the queue's tick applies): mm.cancel_ticket and mm.complete_match, run on
+ * the queue's node, write them here.
  *
  * A shard is written here only while it is this node's: the call takes the
  * shard's metadata lock in share mode, as Citus's executor does for a write,
@@ -37,6 +41,7 @@
 
 PG_FUNCTION_INFO_V1(mm_create_ticket_on_queue_node);
 PG_FUNCTION_INFO_V1(mm_create_tickets_on_queue_node);
+PG_FUNCTION_INFO_V1(mm_release_claims_on_queue_node);
 
 /* tickets.c */
 extern Datum mm_validate_ticket(PG_FUNCTION_ARGS);
@@ -61,6 +66,8 @@ typedef struct QueueShards
 	int64		shard_id;		/* the shard of mm.tickets_active */
 	char	   *tickets;		/* its name */
 	char	   *pending;		/* the name of the shard of mm.pending_claims */
+	char	   *releases;		/* the name of the shard of mm.pending_releases */
+	SPIPlanPtr	insert_releases;	/* prepared at the first release */
 	Oid			tickets_relid;	/* the first, once seen here; gone after a reinstall */
 	WritePlans	plans;			/* the statements on the shards */
 	struct QueueShards *next;
@@ -118,9 +125,12 @@ ShardsOf(const char *queue)
 			SPI_freeplan(entry->plans.insert_tickets_batch);
 			SPI_freeplan(entry->plans.held_batch);
 		}
+		if (entry->insert_releases != NULL)
+			SPI_freeplan(entry->insert_releases);
 		pfree(entry->queue);
 		pfree(entry->tickets);
 		pfree(entry->pending);
+		pfree(entry->releases);
 		pfree(entry);
 		break;
 	}
@@ -128,7 +138,10 @@ ShardsOf(const char *queue)
 	rc = SPI_execute_with_args("SELECT s.t, pg_catalog.shard_name(CAST('mm.tickets_active' AS pg_catalog.regclass), s.t),"
 							   " pg_catalog.shard_name(CAST('mm.pending_claims' AS pg_catalog.regclass),"
 							   " pg_catalog.get_shard_id_for_distribution_column("
-							   "CAST('mm.pending_claims' AS pg_catalog.regclass), $1))"
+							   "CAST('mm.pending_claims' AS pg_catalog.regclass), $1)),"
+							   " pg_catalog.shard_name(CAST('mm.pending_releases' AS pg_catalog.regclass),"
+							   " pg_catalog.get_shard_id_for_distribution_column("
+							   "CAST('mm.pending_releases' AS pg_catalog.regclass), $1))"
 							   " FROM (SELECT pg_catalog.get_shard_id_for_distribution_column("
 							   "CAST('mm.tickets_active' AS pg_catalog.regclass), $1) AS t) s",
 							   1, argtypes, &arg, NULL, true, 1);
@@ -140,6 +153,8 @@ ShardsOf(const char *queue)
 										 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 	entry->pending = MemoryContextStrdup(TopMemoryContext,
 										 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
+	entry->releases = MemoryContextStrdup(TopMemoryContext,
+										  SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4));
 	SPI_freetuptable(SPI_tuptable);
 	entry->queue = MemoryContextStrdup(TopMemoryContext, queue);
 	entry->next = KnownQueues;
@@ -578,4 +593,61 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_ARRAYTYPE_P(result);
+}
+
+/*
+ * mm.release_claims_on_queue_node(queue text, player_ids text[],
+ *   ticket_ids bigint[]) RETURNS boolean
+ *
+ * The claims of (player, ticket) pairs that ended in a queue, left for the
+ * queue's tick to release (mm.release_queue_claims on Citus): written into
+ * the queue's shard of mm.pending_releases when it is on this node, in
+ * player order, a pair already there skipped; true.  False, with nothing
+ * written, when the shard is elsewhere: the caller writes through Citus.
+ */
+Datum
+mm_release_claims_on_queue_node(PG_FUNCTION_ARGS)
+{
+	text	   *queue_text = PG_GETARG_TEXT_PP(0);
+	ArrayType  *players = PG_GETARG_ARRAYTYPE_P(1);
+	ArrayType  *tickets = PG_GETARG_ARRAYTYPE_P(2);
+	char	   *queue = text_to_cstring(queue_text);
+	QueueShards *shards;
+	int			rc;
+
+	if (ARR_NDIM(players) > 1 || ARR_NDIM(tickets) > 1 ||
+		ArrayGetNItems(ARR_NDIM(players), ARR_DIMS(players)) !=
+		ArrayGetNItems(ARR_NDIM(tickets), ARR_DIMS(tickets)))
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("player_ids and ticket_ids must be one-dimensional arrays of the same length")));
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	shards = ShardsOf(queue);
+	if (!MmLockShardHere(shards->shard_id))
+	{
+		SPI_finish();
+		PG_RETURN_BOOL(false);
+	}
+	if (shards->insert_releases == NULL)
+	{
+		Oid			argtypes[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
+
+		shards->insert_releases =
+			KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
+							  " SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
+							  " ORDER BY u.p COLLATE pg_catalog.\"C\", u.t"
+							  " ON CONFLICT DO NOTHING", shards->releases),
+					 3, argtypes);
+	}
+	{
+		Datum		args[3] = {PointerGetDatum(queue_text), PointerGetDatum(players), PointerGetDatum(tickets)};
+
+		rc = SPI_execute_plan(shards->insert_releases, args, NULL, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "leaving the claims released in queue \"%s\" to its tick failed: %s", queue,
+				 SPI_result_code_string(rc));
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(true);
 }

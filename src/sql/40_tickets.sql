@@ -549,9 +549,14 @@ BEGIN
 		PERFORM mm.release_claims(release_queue_claims.player_ids, release_queue_claims.ticket_ids);
 		RETURN;
 	END IF;
-	-- one multi-row INSERT of literals (%L), which Citus routes to the
-	-- queue's shard: an INSERT ... SELECT (... ON CONFLICT) went through an
-	-- intermediate result, 1.4 ms a call
+	-- on the queue's node, into its shard by name (a kept plan);
+	IF mm.release_claims_on_queue_node(release_queue_claims.queue, release_queue_claims.player_ids,
+									   release_queue_claims.ticket_ids) THEN
+		RETURN;
+	END IF;
+	-- elsewhere, one multi-row INSERT of literals (%L), which Citus routes
+	-- to the queue's shard: an INSERT ... SELECT (... ON CONFLICT) went
+	-- through an intermediate result, 1.4 ms a call
 	EXECUTE 'INSERT INTO mm.pending_releases (queue, player_id, ticket_id) VALUES '
 		|| (SELECT string_agg(pg_catalog.format('(%L, %L, %s)', release_queue_claims.queue, u.p, u.t), ', ')
 			  FROM unnest(release_queue_claims.player_ids, release_queue_claims.ticket_ids) u(p, t))

@@ -621,6 +621,22 @@ COMMENT ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timestamptz) 
 REVOKE ALL ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_tickets_on_queue_node(text, jsonb[], timestamptz) TO mm_admin;
 
+-- The claims a call ended in a queue, left for the queue's tick
+-- (mm.release_queue_claims on Citus): written into the queue's shard of
+-- mm.pending_releases when it is on this node (src/ticket_shards.c), one
+-- statement with PostgreSQL's own kept plan instead of one that Citus plans
+-- at every call; false, with nothing written, when the shard is elsewhere.
+CREATE FUNCTION mm.release_claims_on_queue_node(queue text, player_ids text[], ticket_ids bigint[])
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'mm_release_claims_on_queue_node'
+LANGUAGE C VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
+SET citus.enable_manual_changes_to_shards = on;
+COMMENT ON FUNCTION mm.release_claims_on_queue_node(text, text[], bigint[]) IS
+'Internal: the claims ended in a queue, written into its shard of mm.pending_releases when it is on this node (true)';
+REVOKE ALL ON FUNCTION mm.release_claims_on_queue_node(text, text[], bigint[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.release_claims_on_queue_node(text, text[], bigint[]) TO mm_admin;
+
 -- Claims (player, ticket) pairs of a queue in mm.active_players, one
 -- multi-row INSERT ... ON CONFLICT DO NOTHING per node that holds the
 -- players' shards, in player order (a stale claim in the way taken over:

@@ -85,8 +85,9 @@ for my $w (@workers)
 
 # Runs a call on the coordinator; returns (its output, the number of
 # commands it issued on the shards, the shards it reached that neither its
-# queues nor its players hold, as "table_shardid", and the nodes it sent a
-# command to that hold none of their shards, as "node_port").
+# queues nor its players hold, as "table_shardid", the nodes it sent a
+# command to that hold none of their shards, as "node_port", and those
+# commands).
 sub shards_of
 {
 	my ($sql, $queues, $players) = @_;
@@ -121,7 +122,7 @@ sub shards_of
 		$nodes{$1} = 1 if $lines[ $i + 1 ] =~ /on server \S*:(\d+) connectionId/;
 	}
 	push @extra, map { "node_$_" } sort grep { !$nodes_allowed{$_} } keys %nodes;
-	return ($out, scalar @commands, \@extra);
+	return ($out, scalar @commands, \@extra, \@commands);
 }
 
 # the players whose claims a queue's tick drops (released by calls that
@@ -399,11 +400,12 @@ sub form_match
 sub form_call
 {
 	my ($call, $players, $want) = @_;
-	my ($out, $n, $extra) = shards_of("SELECT $call", [$qf], $players);
+	my ($out, $n, $extra, $commands) = shards_of("SELECT $call", [$qf], $players);
 	my ($name) = $call =~ /\bmm\.(\w+)\(/;
 	is($out, $want, "$name: $want") if defined $want;
 	is_deeply($extra, [], "$name($qf, id) reaches only its queue's" . (@$players ? " and its players'" : '')
 		  . " shards and nodes ($n commands)");
+	return $commands;
 }
 my $f1 = form_match();
 form_call(qq{mm.accept_match('$qf', $f1, '$fa', true, } . form_now() . ')', [], 'proposed');
@@ -448,8 +450,14 @@ q1(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:06+00')});
 is(q1(qq{SELECT status || ':' || cancel_reason FROM mm.tickets WHERE queue = '$qb' AND id = $busy})
 	  . '|' . q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = '$fb'}),
 	"cancelled:player_busy|$f5_ticket", 'a player of a live match: the other queue\'s tick cancels the ticket');
-form_call(qq{mm.complete_match('$qf', $f5, } . form_now() . ')', []);
+my $f5_commands = form_call(qq{mm.complete_match('$qf', $f5, } . form_now() . ')', []);
 is(q1($claims_sql), $f5_claims, 'complete_match leaves the claims to the queue\'s tick');
+is(q1(qq{SELECT string_agg(player_id || ':' || ticket_id, ',' ORDER BY player_id) FROM mm.pending_releases
+	WHERE queue = '$qf'}), $f5_claims, 'complete_match: the match\'s claims wait in the queue\'s pending releases');
+# on the queue's node the release goes straight into the queue's shard, by
+# name (mm.release_claims_on_queue_node), not through a command Citus plans
+is_deeply([ grep { /pending_releases_\d/ } @$f5_commands ], [],
+	'complete_match writes the pending releases into the queue\'s shard by name');
 my $next = q1(qq{SELECT mm.create_ticket('$qb', '[{"id": "$fb"}]', $now)});
 q1(qq{SELECT mm.tick('$qb', '2026-06-01 00:00:07+00')});
 is(q1(qq{SELECT status FROM mm.tickets WHERE queue = '$qb' AND id = $next})
@@ -461,6 +469,24 @@ is(q1(qq{SELECT ticket_id FROM mm.active_players WHERE player_id = '$fb'})
 	  . '|' . q1(qq{SELECT count(*) FROM mm.active_players WHERE player_id = '$fa'})
 	  . '|' . q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qf'}),
 	"$next|0|0", 'the queue\'s tick then drops only what is still its own');
+# where the queue's shard is not (the coordinator; worker B), the release
+# goes through Citus: mm.release_queue_claims writes the same rows
+is(q1(qq{SELECT mm.release_claims_on_queue_node('$qf', ARRAY['nobody'], ARRAY[1::bigint])})
+	  . '|' . $workers[1]->safe_psql('postgres',
+		qq{SELECT mm.release_claims_on_queue_node('$qf', ARRAY['nobody'], ARRAY[1::bigint])})
+	  . '|' . q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qf'}),
+	'f|f|0', 'away from the queue\'s node, nothing is written by shard name');
+q1(qq{SELECT mm.release_queue_claims('$qf', ARRAY['nobody', 'someone'], ARRAY[1, 2]::bigint[])});
+is(q1(qq{SELECT string_agg(player_id || ':' || ticket_id, ',' ORDER BY player_id) FROM mm.pending_releases
+	WHERE queue = '$qf'}), 'nobody:1,someone:2', 'away from the queue\'s node, release_queue_claims writes through Citus');
+is($workers[0]->safe_psql('postgres',
+		qq{SELECT mm.release_claims_on_queue_node('$qf', ARRAY['nobody', 'third'], ARRAY[1, 3]::bigint[])})
+	  . '|' . q1(qq{SELECT string_agg(player_id || ':' || ticket_id, ',' ORDER BY player_id) FROM mm.pending_releases
+		WHERE queue = '$qf'}),
+	't|nobody:1,someone:2,third:3', 'on the queue\'s node, by shard name, a pair already waiting skipped');
+q1(qq{SELECT mm.tick('$qf', } . form_now() . ')');
+is(q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qf'}), '0',
+	'the queue\'s tick applies releases of claims that no longer exist');
 # a ticket of several queues (of one shard) claims its players when it is
 # created: refused (23505) while the claim holds, and taking it over once
 # the claim's ticket has ended, before that queue's tick
