@@ -30,7 +30,7 @@
 
 #include "citus_guard.h"
 #include "events.h"
-#include "ticket_shards.h"
+#include "queue_shards.h"
 #include "tick_internal.h"
 
 /* The tables of a queue that the tick's statements name. */
@@ -308,35 +308,7 @@ MmTickRelid(const char *table)
 char *
 MmTickStatementFor(const char *sql)
 {
-	StringInfoData out;
-	const char *p = sql;
-
 	if (Current->shards[0] == NULL)
 		return pstrdup(sql);
-	initStringInfo(&out);
-	while (*p)
-	{
-		int			i;
-		bool		replaced = false;
-
-		if (strncmp(p, "mm.", 3) == 0 && (p == sql || !(isalnum((unsigned char) p[-1]) || p[-1] == '_')))
-		{
-			for (i = 0; i < (int) NQUEUE_TABLES; i++)
-			{
-				size_t		len = strlen(QueueTables[i]);
-				char		next = p[3 + len];
-
-				if (strncmp(p + 3, QueueTables[i], len) == 0 && !(isalnum((unsigned char) next) || next == '_'))
-				{
-					appendStringInfoString(&out, Current->shards[i]);
-					p += 3 + len;
-					replaced = true;
-					break;
-				}
-			}
-		}
-		if (!replaced)
-			appendStringInfoChar(&out, *p++);
-	}
-	return out.data;
+	return MmNameShards(sql, QueueTables, Current->shards, NQUEUE_TABLES);
 }

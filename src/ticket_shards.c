@@ -37,7 +37,7 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
-#include "ticket_shards.h"
+#include "queue_shards.h"
 
 PG_FUNCTION_INFO_V1(mm_create_ticket_on_queue_node);
 PG_FUNCTION_INFO_V1(mm_create_tickets_on_queue_node);
@@ -45,9 +45,6 @@ PG_FUNCTION_INFO_V1(mm_release_claims_on_queue_node);
 
 /* tickets.c */
 extern Datum mm_validate_ticket(PG_FUNCTION_ARGS);
-
-/* Citus's lock mode number for ShareLock (lock_shard_metadata) */
-#define CITUS_SHARE_LOCK 5
 
 /* The writes of tickets into one pair of relations (PrepareWrites). */
 typedef struct WritePlans
@@ -66,8 +63,6 @@ typedef struct QueueShards
 	int64		shard_id;		/* the shard of mm.tickets_active */
 	char	   *tickets;		/* its name */
 	char	   *pending;		/* the name of the shard of mm.pending_claims */
-	char	   *releases;		/* the name of the shard of mm.pending_releases */
-	SPIPlanPtr	insert_releases;	/* prepared at the first release */
 	Oid			tickets_relid;	/* the first, once seen here; gone after a reinstall */
 	WritePlans	plans;			/* the statements on the shards */
 	struct QueueShards *next;
@@ -77,22 +72,7 @@ typedef struct QueueShards
 static WritePlans ThroughCitus;
 
 static QueueShards *KnownQueues = NULL;
-static SPIPlanPtr LockShard = NULL;
-static SPIPlanPtr PlacedHere = NULL;
 static SPIPlanPtr RefusePending = NULL;
-
-/* Prepares a statement and keeps it for the backend's lifetime. */
-static SPIPlanPtr
-KeepPlan(const char *sql, int nargs, Oid *argtypes)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	return plan;
-}
 
 /*
  * The shards of a queue, found once per backend (a shard keeps its id and
@@ -125,12 +105,9 @@ ShardsOf(const char *queue)
 			SPI_freeplan(entry->plans.insert_tickets_batch);
 			SPI_freeplan(entry->plans.held_batch);
 		}
-		if (entry->insert_releases != NULL)
-			SPI_freeplan(entry->insert_releases);
 		pfree(entry->queue);
 		pfree(entry->tickets);
 		pfree(entry->pending);
-		pfree(entry->releases);
 		pfree(entry);
 		break;
 	}
@@ -138,10 +115,7 @@ ShardsOf(const char *queue)
 	rc = SPI_execute_with_args("SELECT s.t, pg_catalog.shard_name(CAST('mm.tickets_active' AS pg_catalog.regclass), s.t),"
 							   " pg_catalog.shard_name(CAST('mm.pending_claims' AS pg_catalog.regclass),"
 							   " pg_catalog.get_shard_id_for_distribution_column("
-							   "CAST('mm.pending_claims' AS pg_catalog.regclass), $1)),"
-							   " pg_catalog.shard_name(CAST('mm.pending_releases' AS pg_catalog.regclass),"
-							   " pg_catalog.get_shard_id_for_distribution_column("
-							   "CAST('mm.pending_releases' AS pg_catalog.regclass), $1))"
+							   "CAST('mm.pending_claims' AS pg_catalog.regclass), $1))"
 							   " FROM (SELECT pg_catalog.get_shard_id_for_distribution_column("
 							   "CAST('mm.tickets_active' AS pg_catalog.regclass), $1) AS t) s",
 							   1, argtypes, &arg, NULL, true, 1);
@@ -153,8 +127,6 @@ ShardsOf(const char *queue)
 										 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 	entry->pending = MemoryContextStrdup(TopMemoryContext,
 										 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
-	entry->releases = MemoryContextStrdup(TopMemoryContext,
-										  SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4));
 	SPI_freetuptable(SPI_tuptable);
 	entry->queue = MemoryContextStrdup(TopMemoryContext, queue);
 	entry->next = KnownQueues;
@@ -180,68 +152,27 @@ PrepareWrites(WritePlans *plans, const char *pending, const char *tickets)
 	/* the last one prepared: all are there */
 	if (plans->held_batch != NULL)
 		return;
-	plans->insert_pending = KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
+	plans->insert_pending = MmKeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
 											  " ON CONFLICT DO NOTHING", pending),
 									 3, pending_args);
-	plans->insert_ticket = KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
+	plans->insert_ticket = MmKeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
 											 tickets),
 									4, ticket_args);
 	plans->insert_pending_batch =
-		KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
+		MmKeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
 						  " SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
 						  " ORDER BY u.p COLLATE pg_catalog.\"C\", u.t"
 						  " ON CONFLICT DO NOTHING", pending),
 				 3, batch_pending_args);
 	plans->insert_tickets_batch =
-		KeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at)"
+		MmKeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at)"
 						  " SELECT u.id, $2, u.p, $4 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($3)) AS u(id, p)",
 						  tickets),
 				 4, batch_ticket_args);
-	plans->held_batch = KeepPlan(psprintf("SELECT c.player_id, c.ticket_id FROM %s c"
+	plans->held_batch = MmKeepPlan(psprintf("SELECT c.player_id, c.ticket_id FROM %s c"
 										  " WHERE c.queue OPERATOR(pg_catalog.=) $1"
 										  " AND c.player_id OPERATOR(pg_catalog.=) ANY ($2)", pending),
 								 2, batch_pending_args);
-}
-
-/*
- * Takes the shard's metadata lock in share mode (until the transaction
- * ends) and tells whether its placement is on this node, read after the
- * lock in a statement of its own: a move that ended while the lock waited
- * is seen.  A write that names a shard goes past Citus's executor, which
- * takes this lock for its own writes: holding it, the write is in the
- * shard before a move's last step (which takes it exclusively) copies the
- * shard's last changes, or it sees that the shard is elsewhere.  Also the
- * tick's (tick_shards.c).
- */
-bool
-MmLockShardHere(int64 shard_id)
-{
-	Oid			argtypes[2] = {INT4OID, INT8OID};
-	Datum		args[2];
-	bool		isnull;
-	bool		here;
-	int			rc;
-
-	if (LockShard == NULL)
-	{
-		LockShard = KeepPlan("SELECT pg_catalog.lock_shard_metadata($1, ARRAY[$2])", 2, argtypes);
-		PlacedHere = KeepPlan("SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p"
-							  " WHERE p.shardid OPERATOR(pg_catalog.=) $1"
-							  " AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g))",
-							  1, argtypes + 1);
-	}
-	args[0] = Int32GetDatum(CITUS_SHARE_LOCK);
-	args[1] = Int64GetDatum(shard_id);
-	rc = SPI_execute_plan(LockShard, args, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "locking shard " INT64_FORMAT " failed: %s", shard_id, SPI_result_code_string(rc));
-	rc = SPI_execute_plan(PlacedHere, args + 1, NULL, false, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "reading the placement of shard " INT64_FORMAT " failed: %s", shard_id,
-			 SPI_result_code_string(rc));
-	here = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
-	return !isnull && here;
 }
 
 /*
@@ -279,7 +210,7 @@ RefusePendingPlayer(text *queue, const char *player)
 	Datum		args[2] = {PointerGetDatum(queue), CStringGetTextDatum(player)};
 
 	if (RefusePending == NULL)
-		RefusePending = KeepPlan("SELECT mm.refuse_pending_player($1, $2)", 2, argtypes);
+		RefusePending = MmKeepPlan("SELECT mm.refuse_pending_player($1, $2)", 2, argtypes);
 	SPI_execute_plan(RefusePending, args, NULL, false, 0);
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -608,11 +539,17 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 Datum
 mm_release_claims_on_queue_node(PG_FUNCTION_ARGS)
 {
+	static const MmQueueStatement insert_releases = {
+		"INSERT INTO mm.pending_releases (queue, player_id, ticket_id)"
+		" SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
+		" ORDER BY u.p COLLATE pg_catalog.\"C\", u.t ON CONFLICT DO NOTHING",
+		3, {TEXTOID, TEXTARRAYOID, INT8ARRAYOID}
+	};
 	text	   *queue_text = PG_GETARG_TEXT_PP(0);
 	ArrayType  *players = PG_GETARG_ARRAYTYPE_P(1);
 	ArrayType  *tickets = PG_GETARG_ARRAYTYPE_P(2);
 	char	   *queue = text_to_cstring(queue_text);
-	QueueShards *shards;
+	MmQueueRelations *relations;
 	int			rc;
 
 	if (ARR_NDIM(players) > 1 || ARR_NDIM(tickets) > 1 ||
@@ -623,27 +560,16 @@ mm_release_claims_on_queue_node(PG_FUNCTION_ARGS)
 				 errmsg("player_ids and ticket_ids must be one-dimensional arrays of the same length")));
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	shards = ShardsOf(queue);
-	if (!MmLockShardHere(shards->shard_id))
+	relations = MmQueueRelationsOf(queue);
+	if (!MmQueueOnShards(relations))
 	{
 		SPI_finish();
 		PG_RETURN_BOOL(false);
 	}
-	if (shards->insert_releases == NULL)
-	{
-		Oid			argtypes[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
-
-		shards->insert_releases =
-			KeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
-							  " SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
-							  " ORDER BY u.p COLLATE pg_catalog.\"C\", u.t"
-							  " ON CONFLICT DO NOTHING", shards->releases),
-					 3, argtypes);
-	}
 	{
 		Datum		args[3] = {PointerGetDatum(queue_text), PointerGetDatum(players), PointerGetDatum(tickets)};
 
-		rc = SPI_execute_plan(shards->insert_releases, args, NULL, false, 0);
+		rc = SPI_execute_plan(MmQueuePlan(relations, &insert_releases), args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "leaving the claims released in queue \"%s\" to its tick failed: %s", queue,
 				 SPI_result_code_string(rc));

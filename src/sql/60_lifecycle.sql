@@ -463,59 +463,14 @@ GRANT EXECUTE ON FUNCTION mm.assign(bigint, text, jsonb) TO mm_director, mm_admi
 -- for a ticket of several queues one of them (once matched, the queue that
 -- matched it is its own); its match is in one of them.  roles: the role of
 -- each of the ticket's players in the match ({"p1": "tank"}), NULL in a match
--- without roles.  The arguments are read by position: the output column
--- ticket_id shadows the argument.
+-- without roles.  Its reads are by key (src/ticket_assignment.c), on the
+-- queue's shards on its Citus node.
 CREATE FUNCTION mm.ticket_assignment(wanted_queue text, wanted_id bigint)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
 			   team text, connection text, properties jsonb, roles jsonb)
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-	t record;
-	m_id bigint;
-	m_queue text;
-	m_status text;
-	m_connection text;
-	m_properties jsonb;
-	m_roles jsonb;
-BEGIN
-	IF wanted_queue IS NULL OR wanted_id IS NULL THEN
-		RETURN;
-	END IF;
-	SELECT x.id, x.status, x.match_id, x.team, x.queue, x.queues INTO t
-	  FROM mm.tickets x WHERE x.queue = wanted_queue AND x.id = wanted_id;
-	IF NOT FOUND THEN
-		-- a ticket of several queues that another of them matched (a plain
-		-- read: Citus rule 4)
-		SELECT x.id, x.status, x.match_id, x.team, x.queue, x.queues INTO t
-		  FROM mm.tickets_ended x WHERE x.id = wanted_id AND wanted_queue = ANY (x.queues);
-		IF NOT FOUND THEN
-			RETURN;
-		END IF;
-	END IF;
-	IF t.match_id IS NOT NULL THEN
-		-- in the ticket's queue (one key, which Citus routes without its
-		-- planner); a proposed ticket of several queues, in another
-		SELECT x.id, x.queue, x.status, x.connection, x.properties
-		  INTO m_id, m_queue, m_status, m_connection, m_properties
-		  FROM mm.matches x
-		 WHERE x.queue = t.queue AND x.id = t.match_id;
-		IF m_id IS NULL AND t.queues IS NOT NULL THEN
-			SELECT x.id, x.queue, x.status, x.connection, x.properties
-			  INTO m_id, m_queue, m_status, m_connection, m_properties
-			  FROM mm.matches x
-			 WHERE x.queue = ANY (t.queues) AND x.id = t.match_id;
-		END IF;
-		IF m_id IS NOT NULL THEN
-			SELECT jsonb_object_agg(mp.player_id, mp.role) FILTER (WHERE mp.role IS NOT NULL) INTO m_roles
-			  FROM mm.match_players mp
-			 WHERE mp.queue = m_queue AND mp.match_id = m_id AND mp.ticket_id = t.id;
-		END IF;
-	END IF;
-	RETURN QUERY SELECT t.id, t.status, m_id, m_status, t.team, m_connection, m_properties, m_roles;
-END
-$$;
+AS 'MODULE_PATHNAME', 'mm_ticket_assignment'
+LANGUAGE C STABLE STRICT
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION mm.ticket_assignment(text, bigint) IS
 'Internal: a ticket''s assignment by (queue, id), read on the queue''s shard; no row for a ticket not in the queue';
 REVOKE ALL ON FUNCTION mm.ticket_assignment(text, bigint) FROM PUBLIC;

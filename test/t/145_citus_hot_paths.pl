@@ -216,6 +216,9 @@ my ($ga, $gn, $gextra) =
   shards_of(qq{SELECT match_status FROM mm.get_assignment('$qa', $t1)}, [$qa], []);
 is($ga, 'assigned', 'get_assignment by (queue, id)');
 is_deeply($gextra, [], "get_assignment($qa, id) reaches only the queue's shards ($gn commands)");
+# on the queue's node its reads name the queue's shards (src/ticket_assignment.c):
+# no command that Citus plans and runs
+is($gn, 0, 'get_assignment reads the queue\'s shards by name, through no command of Citus');
 
 # --- errors as on one node ---
 sub fails
