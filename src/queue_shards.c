@@ -40,7 +40,7 @@
 /* The tables a call's statements may name by shard; the first locks. */
 static const char *const CallTables[] = {
 	"tickets_active", "tickets", "tickets_ended", "matches", "match_players", "backfill_requests",
-	"pending_releases"
+	"pending_claims", "pending_releases"
 };
 #define NCALL_TABLES lengthof(CallTables)
 
@@ -168,20 +168,48 @@ MmNameShards(const char *sql, const char *const *tables, char *const *shards, in
 }
 
 /*
+ * The shard of each "mm.<table>" of tables that holds the queue, qualified,
+ * palloc'd into shards (SPI connected); returns the first one's id.
+ */
+int64
+MmShardsOfQueue(const char *queue, const char *const *tables, int ntables, char **shards)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		args[2];
+	Datum	   *names = palloc(sizeof(Datum) * ntables);
+	int64		first;
+	bool		isnull;
+	int			rc;
+
+	for (int i = 0; i < ntables; i++)
+		names[i] = CStringGetTextDatum(psprintf("mm.%s", tables[i]));
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = PointerGetDatum(construct_array(names, ntables, TEXTOID, -1, false, TYPALIGN_INT));
+	rc = SPI_execute_with_args("SELECT s.id, pg_catalog.shard_name(CAST(u.t AS pg_catalog.regclass), s.id)"
+							   " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(t, o),"
+							   " LATERAL (SELECT pg_catalog.get_shard_id_for_distribution_column("
+							   "CAST(u.t AS pg_catalog.regclass), $1) AS id) s ORDER BY u.o",
+							   2, argtypes, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != (uint64) ntables)
+		elog(ERROR, "finding the shards of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+	for (int i = 0; i < ntables; i++)
+		shards[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+	first = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return first;
+}
+
+/*
  * The queue's shards, read once per backend (SPI connected), and the set
  * of relations of their shard group.
  */
 static KnownQueue *
 KnownQueueOf(const char *queue)
 {
-	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
-	Datum		args[2];
-	Datum		names[NCALL_TABLES];
 	char	   *shards[NCALL_TABLES];
+	int64		shard_id;
 	KnownQueue *entry;
 	MmQueueRelations *set;
-	bool		isnull;
-	int			rc;
 
 	for (KnownQueue **link = &KnownQueues; (entry = *link) != NULL; link = &entry->next)
 	{
@@ -197,20 +225,7 @@ KnownQueueOf(const char *queue)
 		break;
 	}
 
-	for (int i = 0; i < (int) NCALL_TABLES; i++)
-		names[i] = CStringGetTextDatum(psprintf("mm.%s", CallTables[i]));
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = PointerGetDatum(construct_array(names, NCALL_TABLES, TEXTOID, -1, false, TYPALIGN_INT));
-	rc = SPI_execute_with_args("SELECT s.id, pg_catalog.shard_name(CAST(u.t AS pg_catalog.regclass), s.id)"
-							   " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(t, o),"
-							   " LATERAL (SELECT pg_catalog.get_shard_id_for_distribution_column("
-							   "CAST(u.t AS pg_catalog.regclass), $1) AS id) s ORDER BY u.o",
-							   2, argtypes, args, NULL, true, 0);
-	if (rc != SPI_OK_SELECT || SPI_processed != NCALL_TABLES)
-		elog(ERROR, "finding the shards of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
-	for (int i = 0; i < (int) NCALL_TABLES; i++)
-		shards[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-
+	shard_id = MmShardsOfQueue(queue, CallTables, NCALL_TABLES, shards);
 	for (set = ShardSets; set != NULL; set = set->next)
 		if (strcmp(set->shards[0], shards[0]) == 0)
 			break;
@@ -224,11 +239,10 @@ KnownQueueOf(const char *queue)
 	}
 	entry = MemoryContextAllocZero(TopMemoryContext, sizeof(KnownQueue));
 	entry->queue = MemoryContextStrdup(TopMemoryContext, queue);
-	entry->shard_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	entry->shard_id = shard_id;
 	entry->relations = set;
 	entry->next = KnownQueues;
 	KnownQueues = entry;
-	SPI_freetuptable(SPI_tuptable);
 	return entry;
 }
 

@@ -23,6 +23,7 @@ typedef struct MmQueueRelations MmQueueRelations;
 extern SPIPlanPtr MmKeepPlan(const char *sql, int nargs, Oid *argtypes);
 extern bool MmLockShardHere(int64 shard_id);
 extern char *MmNameShards(const char *sql, const char *const *tables, char *const *shards, int ntables);
+extern int64 MmShardsOfQueue(const char *queue, const char *const *tables, int ntables, char **shards);
 extern MmQueueRelations *MmQueueRelationsOf(const char *queue);
 extern MmQueueRelations *MmQueueTables(void);
 extern bool MmQueueOnShards(const MmQueueRelations *relations);

@@ -66,15 +66,10 @@ MmTickPlans *MmTickCurrentPlans = &LocalTables.plans;
 bool
 MmTickUseRelationsOf(const char *queue)
 {
-	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
-	Datum		args[2];
-	Datum	   *names;
 	char	   *shards[NQUEUE_TABLES];
 	RelationSet *set;
 	int64		shard_id;
-	bool		shard_isnull;
-	int			i,
-				rc;
+	int			i;
 
 	if (!MmTablesAreDistributed())
 	{
@@ -83,37 +78,16 @@ MmTickUseRelationsOf(const char *queue)
 		return true;
 	}
 
-	names = palloc(sizeof(Datum) * NQUEUE_TABLES);
-	for (i = 0; i < (int) NQUEUE_TABLES; i++)
-		names[i] = CStringGetTextDatum(psprintf("mm.%s", QueueTables[i]));
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = PointerGetDatum(construct_array(names, NQUEUE_TABLES, TEXTOID, -1, false, TYPALIGN_INT));
 	/*
 	 * the shard of each table that holds the queue, and whether it is here
-	 * (a shard that moved away stays until Citus drops it: a relation
-	 * here is not enough)
+	 * (a shard that moved away stays until Citus drops it: a relation here
+	 * is not enough, its placement is read below)
 	 */
-	rc = SPI_execute_with_args("SELECT s.name, pg_catalog.to_regclass(s.name) IS NOT NULL, s.id"
-							   " FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(t, o),"
-							   " LATERAL (SELECT i.id, pg_catalog.shard_name(CAST(u.t AS pg_catalog.regclass), i.id) AS name"
-							   " FROM (SELECT pg_catalog.get_shard_id_for_distribution_column("
-							   "CAST(u.t AS pg_catalog.regclass), $1) AS id) i) s ORDER BY u.o",
-							   2, argtypes, args, NULL, true, 0);
-	if (rc != SPI_OK_SELECT || SPI_processed != NQUEUE_TABLES)
-		elog(ERROR, "finding the shards of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
+	shard_id = MmShardsOfQueue(queue, QueueTables, NQUEUE_TABLES, shards);
 	for (i = 0; i < (int) NQUEUE_TABLES; i++)
-	{
-		bool		isnull;
-
-		shards[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull)))
-		{
-			SPI_freetuptable(SPI_tuptable);
+		if (!OidIsValid(RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(shards[i])),
+										 NoLock, true)))
 			return false;
-		}
-	}
-	shard_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &shard_isnull));
-	SPI_freetuptable(SPI_tuptable);
 	/*
 	 * the tick's writes name the shards: it holds the shard's metadata lock,
 	 * as a ticket written into them does, so that a move neither loses them

@@ -6,19 +6,11 @@
  *
  * On Citus (docs/scale-out.md, "How a ticket is created") mm.create_ticket
  * and mm.create_tickets run on the queue's node and write there: the
- * players' pending claims and the tickets.  Through the distributed tables, Citus plans each
- * statement again and runs it through its executor, which costs about as
- * much as the statement itself; here the statements name the shards and
- * keep PostgreSQL's own plans, as the tick does (tick_shards.c).  The same
- * holds for the claims a call ends in a queue (mm.pending_releases, which
- * the queue's tick applies): mm.cancel_ticket and mm.complete_match, run on
- * the queue's node, write them here.
- *
- * A shard is written here only while it is this node's: the call takes the
- * shard's metadata lock in share mode, as Citus's executor does for a write,
- * so a shard move's final step (which takes it exclusively) waits for the
- * call, and the call, once it has the lock, reads the shard's placement.
- * When the queue's shards are elsewhere (a move ended, a call inside a
+ * players' pending claims and the tickets.  So do the calls that end a
+ * ticket or a match with the claims they leave to the queue's tick
+ * (mm.pending_releases).  On the queue's node the statements name its
+ * shards, with kept plans (queue_shards.c, which takes the shard's metadata
+ * lock); when the shards are elsewhere (a move ended, a call inside a
  * transaction block on the coordinator) the same statements name the
  * distributed tables and Citus routes them.
  */
@@ -34,8 +26,6 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/regproc.h"
-#include "utils/syscache.h"
 
 #include "queue_shards.h"
 
@@ -46,158 +36,38 @@ PG_FUNCTION_INFO_V1(mm_release_claims_on_queue_node);
 /* tickets.c */
 extern Datum mm_validate_ticket(PG_FUNCTION_ARGS);
 
-/* The writes of tickets into one pair of relations (PrepareWrites). */
-typedef struct WritePlans
-{
-	SPIPlanPtr	insert_pending;	/* one ticket */
-	SPIPlanPtr	insert_ticket;
-	SPIPlanPtr	insert_pending_batch;	/* a batch */
-	SPIPlanPtr	insert_tickets_batch;
-	SPIPlanPtr	held_batch;
-} WritePlans;
+/*
+ * The writes of tickets (claims held in the queue's pending claims, in
+ * player order, the order every writer of them takes) and the read of a
+ * batch's players already held there, each one statement for the whole
+ * batch.
+ */
+static const MmQueueStatement InsertPending = {
+	"INSERT INTO mm.pending_claims (queue, player_id, ticket_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+	3, {TEXTOID, TEXTOID, INT8OID}
+};
+static const MmQueueStatement InsertTicket = {
+	"INSERT INTO mm.tickets_active (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
+	4, {INT8OID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
+};
+static const MmQueueStatement InsertPendingBatch = {
+	"INSERT INTO mm.pending_claims (queue, player_id, ticket_id)"
+	" SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
+	" ORDER BY u.p COLLATE pg_catalog.\"C\", u.t ON CONFLICT DO NOTHING",
+	3, {TEXTOID, TEXTARRAYOID, INT8ARRAYOID}
+};
+static const MmQueueStatement InsertTicketsBatch = {
+	"INSERT INTO mm.tickets_active (id, queue, players, created_at)"
+	" SELECT u.id, $2, u.p, $4 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($3)) AS u(id, p)",
+	4, {INT8ARRAYOID, TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID}
+};
+static const MmQueueStatement HeldBatch = {
+	"SELECT c.player_id, c.ticket_id FROM mm.pending_claims c"
+	" WHERE c.queue OPERATOR(pg_catalog.=) $1 AND c.player_id OPERATOR(pg_catalog.=) ANY ($2)",
+	2, {TEXTOID, TEXTARRAYOID}
+};
 
-/* The shards of a queue's shard group on this node, and their statements. */
-typedef struct QueueShards
-{
-	char	   *queue;
-	int64		shard_id;		/* the shard of mm.tickets_active */
-	char	   *tickets;		/* its name */
-	char	   *pending;		/* the name of the shard of mm.pending_claims */
-	Oid			tickets_relid;	/* the first, once seen here; gone after a reinstall */
-	WritePlans	plans;			/* the statements on the shards */
-	struct QueueShards *next;
-} QueueShards;
-
-/* The same statements on the distributed tables, for shards elsewhere. */
-static WritePlans ThroughCitus;
-
-static QueueShards *KnownQueues = NULL;
 static SPIPlanPtr RefusePending = NULL;
-
-/*
- * The shards of a queue, found once per backend (a shard keeps its id and
- * name when it moves); their statements are prepared by PrepareWrites
- * once the shards are seen here.
- */
-static QueueShards *
-ShardsOf(const char *queue)
-{
-	QueueShards *entry;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		arg = CStringGetTextDatum(queue);
-	bool		isnull;
-	int			rc;
-
-	for (QueueShards **link = &KnownQueues; (entry = *link) != NULL; link = &entry->next)
-	{
-		if (strcmp(entry->queue, queue) != 0)
-			continue;
-		if (!OidIsValid(entry->tickets_relid) ||
-			SearchSysCacheExists1(RELOID, ObjectIdGetDatum(entry->tickets_relid)))
-			return entry;
-		/* the extension was installed again: new shards */
-		*link = entry->next;
-		if (entry->plans.held_batch != NULL)
-		{
-			SPI_freeplan(entry->plans.insert_pending);
-			SPI_freeplan(entry->plans.insert_ticket);
-			SPI_freeplan(entry->plans.insert_pending_batch);
-			SPI_freeplan(entry->plans.insert_tickets_batch);
-			SPI_freeplan(entry->plans.held_batch);
-		}
-		pfree(entry->queue);
-		pfree(entry->tickets);
-		pfree(entry->pending);
-		pfree(entry);
-		break;
-	}
-
-	rc = SPI_execute_with_args("SELECT s.t, pg_catalog.shard_name(CAST('mm.tickets_active' AS pg_catalog.regclass), s.t),"
-							   " pg_catalog.shard_name(CAST('mm.pending_claims' AS pg_catalog.regclass),"
-							   " pg_catalog.get_shard_id_for_distribution_column("
-							   "CAST('mm.pending_claims' AS pg_catalog.regclass), $1))"
-							   " FROM (SELECT pg_catalog.get_shard_id_for_distribution_column("
-							   "CAST('mm.tickets_active' AS pg_catalog.regclass), $1) AS t) s",
-							   1, argtypes, &arg, NULL, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "finding the shards of queue \"%s\" failed: %s", queue, SPI_result_code_string(rc));
-	entry = MemoryContextAllocZero(TopMemoryContext, sizeof(QueueShards));
-	entry->shard_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	entry->tickets = MemoryContextStrdup(TopMemoryContext,
-										 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
-	entry->pending = MemoryContextStrdup(TopMemoryContext,
-										 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
-	SPI_freetuptable(SPI_tuptable);
-	entry->queue = MemoryContextStrdup(TopMemoryContext, queue);
-	entry->next = KnownQueues;
-	KnownQueues = entry;
-	return entry;
-}
-
-/*
- * The writes of tickets into the given relations (names quoted): a
- * ticket's claims and the ticket; a batch's claims, in player order (the
- * order every writer of the claims takes), and its tickets, one statement
- * each for the whole batch, and the read of the batch's players held in
- * the queue's pending claims.
- */
-static void
-PrepareWrites(WritePlans *plans, const char *pending, const char *tickets)
-{
-	Oid			pending_args[3] = {TEXTOID, TEXTOID, INT8OID};
-	Oid			ticket_args[4] = {INT8OID, TEXTOID, JSONBOID, TIMESTAMPTZOID};
-	Oid			batch_pending_args[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
-	Oid			batch_ticket_args[4] = {INT8ARRAYOID, TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID};
-
-	/* the last one prepared: all are there */
-	if (plans->held_batch != NULL)
-		return;
-	plans->insert_pending = MmKeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id) VALUES ($1, $2, $3)"
-											  " ON CONFLICT DO NOTHING", pending),
-									 3, pending_args);
-	plans->insert_ticket = MmKeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at) VALUES ($1, $2, $3, $4)",
-											 tickets),
-									4, ticket_args);
-	plans->insert_pending_batch =
-		MmKeepPlan(psprintf("INSERT INTO %s (queue, player_id, ticket_id)"
-						  " SELECT $1, u.p, u.t FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(p, t)"
-						  " ORDER BY u.p COLLATE pg_catalog.\"C\", u.t"
-						  " ON CONFLICT DO NOTHING", pending),
-				 3, batch_pending_args);
-	plans->insert_tickets_batch =
-		MmKeepPlan(psprintf("INSERT INTO %s (id, queue, players, created_at)"
-						  " SELECT u.id, $2, u.p, $4 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($3)) AS u(id, p)",
-						  tickets),
-				 4, batch_ticket_args);
-	plans->held_batch = MmKeepPlan(psprintf("SELECT c.player_id, c.ticket_id FROM %s c"
-										  " WHERE c.queue OPERATOR(pg_catalog.=) $1"
-										  " AND c.player_id OPERATOR(pg_catalog.=) ANY ($2)", pending),
-								 2, batch_pending_args);
-}
-
-/*
- * The writes of tickets of a queue, after the queue's shard is locked:
- * those on its shards when they are on this node (here), else those on the
- * distributed tables.
- */
-static WritePlans *
-WritePlansFor(const char *queue, bool *here)
-{
-	QueueShards *shards = ShardsOf(queue);
-
-	*here = MmLockShardHere(shards->shard_id);
-	if (!*here)
-	{
-		PrepareWrites(&ThroughCitus, "mm.pending_claims", "mm.tickets_active");
-		return &ThroughCitus;
-	}
-	PrepareWrites(&shards->plans, shards->pending, shards->tickets);
-	/* seen here: ShardsOf forgets the shards once it is gone (a reinstall) */
-	if (!OidIsValid(shards->tickets_relid))
-		shards->tickets_relid =
-			RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(shards->tickets)), NoLock, false);
-	return &shards->plans;
-}
 
 /*
  * Refuses a player already pending in the queue: 23505, naming the ticket
@@ -269,8 +139,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 	Jsonb	   *players = PG_GETARG_JSONB_P(1);
 	TimestampTz now = PG_GETARG_TIMESTAMPTZ(2);
 	char	   *queue = text_to_cstring(queue_text);
-	WritePlans *plans;
-	bool		here;
+	MmQueueRelations *relations;
 	char	  **ids;
 	int			nids;
 	int64		ticket_id;
@@ -278,7 +147,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	plans = WritePlansFor(queue, &here);
+	relations = MmQueueRelationsOf(queue);
 	/* the queue's config (42704 for a queue that does not exist) */
 	DirectFunctionCall3(mm_validate_ticket, PointerGetDatum(queue_text), PointerGetDatum(players),
 						TimestampTzGetDatum(now));
@@ -288,7 +157,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 	{
 		Datum		args[3] = {PointerGetDatum(queue_text), CStringGetTextDatum(ids[i]), Int64GetDatum(ticket_id)};
 
-		rc = SPI_execute_plan(plans->insert_pending, args, NULL, false, 0);
+		rc = SPI_execute_plan(MmQueuePlan(relations, &InsertPending), args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "holding player \"%s\" failed: %s", ids[i], SPI_result_code_string(rc));
 		if (SPI_processed == 0)
@@ -298,7 +167,7 @@ mm_create_ticket_on_queue_node(PG_FUNCTION_ARGS)
 		Datum		args[4] = {Int64GetDatum(ticket_id), PointerGetDatum(queue_text), PointerGetDatum(players),
 		TimestampTzGetDatum(now)};
 
-		rc = SPI_execute_plan(plans->insert_ticket, args, NULL, false, 0);
+		rc = SPI_execute_plan(MmQueuePlan(relations, &InsertTicket), args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT || SPI_processed != 1)
 			elog(ERROR, "writing ticket " INT64_FORMAT " failed: %s", ticket_id, SPI_result_code_string(rc));
 	}
@@ -423,7 +292,7 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 	ArrayType  *batch = PG_GETARG_ARRAYTYPE_P(1);
 	TimestampTz now = PG_GETARG_TIMESTAMPTZ(2);
 	char	   *queue = text_to_cstring(queue_text);
-	WritePlans *plans;
+	MmQueueRelations *relations;
 	bool		here;
 	Datum	   *tickets;
 	bool	   *nulls;
@@ -458,7 +327,8 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	plans = WritePlansFor(queue, &here);
+	relations = MmQueueRelationsOf(queue);
+	here = MmQueueOnShards(relations);
 	/* the queue's config (42704 for a queue that does not exist) */
 	ValidateBatch(queue_text, tickets, n, lower, now);
 
@@ -504,7 +374,7 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 	{
 		Datum		args[3] = {PointerGetDatum(queue_text), player_array, ticket_array};
 
-		rc = SPI_execute_plan(plans->insert_pending_batch, args, NULL, false, 0);
+		rc = SPI_execute_plan(MmQueuePlan(relations, &InsertPendingBatch), args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "holding the batch's players failed: %s", SPI_result_code_string(rc));
 		/*
@@ -512,13 +382,13 @@ mm_create_tickets_on_queue_node(PG_FUNCTION_ARGS)
 		 * SELECT it sent, the skipped ones too: through it, read them.
 		 */
 		if (!here || SPI_processed < (uint64) npairs)
-			RefuseFirstUnheld(queue_text, plans->held_batch, player_array, pair_players, pair_tickets, npairs);
+			RefuseFirstUnheld(queue_text, MmQueuePlan(relations, &HeldBatch), player_array, pair_players, pair_tickets, npairs);
 	}
 	{
 		Datum		args[4] = {PointerGetDatum(result), PointerGetDatum(queue_text), PointerGetDatum(batch),
 		TimestampTzGetDatum(now)};
 
-		rc = SPI_execute_plan(plans->insert_tickets_batch, args, NULL, false, 0);
+		rc = SPI_execute_plan(MmQueuePlan(relations, &InsertTicketsBatch), args, NULL, false, 0);
 		if (rc != SPI_OK_INSERT || (here && SPI_processed != (uint64) n))
 			elog(ERROR, "writing the batch's tickets failed: %s", SPI_result_code_string(rc));
 	}

@@ -41,43 +41,14 @@ GRANT EXECUTE ON FUNCTION mm.release_match_players(text, bigint) TO mm_admin;
 
 -- Locks a match of a queue for a lifecycle step and returns it; errors for
 -- a match missing from the queue, one not in an allowed status, or a step
--- dated before the match was formed (now, when given).
+-- dated before the match was formed (now, when given).  Read by key
+-- (src/match_lock.c), on the queue's shards on its Citus node.
 CREATE FUNCTION mm.lock_match(queue text, match_id bigint, allowed text[], action text,
 							  now timestamptz DEFAULT NULL)
 RETURNS mm.matches
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-	m mm.matches;
-BEGIN
-	IF lock_match.match_id IS NULL THEN
-		RAISE EXCEPTION 'match_id must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	SELECT * INTO m FROM mm.matches x
-	 WHERE x.queue = lock_match.queue AND x.id = lock_match.match_id
-	   FOR UPDATE;
-	IF NOT FOUND THEN
-		RAISE EXCEPTION 'match % does not exist in queue "%"', lock_match.match_id, lock_match.queue
-			USING ERRCODE = 'undefined_object';
-	END IF;
-	IF NOT m.status = ANY (allowed) THEN
-		RAISE EXCEPTION 'cannot % match %: it is %', action, m.id, m.status
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-				  HINT = format('Only a match that is %s can be %s.',
-								array_to_string(allowed, ' or '),
-								CASE action WHEN 'leave' THEN 'left'
-											WHEN 'complete' THEN 'completed'
-											WHEN 'requeue' THEN 'requeued'
-											ELSE action || 'ed' END);
-	END IF;
-	IF lock_match.now < m.created_at THEN
-		RAISE EXCEPTION 'now (%) is before match % was formed (%)', lock_match.now, m.id, m.created_at
-			USING ERRCODE = 'invalid_parameter_value';
-	END IF;
-	RETURN m;
-END
-$$;
+AS 'MODULE_PATHNAME', 'mm_lock_match'
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION mm.lock_match(text, bigint, text[], text, timestamptz) IS
 'Internal: locks a match row of a queue for a lifecycle step, refusing a missing match, one in another status, or a now before it was formed';
 REVOKE ALL ON FUNCTION mm.lock_match(text, bigint, text[], text, timestamptz) FROM PUBLIC;
