@@ -210,8 +210,10 @@ my (undef, $tn, $textra) = shards_of(qq{SELECT mm.tick('$qa', '2026-06-01 00:00:
 is_deeply($textra, [], "tick($qa) reaches only its queue's and its players' shards ($tn commands)");
 my $m = q1(qq{SELECT max(id) FROM mm.matches WHERE queue = '$qa'});
 ok($m, 'the tick formed a match');
-my (undef, $an, $aextra) = shards_of(qq{SELECT mm.assign('$qa', $m, 'udp://10.0.0.1:7777')}, [$qa], []);
+my (undef, $an, $aextra, $acommands) = shards_of(qq{SELECT mm.assign('$qa', $m, 'udp://10.0.0.1:7777')}, [$qa], []);
 is_deeply($aextra, [], "assign($qa, id) reaches only the queue's shards ($an commands)");
+# mm.lock_match locks the match on the queue's shard by name (src/match_lock.c)
+is_deeply([ grep { /FOR UPDATE/ } @$acommands ], [], 'assign locks its match through no command of Citus');
 my ($ga, $gn, $gextra) =
   shards_of(qq{SELECT match_status FROM mm.get_assignment('$qa', $t1)}, [$qa], []);
 is($ga, 'assigned', 'get_assignment by (queue, id)');
