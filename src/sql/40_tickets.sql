@@ -570,62 +570,18 @@ GRANT EXECUTE ON FUNCTION mm.release_queue_claims(text, text[], bigint[]) TO mm_
 
 -- Ends active tickets (cancelled or timed out): each moves from
 -- tickets_active to tickets_ended, a delete and an insert, its players are
--- released (mm.release_queue_claims) and it leaves the other queues.  A
--- delete, not an UPDATE of the status: a session waiting on the row then
--- sees it gone (and looks again) instead of failing on a row moved to
--- another partition.  Returns the ids of the tickets it ended.  The
--- tickets are named with their queues.  The move is two
--- statements per queue, the deleted rows handed to the insert as JSON, so
--- that on Citus each runs on the queue's shard: one statement whose insert
--- read the delete's rows (a CTE) sent them to every node and committed on
--- all of them.
+-- released (mm.release_queue_claims) and it leaves the other queues.
+-- Returns the ids of the tickets it ended.  The tickets are named with
+-- their queues.  In C (src/ticket_end.c): two statements per queue, the
+-- deleted rows handed to the insert as JSON, on the queue's shards by name
+-- on its Citus node (one statement whose insert read the delete's rows, a
+-- CTE, went through Citus to every node and committed on all of them).
 CREATE FUNCTION mm.end_tickets(queues text[], ticket_ids bigint[], new_status text, ended_at timestamptz)
 	RETURNS SETOF bigint
-	LANGUAGE plpgsql
+	AS 'MODULE_PATHNAME', 'mm_end_tickets'
+	LANGUAGE C VOLATILE
 	SET search_path = pg_catalog, pg_temp
-	AS $$
-DECLARE
-	ticket_queue text;
-	moved jsonb;
-	all_moved jsonb := '[]';
-	ended bigint[];
-	player_ids text[];
-	player_tickets bigint[];
-	listed text[];
-BEGIN
-	FOREACH ticket_queue IN ARRAY ARRAY(SELECT DISTINCT u.queue FROM unnest(end_tickets.queues) u(queue)) LOOP
-		WITH moved_rows AS (
-			DELETE FROM mm.tickets_active t
-			 WHERE t.queue = ticket_queue AND t.id = ANY (end_tickets.ticket_ids)
-			RETURNING t.id, t.players, t.created_at, t.queues
-		)
-		SELECT jsonb_agg(to_jsonb(m)) INTO moved FROM moved_rows m;
-		CONTINUE WHEN moved IS NULL;
-		INSERT INTO mm.tickets_ended (id, queue, players, status, created_at, updated_at, queues)
-		SELECT r.id, ticket_queue, r.players, end_tickets.new_status, r.created_at, end_tickets.ended_at, r.queues
-		  FROM jsonb_to_recordset(moved) AS r(id bigint, players jsonb, created_at timestamptz, queues text[]);
-		SELECT array_agg(p.value ->> 'id' ORDER BY p.value ->> 'id'), array_agg((m ->> 'id')::bigint ORDER BY p.value ->> 'id')
-		  INTO player_ids, player_tickets
-		  FROM jsonb_array_elements(moved) m, jsonb_array_elements(m -> 'players') p;
-		PERFORM mm.release_queue_claims(ticket_queue, player_ids, player_tickets);
-		all_moved := all_moved || moved;
-	END LOOP;
-	ended := ARRAY(SELECT (m ->> 'id')::bigint FROM jsonb_array_elements(all_moved) m ORDER BY 1);
-	IF cardinality(ended) = 0 THEN
-		RETURN;
-	END IF;
-	listed := ARRAY(SELECT DISTINCT u.queue
-					  FROM jsonb_array_elements(all_moved) m,
-						   jsonb_array_elements_text(coalesce(nullif(m -> 'queues', 'null'), '[]')) u(queue));
-	-- on Citus, a ticket its tick has not claimed yet holds its queue's
-	-- pending claims (95_scale_out.sql); none on one node
-	DELETE FROM mm.pending_claims c WHERE c.queue = ANY (end_tickets.queues) AND c.ticket_id = ANY (ended);
-	IF cardinality(listed) > 0 THEN
-		DELETE FROM mm.ticket_queues o WHERE o.queue = ANY (listed) AND o.ticket_id = ANY (ended);
-	END IF;
-	RETURN QUERY SELECT u.id FROM unnest(ended) u(id);
-END
-$$;
+	SET citus.enable_manual_changes_to_shards = on;
 COMMENT ON FUNCTION mm.end_tickets(text[], bigint[], text, timestamptz) IS
 	'Internal: moves active tickets of the given queues to tickets_ended as cancelled or timed_out and releases their players';
 REVOKE ALL ON FUNCTION mm.end_tickets(text[], bigint[], text, timestamptz) FROM PUBLIC;

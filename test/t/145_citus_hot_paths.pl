@@ -143,8 +143,14 @@ for my $case ([ $qa, $pa ], [ $qa, $pb ], [ $qb, $pb ], [ $qb, $pa ])
 	$ticket{$q}{$p} = $id;
 	# the next case takes the same players again; the claim's release is
 	# left to the queue's tick
-	my (undef, $cn, $cextra) = shards_of(qq{SELECT mm.cancel_ticket('$q', $id)}, [$q], []);
+	my (undef, $cn, $cextra, $ccommands) = shards_of(qq{SELECT mm.cancel_ticket('$q', $id)}, [$q], []);
 	is_deeply($cextra, [], "cancel_ticket($q, id) reaches only its queue's shards ($cn commands)");
+	# the ticket's move and the end of its pending claim name the queue's
+	# shards (mm.end_tickets, src/ticket_end.c): no command of Citus writes them
+	is_deeply([ grep { /(DELETE FROM|INSERT INTO) mm\.(tickets_active|tickets_ended|pending_claims)_\d/ } @$ccommands ],
+		[], "cancel_ticket($q, id) moves the ticket on the queue's shards by name");
+	is(q1(qq{SELECT status FROM mm.tickets WHERE queue = '$q' AND id = $id}), 'cancelled',
+		"cancel_ticket($q, id): the ticket is cancelled");
 }
 
 # a batch of two tickets: the queue's shards only, as one ticket
