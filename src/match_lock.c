@@ -30,7 +30,7 @@ static const MmQueueStatement LockMatch = {
 
 /* The allowed statuses joined with " or " (NULL elements skipped). */
 static char *
-AllowedList(ArrayType *allowed, bool *contains_status, const char *status)
+AllowedList(ArrayType *allowed, bool *contains_status, bool *contains_null, const char *status)
 {
 	Datum	   *items;
 	bool	   *nulls;
@@ -40,12 +40,16 @@ AllowedList(ArrayType *allowed, bool *contains_status, const char *status)
 	deconstruct_array(allowed, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &n);
 	initStringInfo(&out);
 	*contains_status = false;
+	*contains_null = false;
 	for (int i = 0; i < n; i++)
 	{
 		char	   *item;
 
 		if (nulls[i])
+		{
+			*contains_null = true;
 			continue;
+		}
 		item = TextDatumGetCString(items[i]);
 		if (strcmp(item, status) == 0)
 			*contains_status = true;
@@ -131,9 +135,11 @@ mm_lock_match(PG_FUNCTION_ARGS)
 	{
 		char	   *status = SPI_getvalue(row, row_desc, SPI_fnumber(row_desc, "status"));
 		bool		allowed_status;
-		char	   *allowed = AllowedList(PG_GETARG_ARRAYTYPE_P(2), &allowed_status, status);
+		bool		unknown;
+		char	   *allowed = AllowedList(PG_GETARG_ARRAYTYPE_P(2), &allowed_status, &unknown, status);
 
-		if (!allowed_status)
+		/* status = ANY (allowed) is unknown, not false, with a NULL in it */
+		if (!allowed_status && !unknown)
 		{
 			char	   *action = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
 

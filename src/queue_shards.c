@@ -27,8 +27,13 @@
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "citus_guard.h"
@@ -70,9 +75,13 @@ typedef struct KnownQueue
 	struct KnownQueue *next;
 } KnownQueue;
 
+/* the queues a backend keeps (any text may be passed as a queue) */
+#define MAX_KNOWN_QUEUES 1000
+
 static MmQueueRelations Tables;
 static MmQueueRelations *ShardSets = NULL;
-static KnownQueue *KnownQueues = NULL;
+static KnownQueue *KnownQueues = NULL;	/* the last used first */
+static int	NKnownQueues = 0;
 static SPIPlanPtr LockShard = NULL;
 static SPIPlanPtr PlacedHere = NULL;
 
@@ -121,7 +130,8 @@ MmLockShardHere(int64 shard_id)
 	rc = SPI_execute_plan(LockShard, args, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "locking shard " INT64_FORMAT " failed: %s", shard_id, SPI_result_code_string(rc));
-	rc = SPI_execute_plan(PlacedHere, args + 1, NULL, false, 1);
+	/* with the latest snapshot: a transaction's own one predates the wait */
+	rc = SPI_execute_snapshot(PlacedHere, args + 1, NULL, GetLatestSnapshot(), InvalidSnapshot, true, false, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "reading the placement of shard " INT64_FORMAT " failed: %s", shard_id,
 			 SPI_result_code_string(rc));
@@ -215,14 +225,31 @@ KnownQueueOf(const char *queue)
 	{
 		if (strcmp(entry->queue, queue) != 0)
 			continue;
+		*link = entry->next;
 		if (!OidIsValid(entry->first_relid) ||
 			SearchSysCacheExists1(RELOID, ObjectIdGetDatum(entry->first_relid)))
+		{
+			entry->next = KnownQueues;
+			KnownQueues = entry;
 			return entry;
+		}
 		/* the extension was installed again: its shards are new */
-		*link = entry->next;
 		pfree(entry->queue);
 		pfree(entry);
+		NKnownQueues--;
 		break;
+	}
+	if (NKnownQueues >= MAX_KNOWN_QUEUES)
+	{
+		/* forget the least recently used */
+		KnownQueue **link = &KnownQueues;
+
+		while ((*link)->next != NULL)
+			link = &(*link)->next;
+		pfree((*link)->queue);
+		pfree(*link);
+		*link = NULL;
+		NKnownQueues--;
 	}
 
 	shard_id = MmShardsOfQueue(queue, CallTables, NCALL_TABLES, shards);
@@ -243,6 +270,7 @@ KnownQueueOf(const char *queue)
 	entry->relations = set;
 	entry->next = KnownQueues;
 	KnownQueues = entry;
+	NKnownQueues++;
 	return entry;
 }
 
@@ -256,8 +284,21 @@ MmQueueRelations *
 MmQueueRelationsOf(const char *queue)
 {
 	KnownQueue *known;
+	const char *local_execution;
 
 	if (!MmTablesAreDistributed())
+		return &Tables;
+	/*
+	 * A statement that names a shard goes past Citus: only where Citus runs
+	 * its own statements on this node's shards in this backend (local
+	 * execution; a connection of its own to this node would not see the
+	 * rows written by name, or would wait on their locks), and for the
+	 * tables' owner, whom lock_shard_metadata requires (the extension's
+	 * SECURITY DEFINER calls).
+	 */
+	local_execution = GetConfigOption("citus.enable_local_execution", true, false);
+	if (local_execution == NULL || strcmp(local_execution, "on") != 0 ||
+		!pg_class_ownercheck(get_relname_relid("tickets_active", get_namespace_oid("mm", false)), GetUserId()))
 		return &Tables;
 	known = KnownQueueOf(queue);
 	if (!MmLockShardHere(known->shard_id))

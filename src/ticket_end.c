@@ -241,9 +241,14 @@ mm_end_tickets(PG_FUNCTION_ARGS)
 			elog(ERROR, "reading the other queues of the ended tickets failed: %s", SPI_result_code_string(rc));
 		for (uint64 i = 0; i < SPI_processed; i++)
 		{
+			char	   *other = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+			/* a null in a ticket's queues lists nothing */
+			if (other == NULL)
+				continue;
 			listed = listed == NULL ? palloc(sizeof(char *) * 8) :
 				(nlisted % 8 == 0 ? repalloc(listed, sizeof(char *) * (nlisted + 8)) : listed);
-			listed[nlisted++] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+			listed[nlisted++] = other;
 		}
 	}
 	if (nended > 0)

@@ -498,6 +498,19 @@ is($workers[0]->safe_psql('postgres',
 q1(qq{SELECT mm.tick('$qf', } . form_now() . ')');
 is(q1(qq{SELECT count(*) FROM mm.pending_releases WHERE queue = '$qf'}), '0',
 	'the queue\'s tick applies releases of claims that no longer exist');
+# a statement by shard name goes past Citus: not when Citus would reach
+# this node's shards over a connection of its own (local execution off),
+# and not for a role that does not own the tables (lock_shard_metadata
+# requires the owner): both go through Citus and work
+my $lx = q1(qq{SELECT mm.create_ticket('$qf', '[{"id": "lx1"}]', $now)});
+is($workers[0]->safe_psql('postgres', qq{SET citus.enable_local_execution = off; SET statement_timeout = '30s';
+	SELECT mm.cancel_ticket('$qf', $lx)}), 't', 'with local execution off, cancel_ticket goes through Citus');
+is(q1(qq{SELECT status FROM mm.tickets WHERE queue = '$qf' AND id = $lx}), 'cancelled',
+	'with local execution off, the ticket is cancelled');
+q1(q{CREATE ROLE hot_admin IN ROLE mm_admin});
+is($workers[0]->safe_psql('postgres', qq{SET ROLE hot_admin; SELECT ticket_status FROM mm.ticket_assignment('$qf', $lx)}),
+	'cancelled', 'an admin who does not own the tables reads a ticket\'s assignment on the queue\'s node');
+q1(qq{SELECT mm.tick('$qf', } . form_now() . ')');
 # a ticket of several queues (of one shard) claims its players when it is
 # created: refused (23505) while the claim holds, and taking it over once
 # the claim's ticket has ended, before that queue's tick

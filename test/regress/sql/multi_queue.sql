@@ -158,3 +158,15 @@ SELECT m.status, m.cancel_reason FROM mm.matches m WHERE m.queue = 'mq_prop' ORD
 SELECT * FROM pg_temp.tickets() WHERE player IN ('x2', 'y2');
 SELECT player_id FROM mm.active_players WHERE player_id IN ('x2', 'y2') ORDER BY 1;
 SELECT mm.drop_queue('mq_prop', force => true);
+
+-- a NULL among a ticket's other queues (written by an UPDATE) lists no
+-- queue: cancelling the ticket ends it and unlists it from its other queue
+SELECT mm.create_queue('mq_n1', '{"match_size": {"min": 2, "max": 2}}');
+SELECT mm.create_queue('mq_n2', '{"match_size": {"min": 2, "max": 2}}');
+SELECT mm.create_ticket(ARRAY['mq_n1', 'mq_n2'], '[{"id": "n1"}]', '2026-01-01 00:02:00+00') AS n1 \gset
+UPDATE mm.tickets_active SET queues = ARRAY[NULL, 'mq_n2'] WHERE id = :n1;
+SELECT mm.cancel_ticket(:n1) AS cancelled;
+SELECT status, queues FROM mm.tickets WHERE id = :n1;
+SELECT count(*) AS listed_left FROM mm.ticket_queues WHERE ticket_id = :n1;
+SELECT mm.drop_queue('mq_n1', force => true);
+SELECT mm.drop_queue('mq_n2', force => true);
