@@ -97,7 +97,11 @@ sub shards_of
 		on_error_stop => 1);
 	die "$sql failed: $err" if $ret;
 	my $text = $err;
-	$text .= slurp_file($workers[$_]->logfile, $offsets[$_]) for 0 .. $#workers;
+	# of the workers' logs, the lines of the sessions Citus opened for the
+	# call (application citus_internal): a node's background workers and
+	# tick loops log their own commands there too
+	$text .= join("\n", grep { /\bcitus_internal\b/ } split /\n/, slurp_file($workers[$_]->logfile, $offsets[$_])) . "\n"
+	  for 0 .. $#workers;
 	my @commands = grep { /(issuing|executing the command locally)/ && /mm\.\w+_\d{6,}/ } split /\n/, $text;
 	my %shards;
 	$shards{$2} = $1 while $text =~ /mm\.(\w+?)_(\d{6,})\b/g;
