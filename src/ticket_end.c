@@ -25,6 +25,7 @@
 #include "utils/tuplestore.h"
 
 #include "queue_shards.h"
+#include "sql_arrays.h"
 
 PG_FUNCTION_INFO_V1(mm_end_tickets);
 
@@ -140,16 +141,6 @@ DistinctStrings(ArrayType *array, int *count)
 	return strings;
 }
 
-static Datum
-TextArray(char **strings, int n)
-{
-	Datum	   *items = palloc(sizeof(Datum) * Max(n, 1));
-
-	for (int i = 0; i < n; i++)
-		items[i] = CStringGetTextDatum(strings[i]);
-	return PointerGetDatum(construct_array(items, n, TEXTOID, -1, false, TYPALIGN_INT));
-}
-
 /*
  * mm.end_tickets(queues text[], ticket_ids bigint[], new_status text,
  *   ended_at timestamptz) RETURNS SETOF bigint
@@ -201,15 +192,14 @@ mm_end_tickets(PG_FUNCTION_ARGS)
 		if (isnull)
 			continue;
 		{
-			Datum	   *ids;
 			int			n;
+			int64	   *ids = MmInt8Array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0],
+																			SPI_tuptable->tupdesc, 2, &isnull)),
+										  "the ended ids", INT_MAX, &n);
 
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2,
-															   &isnull)),
-							  INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &ids, NULL, &n);
 			ended = ended == NULL ? palloc(sizeof(int64) * n) : repalloc(ended, sizeof(int64) * (nended + n));
-			for (int i = 0; i < n; i++)
-				ended[nended++] = DatumGetInt64(ids[i]);
+			memcpy(ended + nended, ids, sizeof(int64) * n);
+			nended += n;
 		}
 		args[1] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 		args[2] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
@@ -253,23 +243,17 @@ mm_end_tickets(PG_FUNCTION_ARGS)
 	}
 	if (nended > 0)
 	{
-		Datum	   *ids = palloc(sizeof(Datum) * nended);
 		Datum		args[2];
 
 		qsort(ended, nended, sizeof(int64), CompareIds);
-		for (int i = 0; i < nended; i++)
-			ids[i] = Int64GetDatum(ended[i]);
-		args[1] = PointerGetDatum(construct_array(ids, nended, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		args[0] = PG_GETARG_DATUM(0);
+		args[1] = PointerGetDatum(MmBuildInt8Array(ended, nended));
 		/* one queue: its relations; several: through the tables (Citus routes them) */
 		RunFirst(one_queue != NULL ? one_queue : MmQueueTables(), &DeletePending, args, SPI_OK_DELETE, &isnull);
 		if (nlisted > 0)
 		{
-			int			n;
-			ArrayType  *listed_array = DatumGetArrayTypeP(TextArray(listed, nlisted));
-			char	  **distinct = DistinctStrings(listed_array, &n);
-
-			args[0] = TextArray(distinct, n);
+			/* a queue listed twice matches once */
+			args[0] = PointerGetDatum(MmBuildTextArray((const char **) listed, nlisted));
 			RunFirst(MmQueueTables(), &DeleteListed, args, SPI_OK_DELETE, &isnull);
 		}
 		for (int i = 0; i < nended; i++)
