@@ -123,8 +123,8 @@ CREATE TRIGGER queues_after_delete_tick_runs AFTER DELETE ON mm.queues
 -- autofilled (NULL without roles), the players owing low-priority games,
 -- and the queue's row of mm.tick_runs (NULL figures: never recorded).
 -- Unrounded: Prometheus keeps float8.  Its cost follows the window's rows:
--- each part reads an index on (queue, time) or the tickets' BRIN, and the
--- low-priority pool its partial index.  Each part is an aggregate of its
+-- each part reads an index on (queue, time), and the low-priority pool its
+-- partial index.  Each part is an aggregate of its
 -- own, joined on the queue (the metrics' rule for Citus, 80_metrics.sql).
 CREATE FUNCTION mm.queue_monitoring(time_window interval, now timestamptz DEFAULT pg_catalog.now())
 RETURNS TABLE (queue text, searching_tickets bigint, searching_players bigint,

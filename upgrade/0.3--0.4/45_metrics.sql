@@ -37,3 +37,9 @@ CREATE INDEX tickets_ended_queue_matched ON mm.tickets_ended (queue, matched_at)
 	WHERE matched_at IS NOT NULL;
 CREATE INDEX tickets_ended_queue_gone ON mm.tickets_ended (queue, updated_at)
 	WHERE status OPERATOR(pg_catalog.=) ANY (ARRAY['cancelled', 'timed_out']);
+
+-- Every read of a window of ended tickets names its queue: the block range
+-- index over every queue's times served none better than the indexes
+-- above, and cost each matched ticket of a tick an entry (about 4 % of a
+-- 100,000-ticket tick).
+DROP INDEX mm.tickets_ended_times;
