@@ -216,3 +216,33 @@ MmBuildTextArray(const char **values, int count)
 	}
 	return result;
 }
+
+int
+MmCompareCStrings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+char	  **
+MmDistinctStrings(ArrayType *array, int *count)
+{
+	Datum	   *items;
+	bool	   *nulls;
+	int			n;
+	int			kept = 0;
+	char	  **strings;
+
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &n);
+	strings = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		if (!nulls[i])
+			strings[kept++] = TextDatumGetCString(items[i]);
+	qsort(strings, kept, sizeof(char *), MmCompareCStrings);
+	n = kept;
+	kept = 0;
+	for (int i = 0; i < n; i++)
+		if (kept == 0 || strcmp(strings[kept - 1], strings[i]) != 0)
+			strings[kept++] = strings[i];
+	*count = kept;
+	return strings;
+}

@@ -37,6 +37,12 @@ extern ArrayType *MmBuildBoolArray(const bool *values, int count);
 extern ArrayType *MmBuildInt8Array(const int64 *values, int count);
 extern ArrayType *MmBuildTextArray(const char **values, int count);
 
+/* The distinct non-NULL strings of a text[], sorted bytewise (palloc'd). */
+extern char **MmDistinctStrings(ArrayType *array, int *count);
+
+/* qsort comparator of C strings (char *), bytewise. */
+extern int	MmCompareCStrings(const void *a, const void *b);
+
 /* Refuses NaN and +-Infinity in a scalar argument, naming it. */
 extern void MmCheckFinite(double value, const char *argname);
 

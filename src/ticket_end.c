@@ -87,12 +87,6 @@ static const MmQueueStatement DeleteListed = {
 
 /* qsort comparators */
 static int
-CompareStrings(const void *a, const void *b)
-{
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-static int
 CompareIds(const void *a, const void *b)
 {
 	int64		x = *(const int64 *) a;
@@ -114,31 +108,6 @@ RunFirst(MmQueueRelations *relations, const MmQueueStatement *statement, Datum *
 	if (SPI_tuptable == NULL || SPI_processed == 0)
 		return (Datum) 0;
 	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
-}
-
-/* The distinct non-NULL strings of a text[], sorted. */
-static char **
-DistinctStrings(ArrayType *array, int *count)
-{
-	Datum	   *items;
-	bool	   *nulls;
-	int			n;
-	int			kept = 0;
-	char	  **strings;
-
-	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &n);
-	strings = palloc(sizeof(char *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		if (!nulls[i])
-			strings[kept++] = TextDatumGetCString(items[i]);
-	qsort(strings, kept, sizeof(char *), CompareStrings);
-	n = kept;
-	kept = 0;
-	for (int i = 0; i < n; i++)
-		if (kept == 0 || strcmp(strings[kept - 1], strings[i]) != 0)
-			strings[kept++] = strings[i];
-	*count = kept;
-	return strings;
 }
 
 /*
@@ -169,7 +138,7 @@ mm_end_tickets(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		return (Datum) 0;
-	queues = DistinctStrings(PG_GETARG_ARRAYTYPE_P(0), &nqueues);
+	queues = MmDistinctStrings(PG_GETARG_ARRAYTYPE_P(0), &nqueues);
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));

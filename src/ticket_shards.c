@@ -28,6 +28,7 @@
 #include "utils/memutils.h"
 
 #include "queue_shards.h"
+#include "sql_arrays.h"
 
 PG_FUNCTION_INFO_V1(mm_create_ticket_on_queue_node);
 PG_FUNCTION_INFO_V1(mm_create_tickets_on_queue_node);
@@ -87,13 +88,6 @@ RefusePendingPlayer(text *queue, const char *player)
 			 errmsg("player \"%s\" already has an active ticket", player)));
 }
 
-/* qsort comparator of C strings */
-static int
-CompareStrings(const void *a, const void *b)
-{
-	return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 /* The ids of a ticket's players (validated: strings), in their order. */
 static char **
 PlayerIds(Jsonb *players, int *count)
@@ -118,7 +112,7 @@ SortedPlayerIds(Jsonb *players, int *count)
 {
 	char	  **ids = PlayerIds(players, count);
 
-	qsort(ids, *count, sizeof(char *), CompareStrings);
+	qsort(ids, *count, sizeof(char *), MmCompareCStrings);
 	return ids;
 }
 
