@@ -1,7 +1,7 @@
 /*
  * ticket_assignment.c
- *	  A ticket's assignment by (queue, id): mm.ticket_assignment, the read
- *	  behind mm.get_assignment.
+ *	  A ticket's assignment by (queue, id): mm.get_assignment(queue, id) and
+ *	  mm.ticket_assignment, the read behind the other forms.
  *
  * A director or a player's backend polls it for every ticket that waits
  * (docs/lifecycle.md), so its reads are by key in the ticket's queue.  On
@@ -22,6 +22,7 @@
 #include "queue_shards.h"
 
 PG_FUNCTION_INFO_V1(mm_ticket_assignment);
+PG_FUNCTION_INFO_V1(mm_get_assignment);
 
 /* the ticket in its queue, by key */
 static const MmQueueStatement TicketInQueue = {
@@ -78,21 +79,14 @@ Column(int n, bool *isnull)
 }
 
 /*
- * mm.ticket_assignment(wanted_queue text, wanted_id bigint)
- *   RETURNS TABLE (ticket_id, ticket_status, match_id, match_status, team,
- *                  connection, properties, roles)
- *
- * The ticket's status, its match (in the ticket's queue; for a proposed
- * ticket of several queues, in one of them) with the match's status,
- * connection and properties, and the role of each of the ticket's players
- * ({"p1": "tank"}, NULL in a match without roles).  No row for a ticket
- * that is not in the queue.  STRICT: no row for a NULL argument.
+ * The assignment of ticket wanted_id in queue_text, as the one row of the
+ * set-returning call fcinfo (materialized; none for a ticket that is not in
+ * the queue).
  */
-Datum
-mm_ticket_assignment(PG_FUNCTION_ARGS)
+static Datum
+Assignment(FunctionCallInfo fcinfo, text *queue_text, Datum wanted_id)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	text	   *queue_text = PG_GETARG_TEXT_PP(0);
 	char	   *queue = text_to_cstring(queue_text);
 	MmQueueRelations *relations;
 	Datum		args[3];
@@ -109,7 +103,7 @@ mm_ticket_assignment(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 	relations = MmQueueRelationsOf(queue);
 	args[0] = PointerGetDatum(queue_text);
-	args[1] = PG_GETARG_DATUM(1);
+	args[1] = wanted_id;
 	in_queue = ReadOne(relations, &TicketInQueue, args);
 	if (!in_queue && !ReadOne(MmQueueTables(), &TicketMatchedElsewhere, args))
 	{
@@ -148,4 +142,42 @@ mm_ticket_assignment(PG_FUNCTION_ARGS)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/*
+ * mm.ticket_assignment(wanted_queue text, wanted_id bigint)
+ *   RETURNS TABLE (ticket_id, ticket_status, match_id, match_status, team,
+ *                  connection, properties, roles)
+ *
+ * The ticket's status, its match (in the ticket's queue; for a proposed
+ * ticket of several queues, in one of them) with the match's status,
+ * connection and properties, and the role of each of the ticket's players
+ * ({"p1": "tank"}, NULL in a match without roles).  No row for a ticket
+ * that is not in the queue.  STRICT: no row for a NULL argument.
+ */
+Datum
+mm_ticket_assignment(PG_FUNCTION_ARGS)
+{
+	return Assignment(fcinfo, PG_GETARG_TEXT_PP(0), PG_GETARG_DATUM(1));
+}
+
+/*
+ * mm.get_assignment(queue text, ticket_id bigint), the director's form:
+ * the same row, a NULL queue refused, no row for a NULL id.  C rather than
+ * SQL because directors poll it for every waiting ticket: a SQL function
+ * with a SET clause plans its statements at every call.
+ */
+Datum
+mm_get_assignment(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("queue must not be null")));
+	if (PG_ARGISNULL(1))
+	{
+		InitMaterializedSRF(fcinfo, 0);
+		return (Datum) 0;
+	}
+	return Assignment(fcinfo, PG_GETARG_TEXT_PP(0), PG_GETARG_DATUM(1));
 }

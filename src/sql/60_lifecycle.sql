@@ -447,17 +447,16 @@ COMMENT ON FUNCTION mm.ticket_assignment(text, bigint) IS
 REVOKE ALL ON FUNCTION mm.ticket_assignment(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.ticket_assignment(text, bigint) TO mm_admin;
 
--- The director's forms (SQL: an output column shares the name ticket_id).
+-- The director's forms.  By (queue, id), polled for every waiting ticket:
+-- C (src/ticket_assignment.c), so that a call plans nothing; a NULL queue
+-- is refused (22004), a NULL id has no row.
 CREATE FUNCTION mm.get_assignment(queue text, ticket_id bigint)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
 			   team text, connection text, properties jsonb, roles jsonb)
-LANGUAGE sql STABLE
+AS 'MODULE_PATHNAME', 'mm_get_assignment'
+LANGUAGE C STABLE
 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-	SELECT mm.check_queue_arg(get_assignment.queue);
-	SELECT a.* FROM mm.ticket_assignment(get_assignment.queue, get_assignment.ticket_id) a
-$$;
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION mm.get_assignment(text, bigint) IS
 'For the director: a ticket''s status by (queue, id), its match and the match''s status, team, connection, properties and its players'' roles; no row for a ticket not in the queue';
 REVOKE ALL ON FUNCTION mm.get_assignment(text, bigint) FROM PUBLIC;
