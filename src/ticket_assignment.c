@@ -1,7 +1,9 @@
 /*
  * ticket_assignment.c
- *	  A ticket's assignment by (queue, id): mm.get_assignment(queue, id) and
- *	  mm.ticket_assignment, the read behind the other forms.
+ *	  A ticket's assignment: mm.get_assignment in its four forms (by queue
+ *	  and id or by id alone, each with or without the ticket's token) and
+ *	  mm.ticket_assignment; the tickets' tokens, the secret that reads an
+ *	  assignment.
  *
  * A director or a player's backend polls it for every ticket that waits
  * (docs/lifecycle.md), so its reads are by key in the ticket's queue.  On
@@ -14,15 +16,22 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "common/sha2.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
+#include "event_signing.h"
 #include "queue_shards.h"
 
 PG_FUNCTION_INFO_V1(mm_ticket_assignment);
 PG_FUNCTION_INFO_V1(mm_get_assignment);
+PG_FUNCTION_INFO_V1(mm_get_assignment_by_id);
+PG_FUNCTION_INFO_V1(mm_get_assignment_with_token);
+PG_FUNCTION_INFO_V1(mm_get_assignment_in_queue_with_token);
+PG_FUNCTION_INFO_V1(mm_ticket_token);
+PG_FUNCTION_INFO_V1(mm_ticket_token_matches);
 
 /* the ticket in its queue, by key */
 static const MmQueueStatement TicketInQueue = {
@@ -36,6 +45,12 @@ static const MmQueueStatement TicketMatchedElsewhere = {
 	"SELECT x.id, x.status, x.match_id, x.team, x.queue, x.queues FROM mm.tickets_ended x"
 	" WHERE x.id OPERATOR(pg_catalog.=) $2 AND $1 OPERATOR(pg_catalog.=) ANY (x.queues)",
 	2, {TEXTOID, INT8OID}
+};
+
+/* a ticket's queue, by id alone (every queue's rows) */
+static const MmQueueStatement TicketQueue = {
+	"SELECT x.queue FROM mm.tickets x WHERE x.id OPERATOR(pg_catalog.=) $1",
+	1, {INT8OID}
 };
 
 /* the ticket's match in its queue, by key */
@@ -179,5 +194,161 @@ mm_get_assignment(PG_FUNCTION_ARGS)
 		InitMaterializedSRF(fcinfo, 0);
 		return (Datum) 0;
 	}
+	return Assignment(fcinfo, PG_GETARG_TEXT_PP(0), PG_GETARG_DATUM(1));
+}
+
+/*
+ * A ticket's token: the secret that reads its assignment (mm.get_assignment
+ * with a token).  It is derived, not stored: the first 16 bytes of the
+ * HMAC-SHA256, under the event key (event_signing.c), of
+ * "mm ticket token <id>", as 32 lower-case hex digits.  Nothing is written
+ * when a ticket is created (INSERT and COPY cost the same), a requeued
+ * ticket keeps its token with its id, and only a role that can read the key
+ * could compute one.  A new key (docs/events.md) gives every ticket a new
+ * token.
+ */
+#define MM_TICKET_TOKEN_BYTES 16
+#define MM_TICKET_TOKEN_HEX (2 * MM_TICKET_TOKEN_BYTES)
+
+static void
+TicketToken(int64 ticket_id, char *hex)
+{
+	char		data[64];
+	uint8		digest[PG_SHA256_DIGEST_LENGTH];
+	int			length;
+
+	length = snprintf(data, sizeof(data), "mm ticket token " INT64_FORMAT, ticket_id);
+	if (!MmEventKeyHmac(data, length, digest))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("mm.event_key holds no key: ticket tokens cannot be made"),
+				 errhint("Insert a key of 16 to 256 random bytes into mm.event_key (docs/events.md).")));
+	hex_encode((const char *) digest, MM_TICKET_TOKEN_BYTES, hex);
+	hex[MM_TICKET_TOKEN_HEX] = '\0';
+}
+
+/*
+ * mm.ticket_token(ticket_id bigint) RETURNS text
+ *
+ * The token of a ticket id (whether or not the ticket exists).  STRICT; for
+ * mm_director and the creation functions only.
+ */
+Datum
+mm_ticket_token(PG_FUNCTION_ARGS)
+{
+	char		hex[MM_TICKET_TOKEN_HEX + 1];
+
+	TicketToken(PG_GETARG_INT64(0), hex);
+	PG_RETURN_TEXT_P(cstring_to_text(hex));
+}
+
+/*
+ * mm.ticket_token_matches(ticket_id bigint, token text) RETURNS boolean
+ *
+ * Whether token is the ticket's token.  The comparison takes the same time
+ * wherever the first difference is, so a caller cannot guess a token digit
+ * by digit; only a token of the wrong length is refused at once (the length
+ * is no secret).  STRICT.
+ */
+static bool
+TokenMatches(int64 ticket_id, text *token)
+{
+	const char *given = VARDATA_ANY(token);
+	char		expected[MM_TICKET_TOKEN_HEX + 1];
+	int			diff = 0;
+	int			i;
+
+	TicketToken(ticket_id, expected);
+	if (VARSIZE_ANY_EXHDR(token) != MM_TICKET_TOKEN_HEX)
+		return false;
+	for (i = 0; i < MM_TICKET_TOKEN_HEX; i++)
+		diff |= expected[i] ^ given[i];
+	return diff == 0;
+}
+
+Datum
+mm_ticket_token_matches(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(TokenMatches(PG_GETARG_INT64(0), PG_GETARG_TEXT_PP(1)));
+}
+
+/* The assignment of ticket id, its queue found in every queue's rows. */
+static Datum
+AssignmentById(FunctionCallInfo fcinfo, Datum id)
+{
+	text	   *queue = NULL;
+	int			rc;
+
+	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	if (ReadOne(MmQueueTables(), &TicketQueue, &id))
+	{
+		bool		isnull;
+		Datum		value = Column(1, &isnull);
+
+		/* copied out of SPI's memory, which SPI_finish frees */
+		if (!isnull)
+			queue = (text *) SPI_datumTransfer(value, false, -1);
+	}
+	SPI_finish();
+	if (queue == NULL)
+	{
+		InitMaterializedSRF(fcinfo, 0);
+		return (Datum) 0;
+	}
+	return Assignment(fcinfo, queue, id);
+}
+
+/* mm.get_assignment(ticket_id bigint): the director's form by id.  STRICT. */
+Datum
+mm_get_assignment_by_id(PG_FUNCTION_ARGS)
+{
+	return AssignmentById(fcinfo, PG_GETARG_DATUM(0));
+}
+
+/*
+ * Refuses a NULL id or token (22004) and a token that is not the ticket's
+ * (42501, whether or not the ticket exists: the answer does not tell which
+ * ids exist), as mm.check_ticket_token does.
+ */
+static void
+CheckToken(FunctionCallInfo fcinfo, int id_arg, int token_arg)
+{
+	if (PG_ARGISNULL(id_arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ticket_id must not be null")));
+	if (PG_ARGISNULL(token_arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("token must not be null")));
+	if (!TokenMatches(PG_GETARG_INT64(id_arg), PG_GETARG_TEXT_PP(token_arg)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("token is not the token of ticket " INT64_FORMAT, PG_GETARG_INT64(id_arg)),
+				 errhint("Pass the token that mm.create_ticket_with_token returned with the ticket.")));
+}
+
+/* mm.get_assignment(ticket_id bigint, token text): a polling client's form. */
+Datum
+mm_get_assignment_with_token(PG_FUNCTION_ARGS)
+{
+	CheckToken(fcinfo, 0, 1);
+	return AssignmentById(fcinfo, PG_GETARG_DATUM(0));
+}
+
+/*
+ * mm.get_assignment(queue text, ticket_id bigint, token text): the same by
+ * (queue, id), which Citus sends to the queue's node; a NULL queue is
+ * refused first (22004).
+ */
+Datum
+mm_get_assignment_in_queue_with_token(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("queue must not be null")));
+	CheckToken(fcinfo, 1, 2);
 	return Assignment(fcinfo, PG_GETARG_TEXT_PP(0), PG_GETARG_DATUM(1));
 }

@@ -1,7 +1,6 @@
 /*
  * tickets.c
- *	  Validation of tickets on their way into mm.tickets, and the tickets'
- *	  tokens (the secret that reads a ticket's assignment).
+ *	  Validation of tickets on their way into mm.tickets.
  *
  * A BEFORE INSERT row trigger checks a ticket's players against its queue's
  * config (parsed by queue_config.c) and fills the columns the tick relies on
@@ -27,7 +26,6 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
-#include "common/sha2.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
@@ -42,7 +40,6 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "event_signing.h"
 #include "json_walk.h"
 #include "queue_config.h"
 #include "roles.h"
@@ -50,8 +47,6 @@
 
 PG_FUNCTION_INFO_V1(mm_tickets_validate);
 PG_FUNCTION_INFO_V1(mm_validate_ticket);
-PG_FUNCTION_INFO_V1(mm_ticket_token);
-PG_FUNCTION_INFO_V1(mm_ticket_token_matches);
 
 #define MM_MAX_PLAYER_ID_LENGTH 128
 #define MM_MAX_REGIONS 64
@@ -640,73 +635,3 @@ mm_validate_ticket(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(ValidatePlayers(PG_GETARG_JSONB_P(1), config, queue));
 }
 
-/*
- * A ticket's token: the secret that reads its assignment (mm.get_assignment
- * with a token).  It is derived, not stored: the first 16 bytes of the
- * HMAC-SHA256, under the event key (event_signing.c), of
- * "mm ticket token <id>", as 32 lower-case hex digits.  Nothing is written
- * when a ticket is created (INSERT and COPY cost the same), a requeued
- * ticket keeps its token with its id, and only a role that can read the key
- * could compute one.  A new key (docs/events.md) gives every ticket a new
- * token.
- */
-#define MM_TICKET_TOKEN_BYTES 16
-#define MM_TICKET_TOKEN_HEX (2 * MM_TICKET_TOKEN_BYTES)
-
-static void
-TicketToken(int64 ticket_id, char *hex)
-{
-	char		data[64];
-	uint8		digest[PG_SHA256_DIGEST_LENGTH];
-	int			length;
-
-	length = snprintf(data, sizeof(data), "mm ticket token " INT64_FORMAT, ticket_id);
-	if (!MmEventKeyHmac(data, length, digest))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("mm.event_key holds no key: ticket tokens cannot be made"),
-				 errhint("Insert a key of 16 to 256 random bytes into mm.event_key (docs/events.md).")));
-	hex_encode((const char *) digest, MM_TICKET_TOKEN_BYTES, hex);
-	hex[MM_TICKET_TOKEN_HEX] = '\0';
-}
-
-/*
- * mm.ticket_token(ticket_id bigint) RETURNS text
- *
- * The token of a ticket id (whether or not the ticket exists).  STRICT; for
- * mm_director and the creation functions only.
- */
-Datum
-mm_ticket_token(PG_FUNCTION_ARGS)
-{
-	char		hex[MM_TICKET_TOKEN_HEX + 1];
-
-	TicketToken(PG_GETARG_INT64(0), hex);
-	PG_RETURN_TEXT_P(cstring_to_text(hex));
-}
-
-/*
- * mm.ticket_token_matches(ticket_id bigint, token text) RETURNS boolean
- *
- * Whether token is the ticket's token.  The comparison takes the same time
- * wherever the first difference is, so a caller cannot guess a token digit
- * by digit; only a token of the wrong length is refused at once (the length
- * is no secret).  STRICT.
- */
-Datum
-mm_ticket_token_matches(PG_FUNCTION_ARGS)
-{
-	int64		ticket_id = PG_GETARG_INT64(0);
-	text	   *token = PG_GETARG_TEXT_PP(1);
-	const char *given = VARDATA_ANY(token);
-	char		expected[MM_TICKET_TOKEN_HEX + 1];
-	int			diff = 0;
-	int			i;
-
-	TicketToken(ticket_id, expected);
-	if (VARSIZE_ANY_EXHDR(token) != MM_TICKET_TOKEN_HEX)
-		PG_RETURN_BOOL(false);
-	for (i = 0; i < MM_TICKET_TOKEN_HEX; i++)
-		diff |= expected[i] ^ given[i];
-	PG_RETURN_BOOL(diff == 0);
-}

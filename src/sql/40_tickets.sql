@@ -1031,16 +1031,16 @@ GRANT EXECUTE ON FUNCTION mm.create_ticket(text[], jsonb, timestamptz) TO mm_fro
 -- mm.get_assignment (60_lifecycle.sql); the id-only form is mm_director's
 -- (and mm_admin's).
 --
--- The token is derived, not stored (src/tickets.c): an HMAC of the ticket id
--- under the extension's secret key, mm.event_key.  A stored random token
--- would be a column to write on every INSERT and COPY, to carry each time
--- the tick or a requeue moves a ticket between partitions, and to hide from
--- the roles that read the tickets (mm_analyst); a derived one costs nothing
--- until it is asked for, follows the ticket's id through a requeue, exists
--- for the tickets created by INSERT/COPY and by earlier versions, and only a
--- role that can read the key (the owner) could compute one.  A new key
--- (docs/events.md) or a restore into a new database (pg_dump leaves the key
--- out) gives every ticket a new token.
+-- The token is derived, not stored (src/ticket_assignment.c): an HMAC of
+-- the ticket id under the extension's secret key, mm.event_key.  A stored
+-- random token would be a column to write on every INSERT and COPY, to
+-- carry each time the tick or a requeue moves a ticket between partitions,
+-- and to hide from the roles that read the tickets (mm_analyst); a derived
+-- one costs nothing until it is asked for, follows the ticket's id through a
+-- requeue, exists for the tickets created by INSERT/COPY and by earlier
+-- versions, and only a role that can read the key (the owner) could compute
+-- one.  A new key (docs/events.md) or a restore into a new database
+-- (pg_dump leaves the key out) gives every ticket a new token.
 
 -- The token of a ticket id: for mm_director, which hands out the tokens of
 -- tickets loaded by INSERT or COPY, and for the creation functions below.
@@ -1098,31 +1098,6 @@ COMMENT ON FUNCTION mm.create_ticket_with_token(text[], jsonb, timestamptz) IS
 'mm.create_ticket for several queues, returning the ticket''s id and its token (the secret that reads its assignment)';
 REVOKE ALL ON FUNCTION mm.create_ticket_with_token(text[], jsonb, timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.create_ticket_with_token(text[], jsonb, timestamptz) TO mm_frontend;
-
--- Refuses a token that is not the ticket's: 42501, whether or not the
--- ticket exists (the answer does not tell which ids exist).
-CREATE FUNCTION mm.check_ticket_token(ticket_id bigint, token text)
-RETURNS void
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-	IF check_ticket_token.ticket_id IS NULL THEN
-		RAISE EXCEPTION 'ticket_id must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF check_ticket_token.token IS NULL THEN
-		RAISE EXCEPTION 'token must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF NOT mm.ticket_token_matches(check_ticket_token.ticket_id, check_ticket_token.token) THEN
-		RAISE EXCEPTION 'token is not the token of ticket %', check_ticket_token.ticket_id
-			USING ERRCODE = 'insufficient_privilege',
-				  HINT = 'Pass the token that mm.create_ticket_with_token returned with the ticket.';
-	END IF;
-END
-$$;
-COMMENT ON FUNCTION mm.check_ticket_token(bigint, text) IS
-'Internal: refuses (42501) a token that is not the ticket''s, and a NULL id or token (22004)';
-REVOKE ALL ON FUNCTION mm.check_ticket_token(bigint, text) FROM PUBLIC;
 
 -- A client's sign of life for its ticket: one update of the active ticket by
 -- its primary key, no event.  True while the ticket is searching or proposed

@@ -447,9 +447,10 @@ COMMENT ON FUNCTION mm.ticket_assignment(text, bigint) IS
 REVOKE ALL ON FUNCTION mm.ticket_assignment(text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.ticket_assignment(text, bigint) TO mm_admin;
 
--- The director's forms.  By (queue, id), polled for every waiting ticket:
--- C (src/ticket_assignment.c), so that a call plans nothing; a NULL queue
--- is refused (22004), a NULL id has no row.
+-- The director's forms.  Every form of mm.get_assignment is polled for
+-- every waiting ticket: C (src/ticket_assignment.c), so that a call plans
+-- nothing.  By (queue, id): a NULL queue is refused (22004), a NULL id has
+-- no row.
 CREATE FUNCTION mm.get_assignment(queue text, ticket_id bigint)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
 			   team text, connection text, properties jsonb, roles jsonb)
@@ -465,12 +466,10 @@ GRANT EXECUTE ON FUNCTION mm.get_assignment(text, bigint) TO mm_director, mm_adm
 CREATE FUNCTION mm.get_assignment(ticket_id bigint)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
 			   team text, connection text, properties jsonb, roles jsonb)
-LANGUAGE sql STABLE STRICT
+AS 'MODULE_PATHNAME', 'mm_get_assignment_by_id'
+LANGUAGE C STABLE STRICT
 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-	SELECT a.* FROM mm.ticket_assignment(mm.ticket_queue(get_assignment.ticket_id), get_assignment.ticket_id) a
-$$;
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION mm.get_assignment(bigint) IS
 'For the director: any ticket''s status, its match and the match''s status, team, connection, properties and its players'' roles (a frontend passes the ticket''s token)';
 -- The id-only form reads any ticket: the director's (and the admin's).
@@ -984,13 +983,10 @@ GRANT EXECUTE ON FUNCTION mm.cancel_backfill(bigint, timestamptz) TO mm_director
 CREATE FUNCTION mm.get_assignment(ticket_id bigint, token text)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
 			   team text, connection text, properties jsonb, roles jsonb)
-LANGUAGE sql STABLE
+AS 'MODULE_PATHNAME', 'mm_get_assignment_with_token'
+LANGUAGE C STABLE
 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-	SELECT mm.check_ticket_token(get_assignment.ticket_id, get_assignment.token);
-	SELECT a.* FROM mm.get_assignment(get_assignment.ticket_id) a
-$$;
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION mm.get_assignment(bigint, text) IS
 'For a polling client holding its ticket''s token: the ticket''s status, its match and the match''s status, team, connection, properties and its players'' roles; 42501 for a wrong token';
 REVOKE ALL ON FUNCTION mm.get_assignment(bigint, text) FROM PUBLIC;
@@ -999,14 +995,10 @@ GRANT EXECUTE ON FUNCTION mm.get_assignment(bigint, text) TO mm_frontend, mm_dir
 CREATE FUNCTION mm.get_assignment(queue text, ticket_id bigint, token text)
 RETURNS TABLE (ticket_id bigint, ticket_status text, match_id bigint, match_status text,
 			   team text, connection text, properties jsonb, roles jsonb)
-LANGUAGE sql STABLE
+AS 'MODULE_PATHNAME', 'mm_get_assignment_in_queue_with_token'
+LANGUAGE C STABLE
 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-	SELECT mm.check_queue_arg(get_assignment.queue);
-	SELECT mm.check_ticket_token(get_assignment.ticket_id, get_assignment.token);
-	SELECT a.* FROM mm.ticket_assignment(get_assignment.queue, get_assignment.ticket_id) a
-$$;
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION mm.get_assignment(text, bigint, text) IS
 'For a polling client holding its ticket''s token: the ticket''s status by (queue, id), its match and the match''s status, team, connection, properties and its players'' roles; 42501 for a wrong token';
 REVOKE ALL ON FUNCTION mm.get_assignment(text, bigint, text) FROM PUBLIC;
