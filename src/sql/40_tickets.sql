@@ -1104,58 +1104,15 @@ GRANT EXECUTE ON FUNCTION mm.create_ticket_with_token(text[], jsonb, timestamptz
 -- (a proposed ticket's beat is kept for when it searches again); false once
 -- it ended (matched, cancelled, timed out): the client stops beating and
 -- reads the outcome.  A beat waits for a tick that holds the ticket, and
--- then sees its outcome.  Beats never move heartbeat_at back.
+-- then sees its outcome.  Beats never move heartbeat_at back.  C
+-- (src/ticket_heartbeat.c): on the queue's Citus node it names the queue's
+-- shard, as the tick does.
 CREATE FUNCTION mm.heartbeat(queue text, ticket_id bigint, now timestamptz DEFAULT pg_catalog.now())
 RETURNS boolean
-LANGUAGE plpgsql
+AS 'MODULE_PATHNAME', 'mm_heartbeat'
+LANGUAGE C VOLATILE
 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-	ticket_status text;
-BEGIN
-	IF heartbeat.queue IS NULL THEN
-		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF heartbeat.ticket_id IS NULL THEN
-		RAISE EXCEPTION 'ticket_id must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF heartbeat.now IS NULL THEN
-		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF NOT isfinite(heartbeat.now) THEN
-		RAISE EXCEPTION 'now must be a finite time, not %', heartbeat.now
-			USING ERRCODE = 'datetime_field_overflow';
-	END IF;
-	-- twice at most: a ticket requeued (moved back to the active partition)
-	-- between the update and the look at its status is beaten there
-	FOR attempt IN 1 .. 2 LOOP
-		UPDATE mm.tickets_active t SET heartbeat_at = GREATEST(t.heartbeat_at, heartbeat.now)
-		 WHERE t.queue = heartbeat.queue AND t.id = heartbeat.ticket_id;
-		IF FOUND THEN
-			RETURN true;
-		END IF;
-		SELECT t.status INTO ticket_status FROM mm.tickets t
-		 WHERE t.queue = heartbeat.queue AND t.id = heartbeat.ticket_id;
-		IF NOT FOUND THEN
-			-- a ticket of several queues that another of them matched (a
-			-- plain read: Citus rule 4)
-			SELECT t.status INTO ticket_status FROM mm.tickets_ended t
-			 WHERE t.id = heartbeat.ticket_id AND heartbeat.queue = ANY (t.queues);
-		END IF;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION 'ticket % does not exist in queue "%"', heartbeat.ticket_id, heartbeat.queue
-				USING ERRCODE = 'undefined_object';
-		END IF;
-		IF ticket_status NOT IN ('searching', 'proposed') THEN
-			RETURN false;
-		END IF;
-	END LOOP;
-	-- active at the last look after moving in and out of the active
-	-- partition twice: the next beat lands
-	RETURN true;
-END
-$$;
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION mm.heartbeat(text, bigint, timestamptz) IS
 'Keeps a searching or proposed ticket of a queue alive in a queue with heartbeat_timeout_seconds (true); false once the ticket ended';
 REVOKE ALL ON FUNCTION mm.heartbeat(text, bigint, timestamptz) FROM PUBLIC;

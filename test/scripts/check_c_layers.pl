@@ -44,7 +44,7 @@ my @LAYERS = qw(
   event_signing.c events.c
   citus_guard.c queue_shards.c
   match_function.c
-  queue_config_sql.c rules_sql.c tickets.c ticket_shards.c ticket_end.c ticket_assignment.c match_lock.c fairness.c
+  queue_config_sql.c rules_sql.c tickets.c ticket_shards.c ticket_end.c ticket_assignment.c ticket_heartbeat.c match_lock.c fairness.c
   tick_shards.c tick_plans.c tick_bulk.c tick_expiry.c tick_load.c tick_write.c tick_backfill.c tick.c
   explain.c replay.c replay_ratings.c schedule_starter.c
   matchmaking.c

@@ -208,6 +208,7 @@ my $t2 = q1(qq{SELECT mm.create_ticket('$qa', '[{"id": "$pb"}]', $now)});
 my ($hb, $hn, $hextra) = shards_of(qq{SELECT mm.heartbeat('$qa', $t1, '2026-06-01 00:00:01+00')}, [$qa], []);
 is_deeply($hextra, [], "heartbeat($qa, id) reaches only the queue's shards ($hn commands)");
 is($hb, 't', "heartbeat($qa, id) through the coordinator beats the ticket");
+is($hn, 0, "heartbeat($qa, id) updates the queue's shard by name, through no command of Citus");
 is(q1(qq{SELECT mm.heartbeat('$qa', $t1, '2026-06-01 00:00:00.5+00')}), 't', 'an earlier beat is taken');
 # in a transaction block the coordinator runs the call: through Citus
 is(q1(qq{BEGIN; SELECT mm.heartbeat('$qa', $t2, '2026-06-01 00:00:01.5+00'); COMMIT}), 't',
