@@ -309,7 +309,7 @@ mm_get_assignment_by_id(PG_FUNCTION_ARGS)
 /*
  * Refuses a NULL id or token (22004) and a token that is not the ticket's
  * (42501, whether or not the ticket exists: the answer does not tell which
- * ids exist), as mm.check_ticket_token does.
+ * ids exist), before anything is read.
  */
 static void
 CheckToken(FunctionCallInfo fcinfo, int id_arg, int token_arg)
