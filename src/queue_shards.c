@@ -345,3 +345,19 @@ MmQueuePlan(MmQueueRelations *relations, const MmQueueStatement *statement)
 	pfree(sql);
 	return kept->plan;
 }
+
+/*
+ * Runs a statement that reads at most one row; true when it found one (in
+ * SPI_tuptable).  read_only: the caller's snapshot; otherwise a new one, as
+ * a statement of a volatile function takes.
+ */
+bool
+MmQueueReadRow(MmQueueRelations *relations, const MmQueueStatement *statement, Datum *args,
+			   bool read_only)
+{
+	int			rc = SPI_execute_plan(MmQueuePlan(relations, statement), args, NULL, read_only, 1);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading \"%.40s\" failed: %s", statement->sql, SPI_result_code_string(rc));
+	return SPI_processed > 0;
+}

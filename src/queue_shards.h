@@ -28,5 +28,7 @@ extern MmQueueRelations *MmQueueRelationsOf(const char *queue);
 extern MmQueueRelations *MmQueueTables(void);
 extern bool MmQueueOnShards(const MmQueueRelations *relations);
 extern SPIPlanPtr MmQueuePlan(MmQueueRelations *relations, const MmQueueStatement *statement);
+extern bool MmQueueReadRow(MmQueueRelations *relations, const MmQueueStatement *statement,
+						   Datum *args, bool read_only);
 
 #endif

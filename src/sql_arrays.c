@@ -246,3 +246,12 @@ MmDistinctStrings(ArrayType *array, int *count)
 	*count = kept;
 	return strings;
 }
+
+void
+MmRefuseNullArgument(FunctionCallInfo fcinfo, int arg, const char *argname)
+{
+	if (PG_ARGISNULL(arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname)));
+}

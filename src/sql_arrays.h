@@ -43,6 +43,9 @@ extern char **MmDistinctStrings(ArrayType *array, int *count);
 /* qsort comparator of C strings (char *), bytewise. */
 extern int	MmCompareCStrings(const void *a, const void *b);
 
+/* Refuses (22004) a NULL argument arg of fcinfo, naming it. */
+extern void MmRefuseNullArgument(FunctionCallInfo fcinfo, int arg, const char *argname);
+
 /* Refuses NaN and +-Infinity in a scalar argument, naming it. */
 extern void MmCheckFinite(double value, const char *argname);
 

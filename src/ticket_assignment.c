@@ -24,6 +24,7 @@
 
 #include "event_signing.h"
 #include "queue_shards.h"
+#include "sql_arrays.h"
 
 PG_FUNCTION_INFO_V1(mm_ticket_assignment);
 PG_FUNCTION_INFO_V1(mm_get_assignment);
@@ -75,18 +76,7 @@ static const MmQueueStatement TicketRoles = {
 	3, {TEXTOID, INT8OID, INT8OID}
 };
 
-/* Runs a read of at most one row; true when it found one. */
-static bool
-ReadOne(MmQueueRelations *relations, const MmQueueStatement *statement, Datum *args)
-{
-	int			rc = SPI_execute_plan(MmQueuePlan(relations, statement), args, NULL, true, 1);
-
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading a ticket's assignment failed: %s", SPI_result_code_string(rc));
-	return SPI_processed > 0;
-}
-
-/* Column n (from 1) of the row ReadOne found. */
+/* Column n (from 1) of the row a read found. */
 static Datum
 Column(int n, bool *isnull)
 {
@@ -119,8 +109,8 @@ Assignment(FunctionCallInfo fcinfo, text *queue_text, Datum wanted_id)
 	relations = MmQueueRelationsOf(queue);
 	args[0] = PointerGetDatum(queue_text);
 	args[1] = wanted_id;
-	in_queue = ReadOne(relations, &TicketInQueue, args);
-	if (!in_queue && !ReadOne(MmQueueTables(), &TicketMatchedElsewhere, args))
+	in_queue = MmQueueReadRow(relations, &TicketInQueue, args, true);
+	if (!in_queue && !MmQueueReadRow(MmQueueTables(), &TicketMatchedElsewhere, args, true))
 	{
 		SPI_finish();
 		return (Datum) 0;
@@ -135,9 +125,9 @@ Assignment(FunctionCallInfo fcinfo, text *queue_text, Datum wanted_id)
 		/* in the ticket's queue: the wanted one unless matched elsewhere */
 		args[0] = Column(5, &isnull);
 		args[1] = values[2];
-		if (ReadOne(in_queue ? relations : MmQueueTables(), &MatchInQueue, args) ||
-			(!queues_null && ReadOne(MmQueueTables(), &MatchInQueues,
-									 (Datum[]) {ticket_queues, values[2]})))
+		if (MmQueueReadRow(in_queue ? relations : MmQueueTables(), &MatchInQueue, args, true) ||
+			(!queues_null && MmQueueReadRow(MmQueueTables(), &MatchInQueues,
+											(Datum[]) {ticket_queues, values[2]}, true)))
 		{
 			Datum		match_queue = Column(2, &isnull);
 			bool		match_here = in_queue && strcmp(TextDatumGetCString(match_queue), queue) == 0;
@@ -148,7 +138,7 @@ Assignment(FunctionCallInfo fcinfo, text *queue_text, Datum wanted_id)
 			args[0] = match_queue;
 			args[1] = Column(1, &isnull);
 			args[2] = values[0];
-			ReadOne(match_here ? relations : MmQueueTables(), &TicketRoles, args);
+			MmQueueReadRow(match_here ? relations : MmQueueTables(), &TicketRoles, args, true);
 			values[7] = Column(1, &nulls[7]);
 		}
 		else
@@ -185,10 +175,7 @@ mm_ticket_assignment(PG_FUNCTION_ARGS)
 Datum
 mm_get_assignment(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("queue must not be null")));
+	MmRefuseNullArgument(fcinfo, 0, "queue");
 	if (PG_ARGISNULL(1))
 	{
 		InitMaterializedSRF(fcinfo, 0);
@@ -281,7 +268,7 @@ AssignmentById(FunctionCallInfo fcinfo, Datum id)
 
 	if ((rc = SPI_connect()) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
-	if (ReadOne(MmQueueTables(), &TicketQueue, &id))
+	if (MmQueueReadRow(MmQueueTables(), &TicketQueue, &id, true))
 	{
 		bool		isnull;
 		Datum		value = Column(1, &isnull);
@@ -314,14 +301,8 @@ mm_get_assignment_by_id(PG_FUNCTION_ARGS)
 static void
 CheckToken(FunctionCallInfo fcinfo, int id_arg, int token_arg)
 {
-	if (PG_ARGISNULL(id_arg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("ticket_id must not be null")));
-	if (PG_ARGISNULL(token_arg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("token must not be null")));
+	MmRefuseNullArgument(fcinfo, id_arg, "ticket_id");
+	MmRefuseNullArgument(fcinfo, token_arg, "token");
 	if (!TokenMatches(PG_GETARG_INT64(id_arg), PG_GETARG_TEXT_PP(token_arg)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -345,10 +326,7 @@ mm_get_assignment_with_token(PG_FUNCTION_ARGS)
 Datum
 mm_get_assignment_in_queue_with_token(PG_FUNCTION_ARGS)
 {
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("queue must not be null")));
+	MmRefuseNullArgument(fcinfo, 0, "queue");
 	CheckToken(fcinfo, 1, 2);
 	return Assignment(fcinfo, PG_GETARG_TEXT_PP(0), PG_GETARG_DATUM(1));
 }

@@ -18,6 +18,7 @@
 #include "utils/timestamp.h"
 
 #include "queue_shards.h"
+#include "sql_arrays.h"
 
 PG_FUNCTION_INFO_V1(mm_heartbeat);
 
@@ -43,28 +44,15 @@ static const MmQueueStatement StatusMatchedElsewhere = {
 };
 
 /*
- * The ticket's status by a read of at most one row (in SPI's memory, freed
- * by SPI_finish), or NULL when it found none.
+ * The ticket's status by a read of at most one row with a new snapshot (in
+ * SPI's memory, freed by SPI_finish), or NULL when it found none.
  */
 static char *
 ReadStatus(MmQueueRelations *relations, const MmQueueStatement *statement, Datum *args)
 {
-	int			rc = SPI_execute_plan(MmQueuePlan(relations, statement), args, NULL, false, 1);
-
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "reading a ticket's status failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
+	if (!MmQueueReadRow(relations, statement, args, false))
 		return NULL;
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-}
-
-static void
-RefuseNull(FunctionCallInfo fcinfo, int arg, const char *name)
-{
-	if (PG_ARGISNULL(arg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", name)));
 }
 
 /*
@@ -84,9 +72,9 @@ mm_heartbeat(PG_FUNCTION_ARGS)
 	bool		active = true;
 	int			rc;
 
-	RefuseNull(fcinfo, 0, "queue");
-	RefuseNull(fcinfo, 1, "ticket_id");
-	RefuseNull(fcinfo, 2, "now");
+	MmRefuseNullArgument(fcinfo, 0, "queue");
+	MmRefuseNullArgument(fcinfo, 1, "ticket_id");
+	MmRefuseNullArgument(fcinfo, 2, "now");
 	if (TIMESTAMP_NOT_FINITE(PG_GETARG_TIMESTAMPTZ(2)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_FIELD_OVERFLOW),
