@@ -349,7 +349,7 @@ AppendRoles(StringInfo out, MmRuleContext *context, const MmRuleHandler **handle
 	{
 		double		wait = Max(0.0, roles->autofill_after_seconds - tickets[self].age_seconds);
 
-		escape_json(out, timestamptz_to_str(now + (int64) (wait * USECS_PER_SEC)));
+		escape_json(out, timestamptz_to_str(MmTimestampPlusSeconds(now, wait, "now + the autofill wait")));
 	}
 	else
 		appendStringInfoString(out, "null");

@@ -583,15 +583,33 @@ FunctionOwner(Oid fn)
 }
 
 /*
- * Never more rights than the function's owner has: a superuser role to run a
- * function that a non-superuser owns (and may rewrite) gives way to the owner.
+ * The role a function runs as for a role that names it (or was recorded as
+ * its role): never one with more rights than either the function's owner,
+ * who can rewrite it, or that role.  The owner when the role has the owner's
+ * privileges (a superuser has everyone's); the role itself when the owner
+ * has the role's (a superuser's function run by an admin); otherwise none
+ * (InvalidOid): a function owned by a role that is neither above nor below
+ * the one naming it would run one's code with the other's rights.
  */
 static Oid
-RoleCappedByOwner(Oid role, Oid fn)
+RunAsRole(Oid role, Oid fn)
 {
 	Oid			owner = FunctionOwner(fn);
 
-	return superuser_arg(role) && !superuser_arg(owner) ? owner : role;
+	if (has_privs_of_role(role, owner))
+		return owner;
+	if (has_privs_of_role(owner, role))
+		return role;
+	return InvalidOid;
+}
+
+/* A recorded role as RunAsRole caps it; kept as it is when none fits (the tick refuses it). */
+static Oid
+RecordedRunAsRole(Oid role, Oid fn)
+{
+	Oid			run_as = RunAsRole(role, fn);
+
+	return OidIsValid(run_as) ? run_as : role;
 }
 
 char *
@@ -618,7 +636,7 @@ MmMatchFunctionRoleForWrite(const char *queue, const char *function, const char 
 	if (old_function != NULL && old_role != NULL && ResolveMatchFunction(old_function) == fn &&
 		given_role != NULL && strcmp(given_role, old_role) == 0 &&
 		OidIsValid(given = get_role_oid(old_role, true)))
-		return GetUserNameFromId(RoleCappedByOwner(given, fn), false);
+		return GetUserNameFromId(RecordedRunAsRole(given, fn), false);
 
 	/* a role named in the row (a restore): only one the writer could act as */
 	if (given_role != NULL && (old_role == NULL || strcmp(given_role, old_role) != 0))
@@ -635,16 +653,25 @@ MmMatchFunctionRoleForWrite(const char *queue, const char *function, const char 
 			return NULL;
 		}
 		if (has_privs_of_role(writer, given))
-			return GetUserNameFromId(RoleCappedByOwner(given, fn), false);
+			return GetUserNameFromId(RecordedRunAsRole(given, fn), false);
 	}
 
 	/*
-	 * The writer names the function.  It runs as the writer, or as its owner
-	 * when the writer holds the owner's privileges (a superuser holds
-	 * everyone's): never with more rights than both of them have.
+	 * The writer names the function: it runs as its owner when the writer
+	 * holds the owner's privileges (a superuser holds everyone's), as the
+	 * writer when the owner holds the writer's, and is refused otherwise.
 	 */
-	owner = FunctionOwner(fn);
-	run_as = has_privs_of_role(writer, owner) ? owner : writer;
+	run_as = RunAsRole(writer, fn);
+	if (!OidIsValid(run_as))
+	{
+		owner = FunctionOwner(fn);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("match_function: function %s is owned by role \"%s\", whose privileges \"%s\" does not have",
+						function, GetUserNameFromId(owner, false), GetUserNameFromId(writer, false)),
+				 errdetail("Its owner can rewrite it: it would run with the rights of a role its owner does not have."),
+				 errhint("Name a function owned by a role you are a member of, or by a superuser, or have its owner name it.")));
+	}
 	aclresult = pg_namespace_aclcheck(get_func_namespace(fn), run_as, ACL_USAGE);
 	if (aclresult == ACLCHECK_OK)
 		aclresult = pg_proc_aclcheck(fn, run_as, ACL_EXECUTE);
@@ -671,6 +698,7 @@ MmRunMatchFunction(const MmRuleContext *context, const char *queue, const char *
 	Datum		values[3];
 	char	   *sql;
 	Oid			role_id;
+	Oid			run_as;
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
@@ -715,8 +743,16 @@ MmRunMatchFunction(const MmRuleContext *context, const char *queue, const char *
 				 errmsg("match_function of queue \"%s\" runs as role \"%s\", which no longer exists",
 						queue, role),
 				 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin, or as the function's owner if the admin has the owner's rights.")));
-	/* a superuser role for a non-superuser's function (say, given away since) */
-	role_id = RoleCappedByOwner(role_id, fn);
+	/* the function may have been given away since it was named */
+	run_as = RunAsRole(role_id, fn);
+	if (!OidIsValid(run_as))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("match_function of queue \"%s\" runs as role \"%s\", which does not have the privileges of the function's owner \"%s\"",
+						queue, role, GetUserNameFromId(FunctionOwner(fn), false)),
+				 errdetail("Its owner can rewrite it: it would run with the rights of a role its owner does not have."),
+				 errhint("An admin names the function again with mm.alter_queue; it then runs as that admin, or as the function's owner if the admin has the owner's rights.")));
+	role_id = run_as;
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(role_id, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);

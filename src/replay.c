@@ -36,6 +36,7 @@
 
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/binaryheap.h"
@@ -684,7 +685,7 @@ RecordOffence(Replay *rp, int player, ReplayReason reason, TimestampTz at)
 	if (base > 0)
 	{
 		double		seconds = Min(base * pow(pen->growth, Min(pl->offences - 1, 60)), pen->cap);
-		TimestampTz until = at + (int64) (seconds * USECS_PER_SEC);
+		TimestampTz until = MmTimestampPlusSeconds(at, seconds, "a replayed cooldown's end");
 
 		if (TIMESTAMP_IS_NOBEGIN(pl->cooldown_until) || until > pl->cooldown_until)
 			pl->cooldown_until = until;
@@ -1072,9 +1073,15 @@ AdvanceToTick(Replay *rp, ReplayClock *clk, TimestampTz now)
 		if (!binaryheap_empty(clk->pending) &&
 			rp->matches[DatumGetInt32(binaryheap_first(clk->pending))].decided_at <= now)
 			due_at = rp->matches[DatumGetInt32(binaryheap_first(clk->pending))].decided_at;
-		if (!binaryheap_empty(rp->games) &&
-			rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at + rp->penalties.game_length <= now)
-			game_at = rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at + rp->penalties.game_length;
+		if (!binaryheap_empty(rp->games))
+		{
+			TimestampTz game_end =
+				MmTimestampPlusUsecs(rp->matches[DatumGetInt32(binaryheap_first(rp->games))].decided_at,
+									 rp->penalties.game_length, "a replayed game's end");
+
+			if (game_end <= now)
+				game_at = game_end;
+		}
 		if (rp->next_leave < rp->nleaves && rp->leave_at[rp->next_leave] <= now)
 			leave_at = rp->leave_at[rp->next_leave];
 
@@ -1241,7 +1248,7 @@ RecordFoundMatches(Replay *rp, ReplayClock *clk, const MmSearchResult *result,
 		{
 			/* proposed: out of the search until answered */
 			AnswerProposal(rp, rm);
-			rm->decided_at = now + rm->answer.delay;
+			rm->decided_at = MmTimestampPlusUsecs(now, rm->answer.delay, "a replayed proposal's answer");
 			for (int k = 0; k < rm->ntickets; k++)
 				rp->fate[rm->tickets[k]].proposed = true;
 			binaryheap_add(clk->pending, Int32GetDatum(rp->nmatches));
@@ -1340,6 +1347,7 @@ RunReplay(FunctionCallInfo fcinfo)
 		MmTicket   *pool;
 		int		   *pool_index;
 		int			n;
+		TimestampTz last_tick;
 
 		CHECK_FOR_INTERRUPTS();
 		rp->nticks++;
@@ -1359,7 +1367,7 @@ RunReplay(FunctionCallInfo fcinfo)
 		}
 		MemoryContextSwitchTo(caller);
 		MemoryContextReset(tick_context);
-		if (now > to_time - step)
+		if (pg_sub_s64_overflow(to_time, step, &last_tick) || now > last_tick)
 			break;
 	}
 	MemoryContextDelete(tick_context);

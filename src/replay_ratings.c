@@ -26,6 +26,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -218,6 +219,8 @@ ReplayGlicko2Rows(const ReplaySettings *s, const ReplayMatch *m, ReplayPlayers *
 		Glicko2Rating result;
 		int			g = 0;
 
+		/* a player's games are the match's sides: many sides, long rows */
+		CHECK_FOR_INTERRUPTS();
 		for (int t = 0; t < m->nsides; t++)
 		{
 			if (t == own)
@@ -253,6 +256,7 @@ ReplayEloRows(const ReplaySettings *s, const ReplayMatch *m, ReplayPlayers *pl, 
 		double		change = 0.0;
 		int			g = 0;
 
+		CHECK_FOR_INTERRUPTS();
 		for (int t = 0; t < m->nsides; t++)
 		{
 			if (t == own)
@@ -306,6 +310,7 @@ ReplayOpenSkill(const ReplaySettings *s, const ReplayMatch *m, ReplayPlayers *pl
 	MmOpenSkillPredictWin(m->nsides, x->side_rating, x->side_sigma_sq, s->beta, x->probability);
 	for (int t = 0; t < m->nsides; t++)
 	{
+		CHECK_FOR_INTERRUPTS();
 		x->dense_rank[t] = 0;
 		for (int q = 0; q < m->nsides; q++)
 		{
@@ -323,6 +328,7 @@ ReplayOpenSkill(const ReplaySettings *s, const ReplayMatch *m, ReplayPlayers *pl
 	{
 		bool		leaver = false;
 
+		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < m->n; i++)
 			leaver |= m->side[i] - 1 == t && m->loss[i] != 0;
 		if (!leaver)
@@ -537,10 +543,27 @@ OptionalFloat8Rows(ArrayType *array, const char *argname, int rows)
 	return values;
 }
 
+typedef struct PlayerRow
+{
+	const char *id;
+	int			row;
+} PlayerRow;
+
+static int
+ComparePlayerRows(const void *a, const void *b)
+{
+	const PlayerRow *x = (const PlayerRow *) a;
+	const PlayerRow *y = (const PlayerRow *) b;
+	int			c = strcmp(x->id, y->id);
+
+	return c != 0 ? c : (x->row > y->row) - (x->row < y->row);
+}
+
 /*
  * Each match's rows in player id order, as mm.report_result reads them (the
- * order its sums run in); the SQL only groups a match's rows.  Insertion
- * sort of an index: a match has few rows.  Every per-row array follows.
+ * order its sums run in); the SQL only groups a match's rows.  Sorted by id,
+ * then row (the rows of one id keep their order).  Every per-row array
+ * follows.
  */
 #define PERMUTE(array, type) \
 	do { \
@@ -557,26 +580,26 @@ static void
 SortMatchRowsByPlayer(ReplayRows *r)
 {
 	int		   *order = palloc(sizeof(int) * Max(r->count, 1));
+	PlayerRow  *sorted = palloc(sizeof(PlayerRow) * Max(r->count, 1));
 
 	for (int first = 0; first < r->count;)
 	{
 		int			end = first;
 
+		CHECK_FOR_INTERRUPTS();
 		while (end < r->count && r->match_ids[end] == r->match_ids[first])
 			end++;
 		for (int i = first; i < end; i++)
 		{
-			int			j = i - 1;
-
-			while (j >= first && strcmp(r->player_ids[order[j]], r->player_ids[i]) > 0)
-			{
-				order[j + 1] = order[j];
-				j--;
-			}
-			order[j + 1] = i;
+			sorted[i].id = r->player_ids[i];
+			sorted[i].row = i;
 		}
+		qsort(sorted + first, end - first, sizeof(PlayerRow), ComparePlayerRows);
+		for (int i = first; i < end; i++)
+			order[i] = sorted[i].row;
 		first = end;
 	}
+	pfree(sorted);
 	PERMUTE(r->player_ids, char *);
 	PERMUTE(r->side_names, char *);
 	PERMUTE(r->ranks, int32);
@@ -589,57 +612,40 @@ SortMatchRowsByPlayer(ReplayRows *r)
 
 /*
  * Each row's side (side_of): 1 + the distinct side names of its match before
- * it in byte order.  Returns the largest match's row count.
+ * it in byte order (the match's names sorted once).  Returns the largest
+ * match's row count.
  */
 static int
 NumberSides(const ReplayRows *r, int32 *side_of)
 {
 	int			max_size = 1;
+	PlayerRow  *sorted = palloc(sizeof(PlayerRow) * Max(r->count, 1));
 
 	for (int first = 0; first < r->count;)
 	{
 		int			end = first;
+		int			side = 0;
 
+		CHECK_FOR_INTERRUPTS();
 		while (end < r->count && r->match_ids[end] == r->match_ids[first])
 			end++;
 		max_size = Max(max_size, end - first);
 		for (int i = first; i < end; i++)
 		{
-			int			before = 0;
-
-			for (int j = first; j < end; j++)
-			{
-				bool		seen = false;
-
-				if (strcmp(r->side_names[j], r->side_names[i]) >= 0)
-					continue;
-				/* count each smaller name once */
-				for (int m = first; m < j && !seen; m++)
-					seen = strcmp(r->side_names[m], r->side_names[j]) == 0;
-				if (!seen)
-					before++;
-			}
-			side_of[i] = before + 1;
+			sorted[i].id = r->side_names[i];
+			sorted[i].row = i;
+		}
+		qsort(sorted + first, end - first, sizeof(PlayerRow), ComparePlayerRows);
+		for (int i = first; i < end; i++)
+		{
+			if (i == first || strcmp(sorted[i].id, sorted[i - 1].id) != 0)
+				side++;
+			side_of[sorted[i].row] = side;
 		}
 		first = end;
 	}
+	pfree(sorted);
 	return max_size;
-}
-
-typedef struct PlayerRow
-{
-	const char *id;
-	int			row;
-} PlayerRow;
-
-static int
-ComparePlayerRows(const void *a, const void *b)
-{
-	const PlayerRow *x = (const PlayerRow *) a;
-	const PlayerRow *y = (const PlayerRow *) b;
-	int			c = strcmp(x->id, y->id);
-
-	return c != 0 ? c : (x->row > y->row) - (x->row < y->row);
 }
 
 /*
@@ -885,7 +891,12 @@ ReplayAll(const ReplaySettings *s, const ReplayRows *r, const int32 *player_of,
 			end++;
 		if (r->periods != NULL && r->periods[first] != period)
 		{
-			ClosePeriod(s, pl, r->periods[first] - period - 1);
+			int64		gap;
+
+			/* any bigints: a gap past the int64 range is as long as it can be */
+			if (pg_sub_s64_overflow(r->periods[first], period, &gap))
+				gap = r->periods[first] > period ? PG_INT64_MAX : PG_INT64_MIN + 1;
+			ClosePeriod(s, pl, gap - 1);
 			period = r->periods[first];
 		}
 		if (r->resets != NULL && r->resets[first] > applied)
@@ -894,7 +905,10 @@ ReplayAll(const ReplaySettings *s, const ReplayRows *r, const int32 *player_of,
 			if (r->periods != NULL)
 				ClosePeriod(s, pl, 0);
 			while (applied < r->resets[first])
+			{
+				CHECK_FOR_INTERRUPTS();
 				ApplyReset(s, pl, applied++, pool_sum, pool_count, r->count);
+			}
 		}
 		m.n = end - first;
 		m.nsides = 0;

@@ -35,6 +35,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
@@ -53,6 +54,7 @@
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/portal.h"
 #include "utils/snapmgr.h"
@@ -119,10 +121,41 @@ TickLoopLockTag(LOCKTAG *tag, text *queue)
 }
 
 /*
+ * Whether the statement running is a top-level CALL mm.tick_loop(...): the
+ * portal's one statement, the procedure named tick_loop in mm.  A session that
+ * took the loop lock any other way could keep it while idle, and every loop
+ * of the queue would leave the queue to it.
+ */
+static bool
+RunningTickLoopCall(void)
+{
+	PlannedStmt *stmt;
+	CallStmt   *call;
+	Oid			procedure;
+	char	   *name;
+
+	if (ActivePortal == NULL || ActivePortal->commandTag != CMDTAG_CALL ||
+		list_length(ActivePortal->stmts) != 1)
+		return false;
+	stmt = linitial_node(PlannedStmt, ActivePortal->stmts);
+	if (stmt->utilityStmt == NULL || !IsA(stmt->utilityStmt, CallStmt))
+		return false;
+	call = (CallStmt *) stmt->utilityStmt;
+	if (call->funcexpr == NULL)
+		return false;
+	/* only the extension's owner may create routines in mm */
+	procedure = call->funcexpr->funcid;
+	name = get_func_name(procedure);
+	return name != NULL && strcmp(name, "tick_loop") == 0 &&
+		get_func_namespace(procedure) == get_namespace_oid("mm", true);
+}
+
+/*
  * mm.tick_loop_lock(queue text) RETURNS boolean: takes the queue's loop lock
  * for the session, without waiting; false when another session holds it.
  * Held once however often this session asks (a loop that ended in an error
  * before releasing it leaves it held; the next loop here takes it over).
+ * Only within CALL mm.tick_loop: the lock is released when the loop returns.
  */
 Datum
 mm_tick_loop_lock(PG_FUNCTION_ARGS)
@@ -130,6 +163,10 @@ mm_tick_loop_lock(PG_FUNCTION_ARGS)
 	LOCKTAG		tag;
 	LockAcquireResult res;
 
+	if (!RunningTickLoopCall())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("mm.tick_loop_lock may be called only by CALL mm.tick_loop")));
 	TickLoopLockTag(&tag, PG_GETARG_TEXT_PP(0));
 	res = LockAcquire(&tag, ExclusiveLock, true, true);
 	if (res == LOCKACQUIRE_ALREADY_HELD)

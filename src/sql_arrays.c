@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -254,4 +255,29 @@ MmRefuseNullArgument(FunctionCallInfo fcinfo, int arg, const char *argname)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("%s must not be null", argname)));
+}
+
+TimestampTz
+MmTimestampPlusUsecs(TimestampTz t, int64 usecs, const char *what)
+{
+	TimestampTz result;
+
+	if (pg_add_s64_overflow(t, usecs, &result) || !IS_VALID_TIMESTAMP(result))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("%s is out of range for a timestamp", what)));
+	return result;
+}
+
+TimestampTz
+MmTimestampPlusSeconds(TimestampTz t, double seconds, const char *what)
+{
+	double		usecs = seconds * USECS_PER_SEC;
+
+	/* beyond int64 is beyond every timestamp (and the cast would be undefined) */
+	if (isnan(usecs) || usecs >= (double) PG_INT64_MAX || usecs <= (double) PG_INT64_MIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("%s is out of range for a timestamp", what)));
+	return MmTimestampPlusUsecs(t, (int64) usecs, what);
 }

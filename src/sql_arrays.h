@@ -11,6 +11,7 @@
 #define MM_SQL_ARRAYS_H
 
 #include "postgres.h"
+#include "datatype/timestamp.h"
 #include "utils/array.h"
 
 /* The largest array any rating or balancing function accepts. */
@@ -48,5 +49,12 @@ extern void MmRefuseNullArgument(FunctionCallInfo fcinfo, int arg, const char *a
 
 /* Refuses NaN and +-Infinity in a scalar argument, naming it. */
 extern void MmCheckFinite(double value, const char *argname);
+
+/*
+ * t plus usecs (or seconds; negative: before t); 22008 naming what (say
+ * "now + acceptance_timeout_seconds") when the result is no finite timestamp.
+ */
+extern TimestampTz MmTimestampPlusUsecs(TimestampTz t, int64 usecs, const char *what);
+extern TimestampTz MmTimestampPlusSeconds(TimestampTz t, double seconds, const char *what);
 
 #endif							/* MM_SQL_ARRAYS_H */

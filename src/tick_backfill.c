@@ -389,7 +389,11 @@ ReadBackfillRequests(MmTickQueue *q, BackfillRequests *reqs)
 		if (count != nteams)
 			elog(ERROR, "backfill request " INT64_FORMAT " has %d open slot counts for %d teams",
 				 reqs->request_ids[r], count, nteams);
-		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
+		/*
+		 * Copies: the elements point into their array, which an untoasted
+		 * value leaves in the SPI result freed below.
+		 */
+		deconstruct_array(DatumGetArrayTypePCopy(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
 						  false, TYPALIGN_INT, &reqs->leavers[r], NULL, &reqs->nleavers[r]);
 		if (config->roles != NULL)
 		{
@@ -398,9 +402,9 @@ ReadBackfillRequests(MmTickQueue *q, BackfillRequests *reqs)
 			bool	   *team_nulls;
 
 			/* a free-for-all's leavers have no team (NULLs, not read) */
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 6, &isnull)), TEXTOID, -1,
+			deconstruct_array(DatumGetArrayTypePCopy(SPI_getbinval(tuple, desc, 6, &isnull)), TEXTOID, -1,
 							  false, TYPALIGN_INT, &reqs->leaver_teams[r], &team_nulls, &nteams_left);
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 7, &isnull)), TEXTOID, -1,
+			deconstruct_array(DatumGetArrayTypePCopy(SPI_getbinval(tuple, desc, 7, &isnull)), TEXTOID, -1,
 							  false, TYPALIGN_INT, &reqs->leaver_roles[r], NULL, &nroles_left);
 			if (nteams_left != nroles_left)
 				elog(ERROR, "backfill request " INT64_FORMAT " lists %d leaver teams for %d roles",
@@ -521,7 +525,11 @@ ReadMatchMembers(MmTickQueue *q, int64 match_id, BackfillMembers *m)
 			bool	   *role_nulls;
 			int			count;
 
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
+			/*
+		 * Copies: the elements point into their array, which an untoasted
+		 * value leaves in the SPI result freed below.
+		 */
+		deconstruct_array(DatumGetArrayTypePCopy(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
 							  false, TYPALIGN_INT, &roles, &role_nulls, &count);
 			for (int k = 0; k < count && nroles < MM_MAX_MATCH_SIZE; k++)
 				m->role[nroles++] = role_nulls[k] ? -1 : RoleOf(config->roles, roles[k]);

@@ -11,11 +11,11 @@
  */
 #include "postgres.h"
 
-#include "common/int.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 
 #include "events.h"
+#include "sql_arrays.h"
 #include "tick_internal.h"
 
 /* Orders int64 ids ascending, for qsort. */
@@ -72,14 +72,7 @@ ReleaseClaims(MmTickQueue *q, ArrayType *players, ArrayType *tickets)
 static TimestampTz
 CutoffBefore(TimestampTz now, double seconds, const char *key)
 {
-	TimestampTz cutoff;
-
-	if (pg_sub_s64_overflow(now, (int64) (seconds * USECS_PER_SEC), &cutoff) ||
-		!IS_VALID_TIMESTAMP(cutoff))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("now - %s is out of range for a timestamp", key)));
-	return cutoff;
+	return MmTimestampPlusSeconds(now, -seconds, psprintf("now - %s", key));
 }
 
 /*

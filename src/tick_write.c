@@ -20,7 +20,6 @@
 #include "access/tableam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "common/int.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -381,17 +380,10 @@ ProposeTickets(MmTickQueue *q, int ntickets, const int *t_index, const int64 *ma
 static TimestampTz
 AcceptanceDeadline(const MmQueueConfig *config, TimestampTz now)
 {
-	TimestampTz deadline;
-
 	if (config->acceptance_timeout_seconds <= 0)
 		return 0;
-	if (pg_add_s64_overflow(now, (int64) (config->acceptance_timeout_seconds * USECS_PER_SEC),
-							&deadline) ||
-		!IS_VALID_TIMESTAMP(deadline))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-				 errmsg("now + acceptance_timeout_seconds is out of range for a timestamp")));
-	return deadline;
+	return MmTimestampPlusSeconds(now, config->acceptance_timeout_seconds,
+								  "now + acceptance_timeout_seconds");
 }
 
 /*

@@ -12,11 +12,42 @@
 -- schema can hijack a call.  A function that sets its search_path
 -- (pg_catalog, pg_temp) writes plain operators and functions; what runs
 -- without one (views, index predicates, constraints, procedures, inlined SQL
--- functions, DO blocks) qualifies them too, as OPERATOR(pg_catalog.=).
+-- functions, DO blocks) qualifies them too, as OPERATOR(pg_catalog.=), and
+-- in procedures the types of their variables and casts (pg_catalog.text).
 --
--- This file: the group roles and the privileges on the schema mm itself
--- (CREATE EXTENSION creates the schema, from `schema = mm` in
--- matchmaking.control).
+-- This file: the schema mm's check, the group roles and the privileges on
+-- the schema itself (CREATE EXTENSION creates the schema, from `schema = mm`
+-- in matchmaking.control).
+
+-- CREATE EXTENSION adopts a schema mm that already exists.  Whoever owns it
+-- can later rename it and put look-alike objects under the name mm, which
+-- the extension's owner-rights functions would then call: the schema must be
+-- new, or empty and owned by the installing role or a superuser.
+DO $schema$
+DECLARE
+	mm_schema pg_catalog.oid;
+	mm_owner pg_catalog.name;
+	owner_is_superuser boolean;
+BEGIN
+	SELECT n.oid, r.rolname, r.rolsuper INTO mm_schema, mm_owner, owner_is_superuser
+	  FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+	 WHERE n.nspname OPERATOR(pg_catalog.=) 'mm';
+	IF mm_owner OPERATOR(pg_catalog.<>) CURRENT_USER AND NOT owner_is_superuser THEN
+		RAISE EXCEPTION 'schema "mm" is owned by role "%", which is neither the role installing the extension nor a superuser',
+			mm_owner
+			USING ERRCODE = 'insufficient_privilege',
+				  HINT = 'Its owner could replace the extension''s objects: drop the schema (or ALTER SCHEMA mm OWNER TO the installing role) and run CREATE EXTENSION again.';
+	END IF;
+	IF EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.relnamespace OPERATOR(pg_catalog.=) mm_schema)
+	   OR EXISTS (SELECT FROM pg_catalog.pg_proc p WHERE p.pronamespace OPERATOR(pg_catalog.=) mm_schema)
+	   OR EXISTS (SELECT FROM pg_catalog.pg_type t WHERE t.typnamespace OPERATOR(pg_catalog.=) mm_schema)
+	   OR EXISTS (SELECT FROM pg_catalog.pg_operator o WHERE o.oprnamespace OPERATOR(pg_catalog.=) mm_schema) THEN
+		RAISE EXCEPTION 'schema "mm" already holds objects'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'The extension installs into a new or empty schema mm: move those objects out, or drop the schema.';
+	END IF;
+END
+$schema$;
 
 -- Group roles (NOLOGIN): grant them to your login roles.  Roles belong to the
 -- cluster, not to a database: a second database's install, or a reinstall,

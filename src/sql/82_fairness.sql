@@ -221,7 +221,7 @@ $$;
 COMMENT ON FUNCTION mm.record_match_predictions(text, timestamptz) IS
 'Internal: records each team''s predicted win probability for the queue''s matches created at now (the tick calls it for rated queues)';
 REVOKE ALL ON FUNCTION mm.record_match_predictions(text, timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mm.record_match_predictions(text, timestamptz) TO mm_ticker, mm_admin;
+GRANT EXECUTE ON FUNCTION mm.record_match_predictions(text, timestamptz) TO mm_admin;
 
 -- mm.report_result with each team's score: checked against the match's
 -- teams, then the result reported as without it, then the scores kept in

@@ -455,27 +455,29 @@ GRANT EXECUTE ON FUNCTION mm.tick_loop_unlock(text) TO mm_ticker;
 -- which no tick could run fails.  It reads its interval through
 -- mm.tick_loop_every, so that the job's role needs nothing but mm_ticker.  A
 -- procedure (not a function) so that each tick commits on its own; it
--- therefore has no SET clause, and qualifies every operator instead.
+-- therefore has no SET clause, and qualifies every operator and type
+-- instead (a type is looked up on the caller's search_path too).
 CREATE PROCEDURE mm.tick_loop(queue text)
 LANGUAGE plpgsql
 AS $$
 DECLARE
-	started constant timestamptz := pg_catalog.clock_timestamp();
+	started constant pg_catalog.timestamptz := pg_catalog.clock_timestamp();
 	-- the run belongs to the minute it starts in (or the next one when pg_cron
 	-- starts it a moment early) and ends before that minute's successor starts
-	deadline timestamptz := pg_catalog.date_trunc('minute', started OPERATOR(pg_catalog.+) '2 seconds'::interval)
-							OPERATOR(pg_catalog.+) '1 minute'::interval;
-	next_tick timestamptz := started;
-	tick_every interval;
-	failures integer := 0;
-	last_state text;
-	last_message text;
-	held_off boolean;
-	held_off_in_a_row integer := 0;
-	ticks_held_off integer := 0;
-	ticks_run integer := 0;
-	tick_started timestamptz;
-	citus_session text;
+	deadline pg_catalog.timestamptz :=
+		pg_catalog.date_trunc('minute', started OPERATOR(pg_catalog.+) '2 seconds'::pg_catalog.interval)
+		OPERATOR(pg_catalog.+) '1 minute'::pg_catalog.interval;
+	next_tick pg_catalog.timestamptz := started;
+	tick_every pg_catalog.interval;
+	failures pg_catalog.int4 := 0;
+	last_state pg_catalog.text;
+	last_message pg_catalog.text;
+	held_off pg_catalog.bool;
+	held_off_in_a_row pg_catalog.int4 := 0;
+	ticks_held_off pg_catalog.int4 := 0;
+	ticks_run pg_catalog.int4 := 0;
+	tick_started pg_catalog.timestamptz;
+	citus_session pg_catalog.text;
 BEGIN
 	IF queue IS NULL THEN
 		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -550,8 +552,8 @@ BEGIN
 			EXIT WHEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) deadline;
 			-- late: that run has returned (or will, finding the lock taken)
 			deadline := pg_catalog.date_trunc('minute', pg_catalog.clock_timestamp()
-											  OPERATOR(pg_catalog.+) '2 seconds'::interval)
-						OPERATOR(pg_catalog.+) '1 minute'::interval;
+											  OPERATOR(pg_catalog.+) '2 seconds'::pg_catalog.interval)
+						OPERATOR(pg_catalog.+) '1 minute'::pg_catalog.interval;
 		END IF;
 		PERFORM pg_catalog.pg_sleep(pg_catalog.date_part('epoch',
 								next_tick OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()));
@@ -824,8 +826,8 @@ CREATE PROCEDURE mm.run_retention()
 LANGUAGE plpgsql
 AS $$
 DECLARE
-	settings record;
-	purged record;
+	settings pg_catalog.record;
+	purged pg_catalog.record;
 BEGIN
 	SELECT s.keep, s.batch_size, s.archive INTO settings
 	  FROM mm.schedule_jobs s WHERE s.job_name OPERATOR(pg_catalog.=) 'mm_retention';

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Core benchmark of the 0.2 data model: every figure is a ratio (or a figure
-# against its target) measured in this run, each measurement run
+# Core benchmark of the tick, ticket creation and enqueue: every figure is a
+# ratio (or a figure against its target) measured in this run, each measurement run
 # MM_BENCH_CORE_RUNS times (default 3) after one unrecorded warm-up, medians
 # reported.  Printed at the end as a Markdown table
 # "| figure | ours | baseline | ratio | target |", then every run.

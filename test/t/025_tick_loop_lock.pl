@@ -121,6 +121,17 @@ $holder->query_safe('COMMIT');
 $holder->quit;
 is($node->safe_psql('postgres', "SELECT mm.tick('held')"), '1', 'once the holder commits, a tick matches them');
 
+# --- a role that may run the loop cannot take its lock outside of it: held
+# by an idle session, it would leave the queue unticked by every loop
+for my $call ("SELECT mm.tick_loop_lock('duel')",
+	q{DO $$BEGIN PERFORM mm.tick_loop_lock('duel'); END$$})
+{
+	($rc, $out, $err) = $node->psql('postgres', $call, extra_params => [ '-U', 'loop_runner' ]);
+	like($err, qr/ERROR:  mm\.tick_loop_lock may be called only by CALL mm\.tick_loop/,
+		"the loop lock is refused outside the loop: $call");
+}
+is($node->safe_psql('postgres', "SELECT mm.tick_loop_running('duel')"), 'f', 'and nobody holds it');
+
 # --- neither lock can be taken from SQL: pg_advisory_* cannot form their tags
 my $nolock = $node->safe_psql('postgres', q{SELECT has_function_privilege('nobody_special', 'mm.tick_loop_lock(text)', 'EXECUTE'),
 	has_function_privilege('nobody_special', 'mm.tick(text, timestamptz)', 'EXECUTE')});

@@ -428,5 +428,30 @@ is($node->safe_psql('up3b', $held_sql), 'ana>3:searching ben>2:searching',
 is("$rc $out", '0 1', 'the tick forms one match') or diag $err;
 is($node->safe_psql('up3b', $live_sql), 'ana@2 ben@2', 'ana is in one match');
 
+# A 0.3 installed into a schema mm that its database's owner had created
+# (0.3 adopted it): that owner could swap the schema for look-alikes, so the
+# update refuses it until a superuser takes the schema over; a fresh 0.4
+# install refuses such a schema at once.
+$node->safe_psql('postgres', q{CREATE ROLE game_owner LOGIN; CREATE DATABASE up3c OWNER game_owner;
+	CREATE DATABASE fresh_owned OWNER game_owner});
+$node->safe_psql('up3c', 'CREATE SCHEMA mm', extra_params => [ '-U', 'game_owner' ]);
+$node->safe_psql('up3c', "CREATE EXTENSION matchmaking VERSION '0.3'");
+($rc, $out, $err) = $node->psql('up3c', "ALTER EXTENSION matchmaking UPDATE TO '0.4'");
+like($err, qr/ERROR:  schema "mm" is owned by role "game_owner", which is neither the role updating the extension nor a superuser/,
+	'the update refuses a schema mm its database owner owns');
+$node->safe_psql('up3c', 'ALTER SCHEMA mm OWNER TO CURRENT_USER');
+($rc, $out, $err) = $node->psql('up3c', "ALTER EXTENSION matchmaking UPDATE TO '0.4'");
+is($rc, 0, 'once a superuser owns the schema, the update succeeds') or diag $err;
+$node->safe_psql('fresh_owned', 'CREATE SCHEMA mm', extra_params => [ '-U', 'game_owner' ]);
+($rc, $out, $err) = $node->psql('fresh_owned', 'CREATE EXTENSION matchmaking');
+like($err, qr/ERROR:  schema "mm" is owned by role "game_owner", which is neither the role installing the extension nor a superuser/,
+	'CREATE EXTENSION refuses a schema mm another role owns');
+$node->safe_psql('fresh_owned', 'ALTER SCHEMA mm OWNER TO CURRENT_USER; CREATE TABLE mm.mine (a integer)');
+($rc, $out, $err) = $node->psql('fresh_owned', 'CREATE EXTENSION matchmaking');
+like($err, qr/ERROR:  schema "mm" already holds objects/, 'and one that holds objects');
+$node->safe_psql('fresh_owned', 'DROP TABLE mm.mine');
+($rc, $out, $err) = $node->psql('fresh_owned', 'CREATE EXTENSION matchmaking');
+is($rc, 0, 'an empty schema mm a superuser owns is taken') or diag $err;
+
 $node->stop;
 done_testing();

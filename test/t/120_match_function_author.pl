@@ -122,10 +122,20 @@ is($node->safe_psql('restored', "SELECT match_function_role FROM mm.queues WHERE
 
 # --- a restore whose role is missing in the target: the queue gets no role
 # (never the restoring superuser) until an admin names the function again
+# (a superuser's function: an admin names it and it runs as that admin; a
+# function game_admin owns is refused to another admin, whose rights its
+# owner could borrow by rewriting it)
 $node->safe_psql('postgres', 'CREATE ROLE gone_admin LOGIN IN ROLE mm_admin');
-$node->safe_psql('game', 'GRANT USAGE ON SCHEMA game TO gone_admin');
-$node->safe_psql('game', q{
+$node->safe_psql('game', q{GRANT USAGE ON SCHEMA game TO gone_admin;
+	CREATE FUNCTION game.shared_pairs(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+	LANGUAGE sql AS $$ SELECT NULL::jsonb WHERE false $$;});
+my ($orc, $oout, $oerr) = $node->psql('game', q{
 	SELECT mm.create_queue('gone', '{"match_size": {"min": 2, "max": 2}, "match_function": "game.pairs"}');
+}, extra_params => [ '-U', 'gone_admin' ]);
+like($oerr, qr/ERROR:  match_function: function game\.pairs is owned by role "game_admin", whose privileges "gone_admin" does not have/,
+	"another admin may not name game_admin's function");
+$node->safe_psql('game', q{
+	SELECT mm.create_queue('gone', '{"match_size": {"min": 2, "max": 2}, "match_function": "game.shared_pairs"}');
 }, extra_params => [ '-U', 'gone_admin' ]);
 is($node->safe_psql('game', "SELECT match_function_role FROM mm.queues WHERE name = 'gone'"),
 	'gone_admin', 'a queue whose function an admin named');

@@ -517,3 +517,29 @@ SELECT mm.drop_queue('lc_rejoin', force => true);
 SELECT mm.drop_queue('lc_shrink', force => true);
 SELECT mm.drop_queue('lc_requeue_timeout', force => true);
 DROP EXTENSION dblink;
+
+-- the same with long player ids: three leavers' ids make an array of over
+-- 130 bytes, which the tick reads from its statement's result and must copy
+-- before that result is freed (read after it, the leavers went unchecked on
+-- builds that clobber freed memory)
+SELECT mm.create_queue('lc_rejoin_long', '{"teams": [{"name": "red", "min": 1, "max": 3},
+                                                     {"name": "blue", "min": 1, "max": 3}],
+                                           "match_size": {"min": 6, "max": 6}, "auto_backfill": true}');
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT 'lc_rejoin_long', jsonb_build_array(jsonb_build_object('id', 'long-player-id-' || repeat('x', 40) || n)),
+       '2026-01-01 05:05:00+00'::timestamptz + n * interval '1 s'
+  FROM generate_series(1, 6) n;
+SELECT mm.tick('lc_rejoin_long', '2026-01-01 05:05:10+00');
+SELECT id AS long_match FROM mm.matches WHERE queue = 'lc_rejoin_long' \gset
+SELECT mm.leave_match(:long_match, mp.player_id, '2026-01-01 05:05:11+00') FROM mm.match_players mp
+ WHERE mp.match_id = :long_match AND mp.team = 'red';
+SELECT mm.create_ticket('lc_rejoin_long', jsonb_build_array(jsonb_build_object('id', mp.player_id)),
+                        '2026-01-01 05:05:12+00') > 0 AS searching_again
+  FROM mm.match_players mp WHERE mp.match_id = :long_match AND mp.team = 'red' ORDER BY mp.player_id;
+SELECT mm.create_ticket('lc_rejoin_long', '[{"id": "long-newcomer"}]', '2026-01-01 05:05:13+00') > 0 AS created;
+SELECT mm.tick('lc_rejoin_long', '2026-01-01 05:05:14+00');
+SELECT string_agg(CASE WHEN mp.player_id = 'long-newcomer' THEN mp.player_id ELSE right(mp.player_id, 1) END || ':' || mp.team, ', ' ORDER BY mp.player_id) AS present
+  FROM mm.match_players mp WHERE mp.match_id = :long_match AND mp.left_at IS NULL;
+SELECT right(t.players -> 0 ->> 'id', 1) AS player, t.status FROM mm.tickets t
+ WHERE t.queue = 'lc_rejoin_long' AND t.created_at > '2026-01-01 05:05:11+00' ORDER BY t.id;
+SELECT mm.drop_queue('lc_rejoin_long', force => true);

@@ -287,6 +287,44 @@ INSERT INTO mm.tickets (queue, players, created_at) VALUES
 SELECT mm.tick('mf_by_super', '2026-01-01 00:02:55+00') AS matches;
 SELECT properties ->> 'run_as' AS run_as FROM mm.matches WHERE queue = 'mf_by_super' AND properties ? 'run_as';
 SELECT mm.drop_queue('mf_by_super', force => true);
+-- a function owned by a role the admin has no privileges of (and which has
+-- not the admin's) is refused: its owner could rewrite it to run with the
+-- admin's rights (42501)
+CREATE SCHEMA mf_eve_code AUTHORIZATION mf_eve;
+GRANT USAGE ON SCHEMA mf_eve_code TO mf_admin;
+SET ROLE mf_eve;
+CREATE FUNCTION mf_eve_code.pairs(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE sql AS $$
+  SELECT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'),
+							'properties', jsonb_build_object('run_as', current_user::text))
+   WHERE jsonb_array_length(tickets) >= 2 $$;
+RESET ROLE;
+SET ROLE mf_admin;
+SELECT mm.create_queue('mf_eves', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_eve_code.pairs"}');
+RESET ROLE;
+-- a superuser's function named by the admin runs as the admin; given away to
+-- that role afterwards, the tick refuses to run it as the admin (42501)
+CREATE FUNCTION mf_eve_code.given(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
+LANGUAGE sql AS $$
+  SELECT jsonb_build_object('tickets', jsonb_build_array(tickets -> 0 -> 'id', tickets -> 1 -> 'id'),
+							'properties', jsonb_build_object('run_as', current_user::text))
+   WHERE jsonb_array_length(tickets) >= 2 $$;
+SET ROLE mf_admin;
+SELECT mm.create_queue('mf_eves', '{"match_size": {"min": 2, "max": 2}, "match_function": "mf_eve_code.given"}');
+RESET ROLE;
+SELECT match_function_role FROM mm.queues WHERE name = 'mf_eves';
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('mf_eves', '[{"id": "ev1"}]', '2026-01-01 00:02:56+00'),
+  ('mf_eves', '[{"id": "ev2"}]', '2026-01-01 00:02:57+00'),
+  ('mf_eves', '[{"id": "ev3"}]', '2026-01-01 00:02:58+00'),
+  ('mf_eves', '[{"id": "ev4"}]', '2026-01-01 00:02:59+00');
+SELECT mm.tick('mf_eves', '2026-01-01 00:02:59.5+00') AS matches;
+SELECT properties ->> 'run_as' AS run_as FROM mm.matches WHERE queue = 'mf_eves';
+ALTER FUNCTION mf_eve_code.given(text, jsonb, timestamptz) OWNER TO mf_eve;
+SELECT mm.tick('mf_eves', '2026-01-01 00:03:00+00');
+SELECT count(*) AS still_searching FROM mm.tickets WHERE queue = 'mf_eves' AND status = 'searching';
+SELECT mm.drop_queue('mf_eves', force => true);
+DROP SCHEMA mf_eve_code CASCADE;
 -- ... and a role that cannot call the function cannot name it (42501)
 CREATE FUNCTION mf_game.closed(queue text, tickets jsonb, now timestamptz) RETURNS SETOF jsonb
 LANGUAGE sql SET search_path = pg_catalog AS $$

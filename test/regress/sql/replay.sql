@@ -234,6 +234,31 @@ SELECT x -> 'replay' -> 'matched' AS matched, x -> 'replay' -> 'proposals_cancel
 	pg_temp.rp_at(0), pg_temp.rp_at(150)) x;
 SELECT mm.drop_queue('rp_acc', true);
 
+-- times at the edges: a tick_every past the timestamps' range replays the one
+-- tick at from_time (the next would lie beyond to_time), with no wrap-around
+SELECT count(*) AS replayed_matches
+  FROM mm.replay_matches('rp', NULL, '4713-11-24 00:00:00+00 BC', '4713-11-24 00:00:00+00 BC', '2503211000 hours');
+-- rating periods a whole int64 apart: the idle periods between them are
+-- counted without overflow (and decay at most 1,000,000 of them)
+SELECT replayed_ids, ARRAY(SELECT round(x::numeric, 3) FROM unnest(ratings) x) AS ratings,
+       ARRAY(SELECT round(x::numeric, 3) FROM unnest(rds) x) AS rds
+  FROM mm.replay_ratings_core('glicko2', 0.5, 32, 1500, 350, 0.06, 4.1,
+         '{}'::integer[], '{}'::float8[], '{}'::float8[], '{}'::float8[], '{}'::float8[],
+         '{1,1,2,2}'::bigint[], '{a,b,a,b}'::text[], '{x,y,x,y}'::text[], '{1,2,1,2}'::integer[],
+         '{0,0,0,0}'::integer[],
+         '{-9223372036854775808,-9223372036854775808,9223372036854775807,9223372036854775807}'::bigint[],
+         '{}'::integer[], '{}'::integer[], '{}'::float8[], '{}'::float8[], '{}'::float8[]);
+-- a match of 20,000 sides (every pair of sides is a game) stops at the
+-- statement_timeout instead of running on uninterruptibly
+SET statement_timeout = '100ms';
+SELECT count(*) FROM mm.replay_ratings_core('elo', 0.5, 32, 1500, 350, 0.06, 4.1,
+         '{}'::integer[], '{}'::float8[], '{}'::float8[], '{}'::float8[], '{}'::float8[],
+         array_fill(1::bigint, ARRAY[20000]), ARRAY(SELECT 'p' || g FROM generate_series(1, 20000) g),
+         ARRAY(SELECT 's' || g FROM generate_series(1, 20000) g), array_fill(1, ARRAY[20000]),
+         array_fill(0, ARRAY[20000]), '{}'::bigint[], '{}'::integer[], '{}'::integer[], '{}'::float8[],
+         '{}'::float8[], '{}'::float8[]);
+RESET statement_timeout;
+
 SELECT mm.drop_queue('rp', true);
 SELECT bool_and(CASE WHEN s.last_value IS NULL THEN setval(s.seq::regclass, 1, false) > 0
 					 ELSE setval(s.seq::regclass, s.last_value) > 0 END) AS sequences_restored

@@ -209,7 +209,8 @@ SELECT r AS role,
 SELECT queue, ticks_total FROM mm.tick_runs WHERE queue = 'rl_q';
 -- fairness (docs/fairness.md): analysts and admins read the predictions
 -- and run the three reports; the director reads the predictions and
--- reports scores; the ticker records predictions; the frontend none of it
+-- reports scores; the frontend and the ticker none of it (the tick records
+-- the predictions as the extension's owner)
 SELECT pg_temp.as_role('rl_admin', $q$SELECT mm.create_queue('rl_rated', '{"teams": [{"name": "red", "min": 1, "max": 1},
   {"name": "blue", "min": 1, "max": 1}], "rating": {"system": "elo"}}')$q$) AS admin_rated_queue;
 SELECT r AS role,

@@ -110,3 +110,27 @@ SELECT pg_catalog.round(mm.elo_update(1500, 1200, 1)::numeric, 2) AS elo,
 
 RESET search_path;
 DROP SCHEMA trojan CASCADE;
+
+-- Trojan types: a procedure (it commits, so it has no SET clause) looks the
+-- types of its variables and casts up on the caller's search_path, which a
+-- database owner can set for every session (ALTER DATABASE ... SET
+-- search_path); a domain there with a CHECK would run as whoever calls it,
+-- a superuser's pg_cron job included.
+CREATE SCHEMA trojan_types;
+CREATE FUNCTION trojan_types.trap_check() RETURNS boolean
+	LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'trojan domain checked'; END$$;
+CREATE DOMAIN trojan_types.timestamptz AS pg_catalog.timestamptz CHECK (trojan_types.trap_check());
+CREATE DOMAIN trojan_types.interval AS pg_catalog.interval CHECK (trojan_types.trap_check());
+CREATE DOMAIN trojan_types.text AS pg_catalog.text CHECK (trojan_types.trap_check());
+CREATE DOMAIN trojan_types.int4 AS pg_catalog.int4 CHECK (trojan_types.trap_check());
+CREATE DOMAIN trojan_types.bool AS pg_catalog.bool CHECK (trojan_types.trap_check());
+CREATE DOMAIN trojan_types.record AS pg_catalog.int4 CHECK (trojan_types.trap_check());
+SET search_path = trojan_types, pg_catalog, public;
+-- the traps are live
+SELECT 'x'::text;
+-- a queue with no schedule: the loop takes its lock and returns; no
+-- retention schedule: the retention job returns
+CALL mm.tick_loop('trojan-loop');
+CALL mm.run_retention();
+RESET search_path;
+DROP SCHEMA trojan_types CASCADE;
