@@ -215,8 +215,9 @@ MmTickCancelSilentTickets(MmTickQueue *q)
  * more than live_match_timeout_seconds ago: status cancelled, cancel_reason
  * expired, the open backfill request cancelled, the players released, and
  * match_cancelled announced with reason expired.  One statement per tick of
- * a queue with the key (a second one announces, when any expired); nothing
- * without it.  Before backfill is served, so an expired match gets nobody.
+ * a queue with the key (when any expired, one more closes their requests and
+ * one announces); nothing without it.  Before backfill is served, so an
+ * expired match gets nobody.
  */
 void
 MmTickExpireLiveMatches(MmTickQueue *q)
@@ -250,6 +251,11 @@ MmTickExpireLiveMatches(MmTickQueue *q)
 	SPI_freetuptable(SPI_tuptable);
 	if (isnull)
 		return;
+	values[1] = expired;
+	rc = SPI_execute_plan(MmTickPlan.close_expired_backfills, values, NULL, false, 0);
+	MmTickBackToQueue(q);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "closing the expired matches' backfill requests failed: %s", SPI_result_code_string(rc));
 	ReleaseClaims(q, players, tickets);
 	values[0] = expired;
 	values[1] = CStringGetTextDatum(q->queue);

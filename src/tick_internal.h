@@ -105,6 +105,7 @@ typedef struct MmTickPlans
 	SPIPlanPtr	apply_releases;
 	SPIPlanPtr	cancel_silent_tickets;
 	SPIPlanPtr	expire_live_matches;
+	SPIPlanPtr	close_expired_backfills;
 	SPIPlanPtr	notify_expired;
 	SPIPlanPtr	has_other_tickets;
 	SPIPlanPtr	load;

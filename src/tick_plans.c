@@ -62,6 +62,66 @@ PendingClaimsPlan(int options)
 	return (options & ~CURSOR_OPT_GENERIC_PLAN) | CURSOR_OPT_CUSTOM_PLAN;
 }
 
+/* The live matches' expiry (live_match_timeout_seconds). */
+static void
+PrepareLiveMatchExpiry(void)
+{
+	Oid			queue_cutoff_now[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Oid			int8_array_text[] = {INT8ARRAYOID, TEXTOID};
+	Oid			text_int8_array_now[] = {TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID};
+
+	/*
+	 * live_match_timeout_seconds: the queue's ready or assigned matches that
+	 * became ready before $2 (now minus the limit), oldest first, read
+	 * through the partial index of live matches.  A match a lifecycle step
+	 * holds (assign, complete, leave, requeue, a result) is skipped, left for
+	 * the next tick; a match such a step changed since this statement's
+	 * snapshot is checked again once locked (a completed match no longer
+	 * qualifies).  Each is cancelled as expired (its open backfill request
+	 * by close_expired_backfills); its tickets stay matched, the record of
+	 * the match.  One row: their ids, and the players with their tickets,
+	 * whose claims release_claims drops (a player who left holds no claim of
+	 * it any more).
+	 */
+	KeepPlan(&MmTickPlan.expire_live_matches,
+			 "WITH due AS MATERIALIZED ("
+			 " SELECT id FROM mm.matches"
+			 " WHERE queue OPERATOR(pg_catalog.=) $1"
+			 " AND status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
+			 " AND ready_at OPERATOR(pg_catalog.<) $2"
+			 " ORDER BY ready_at, id FOR UPDATE SKIP LOCKED"
+			 "), expired AS ("
+			 " UPDATE mm.matches m SET status = 'cancelled', cancel_reason = 'expired', updated_at = $3"
+			 " WHERE m.queue OPERATOR(pg_catalog.=) $1 AND m.id IN (SELECT id FROM due) RETURNING m.id"
+			 "), players AS ("
+			 " SELECT mp.player_id, mp.ticket_id FROM mm.match_players mp"
+			 " WHERE mp.queue OPERATOR(pg_catalog.=) $1 AND mp.match_id IN (SELECT id FROM due)"
+			 ")"
+			 " SELECT (SELECT pg_catalog.array_agg(id ORDER BY id) FROM expired),"
+			 " (SELECT pg_catalog.array_agg(player_id) FROM players),"
+			 " (SELECT pg_catalog.array_agg(ticket_id) FROM players)",
+			 3, queue_cutoff_now);
+	/*
+	 * The expired matches' open backfill requests, cancelled in a statement
+	 * of their own: one a lifecycle step opened and committed after the
+	 * expiry's snapshot (it held the match, then let go before the tick
+	 * locked it) is seen here, and none can open since (the tick holds the
+	 * matches, and every writer of a request locks its match).
+	 */
+	KeepPlan(&MmTickPlan.close_expired_backfills,
+			 "UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = $3"
+			 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.match_id OPERATOR(pg_catalog.=) ANY ($2)"
+			 " AND b.status OPERATOR(pg_catalog.=) 'open'",
+			 3, text_int8_array_now);
+	/* match_cancelled for each, signed like every lifecycle event */
+	KeepPlan(&MmTickPlan.notify_expired,
+			 "SELECT mm.notify_match_event('match_cancelled', $2, u.id,"
+			 " CAST('{\"reason\": \"expired\", \"requeued_tickets\": [], \"cancelled_tickets\": []}'"
+			 " AS pg_catalog.jsonb))"
+			 " FROM pg_catalog.unnest($1) AS u(id) ORDER BY u.id",
+			 2, int8_array_text);
+}
+
 /* The queue's config, the queue names, and the steps before the search. */
 static void
 PrepareReadsAndExpiry(void)
@@ -69,7 +129,6 @@ PrepareReadsAndExpiry(void)
 	Oid			text1[] = {TEXTOID};
 	Oid			queue_now[] = {TEXTOID, TIMESTAMPTZOID};
 	Oid			queue_cutoff_now[] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Oid			int8_array_text[] = {INT8ARRAYOID, TEXTOID};
 	Oid			release_args[] = {TEXTARRAYOID, INT8ARRAYOID};
 	Oid			text_int8_array[] = {TEXTOID, INT8ARRAYOID};
 	Oid			claim_args[] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID};
@@ -173,48 +232,6 @@ PrepareReadsAndExpiry(void)
 			 " OR NOT EXISTS (SELECT FROM mm.tickets_active t WHERE t.queue OPERATOR(pg_catalog.=) $1"
 			 " AND t.id OPERATOR(pg_catalog.=) c.ticket_id))",
 			 2, text_int8_array, PendingClaimsPlan(CURSOR_OPT_GENERIC_PLAN));
-
-	/*
-	 * live_match_timeout_seconds: the queue's ready or assigned matches that
-	 * became ready before $2 (now minus the limit), oldest first, read
-	 * through the partial index of live matches.  A match a lifecycle step
-	 * holds (assign, complete, leave, requeue, a result) is skipped, left for
-	 * the next tick; a match such a step changed since this statement's
-	 * snapshot is checked again once locked (a completed match no longer
-	 * qualifies).  Each is cancelled as expired and its open backfill
-	 * request cancelled; its tickets stay matched, the record of the match.
-	 * One row: their ids, and the players with their tickets, whose claims
-	 * release_claims drops (a player who left holds no claim of it any more).
-	 */
-	KeepPlan(&MmTickPlan.expire_live_matches,
-			 "WITH due AS MATERIALIZED ("
-			 " SELECT id FROM mm.matches"
-			 " WHERE queue OPERATOR(pg_catalog.=) $1"
-			 " AND status OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'assigned'])"
-			 " AND ready_at OPERATOR(pg_catalog.<) $2"
-			 " ORDER BY ready_at, id FOR UPDATE SKIP LOCKED"
-			 "), expired AS ("
-			 " UPDATE mm.matches m SET status = 'cancelled', cancel_reason = 'expired', updated_at = $3"
-			 " WHERE m.queue OPERATOR(pg_catalog.=) $1 AND m.id IN (SELECT id FROM due) RETURNING m.id"
-			 "), closed AS ("
-			 " UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = $3"
-			 " WHERE b.queue OPERATOR(pg_catalog.=) $1 AND b.match_id IN (SELECT id FROM due)"
-			 " AND b.status OPERATOR(pg_catalog.=) 'open'"
-			 "), players AS ("
-			 " SELECT mp.player_id, mp.ticket_id FROM mm.match_players mp"
-			 " WHERE mp.queue OPERATOR(pg_catalog.=) $1 AND mp.match_id IN (SELECT id FROM due)"
-			 ")"
-			 " SELECT (SELECT pg_catalog.array_agg(id ORDER BY id) FROM expired),"
-			 " (SELECT pg_catalog.array_agg(player_id) FROM players),"
-			 " (SELECT pg_catalog.array_agg(ticket_id) FROM players)",
-			 3, queue_cutoff_now);
-	/* match_cancelled for each, signed like every lifecycle event */
-	KeepPlan(&MmTickPlan.notify_expired,
-			 "SELECT mm.notify_match_event('match_cancelled', $2, u.id,"
-			 " CAST('{\"reason\": \"expired\", \"requeued_tickets\": [], \"cancelled_tickets\": []}'"
-			 " AS pg_catalog.jsonb))"
-			 " FROM pg_catalog.unnest($1) AS u(id) ORDER BY u.id",
-			 2, int8_array_text);
 
 	/*
 	 * heartbeat_timeout_seconds: the searching tickets this queue would read
@@ -555,6 +572,7 @@ MmTickPreparePlans(void)
 	if (MmTickPlan.cancel_backfill != NULL)
 		return;
 	PrepareReadsAndExpiry();
+	PrepareLiveMatchExpiry();
 	PrepareLoad();
 	PrepareWrites();
 	PrepareBackfill();

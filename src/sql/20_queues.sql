@@ -145,6 +145,12 @@ BEGIN
 	other_queues := ARRAY(SELECT DISTINCT u.queue FROM mm.tickets_active t, unnest(t.queues) u(queue)
 						   WHERE t.queue = drop_queue.name);
 	PERFORM FROM mm.queues q WHERE q.name = ANY (other_queues) ORDER BY q.name FOR UPDATE;
+	-- and waits for a lifecycle call on one of its live matches (a requeue
+	-- puts their tickets back to searching without the queue's lock): the
+	-- count below then sees what it committed
+	PERFORM FROM mm.matches m
+	 WHERE m.queue = drop_queue.name AND m.status IN ('proposed', 'ready', 'assigned')
+	 ORDER BY m.id FOR UPDATE;
 
 	-- a proposed match of the queue may hold tickets of other queues (and
 	-- the queue's tickets may be proposed in other queues' matches)

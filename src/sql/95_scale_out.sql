@@ -437,6 +437,12 @@ BEGIN
 			IF live.status IN ('proposed', 'ready', 'assigned') AND live.left_at IS NULL THEN
 				RETURN false;
 			END IF;
+			-- a requeue that committed after the first look (the match read
+			-- as cancelled above) put the ticket back to searching under the
+			-- same claim: looked at again, in this later snapshot
+			IF EXISTS (SELECT 1 FROM mm.tickets_active t WHERE t.queue = holder.queue AND t.id = holder.ticket_id) THEN
+				RETURN false;
+			END IF;
 		END IF;
 		DELETE FROM mm.active_players a
 		 WHERE a.player_id = take_over_stale_claim.player_id AND a.ticket_id = holder.ticket_id;
