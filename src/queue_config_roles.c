@@ -20,6 +20,9 @@ RoleIndexAdding(MmJsonPath *path, MmRolesConfig *roles, const char *name, int le
 
 	if (r >= 0)
 		return r;
+	/* a ticket's "fill" means any role: no player could ask for this one */
+	if (len == 4 && memcmp(name, "fill", 4) == 0)
+		MmJsonError(path, "\"fill\" cannot name a role: in a ticket's roles it stands for any role");
 	if (roles->nroles == MM_MAX_ROLES)
 		MmJsonError(path, "a queue has at most %d roles", MM_MAX_ROLES);
 	v.type = jbvString;

@@ -108,6 +108,15 @@ CompareUnits(const void *a, const void *b)
 }
 
 static int
+CompareIntsDescending(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	return (x < y) - (x > y);
+}
+
+static int
 CompareDoubles(const void *a, const void *b)
 {
 	double		x = *(const double *) a;
@@ -193,18 +202,45 @@ TeamsByTotal(const Balancer *b, int *order)
 }
 
 /*
+ * Whether the parties from idx on of the size of the one placed on team
+ * from_team before them still fit the teams numbered from_team and up,
+ * counting whole parties per team: without it the search tried every way
+ * of filling the teams before finding that the last ones overflow.
+ */
+static bool
+SameSizeFit(const Balancer *b, const int *parties, int count, int idx, int from_team)
+{
+	int			size;
+	int			left = 0;
+	int			slots = 0;
+
+	if (idx == 0 || idx >= count)
+		return true;
+	size = b->units[parties[idx - 1]].size;
+	for (int i = idx; i < count && b->units[parties[i]].size == size; i++)
+		left++;
+	for (int t = from_team; t < b->k && slots < left; t++)
+		slots += (b->cap[t] - b->team_size[t]) / size;
+	return slots >= left;
+}
+
+/*
  * Feasibility search for the multi-player parties under the capacities cap[]:
  * places parties[idx..] (largest first), trying the weakest team first and
  * only one team per distinct remaining capacity (teams with equal room are
- * interchangeable for feasibility).  Solo players always fit afterwards,
- * because the capacities add up to n.
+ * interchangeable for feasibility).  Parties of one size are interchangeable
+ * too: each goes to a team numbered at least from_team, the team of the
+ * previous party of its size, so that no placement is tried in every order
+ * (16 parties of 3 in teams that cannot hold them were 3^16 tries).  Solo
+ * players always fit afterwards, because the capacities add up to n.
  */
 static bool
-PlacePartiesFrom(Balancer *b, const int *parties, int count, int idx)
+PlacePartiesFrom(Balancer *b, const int *parties, int count, int idx, int from_team)
 {
 	int			order[MM_BALANCE_MAX_PLAYERS];
-	int			tried_room[MM_BALANCE_MAX_PLAYERS];
-	int			tried = 0;
+	int			candidate_room[MM_BALANCE_MAX_PLAYERS];
+	int			candidate_team[MM_BALANCE_MAX_PLAYERS];
+	int			candidates = 0;
 	int			u;
 	double		saved_total;
 
@@ -216,25 +252,42 @@ PlacePartiesFrom(Balancer *b, const int *parties, int count, int idx)
 		CHECK_FOR_INTERRUPTS();
 
 	u = parties[idx];
+	/*
+	 * One team per distinct room: of teams with equal room, the lowest
+	 * numbered (it leaves the most to the next party of this size)
+	 */
+	for (int t = 0; t < b->k; t++)
+	{
+		int			room = b->cap[t] - b->team_size[t];
+		bool		seen = false;
+
+		if (room < b->units[u].size || t < from_team)
+			continue;
+		for (int j = 0; j < candidates && !seen; j++)
+			seen = candidate_room[j] == room;
+		if (!seen)
+		{
+			candidate_room[candidates] = room;
+			candidate_team[candidates++] = t;
+		}
+	}
+	/* the weakest of them first */
 	TeamsByTotal(b, order);
 	for (int i = 0; i < b->k; i++)
 	{
 		int			t = order[i];
-		int			room = b->cap[t] - b->team_size[t];
-		bool		seen = false;
+		bool		chosen = false;
 
-		if (room < b->units[u].size)
+		for (int j = 0; j < candidates && !chosen; j++)
+			chosen = candidate_team[j] == t;
+		if (!chosen)
 			continue;
-		for (int j = 0; j < tried; j++)
-			if (tried_room[j] == room)
-				seen = true;
-		if (seen)
-			continue;
-		tried_room[tried++] = room;
 
 		saved_total = b->team_total[t];
 		PlaceUnit(b, u, t);
-		if (PlacePartiesFrom(b, parties, count, idx + 1))
+		if (SameSizeFit(b, parties, count, idx + 1, t) &&
+			PlacePartiesFrom(b, parties, count, idx + 1,
+							 idx + 1 < count && b->units[parties[idx + 1]].size == b->units[u].size ? t : 0))
 			return true;
 		RemoveUnit(b, u);
 		b->team_total[t] = saved_total;
@@ -270,7 +323,7 @@ GreedyFill(Balancer *b)
 		}
 		parties[j] = p;
 	}
-	if (!PlacePartiesFrom(b, parties, party_count, 0))
+	if (!PlacePartiesFrom(b, parties, party_count, 0, 0))
 		return false;
 
 	/* solo players, strongest first, to the weakest team that has room */
@@ -584,6 +637,32 @@ TrySizeVectors(Balancer *b, int pos, int left, int diff, bool exact)
 		TrySizeVectors(b, pos + 1, left - s, diff, exact);
 		if ((b->found && !exact) || b->placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
 			return;
+	}
+}
+
+/*
+ * Capacities that the groups fit by construction: each group, largest
+ * first, on the team with the fewest players so far (the lowest numbered of
+ * them); every team gets one when there are at least as many groups.
+ */
+static void
+LargestGroupsOnSmallestTeams(Balancer *b)
+{
+	int			sizes[MM_BALANCE_MAX_PLAYERS];
+
+	for (int u = 0; u < b->unit_count; u++)
+		sizes[u] = b->units[u].size;
+	qsort(sizes, b->unit_count, sizeof(int), CompareIntsDescending);
+	for (int t = 0; t < b->k; t++)
+		b->cap[t] = 0;
+	for (int u = 0; u < b->unit_count; u++)
+	{
+		int			smallest = 0;
+
+		for (int t = 1; t < b->k; t++)
+			if (b->cap[t] < b->cap[smallest])
+				smallest = t;
+		b->cap[smallest] += sizes[u];
 	}
 }
 
@@ -1193,8 +1272,20 @@ MmBalanceTeams(const MmBalanceInput *input, int *team_of, double *spread)
 		for (int diff = n % k == 0 ? 0 : 1; !b.found; diff++)
 		{
 			if (diff >= n || b.placement_nodes > MM_BALANCE_PLACEMENT_BUDGET)
-				return false;
+				break;
 			TrySizeVectors(&b, 0, n, diff, exact);
+		}
+		/*
+		 * Many teams and parties can leave the enumeration of size vectors
+		 * without one that fits within its budget: the sizes of placing each
+		 * group, largest first, on the smallest team fit by construction
+		 */
+		if (!b.found)
+		{
+			LargestGroupsOnSmallestTeams(&b);
+			b.placement_nodes = 0;
+			if (!SolveWithCapacities(&b, false))
+				return false;
 		}
 	}
 

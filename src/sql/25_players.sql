@@ -24,7 +24,10 @@ AS $$
 DECLARE
 	bad_path text;
 BEGIN
-	IF set_player_attributes.player_id IS NULL OR set_player_attributes.player_id = ''
+	IF set_player_attributes.player_id IS NULL THEN
+		RAISE EXCEPTION 'player_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF set_player_attributes.player_id = ''
 	   OR length(set_player_attributes.player_id) > 128 THEN
 		RAISE EXCEPTION 'player_id must be 1 to 128 characters' USING ERRCODE = 'invalid_parameter_value';
 	END IF;

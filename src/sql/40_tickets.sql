@@ -399,6 +399,8 @@ BEGIN
 	HAVING count(*) > 0;
 	FOR left_match IN
 		SELECT o.match_id, array_agg(DISTINCT o.id) AS ticket_ids,
+			   coalesce(array_agg(DISTINCT o.id) FILTER (WHERE n.status IN ('cancelled', 'timed_out')), '{}')
+				   AS ended_ids,
 			   array_agg(DISTINCT q.queue) AS queues
 		  FROM old_tickets o JOIN new_tickets n ON n.id = o.id,
 			   unnest(array_prepend(o.queue, coalesce(o.queues, '{}'))) q(queue)
@@ -414,7 +416,9 @@ BEGIN
 		SELECT * INTO m FROM mm.matches x
 		 WHERE x.queue = ANY (left_match.queues) AND x.id = left_match.match_id FOR UPDATE;
 		IF m.status = 'proposed' THEN
-			PERFORM mm.cancel_proposed_match(m.queue, m.id, 'ticket_cancelled', '{}', greatest(now(), m.created_at));
+			-- the tickets this UPDATE ended are the event's cancelled ones
+			PERFORM mm.cancel_proposed_match(m.queue, m.id, 'ticket_cancelled', left_match.ended_ids,
+											 greatest(now(), m.created_at));
 		END IF;
 	END LOOP;
 	RETURN NULL;

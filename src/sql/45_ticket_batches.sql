@@ -63,7 +63,10 @@ BEGIN
 	IF create_tickets.now IS NULL THEN
 		RAISE EXCEPTION 'now must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	IF create_tickets.players IS NULL OR cardinality(create_tickets.players) = 0 THEN
+	IF create_tickets.players IS NULL THEN
+		RAISE EXCEPTION 'players must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF cardinality(create_tickets.players) = 0 THEN
 		RAISE EXCEPTION 'players must hold at least one ticket''s players' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	IF array_ndims(create_tickets.players) > 1 THEN

@@ -131,6 +131,9 @@ AS $$
 DECLARE
 	n integer;
 BEGIN
+	IF reset_rule_stats.queue IS NULL THEN
+		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	PERFORM mm.check_now(reset_rule_stats.now);
 	IF NOT EXISTS (SELECT FROM mm.queues q WHERE q.name = reset_rule_stats.queue) THEN
 		RAISE EXCEPTION 'queue "%" does not exist', reset_rule_stats.queue USING ERRCODE = 'undefined_object';

@@ -156,6 +156,16 @@ BEGIN
 						  AND t.id = ANY (cancel_tickets));
 	SELECT coalesce(array_agg(e ORDER BY e), '{}') INTO cancelled
 	  FROM mm.end_tickets(ticket_queues, cancelled, 'cancelled', cancel_proposed_match.now) e;
+	-- those an UPDATE by hand already ended (mm.tickets_after_update) are
+	-- listed too
+	IF cardinality(cancelled) < cardinality(cancel_tickets) THEN
+		cancelled := ARRAY(SELECT DISTINCT u.id
+							 FROM unnest(cancelled || ARRAY(
+									  SELECT t.id FROM mm.tickets_ended t
+									   WHERE t.queue = ANY (ticket_queues) AND t.id = ANY (cancel_tickets)
+										 AND t.status IN ('cancelled', 'timed_out'))) u(id)
+							ORDER BY u.id);
+	END IF;
 	WITH back AS (
 		UPDATE mm.tickets_active t
 		   SET status = 'searching', match_id = NULL, team = NULL, updated_at = cancel_proposed_match.now
@@ -215,6 +225,10 @@ BEGIN
 		RAISE EXCEPTION 'match % is %, no longer waiting for answers', m.id, m.status
 			USING ERRCODE = 'object_not_in_prerequisite_state';
 	END IF;
+	-- the same answer again is harmless, also past the deadline (a retry)
+	IF answer = accept_match.accept THEN
+		RETURN m.status;
+	END IF;
 	IF accept_match.now > m.acceptance_deadline THEN
 		RAISE EXCEPTION 'the answer came after match %''s acceptance deadline', m.id
 			USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -222,9 +236,6 @@ BEGIN
 								  m.acceptance_deadline, accept_match.now);
 	END IF;
 	IF answer IS NOT NULL THEN
-		IF answer = accept_match.accept THEN
-			RETURN m.status;
-		END IF;
 		RAISE EXCEPTION 'player "%" already answered match % (%)', accept_match.player_id, m.id,
 			  CASE WHEN answer THEN 'accepted' ELSE 'rejected' END
 			USING ERRCODE = 'object_not_in_prerequisite_state';
@@ -379,7 +390,11 @@ DECLARE
 	m mm.matches;
 BEGIN
 	PERFORM mm.check_queue_arg(assign.queue);
-	IF assign.connection IS NULL OR assign.connection = '' THEN
+	IF assign.connection IS NULL OR assign.properties IS NULL THEN
+		RAISE EXCEPTION '% must not be null', CASE WHEN assign.connection IS NULL THEN 'connection' ELSE 'properties' END
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF assign.connection = '' THEN
 		RAISE EXCEPTION 'connection must not be empty' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	IF length(assign.connection) > 1024 THEN
@@ -509,7 +524,10 @@ DECLARE
 BEGIN
 	PERFORM mm.check_queue_arg(requeue_match.queue);
 	PERFORM mm.check_now(requeue_match.now);
-	IF requeue_match.reason IS NULL OR requeue_match.reason = '' OR length(requeue_match.reason) > 256 THEN
+	IF requeue_match.reason IS NULL THEN
+		RAISE EXCEPTION 'reason must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF requeue_match.reason = '' OR length(requeue_match.reason) > 256 THEN
 		RAISE EXCEPTION 'reason must be 1 to 256 characters' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	-- the reasons the extension itself cancels with: a requeue is counted
@@ -937,7 +955,8 @@ BEGIN
 	PERFORM mm.check_queue_arg(cancel_backfill.queue);
 	PERFORM mm.check_now(cancel_backfill.now);
 	PERFORM mm.lock_match(cancel_backfill.queue, cancel_backfill.match_id,
-						  ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'], 'backfill');
+						  ARRAY['proposed', 'ready', 'assigned', 'completed', 'cancelled'], 'backfill',
+						  cancel_backfill.now);
 	UPDATE mm.backfill_requests b SET status = 'cancelled', updated_at = cancel_backfill.now
 	 WHERE b.queue = cancel_backfill.queue AND b.match_id = cancel_backfill.match_id AND b.status = 'open'
 	RETURNING b.id INTO request_id;

@@ -86,6 +86,7 @@ DECLARE
 	r record;
 	offence_count integer;
 	cooldown timestamptz;
+	seconds float8;
 	lp_left integer;
 	recorded integer := 0;
 BEGIN
@@ -109,8 +110,14 @@ BEGIN
 		RETURNING p.offences, p.cooldown_until, p.low_priority_games INTO offence_count, cooldown, lp_left;
 		IF base > 0 THEN
 			-- the exponent is bounded: growth is at most 10 (the config's check)
-			cooldown := greatest(cooldown, record_offences.now + make_interval(secs =>
-							least(base * power(growth, least(offence_count - 1, 60)), cap)));
+			seconds := least(base * power(growth, least(offence_count - 1, 60)), cap);
+			-- a cooldown past the last timestamp lasts for ever (the sum
+			-- would fail every tick that expires the proposal)
+			IF record_offences.now > '294276-12-31 23:59:59.999999+00'::timestamptz - make_interval(secs => seconds) THEN
+				cooldown := 'infinity';
+			ELSE
+				cooldown := greatest(cooldown, record_offences.now + make_interval(secs => seconds));
+			END IF;
 		END IF;
 		IF lp_offences IS NOT NULL AND offence_count >= lp_offences THEN
 			lp_left := greatest(lp_left, lp_games);

@@ -1011,6 +1011,13 @@ BEGIN
 		RAISE EXCEPTION 'idle must be positive: %', schedule_rating_decay.idle
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	-- mm.decay_ratings' own check, now rather than at every run of the job
+	BEGIN
+		PERFORM now() - schedule_rating_decay.idle;
+	EXCEPTION WHEN datetime_field_overflow THEN
+		RAISE EXCEPTION 'idle reaches before the earliest timestamp'
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = 'now - idle is out of range.';
+	END;
 	SELECT * INTO plan FROM mm.schedule_plan(schedule_rating_decay.every);
 	IF plan.mode <> 'cron' THEN
 		RAISE EXCEPTION 'every must be at least 1 minute for the rating decay job: %', schedule_rating_decay.every

@@ -217,6 +217,33 @@ COMMENT ON FUNCTION mm.move_player_rows(regclass, text, text, text) IS
 REVOKE ALL ON FUNCTION mm.move_player_rows(regclass, text, text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.move_player_rows(regclass, text, text, text) TO mm_admin;
 
+-- A JSON document with every string equal to old_value, and every object
+-- key, replaced by new_value, the rest as it was: the player's id in a
+-- match's properties or a free-for-all's ranks, compared whole (a text
+-- replace would also rename another id that merely contains it).
+CREATE FUNCTION mm.replace_json_string(document jsonb, old_value text, new_value text)
+RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	RETURN CASE jsonb_typeof(document)
+		WHEN 'string' THEN CASE WHEN document #>> '{}' = old_value THEN to_jsonb(new_value) ELSE document END
+		WHEN 'object' THEN (SELECT coalesce(jsonb_object_agg(CASE WHEN e.key = old_value THEN new_value ELSE e.key END,
+															  mm.replace_json_string(e.value, old_value, new_value)),
+											 '{}')
+							  FROM jsonb_each(document) e)
+		WHEN 'array' THEN (SELECT coalesce(jsonb_agg(mm.replace_json_string(e.value, old_value, new_value)
+													 ORDER BY e.n), '[]')
+							 FROM jsonb_array_elements(document) WITH ORDINALITY e(value, n))
+		ELSE document END;
+END
+$$;
+COMMENT ON FUNCTION mm.replace_json_string(jsonb, text, text) IS
+'Internal (mm.forget_player): a JSON document with every string and key equal to old_value replaced by new_value';
+REVOKE ALL ON FUNCTION mm.replace_json_string(jsonb, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.replace_json_string(jsonb, text, text) TO mm_admin;
+
 -- Forgets a player (a data subject's erasure request).  Refused while the
 -- player searches or plays (held in mm.active_players, or in a live match
 -- even after leaving it).  The player is held for the call (a claim in
@@ -240,7 +267,6 @@ DECLARE
 	claim record;
 	live record;
 	id_json text;
-	pseudonym_json text;
 	player_filter jsonb;
 	match_ids bigint[];
 	match_queues text[];
@@ -285,7 +311,6 @@ BEGIN
 
 	pseudonym := 'forgotten-' || gen_random_uuid();
 	id_json := to_jsonb(forget_player.player_id)::text;
-	pseudonym_json := to_jsonb(pseudonym)::text;
 	player_filter := jsonb_build_array(jsonb_build_object('id', forget_player.player_id));
 	SELECT coalesce(array_agg(m.match_id), '{}'), coalesce(array_agg(m.queue), '{}') INTO match_ids, match_queues
 	  FROM (SELECT mp.match_id, mp.queue FROM mm.match_players mp WHERE mp.player_id = forget_player.player_id
@@ -329,7 +354,7 @@ BEGIN
 	-- a free-for-all's results name players: ranks' keys, the winner, the
 	-- favourite; a match's properties may carry the id as a JSON string
 	UPDATE mm.match_results r
-	   SET ranks = replace(r.ranks::text, id_json, pseudonym_json)::jsonb,
+	   SET ranks = mm.replace_json_string(r.ranks, forget_player.player_id, pseudonym),
 		   winner_team = CASE WHEN r.winner_team = forget_player.player_id THEN pseudonym ELSE r.winner_team END,
 		   predicted_favourite = CASE WHEN r.predicted_favourite = forget_player.player_id THEN pseudonym
 									  ELSE r.predicted_favourite END
@@ -339,7 +364,7 @@ BEGIN
 	GET DIAGNOSTICS n = ROW_COUNT;
 	anonymised := anonymised || jsonb_build_object('match_results', n);
 	UPDATE mm.match_results_archive r
-	   SET ranks = replace(r.ranks::text, id_json, pseudonym_json)::jsonb,
+	   SET ranks = mm.replace_json_string(r.ranks, forget_player.player_id, pseudonym),
 		   winner_team = CASE WHEN r.winner_team = forget_player.player_id THEN pseudonym ELSE r.winner_team END,
 		   predicted_favourite = CASE WHEN r.predicted_favourite = forget_player.player_id THEN pseudonym
 									  ELSE r.predicted_favourite END
@@ -348,14 +373,16 @@ BEGIN
 			OR r.predicted_favourite = forget_player.player_id);
 	GET DIAGNOSTICS n = ROW_COUNT;
 	anonymised := anonymised || jsonb_build_object('match_results_archive', n);
-	UPDATE mm.matches m SET properties = replace(m.properties::text, id_json, pseudonym_json)::jsonb
+	UPDATE mm.matches m SET properties = mm.replace_json_string(m.properties, forget_player.player_id, pseudonym)
 	 WHERE m.queue = ANY (match_queues) AND m.id = ANY (match_ids)
-	   AND strpos(m.properties::text, id_json) > 0;
+	   AND strpos(m.properties::text, id_json) > 0
+	   AND m.properties IS DISTINCT FROM mm.replace_json_string(m.properties, forget_player.player_id, pseudonym);
 	GET DIAGNOSTICS n = ROW_COUNT;
 	anonymised := anonymised || jsonb_build_object('matches', n);
-	UPDATE mm.matches_archive m SET properties = replace(m.properties::text, id_json, pseudonym_json)::jsonb
+	UPDATE mm.matches_archive m SET properties = mm.replace_json_string(m.properties, forget_player.player_id, pseudonym)
 	 WHERE m.queue = ANY (match_queues) AND m.id = ANY (match_ids)
-	   AND strpos(m.properties::text, id_json) > 0;
+	   AND strpos(m.properties::text, id_json) > 0
+	   AND m.properties IS DISTINCT FROM mm.replace_json_string(m.properties, forget_player.player_id, pseudonym);
 	GET DIAGNOSTICS n = ROW_COUNT;
 	anonymised := anonymised || jsonb_build_object('matches_archive', n);
 	-- the tables sharded by player: moved to the pseudonym

@@ -86,9 +86,15 @@ BEGIN
 	IF NOT isfinite(now) THEN
 		RAISE EXCEPTION 'now must be finite' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	-- the window's start must be a timestamp
+	-- the window's start must be a timestamp, and before now at this date
+	-- (an interval compares a month as 30 days: '1 mon -29 days' is
+	-- positive, yet ends a day after now in March)
 	BEGIN
-		PERFORM now - time_window;
+		IF now - time_window >= now THEN
+			RAISE EXCEPTION 'time_window must be positive: %', time_window
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = format('now - time_window is %s, not before now.', now - time_window);
+		END IF;
 	EXCEPTION WHEN datetime_field_overflow THEN
 		RAISE EXCEPTION 'now minus the time window reaches before the earliest timestamp'
 			USING ERRCODE = 'invalid_parameter_value',

@@ -271,6 +271,15 @@ BEGIN
 					USING ERRCODE = 'invalid_parameter_value',
 						  DETAIL = format('Got %s.', left(score_value::text, 100));
 			END IF;
+			-- kept as jsonb, read as float8 by the reports: a number float8
+			-- cannot hold would make every report of the window fail
+			IF abs((score_value #>> '{}')::numeric) > 1e308
+			   OR ((score_value #>> '{}')::numeric <> 0 AND abs((score_value #>> '{}')::numeric) < 1e-307) THEN
+				RAISE EXCEPTION 'scores.% is out of range', score_key
+					USING ERRCODE = 'invalid_parameter_value',
+						  DETAIL = format('A score is 0 or between 1e-307 and 1e308 in size; got %s.',
+										  left(score_value::text, 100));
+			END IF;
 		END LOOP;
 		SELECT min(t) INTO missing FROM unnest(team_list) t WHERE NOT report_result.scores ? t;
 		IF missing IS NOT NULL THEN
@@ -522,12 +531,14 @@ BEGIN
 		 GROUP BY mp.role
 	), latency AS (
 		-- each matched player's latency to the match's region, from the ticket
-		SELECT (pl.value -> 'latencies' ->> m.region)::float8 AS ms
+		-- (as the metrics read it: a number too small for a float8 is 0)
+		SELECT round((pl.value -> 'latencies' ->> m.region)::numeric, 12)::float8 AS ms
 		  FROM m JOIN mm.match_players mp ON mp.queue = fairness_report.queue AND mp.match_id = m.id
 		  JOIN mm.tickets t ON t.queue = fairness_report.queue AND t.id = mp.ticket_id
 		 CROSS JOIN LATERAL jsonb_array_elements(t.players) pl
 		 WHERE m.region IS NOT NULL AND pl.value ->> 'id' = mp.player_id
 		   AND jsonb_typeof(pl.value -> 'latencies' -> m.region) = 'number'
+		   AND abs((pl.value -> 'latencies' ->> m.region)::numeric) <= 1e12
 	), scored AS (
 		-- the winner's lead over the next team
 		SELECT s.match_id,

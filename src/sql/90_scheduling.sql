@@ -746,6 +746,13 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = 'now - older_than is out of range.';
 	END;
+	-- an interval compares a month as 30 days: '1 mon -29 days' passes the
+	-- check above, yet reaches past now in March
+	IF cutoff > now THEN
+		RAISE EXCEPTION 'older_than must not be negative: %', older_than
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('now - older_than is %s, after now.', cutoff);
+	END IF;
 
 	-- the oldest finished matches, queue by queue (the indexes lead with
 	-- queue), then the oldest ended tickets the same way: batch_size of each

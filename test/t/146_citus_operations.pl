@@ -191,15 +191,20 @@ my $wc = mm_citus_add_worker($coord, 'ops_w3');
 is($coord->safe_psql('postgres', 'SELECT mm.distribute(8)'), 't', 'mm.distribute again for the new worker');
 my %before = map { $_ => node_of($_)->name } @queues;
 
-# the flow: $nflow tickets through the coordinator, one statement each, in
-# pairs of one queue that match at once, paced to outlast the rebalance
-my $nflow = 600;
+# the flow: tickets through the coordinator, one statement each, in pairs
+# of one queue that match at once, paced, until the test stops it once the
+# rebalance has ended (a row in flow_stop; at most $flow_max tickets)
+$coord->safe_psql('postgres', 'CREATE TABLE flow_stop (stop boolean)');
+my $flow_max = 6000;
 my $script = '';
-for my $i (0 .. $nflow - 1)
+for my $i (0 .. $flow_max - 1)
 {
 	my $q = $queues[ int($i / 2) % @queues ];
+	# a pair is never cut in two
+	$script .= "SELECT NOT EXISTS (SELECT FROM flow_stop) AS go \\gset\n\\if :go\n" if $i % 2 == 0;
 	$script .= qq{SELECT mm.create_ticket('$q', '[{"id": "flow$i", "attributes": {"skill": 500}}]');\n};
 	$script .= "SELECT pg_sleep(0.03);\n";
+	$script .= "\\endif\n" if $i % 2 == 1;
 }
 # from a file: psql reads it on its own (IPC::Run feeds a scalar only when pumped)
 my $script_file = PostgreSQL::Test::Utils::tempdir() . '/flow.sql';
@@ -226,8 +231,9 @@ my $moved_at = time;
 is($ret, 0, 'the rebalance completes') or diag($err);
 my $during = $coord->safe_psql('postgres',
 	q{SELECT count(*) FROM mm.tickets WHERE players -> 0 ->> 'id' LIKE 'flow%'});
-ok($during > 0 && $during < $nflow,
-	"the tickets flowed while the shards moved ($during of $nflow created when the move ended)");
+ok($during > $flowing && $during < $flow_max,
+	"the tickets flowed while the shards moved ($flowing created when it started, $during when it ended)");
+$coord->safe_psql('postgres', 'INSERT INTO flow_stop VALUES (true)');
 is( $coord->safe_psql(
 		'postgres', q{SELECT state FROM pg_dist_background_job ORDER BY job_id DESC LIMIT 1}),
 	'finished', 'its background job finished');
@@ -284,6 +290,8 @@ for my $q (@queues)
 $flow->finish;
 my @created = grep { /^\d+$/ } split /\n/, $fout;
 is($ferr, '', 'no call of the flow failed');
+my $nflow = $coord->safe_psql('postgres',
+	q{SELECT count(*) FROM mm.tickets WHERE players -> 0 ->> 'id' LIKE 'flow%'});
 is(scalar(@created), $nflow, "every ticket of the flow was created ($nflow)");
 for my $q (@moved)
 {

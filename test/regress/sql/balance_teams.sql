@@ -213,3 +213,15 @@ SELECT mm.balance_teams(array_fill(1.0::float8, ARRAY[201]));
 SELECT mm.balance_teams('{1e308,1e308,-1e308,-1e308,1,2,3}'::float8[], 2);
 
 DROP TABLE bt_case, bt_player, bt_brute, bt_answer;
+
+-- many parties of one size into teams they cannot fill evenly: the sizes
+-- are as even as the parties allow (the search for them tried every order
+-- of the parties and gave up, reporting too few groups)
+SELECT array_agg(c ORDER BY c) AS team_sizes
+  FROM (SELECT count(*) c FROM unnest(mm.balance_teams(array(SELECT 1::float8 FROM generate_series(1, 50)), 3,
+                                                       array(SELECT (i / 3)::int FROM generate_series(1, 50) i))) t
+         GROUP BY t) x;
+SELECT min(c) AS smallest, max(c) AS largest, count(*) AS teams
+  FROM (SELECT count(*) c FROM unnest(mm.balance_teams(array(SELECT (i * 7 % 13)::float8 FROM generate_series(1, 200) i), 50,
+                                                       array(SELECT (i / 3)::int FROM generate_series(1, 200) i))) t
+         GROUP BY t) x;

@@ -177,6 +177,8 @@ SELECT mm.tick('lc_acc', '2026-01-01 00:00:22+00');
 SELECT mm.accept_match(:m0 + 3, 'c', true, '2026-01-01 00:00:23+00');
 SELECT mm.tick('lc_acc', '2026-01-01 00:00:32+00');  -- exactly at the deadline: still waiting
 SELECT status FROM mm.matches WHERE id = :m0 + 3;
+-- c's client retries its answer past the deadline: the same answer is harmless
+SELECT mm.accept_match(:m0 + 3, 'c', true, '2026-01-01 00:00:32.2+00') AS retried;
 SELECT mm.tick('lc_acc', '2026-01-01 00:00:32.5+00');
 SELECT id - :m0 AS match, status, cancel_reason FROM mm.matches WHERE id = :m0 + 3;
 SELECT * FROM pg_temp.tickets('lc_acc', :m0);
