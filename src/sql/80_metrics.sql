@@ -103,6 +103,12 @@ BEGIN
 	IF skill_attribute IS NULL THEN
 		RAISE EXCEPTION 'skill_attribute must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
+	-- a dotted attribute path, as a rule's attribute
+	IF skill_attribute !~ '^[^.]{1,64}(\.[^.]{1,64}){0,7}$' THEN
+		RAISE EXCEPTION 'skill_attribute must be a dotted attribute path, e.g. "skill" or "stats.skill": "%"',
+			left(skill_attribute, 100)
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
 	IF queue IS NULL THEN
 		RETURN ARRAY(SELECT q.name FROM mm.queues q ORDER BY q.name);
 	END IF;
@@ -351,6 +357,9 @@ RETURNS SETOF record
 LANGUAGE plpgsql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+	-- a dotted path, as the rules' attributes ("stats.skill")
+	skill_path text[] := string_to_array(match_player_values.skill_attribute, '.');
 BEGIN
 	-- the players first, then their tickets by id: a ticket may belong to
 	-- another queue (on Citus, one sharded apart from the match's players)
@@ -365,9 +374,9 @@ BEGIN
 		 WHERE x.ticket_id IN (SELECT p.ticket_id FROM p)
 	)
 	SELECT p.team,
-		   CASE WHEN jsonb_typeof(tp.attributes -> match_player_values.skill_attribute) = 'number'
-				 AND abs((tp.attributes ->> match_player_values.skill_attribute)::numeric) <= 1e12
-				THEN round((tp.attributes ->> match_player_values.skill_attribute)::numeric, 12)::float8 END,
+		   CASE WHEN jsonb_typeof(tp.attributes #> skill_path) = 'number'
+				 AND abs((tp.attributes #>> skill_path)::numeric) <= 1e12
+				THEN round((tp.attributes #>> skill_path)::numeric, 12)::float8 END,
 		   CASE WHEN jsonb_typeof(tp.latencies -> match_player_values.region) = 'number'
 				 AND abs((tp.latencies ->> match_player_values.region)::numeric) <= 1e12
 				THEN round((tp.latencies ->> match_player_values.region)::numeric, 12)::float8 END
@@ -452,6 +461,8 @@ AS $$
 DECLARE
 	part_start timestamptz := now - time_window;
 	part_end timestamptz;
+	-- a dotted path, as the rules' attributes ("stats.skill")
+	skill_path text[] := string_to_array(match_details_figures.skill_attribute, '.');
 	w_id bigint[];
 	w_queue text[];
 	w_created timestamptz[];
@@ -504,7 +515,7 @@ BEGIN
 			-- constant array: 68 ms of planning for 25,000 tickets with
 			-- statistics, more than reading them).
 			SELECT array_agg(t.id), array_agg(e.value ->> 'id'),
-				   array_agg(e.value -> 'attributes' -> match_details_figures.skill_attribute),
+				   array_agg(e.value -> 'attributes' #> skill_path),
 				   array_agg(e.value -> 'latencies')
 			  INTO tp_ticket, tp_player, tp_skill, tp_latencies
 			  FROM mm.tickets t, jsonb_array_elements(t.players) e
@@ -515,7 +526,7 @@ BEGIN
 			 WHERE NOT EXISTS (SELECT FROM unnest(tp_ticket) f(id) WHERE f.id = u.id);
 			IF missing IS NOT NULL THEN
 				SELECT array_agg(t.id), array_agg(e.value ->> 'id'),
-					   array_agg(e.value -> 'attributes' -> match_details_figures.skill_attribute),
+					   array_agg(e.value -> 'attributes' #> skill_path),
 					   array_agg(e.value -> 'latencies')
 				  INTO x_ticket, x_player, x_skill, x_latencies
 				  FROM mm.tickets t, jsonb_array_elements(t.players) e

@@ -107,6 +107,16 @@ SELECT mm.replay('ve_tiny', NULL, '2026-01-01 10:00:00+00', '2026-01-01 10:01:00
        AS recorded_skill_spread;
 SELECT mm.drop_queue('ve_tiny', force => true);
 
+-- mm.match_details reads skill_attribute as a dotted path, as the rules do
+SELECT mm.create_queue('ve_path', '{"match_size": {"min": 2, "max": 2},
+  "rules": [{"name": "skill", "type": "difference", "attribute": "stats.skill", "max": 100}]}');
+SELECT mm.create_ticket('ve_path', '[{"id": "pa1", "attributes": {"stats": {"skill": 10}}}]', '2026-01-01 11:00:00+00') > 0 AS created,
+       mm.create_ticket('ve_path', '[{"id": "pa2", "attributes": {"stats": {"skill": 30}}}]', '2026-01-01 11:00:01+00') > 0 AS created;
+SELECT mm.tick('ve_path', '2026-01-01 11:00:02+00') AS matches;
+SELECT skill_spread FROM mm.match_details('ve_path', '1 hour', '2026-01-01 11:30:00+00', 'stats.skill');
+SELECT skill_spread FROM mm.match_details('ve_path', '1 hour', '2026-01-01 11:30:00+00', 'stats..skill');
+SELECT mm.drop_queue('ve_path', force => true);
+
 SELECT mm.drop_queue('ve', force => true);
 DELETE FROM mm.player_penalties WHERE queue = 've';
 DELETE FROM mm.penalty_history WHERE queue = 've';
