@@ -64,18 +64,6 @@ ReleaseClaims(MmTickQueue *q, ArrayType *players, ArrayType *tickets)
 }
 
 /*
- * now minus a queue's limit in seconds (live_match_timeout_seconds,
- * heartbeat_timeout_seconds: at most a year).  A now less than the limit
- * after the earliest timestamp has none: an error, as for the acceptance
- * deadline past the latest one.
- */
-static TimestampTz
-CutoffBefore(TimestampTz now, double seconds, const char *key)
-{
-	return MmTimestampPlusSeconds(now, -seconds, psprintf("now - %s", key));
-}
-
-/*
  * Cancels the proposed matches of a queue (of every queue when q is NULL)
  * whose acceptance deadline passed (mm.expire_proposed_matches): their
  * tickets that accepted search again with their age, the others are
@@ -175,8 +163,9 @@ MmTickCancelSilentTickets(MmTickQueue *q)
 	if (q->config->heartbeat_timeout_seconds <= 0)
 		return;
 	values[0] = CStringGetTextDatum(q->queue);
-	values[1] = TimestampTzGetDatum(CutoffBefore(q->now, q->config->heartbeat_timeout_seconds,
-												 "heartbeat_timeout_seconds"));
+	/* (a now less than the limit after the earliest timestamp: 22008) */
+	values[1] = TimestampTzGetDatum(MmTimestampPlusSeconds(q->now, -q->config->heartbeat_timeout_seconds,
+														   "now - heartbeat_timeout_seconds"));
 	values[2] = TimestampTzGetDatum(q->now);
 	rc = SPI_execute_plan(MmTickPlan.cancel_silent_tickets, values, NULL, false, 0);
 	MmTickBackToQueue(q);
@@ -232,8 +221,8 @@ MmTickExpireLiveMatches(MmTickQueue *q)
 	if (q->config->live_match_timeout_seconds <= 0)
 		return;
 	values[0] = CStringGetTextDatum(q->queue);
-	values[1] = TimestampTzGetDatum(CutoffBefore(q->now, q->config->live_match_timeout_seconds,
-												 "live_match_timeout_seconds"));
+	values[1] = TimestampTzGetDatum(MmTimestampPlusSeconds(q->now, -q->config->live_match_timeout_seconds,
+														   "now - live_match_timeout_seconds"));
 	values[2] = TimestampTzGetDatum(q->now);
 	rc = SPI_execute_plan(MmTickPlan.expire_live_matches, values, NULL, false, 0);
 	MmTickBackToQueue(q);
