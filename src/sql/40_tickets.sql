@@ -721,16 +721,24 @@ GRANT EXECUTE ON FUNCTION mm.ticket_queue(bigint) TO mm_admin;
 -- and in a queue with penalties its players have dodged (after the
 -- acceptance deadline, those who had not answered let it time out), or
 -- cancelling would be a dodge without a penalty.  The match is locked
--- before the ticket, in the order of mm.accept_match.
+-- before the ticket, in the order of mm.accept_match, also when a tick
+-- proposes the ticket while the cancel waits for it: the cancel then lets
+-- the ticket go (the lock was taken in a subtransaction) and locks the new
+-- match first, or an answer to that match, holding it and waiting for the
+-- ticket, would deadlock with the cancel
+-- (test/isolation/specs/cancel_proposed_race.spec).
 CREATE FUNCTION mm.cancel_ticket(queue text, ticket_id bigint) RETURNS boolean
 	LANGUAGE plpgsql
 	SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE
+	ticket_found boolean;
 	ticket_status text;
 	ticket_match bigint;
 	ticket_queues text[];
+	now_match bigint;
+	now_queues text[];
 	m mm.matches;
 	cancelled_at timestamptz;
 	offenders text[];
@@ -745,17 +753,37 @@ BEGIN
 	SELECT t.match_id, array_prepend(t.queue, coalesce(t.queues, '{}')) INTO ticket_match, ticket_queues
 	  FROM mm.tickets_active t
 	 WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id AND t.status = 'proposed';
-	IF ticket_match IS NOT NULL THEN
-		SELECT * INTO m FROM mm.matches x
-		 WHERE x.queue = ANY (ticket_queues) AND x.id = ticket_match FOR UPDATE;
-	END IF;
-	-- waits for a tick that holds the ticket; if the tick ended it, the
-	-- active row is gone and the ended one tells the outcome
-	SELECT t.status, t.match_id, array_prepend(t.queue, coalesce(t.queues, '{}'))
-	  INTO ticket_status, ticket_match, ticket_queues
-	  FROM mm.tickets_active t WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id
-	   FOR UPDATE;
-	IF NOT FOUND THEN
+	LOOP
+		IF ticket_match IS NOT NULL THEN
+			SELECT * INTO m FROM mm.matches x
+			 WHERE x.queue = ANY (ticket_queues) AND x.id = ticket_match FOR UPDATE;
+			IF NOT FOUND THEN
+				-- (only a match deleted by hand leaves a proposed ticket)
+				RAISE EXCEPTION 'match % of proposed ticket % does not exist', ticket_match, cancel_ticket.ticket_id
+					USING ERRCODE = 'undefined_object';
+			END IF;
+		END IF;
+		-- waits for a tick that holds the ticket; if the tick ended it, the
+		-- active row is gone and the ended one tells the outcome
+		BEGIN
+			SELECT t.status, t.match_id, array_prepend(t.queue, coalesce(t.queues, '{}'))
+			  INTO ticket_status, now_match, now_queues
+			  FROM mm.tickets_active t WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id
+			   FOR UPDATE;
+			ticket_found := FOUND;
+			IF ticket_found AND ticket_status = 'proposed' AND now_match IS DISTINCT FROM m.id THEN
+				-- proposed since the first look: let the ticket go (a private
+				-- code, caught just below) and lock its match first
+				RAISE EXCEPTION USING ERRCODE = 'MMRLK';
+			END IF;
+		EXCEPTION WHEN SQLSTATE 'MMRLK' THEN
+			ticket_match := now_match;
+			ticket_queues := now_queues;
+			CONTINUE;
+		END;
+		EXIT;
+	END LOOP;
+	IF NOT ticket_found THEN
 		PERFORM FROM mm.tickets_ended t WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id;
 		IF NOT FOUND THEN
 			-- a ticket of several queues that another of them matched (a
@@ -771,12 +799,6 @@ BEGIN
 	END IF;
 
 	IF ticket_status = 'proposed' THEN
-		IF m.id IS DISTINCT FROM ticket_match THEN
-			-- proposed since the first look (a tick in between): lock its match
-			-- now; nothing else can change the ticket while it is locked
-			SELECT * INTO m FROM mm.matches x
-			 WHERE x.queue = ANY (ticket_queues) AND x.id = ticket_match FOR UPDATE;
-		END IF;
 		cancelled_at := greatest(now(), m.created_at);
 		offenders := ARRAY(SELECT mp.player_id FROM mm.match_players mp
 							WHERE mp.queue = m.queue AND mp.match_id = m.id
