@@ -161,6 +161,8 @@ CREATE FUNCTION mm.claim_players(ticket_ids bigint[], queues text[], players jso
 DECLARE
 	dup_player text;
 	holder_ticket bigint;
+	holder_is_new boolean;
+	repeating_ticket bigint;
 	holder_status text;
 	live record;
 BEGIN
@@ -200,18 +202,29 @@ BEGIN
 			   WITH ORDINALITY AS u(ticket_id, players, ticket_ord),
 			   jsonb_array_elements(u.players) WITH ORDINALITY p(value, ord)
 	)
-	SELECT h.player_id, h.holder INTO dup_player, holder_ticket
-	  FROM (SELECT np.player_id, np.ticket_ord, np.ord,
-				   coalesce((SELECT ap.ticket_id FROM mm.active_players ap
-							  WHERE ap.player_id = np.player_id),
-							(SELECT e.ticket_id FROM new_players e
-							  WHERE e.player_id = np.player_id
-								AND (e.ticket_ord, e.ord) < (np.ticket_ord, np.ord)
-							  ORDER BY e.ticket_ord, e.ord LIMIT 1)) AS holder
+	SELECT h.player_id, coalesce(h.holder, h.earlier), h.holder IS NULL, h.ticket_id
+	  INTO dup_player, holder_ticket, holder_is_new, repeating_ticket
+	  FROM (SELECT np.player_id, np.ticket_ord, np.ord, np.ticket_id,
+				   (SELECT ap.ticket_id FROM mm.active_players ap
+					 WHERE ap.player_id = np.player_id) AS holder,
+				   (SELECT e.ticket_id FROM new_players e
+					 WHERE e.player_id = np.player_id
+					   AND (e.ticket_ord, e.ord) < (np.ticket_ord, np.ord)
+					 ORDER BY e.ticket_ord, e.ord LIMIT 1) AS earlier
 			  FROM new_players np) h
-	 WHERE h.holder IS NOT NULL
+	 WHERE h.holder IS NOT NULL OR h.earlier IS NOT NULL
 	 ORDER BY h.ticket_ord, h.ord
 	 LIMIT 1;
+	IF holder_is_new THEN
+		-- repeated within the statement's own tickets, which are not written
+		RAISE EXCEPTION 'player "%" is in two of the new tickets', dup_player
+			USING ERRCODE = 'unique_violation',
+				  DETAIL = CASE WHEN holder_ticket = repeating_ticket
+								THEN format('Ticket %s (not written) names the player twice.', holder_ticket)
+								ELSE format('Tickets %s and %s of the same statement (neither written) both hold the player.',
+											holder_ticket, repeating_ticket) END,
+				  HINT = 'A player can be in one searching or proposed ticket at a time.';
+	END IF;
 	SELECT * INTO live FROM mm.player_live_match(dup_player);
 	IF live.match_id IS NOT NULL THEN
 		RAISE EXCEPTION 'player "%" is in match %, which is %', dup_player, live.match_id, live.status

@@ -32,11 +32,18 @@ BEGIN
 		EXCEPTION WHEN invalid_parameter_value OR program_limit_exceeded OR null_value_not_allowed THEN
 			GET STACKED DIAGNOSTICS message = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL,
 									hint = PG_EXCEPTION_HINT, code = RETURNED_SQLSTATE;
-			RAISE EXCEPTION USING ERRCODE = code,
-				MESSAGE = CASE WHEN message LIKE 'invalid ticket at players%'
-							   THEN 'invalid ticket at players[' || i || ']' || substr(message, 26)
-							   ELSE format('players[%s]: %s', i, message) END,
-				DETAIL = coalesce(detail, ''), HINT = coalesce(hint, '');
+			message := CASE WHEN message LIKE 'invalid ticket at players%'
+							THEN 'invalid ticket at players[' || i || ']' || substr(message, 26)
+							ELSE format('players[%s]: %s', i, message) END;
+			-- (an empty DETAIL or HINT would still be printed)
+			IF detail <> '' AND hint <> '' THEN
+				RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message, DETAIL = detail, HINT = hint;
+			ELSIF detail <> '' THEN
+				RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message, DETAIL = detail;
+			ELSIF hint <> '' THEN
+				RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message, HINT = hint;
+			END IF;
+			RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message;
 		END;
 	END LOOP;
 END
@@ -56,6 +63,9 @@ AS $$
 DECLARE
 	ids bigint[];
 	null_at integer;
+	repeated_player text;
+	repeated_at text;
+	first_at text;
 BEGIN
 	IF create_tickets.queue IS NULL THEN
 		RAISE EXCEPTION 'queue must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -83,6 +93,29 @@ BEGIN
 	 WHERE u.players IS NULL;
 	IF null_at IS NOT NULL THEN
 		RAISE EXCEPTION 'players[%] must not be null', null_at USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- A player in two tickets of the batch is named by both places, before
+	-- any write (the claims would name tickets that are never written).
+	-- Only well-formed players are looked at: the validation reports the
+	-- others, and a player twice in one ticket.
+	WITH batch AS (
+		SELECT u.ord + array_lower(create_tickets.players, 1) - 1 AS at, p.ord - 1 AS player_at,
+			   p.value ->> 'id' AS player_id
+		  FROM unnest(create_tickets.players) WITH ORDINALITY u(players, ord)
+		 CROSS JOIN LATERAL jsonb_array_elements(CASE jsonb_typeof(u.players) WHEN 'array' THEN u.players
+																			  ELSE '[]' END)
+			   WITH ORDINALITY p(value, ord)
+		 WHERE jsonb_typeof(p.value) = 'object' AND jsonb_typeof(p.value -> 'id') = 'string'
+	)
+	SELECT b.player_id, format('players[%s][%s]', b.at, b.player_at), format('players[%s][%s]', a.at, a.player_at)
+	  INTO repeated_player, repeated_at, first_at
+	  FROM batch a JOIN batch b ON b.player_id = a.player_id AND a.at < b.at
+	 ORDER BY b.at, b.player_at, a.at, a.player_at
+	 LIMIT 1;
+	IF repeated_player IS NOT NULL THEN
+		RAISE EXCEPTION 'player "%" at % is also at %', repeated_player, repeated_at, first_at
+			USING ERRCODE = 'unique_violation',
+				  HINT = 'A player can be in one searching or proposed ticket at a time.';
 	END IF;
 	IF mm.tables_are_distributed() THEN
 		RETURN mm.create_tickets_on_queue_node(create_tickets.queue, create_tickets.players, create_tickets.now);

@@ -249,12 +249,12 @@ like(fails(qq{SELECT mm.create_tickets('$qb', ARRAY['[{"id": "fresh1"}]', '[{"id
 	qr/ERROR:  23505: player "busy_b" already has an active ticket\nDETAIL:  Ticket $t3 holds the player/,
 	'a player pending in the queue, in a batch: 23505');
 like(fails(qq{SELECT mm.create_tickets('$qa', ARRAY['[{"id": "twice"}]', '[{"id": "twice"}]']::jsonb[], $now)}),
-	qr/ERROR:  23505: player "twice" already has an active ticket/,
-	'a player twice in a batch: 23505');
+	qr/ERROR:  23505: player "twice" at players\[2\]\[0\] is also at players\[1\]\[0\]/,
+	'a player twice in a batch: 23505 naming both places, as on one node');
 like(fails(qq{SELECT mm.create_tickets('$qa', ARRAY['[{"id": "fine"}]', '[{"id": "twice2"}]',
 	'[{"id": "twice2"}]']::jsonb[], $now)}),
-	qr/ERROR:  23505: player "twice2" already has an active ticket\nDETAIL:  Ticket \d+ holds the player/,
-	'a player twice in a batch, after another ticket: 23505 naming the batch\'s ticket that holds it');
+	qr/ERROR:  23505: player "twice2" at players\[3\]\[0\] is also at players\[2\]\[0\]/,
+	'a player twice in a batch, after another ticket: 23505 naming both places');
 # an invalid ticket of a batch is named by its path, as on one node, on
 # the coordinator and on the queue's node
 for my $node ($coord, $wqa)

@@ -117,6 +117,22 @@ SELECT skill_spread FROM mm.match_details('ve_path', '1 hour', '2026-01-01 11:30
 SELECT skill_spread FROM mm.match_details('ve_path', '1 hour', '2026-01-01 11:30:00+00', 'stats..skill');
 SELECT mm.drop_queue('ve_path', force => true);
 
+-- a player in two tickets of one call: mm.create_tickets names both places
+-- in its batch (an INSERT or COPY: tickets.sql)
+SELECT mm.create_queue('ve_dup', '{"match_size": {"min": 2, "max": 2}}');
+SELECT mm.create_tickets('ve_dup', ARRAY['[{"id": "dup1"}]', '[{"id": "dup2"}, {"id": "dup1"}]']::jsonb[],
+						 '2026-01-01 12:00:00+00');
+-- a player already searching (the DETAIL, left out here, names its ticket)
+SELECT mm.create_ticket('ve_dup', '[{"id": "dup1"}]', '2026-01-01 12:00:00+00') > 0 AS created;
+\set VERBOSITY terse
+SELECT mm.create_tickets('ve_dup', ARRAY['[{"id": "dup5"}]', '[{"id": "dup1"}]']::jsonb[], '2026-01-01 12:00:00+00');
+\set VERBOSITY default
+-- an invalid ticket of a batch gains no empty DETAIL or HINT
+SELECT mm.create_tickets('ve_dup', ARRAY['[{"id": "dup6"}]', '[{"id": "dup7"}, {"id": "dup7"}]']::jsonb[],
+						 '2026-01-01 12:00:00+00');
+SELECT count(*) AS tickets FROM mm.tickets WHERE queue = 've_dup';
+SELECT mm.drop_queue('ve_dup', force => true);
+
 SELECT mm.drop_queue('ve', force => true);
 DELETE FROM mm.player_penalties WHERE queue = 've';
 DELETE FROM mm.penalty_history WHERE queue = 've';
