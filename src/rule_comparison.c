@@ -97,7 +97,7 @@ ComparisonExtract(MmRuleContext *context, const MmRuleConfig *rule,
 		ExtractReferenceMatches(rule, players, nplayers, value);
 		return;
 	}
-	MmExtractPlayerNumbers(rule, players, nplayers, value);
+	MmExtractPlayerNumbers(context, rule, players, nplayers, value);
 	if (value->kind != MM_VALUE_PRESENT)
 		return;
 	for (int i = 0; i < nplayers; i++)

@@ -50,7 +50,7 @@ DifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 {
 	int			i;
 
-	MmExtractPlayerNumbers(rule, players, nplayers, value);
+	MmExtractPlayerNumbers(context, rule, players, nplayers, value);
 	if (value->kind != MM_VALUE_PRESENT)
 		return;
 	value->number = MmMergePartyValues(rule->merge, value->player_values, nplayers);

@@ -144,7 +144,9 @@ LatencyExtract(MmRuleContext *context, const MmRuleConfig *rule,
 			int			region = -1;
 			double		best = 0;
 
-			mine = palloc(sizeof(MmRegionLatency) * count);
+			/* the first player's list becomes the ticket's: kept in the arena */
+			mine = any_reported ? palloc(sizeof(MmRegionLatency) * count) :
+				MmRuleAlloc(context, sizeof(MmRegionLatency) * count);
 			while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 			{
 				double		ms;

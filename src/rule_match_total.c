@@ -20,7 +20,7 @@ MatchTotalExtract(MmRuleContext *context, const MmRuleConfig *rule,
 {
 	double		sum = 0;
 
-	MmExtractPlayerNumbers(rule, players, nplayers, value);
+	MmExtractPlayerNumbers(context, rule, players, nplayers, value);
 	if (value->kind == MM_VALUE_MISSING)
 		return;
 	for (int i = 0; i < nplayers; i++)

@@ -23,29 +23,31 @@ RoleDifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 {
 	const MmRolesConfig *roles = context->config->roles;
 	MmPlayerInput one[MM_MAX_MATCH_SIZE];
+	double		numbers[MM_MAX_MATCH_SIZE];
 	double	   *values;
 	bool		missing = false;
 	bool		present = false;
 
 	if (rule->source != MM_SOURCE_RATING || roles == NULL || !roles->per_role_rating)
 	{
-		MmExtractPlayerNumbers(rule, players, nplayers, value);
+		MmExtractPlayerNumbers(context, rule, players, nplayers, value);
 		return;
 	}
-	values = palloc(sizeof(double) * nplayers * roles->nroles);
+	values = MmRuleAlloc(context, sizeof(double) * nplayers * roles->nroles);
 	for (int r = 0; r < roles->nroles; r++)
 	{
+		MmValueKind kind;
+
 		for (int p = 0; p < nplayers; p++)
 		{
 			one[p] = players[p];
 			one[p].rating = players[p].role_rating[r];
 		}
-		MmExtractPlayerNumbers(rule, one, nplayers, value);
-		missing |= value->kind == MM_VALUE_MISSING;
-		present |= value->kind == MM_VALUE_PRESENT;
+		kind = MmReadPlayerNumbers(rule, one, nplayers, numbers);
+		missing |= kind == MM_VALUE_MISSING;
+		present |= kind == MM_VALUE_PRESENT;
 		for (int p = 0; p < nplayers; p++)
-			values[p * roles->nroles + r] = value->player_values[p];
-		pfree(value->player_values);
+			values[p * roles->nroles + r] = numbers[p];
 	}
 	value->player_values = values;
 	value->nvalues = nplayers * roles->nroles;

@@ -21,7 +21,7 @@ TeamDifferenceExtract(MmRuleContext *context, const MmRuleConfig *rule,
 	double		sum = 0;
 	int			n = 0;
 
-	MmExtractPlayerNumbers(rule, players, nplayers, value);
+	MmExtractPlayerNumbers(context, rule, players, nplayers, value);
 	/* the party's average, for ranking (MmCandidateCost) */
 	for (int p = 0; p < nplayers; p++)
 		if (!isnan(value->player_values[p]))

@@ -130,41 +130,52 @@ MmLookupPlayerValue(const MmRuleConfig *rule, const MmPlayerInput *player,
 	return result;
 }
 
-/* Each player's number (NaN: matches anything); sets the ticket's kind. */
-void
-MmExtractPlayerNumbers(const MmRuleConfig *rule, const MmPlayerInput *players,
-					   int nplayers, MmRuleValue *value)
+/*
+ * Each player's number into numbers (NaN: matches anything); returns the
+ * ticket's kind.
+ */
+MmValueKind
+MmReadPlayerNumbers(const MmRuleConfig *rule, const MmPlayerInput *players,
+					int nplayers, double *numbers)
 {
-	int			i;
+	MmValueKind kind = MM_VALUE_PRESENT;
 	int			present = 0;
 
-	value->kind = MM_VALUE_PRESENT;
-	value->player_values = palloc(sizeof(double) * nplayers);
-	value->nvalues = nplayers;
-	for (i = 0; i < nplayers; i++)
+	for (int i = 0; i < nplayers; i++)
 	{
 		JsonbValue	jv;
 		double		d;
 
 		if (MmJsonbNumberValue(MmLookupPlayerValue(rule, &players[i], &jv), &d))
-			value->player_values[i] = d;
+			numbers[i] = d;
 		else if (rule->has_default && !rule->default_is_string)
-			value->player_values[i] = rule->default_number;
+			numbers[i] = rule->default_number;
 		else if (rule->missing_matches_any)
 		{
-			value->player_values[i] = NAN;
+			numbers[i] = NAN;
 			continue;
 		}
 		else
 		{
-			value->player_values[i] = NAN;
-			value->kind = MM_VALUE_MISSING;
+			numbers[i] = NAN;
+			kind = MM_VALUE_MISSING;
 			continue;
 		}
 		present++;
 	}
-	if (value->kind != MM_VALUE_MISSING && present == 0)
-		value->kind = MM_VALUE_ANY;
+	if (kind != MM_VALUE_MISSING && present == 0)
+		kind = MM_VALUE_ANY;
+	return kind;
+}
+
+/* Each player's number (NaN: matches anything); sets the ticket's kind. */
+void
+MmExtractPlayerNumbers(MmRuleContext *context, const MmRuleConfig *rule,
+					   const MmPlayerInput *players, int nplayers, MmRuleValue *value)
+{
+	value->player_values = MmRuleAlloc(context, sizeof(double) * nplayers);
+	value->nvalues = nplayers;
+	value->kind = MmReadPlayerNumbers(rule, players, nplayers, value->player_values);
 }
 
 /* Rules that read nothing from the players (team_size_balance). */
@@ -370,6 +381,62 @@ MmRuleContextInit(MmRuleContext *context, const MmQueueConfig *config)
 	context->strings = NULL;
 	context->string_hash_size = 0;
 	context->string_hash = NULL;
+	context->arena.context = CurrentMemoryContext;
+	context->arena.block = NULL;
+	context->arena.used = 0;
+	context->arena.size = 0;
+}
+
+/* The arena's blocks: the first small (a tick of a few tickets), then doubling. */
+#define MM_ARENA_FIRST_BLOCK (8 * 1024)
+#define MM_ARENA_MAX_BLOCK (1024 * 1024)
+/* larger pieces are palloc'd: they would waste the end of a small block */
+#define MM_ARENA_MAX_PIECE (MM_ARENA_FIRST_BLOCK / 4)
+
+/* size bytes from the arena (see rules.h), MAXALIGNed when aligned. */
+static void *
+ArenaAlloc(MmRuleContext *context, Size size, bool aligned)
+{
+	MmRuleArena *arena = &context->arena;
+	Size		start;
+
+	/*
+	 * A piece asked for in another context may have to go before the arena's
+	 * (a shorter-lived context): it is palloc'd there.
+	 */
+	if (arena->context != CurrentMemoryContext || size > MM_ARENA_MAX_PIECE)
+		return palloc(size);
+	start = aligned ? MAXALIGN(arena->used) : arena->used;
+	if (arena->block == NULL || start + size > arena->size)
+	{
+		/* the rest of the current block, less than a piece, is left unused */
+		arena->size = arena->block == NULL ? MM_ARENA_FIRST_BLOCK :
+			Min(2 * arena->size, MM_ARENA_MAX_BLOCK);
+		arena->block = MemoryContextAlloc(arena->context, arena->size);
+		start = 0;
+	}
+	arena->used = start + size;
+	return arena->block + start;
+}
+
+/* A piece of a loaded ticket; see rules.h. */
+void *
+MmRuleAlloc(MmRuleContext *context, Size size)
+{
+	return ArenaAlloc(context, size, true);
+}
+
+/* pnstrdup into the arena; see rules.h. */
+char *
+MmRuleStrdup(MmRuleContext *context, const char *in, Size len)
+{
+	char	   *out;
+
+	len = strnlen(in, len);
+	out = ArenaAlloc(context, len + 1, false);
+	memcpy(out, in, len);
+	out[len] = '\0';
+	return out;
 }
 
 /* Every rule's value of one ticket, through its handler. */
@@ -378,6 +445,7 @@ MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
 					  const MmPlayerInput *players, int nplayers)
 {
 	const MmQueueConfig *config = context->config;
+	int			nvalues;
 	int			i;
 
 	/*
@@ -385,11 +453,12 @@ MmExtractTicketValues(MmRuleContext *context, MmTicket *ticket,
 	 * batching_preference sorted's attributes (nrules + 1 + k), each party
 	 * merged as an average.
 	 */
-	ticket->values = palloc0(sizeof(MmRuleValue) *
-							 Max(config->nrules + (config->balanced || config->nsort > 0 ?
-												   1 + config->nsort : 0), 1));
+	nvalues = Max(config->nrules + (config->balanced || config->nsort > 0 ?
+									1 + config->nsort : 0), 1);
+	ticket->values = MmRuleAlloc(context, sizeof(MmRuleValue) * nvalues);
+	memset(ticket->values, 0, sizeof(MmRuleValue) * nvalues);
 	if (config->balanced && config->balanced_rule != NULL)
-		MmExtractPlayerNumbers(config->balanced_rule, players, nplayers,
+		MmExtractPlayerNumbers(context, config->balanced_rule, players, nplayers,
 							   &ticket->values[config->nrules]);
 	for (i = 0; i < config->nsort; i++)
 		MmRuleDifference.extract(context, &config->sort_rules[i], players, nplayers,

@@ -48,9 +48,16 @@ extern bool MmJsonbNumberValue(const JsonbValue *v, double *result);
 extern JsonbValue *MmLookupPlayerValue(const MmRuleConfig *rule, const MmPlayerInput *player,
 									   JsonbValue *result);
 
-/* Each player's number (NaN: matches anything); sets the ticket's kind. */
-extern void MmExtractPlayerNumbers(const MmRuleConfig *rule, const MmPlayerInput *players,
-								   int nplayers, MmRuleValue *value);
+/*
+ * Each player's number (NaN: matches anything) into value->player_values
+ * (from the arena); sets the ticket's kind.  MmReadPlayerNumbers: the same
+ * into the caller's array, returning the kind.
+ */
+extern void MmExtractPlayerNumbers(MmRuleContext *context, const MmRuleConfig *rule,
+								   const MmPlayerInput *players, int nplayers,
+								   MmRuleValue *value);
+extern MmValueKind MmReadPlayerNumbers(const MmRuleConfig *rule, const MmPlayerInput *players,
+									   int nplayers, double *numbers);
 
 /* extract of the rules that read no value (team_size_balance, compound). */
 extern void MmNoValueExtract(MmRuleContext *context, const MmRuleConfig *rule,

@@ -191,6 +191,12 @@ MmTickLoadTickets(MmTickQueue *q, bool keep_raw)
 	}
 	SPI_cursor_close(portal);
 	MmTickBackToQueue(q);
+	/* the arrays live through the tick: give back the doubling's slack */
+	if (n < allocated)
+	{
+		tickets = repalloc_huge(tickets, sizeof(MmTicket) * Max(n, 1));
+		ctids = repalloc_huge(ctids, sizeof(ItemPointerData) * Max(n, 1));
+	}
 	if (deferred)
 	{
 		/* the players are freed once parsed unless a match function needs them */

@@ -32,14 +32,15 @@ BadPlayers(int64 ticket_id, const char *why)
  * in several) are skipped.
  */
 static void
-ParseRoles(const MmRolesConfig *roles, MmTicket *ticket, const MmPlayerInput *players)
+ParseRoles(MmRuleContext *context, const MmRolesConfig *roles, MmTicket *ticket,
+		   const MmPlayerInput *players)
 {
 	int			n = ticket->nplayers;
 	bool		autofill_now = roles->autofill &&
 		ticket->age_seconds >= roles->autofill_after_seconds;
 
-	ticket->role_rank = palloc(sizeof(uint8) * n * MM_MAX_ROLES);
-	ticket->role_accept = palloc(sizeof(MmRoleMask) * n);
+	ticket->role_rank = MmRuleAlloc(context, sizeof(uint8) * n * MM_MAX_ROLES);
+	ticket->role_accept = MmRuleAlloc(context, sizeof(MmRoleMask) * n);
 	for (int i = 0; i < n; i++)
 	{
 		uint8	   *rank = &ticket->role_rank[i * MM_MAX_ROLES];
@@ -89,7 +90,8 @@ ParseRoles(const MmRolesConfig *roles, MmTicket *ticket, const MmPlayerInput *pl
  * into the jsonb, which must outlive the use of players) and extracts the
  * rule values, with each player's server-side attributes and stored rating
  * when the queue's rules read them (sources, else NULL).  Player ids are
- * copied.
+ * copied.  The ticket's pieces are carved from the rule context's arena
+ * (MmRuleAlloc): they live as long as the rule context.
  */
 void
 MmParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
@@ -105,7 +107,7 @@ MmParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 	if (n < 1 || n > MM_MAX_MATCH_SIZE)
 		BadPlayers(ticket->id, "wrong number of players");
 	ticket->nplayers = n;
-	ticket->player_ids = palloc(sizeof(char *) * n);
+	ticket->player_ids = MmRuleAlloc(context, sizeof(char *) * n);
 	for (i = 0; i < n; i++)
 	{
 		JsonbValue *elem = getIthJsonbValueFromContainer(root, i);
@@ -117,7 +119,7 @@ MmParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 		obj = elem->val.binary.data;
 		if (getKeyJsonValueFromContainer(obj, "id", 2, &v) == NULL || v.type != jbvString)
 			BadPlayers(ticket->id, "a player has no string id");
-		ticket->player_ids[i] = pnstrdup(v.val.string.val, v.val.string.len);
+		ticket->player_ids[i] = MmRuleStrdup(context, v.val.string.val, v.val.string.len);
 		players[i].id = ticket->player_ids[i];
 		players[i].attributes = NULL;
 		players[i].latencies = NULL;
@@ -146,7 +148,7 @@ MmParseTicket(MmRuleContext *context, MmTicket *ticket, Jsonb *players_jsonb,
 	ticket->role_rank = NULL;
 	ticket->role_accept = NULL;
 	if (context->config->roles != NULL)
-		ParseRoles(context->config->roles, ticket, players);
+		ParseRoles(context, context->config->roles, ticket, players);
 }
 
 /* The id of each player of these tickets, in order. */
