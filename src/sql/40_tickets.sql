@@ -195,25 +195,26 @@ BEGIN
 		EXIT WHEN NOT FOUND;
 	END LOOP;
 
-	-- the first player, in ticket order, that is taken or repeated
+	-- the first player, in ticket order, that is taken or repeated (the
+	-- repeats by a window over the players: a look back per player was
+	-- quadratic in a large COPY)
 	WITH new_players AS (
 		SELECT u.ticket_id, p.value ->> 'id' AS player_id, u.ticket_ord, p.ord
 		  FROM ROWS FROM (unnest(claim_players.ticket_ids), unnest(claim_players.players))
 			   WITH ORDINALITY AS u(ticket_id, players, ticket_ord),
 			   jsonb_array_elements(u.players) WITH ORDINALITY p(value, ord)
+	), ranked AS (
+		SELECT np.player_id, np.ticket_id, np.ticket_ord, np.ord,
+			   first_value(np.ticket_id) OVER w AS first_ticket, row_number() OVER w AS nth
+		  FROM new_players np
+		WINDOW w AS (PARTITION BY np.player_id ORDER BY np.ticket_ord, np.ord)
 	)
-	SELECT h.player_id, coalesce(h.holder, h.earlier), h.holder IS NULL, h.ticket_id
+	SELECT r.player_id, coalesce(ap.ticket_id, r.first_ticket), ap.ticket_id IS NULL, r.ticket_id
 	  INTO dup_player, holder_ticket, holder_is_new, repeating_ticket
-	  FROM (SELECT np.player_id, np.ticket_ord, np.ord, np.ticket_id,
-				   (SELECT ap.ticket_id FROM mm.active_players ap
-					 WHERE ap.player_id = np.player_id) AS holder,
-				   (SELECT e.ticket_id FROM new_players e
-					 WHERE e.player_id = np.player_id
-					   AND (e.ticket_ord, e.ord) < (np.ticket_ord, np.ord)
-					 ORDER BY e.ticket_ord, e.ord LIMIT 1) AS earlier
-			  FROM new_players np) h
-	 WHERE h.holder IS NOT NULL OR h.earlier IS NOT NULL
-	 ORDER BY h.ticket_ord, h.ord
+	  FROM ranked r
+	  LEFT JOIN mm.active_players ap ON ap.player_id = r.player_id
+	 WHERE ap.ticket_id IS NOT NULL OR r.nth > 1
+	 ORDER BY r.ticket_ord, r.ord
 	 LIMIT 1;
 	IF holder_is_new THEN
 		-- repeated within the statement's own tickets, which are not written
@@ -342,11 +343,13 @@ BEGIN
 	-- common path).
 	IF bad.claimed < bad.players THEN
 		-- by the players' keys (a join could read every claim); a claim
-		-- held by a new ticket is one of its own players'
+		-- held by a new ticket is one of its own players' (IN: a hashed
+		-- look-up; = ANY of an array read the whole array for every claim,
+		-- minutes for a COPY of 100,000 tickets)
 		DELETE FROM mm.active_players a
 		 WHERE a.player_id = ANY (ARRAY(SELECT p.value ->> 'id'
 										  FROM new_tickets n, jsonb_array_elements(n.players) p))
-		   AND a.ticket_id = ANY (ARRAY(SELECT n.id FROM new_tickets n));
+		   AND a.ticket_id IN (SELECT n.id FROM new_tickets n);
 		PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
 								 array_agg(n.players ORDER BY n.id))
 		  FROM new_tickets n;

@@ -107,10 +107,14 @@ BEGIN
 			   WITH ORDINALITY p(value, ord)
 		 WHERE jsonb_typeof(p.value) = 'object' AND jsonb_typeof(p.value -> 'id') = 'string'
 	)
-	SELECT b.player_id, format('players[%s][%s]', b.at, b.player_at), format('players[%s][%s]', a.at, a.player_at)
+	SELECT r.player_id, format('players[%s][%s]', r.at, r.player_at), r.first_place
 	  INTO repeated_player, repeated_at, first_at
-	  FROM batch a JOIN batch b ON b.player_id = a.player_id AND a.at < b.at
-	 ORDER BY b.at, b.player_at, a.at, a.player_at
+	  FROM (SELECT b.*, first_value(format('players[%s][%s]', b.at, b.player_at)) OVER w AS first_place,
+				   first_value(b.at) OVER w AS first_ticket
+			  FROM batch b
+			WINDOW w AS (PARTITION BY b.player_id ORDER BY b.at, b.player_at)) r
+	 WHERE r.at > r.first_ticket
+	 ORDER BY r.at, r.player_at
 	 LIMIT 1;
 	IF repeated_player IS NOT NULL THEN
 		RAISE EXCEPTION 'player "%" at % is also at %', repeated_player, repeated_at, first_at
