@@ -212,17 +212,20 @@ BEGIN
 	SELECT r.player_id, coalesce(ap.ticket_id, r.first_ticket), ap.ticket_id IS NULL, r.ticket_id
 	  INTO dup_player, holder_ticket, holder_is_new, repeating_ticket
 	  FROM ranked r
-	  LEFT JOIN mm.active_players ap ON ap.player_id = r.player_id
+	  -- a look-up of the key per player (a join could read every claim)
+	  LEFT JOIN LATERAL (SELECT a.ticket_id FROM mm.active_players a
+						  WHERE a.player_id = r.player_id LIMIT 1) ap ON true
 	 WHERE ap.ticket_id IS NOT NULL OR r.nth > 1
 	 ORDER BY r.ticket_ord, r.ord
 	 LIMIT 1;
 	IF holder_is_new THEN
-		-- repeated within the statement's own tickets, which are not written
-		RAISE EXCEPTION 'player "%" is in two of the new tickets', dup_player
+		-- repeated within the statement's own tickets (an INSERT's, or those
+		-- an UPDATE sets searching again), none of which is written
+		RAISE EXCEPTION 'player "%" is in two tickets of the same statement', dup_player
 			USING ERRCODE = 'unique_violation',
 				  DETAIL = CASE WHEN holder_ticket = repeating_ticket
-								THEN format('Ticket %s (not written) names the player twice.', holder_ticket)
-								ELSE format('Tickets %s and %s of the same statement (neither written) both hold the player.',
+								THEN format('Ticket %s names the player twice; the statement wrote nothing.', holder_ticket)
+								ELSE format('Tickets %s and %s both hold the player; the statement wrote neither.',
 											holder_ticket, repeating_ticket) END,
 				  HINT = 'A player can be in one searching or proposed ticket at a time.';
 	END IF;
@@ -322,8 +325,9 @@ BEGIN
 		  FROM new_tickets n, jsonb_array_elements(n.players) p
 		 ORDER BY 1
 		ON CONFLICT DO NOTHING
-		RETURNING 1)
+		RETURNING player_id)
 	SELECT (SELECT count(*) FROM claimed) AS claimed,
+		   (SELECT array_agg(c.player_id) FROM claimed c) AS claimed_players,
 		   (SELECT count(*) FROM new_tickets n, jsonb_array_elements(n.players) p) AS players,
 		   -- (LATERAL ... LIMIT 1: a probe of the key per new id; as a semi
 		   -- join a batch's check read every active ticket)
@@ -342,14 +346,10 @@ BEGIN
 	-- names the holder, explains the refusal (no subtransaction on the
 	-- common path).
 	IF bad.claimed < bad.players THEN
-		-- by the players' keys (a join could read every claim); a claim
-		-- held by a new ticket is one of its own players' (IN: a hashed
-		-- look-up; = ANY of an array read the whole array for every claim,
-		-- minutes for a COPY of 100,000 tickets)
-		DELETE FROM mm.active_players a
-		 WHERE a.player_id = ANY (ARRAY(SELECT p.value ->> 'id'
-										  FROM new_tickets n, jsonb_array_elements(n.players) p))
-		   AND a.ticket_id IN (SELECT n.id FROM new_tickets n);
+		-- the claims this statement made, by their keys (a join could read
+		-- every claim; matching the new ids with = ANY read them all once
+		-- per claim: minutes for a COPY of 100,000 tickets)
+		DELETE FROM mm.active_players a WHERE a.player_id = ANY (bad.claimed_players);
 		PERFORM mm.claim_players(array_agg(n.id ORDER BY n.id), array_agg(n.queue ORDER BY n.id),
 								 array_agg(n.players ORDER BY n.id))
 		  FROM new_tickets n;
@@ -771,13 +771,9 @@ BEGIN
 	 WHERE t.queue = cancel_ticket.queue AND t.id = cancel_ticket.ticket_id AND t.status = 'proposed';
 	LOOP
 		IF ticket_match IS NOT NULL THEN
+			-- (none: a dropped queue took it, and the ticket, with it)
 			SELECT * INTO m FROM mm.matches x
 			 WHERE x.queue = ANY (ticket_queues) AND x.id = ticket_match FOR UPDATE;
-			IF NOT FOUND THEN
-				-- (only a match deleted by hand leaves a proposed ticket)
-				RAISE EXCEPTION 'match % of proposed ticket % does not exist', ticket_match, cancel_ticket.ticket_id
-					USING ERRCODE = 'undefined_object';
-			END IF;
 		END IF;
 		-- waits for a tick that holds the ticket; if the tick ended it, the
 		-- active row is gone and the ended one tells the outcome
@@ -788,6 +784,11 @@ BEGIN
 			   FOR UPDATE;
 			ticket_found := FOUND;
 			IF ticket_found AND ticket_status = 'proposed' AND now_match IS DISTINCT FROM m.id THEN
+				IF now_match = ticket_match THEN
+					-- locked, and not there: only a match deleted by hand
+					RAISE EXCEPTION 'match % of proposed ticket % does not exist', now_match,
+						cancel_ticket.ticket_id USING ERRCODE = 'undefined_object';
+				END IF;
 				-- proposed since the first look: let the ticket go (a private
 				-- code, caught just below) and lock its match first
 				RAISE EXCEPTION USING ERRCODE = 'MMRLK';

@@ -95,9 +95,9 @@ BEGIN
 		RAISE EXCEPTION 'players[%] must not be null', null_at USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	-- A player in two tickets of the batch is named by both places, before
-	-- any write (the claims would name tickets that are never written).
-	-- Only well-formed players are looked at: the validation reports the
-	-- others, and a player twice in one ticket.
+	-- any write (the claims would name tickets that are never written),
+	-- once the batch is otherwise valid: an invalid ticket (a player twice
+	-- in one ticket, an unknown queue) is reported first.
 	WITH batch AS (
 		SELECT u.ord + array_lower(create_tickets.players, 1) - 1 AS at, p.ord - 1 AS player_at,
 			   p.value ->> 'id' AS player_id
@@ -107,16 +107,17 @@ BEGIN
 			   WITH ORDINALITY p(value, ord)
 		 WHERE jsonb_typeof(p.value) = 'object' AND jsonb_typeof(p.value -> 'id') = 'string'
 	)
-	SELECT r.player_id, format('players[%s][%s]', r.at, r.player_at), r.first_place
+	SELECT r.player_id, format('players[%s][%s]', r.at, r.player_at),
+		   format('players[%s][%s]', r.first_at, r.first_player_at)
 	  INTO repeated_player, repeated_at, first_at
-	  FROM (SELECT b.*, first_value(format('players[%s][%s]', b.at, b.player_at)) OVER w AS first_place,
-				   first_value(b.at) OVER w AS first_ticket
+	  FROM (SELECT b.*, first_value(b.at) OVER w AS first_at, first_value(b.player_at) OVER w AS first_player_at
 			  FROM batch b
 			WINDOW w AS (PARTITION BY b.player_id ORDER BY b.at, b.player_at)) r
-	 WHERE r.at > r.first_ticket
+	 WHERE r.at > r.first_at
 	 ORDER BY r.at, r.player_at
 	 LIMIT 1;
 	IF repeated_player IS NOT NULL THEN
+		PERFORM mm.validate_tickets(create_tickets.queue, create_tickets.players, create_tickets.now);
 		RAISE EXCEPTION 'player "%" at % is also at %', repeated_player, repeated_at, first_at
 			USING ERRCODE = 'unique_violation',
 				  HINT = 'A player can be in one searching or proposed ticket at a time.';

@@ -130,7 +130,21 @@ SELECT mm.create_tickets('ve_dup', ARRAY['[{"id": "dup5"}]', '[{"id": "dup1"}]']
 -- an invalid ticket of a batch gains no empty DETAIL or HINT
 SELECT mm.create_tickets('ve_dup', ARRAY['[{"id": "dup6"}]', '[{"id": "dup7"}, {"id": "dup7"}]']::jsonb[],
 						 '2026-01-01 12:00:00+00');
-SELECT count(*) AS tickets FROM mm.tickets WHERE queue = 've_dup';
+-- a repeat in a batch that is also invalid: the invalid ticket (or the
+-- unknown queue) is reported, as without the repeat
+SELECT mm.create_tickets('ve_none', ARRAY['[{"id": "dup8"}]', '[{"id": "dup8"}]']::jsonb[], '2026-01-01 12:00:00+00');
+SELECT mm.create_tickets('ve_dup', ARRAY['[{"id": "dup9"}, {"id": "dup9"}]', '[{"id": "dup9"}]']::jsonb[],
+						 '2026-01-01 12:00:00+00');
+-- an UPDATE that sets two ended tickets of one player searching again
+SELECT mm.create_ticket('ve_dup', '[{"id": "dup10"}]', '2026-01-01 12:00:00+00') AS first_ticket \gset
+SELECT mm.cancel_ticket('ve_dup', :first_ticket);
+SELECT mm.create_ticket('ve_dup', '[{"id": "dup10"}]', '2026-01-01 12:00:01+00') AS second_ticket \gset
+SELECT mm.cancel_ticket('ve_dup', :second_ticket);
+\set VERBOSITY terse
+UPDATE mm.tickets SET status = 'searching' WHERE queue = 've_dup' AND id IN (:first_ticket, :second_ticket);
+\set VERBOSITY default
+SELECT count(*) AS tickets, count(*) FILTER (WHERE status = 'cancelled') AS cancelled
+  FROM mm.tickets WHERE queue = 've_dup';
 SELECT mm.drop_queue('ve_dup', force => true);
 
 SELECT mm.drop_queue('ve', force => true);
