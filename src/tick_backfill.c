@@ -525,11 +525,8 @@ ReadMatchMembers(MmTickQueue *q, int64 match_id, BackfillMembers *m)
 			bool	   *role_nulls;
 			int			count;
 
-			/*
-		 * Copies: the elements point into their array, which an untoasted
-		 * value leaves in the SPI result freed below.
-		 */
-		deconstruct_array(DatumGetArrayTypePCopy(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
+			/* a copy, as ReadBackfillRequests copies the leavers */
+			deconstruct_array(DatumGetArrayTypePCopy(SPI_getbinval(tuple, desc, 5, &isnull)), TEXTOID, -1,
 							  false, TYPALIGN_INT, &roles, &role_nulls, &count);
 			for (int k = 0; k < count && nroles < MM_MAX_MATCH_SIZE; k++)
 				m->role[nroles++] = role_nulls[k] ? -1 : RoleOf(config->roles, roles[k]);

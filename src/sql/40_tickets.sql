@@ -326,8 +326,7 @@ BEGIN
 		 ORDER BY 1
 		ON CONFLICT DO NOTHING
 		RETURNING player_id)
-	SELECT (SELECT count(*) FROM claimed) AS claimed,
-		   (SELECT array_agg(c.player_id) FROM claimed c) AS claimed_players,
+	SELECT (SELECT coalesce(array_agg(c.player_id), '{}') FROM claimed c) AS claimed_players,
 		   (SELECT count(*) FROM new_tickets n, jsonb_array_elements(n.players) p) AS players,
 		   -- (LATERAL ... LIMIT 1: a probe of the key per new id; as a semi
 		   -- join a batch's check read every active ticket)
@@ -345,7 +344,7 @@ BEGIN
 	-- rare: the claims are undone and claim_players, which tries again and
 	-- names the holder, explains the refusal (no subtransaction on the
 	-- common path).
-	IF bad.claimed < bad.players THEN
+	IF cardinality(bad.claimed_players) < bad.players THEN
 		-- the claims this statement made, by their keys (a join could read
 		-- every claim; matching the new ids with = ANY read them all once
 		-- per claim: minutes for a COPY of 100,000 tickets)
