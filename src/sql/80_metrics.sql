@@ -38,6 +38,25 @@ COMMENT ON FUNCTION mm.metrics_round(float8) IS
 REVOKE ALL ON FUNCTION mm.metrics_round(float8) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mm.metrics_round(float8) TO mm_analyst;
 
+-- A player's skill or latency as the metrics read it from a ticket: a jsonb
+-- number within the tick's range of ±1e12, rounded at 12 decimals so that
+-- one too small for a float8 (1e-400) reads as 0; anything else (a string, a
+-- number beyond the range stored before a validation) is missing, so one
+-- stored value cannot make a metric fail.  No SET clause, so that it is
+-- inlined.
+CREATE FUNCTION mm.metrics_number(value jsonb)
+RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+	SELECT CASE WHEN pg_catalog.jsonb_typeof(value) OPERATOR(pg_catalog.=) 'number'
+				 AND pg_catalog.abs(CAST(value AS pg_catalog.numeric)) OPERATOR(pg_catalog.<=) 1e12
+				THEN CAST(pg_catalog.round(CAST(value AS pg_catalog.numeric), 12) AS pg_catalog.float8) END
+$$;
+COMMENT ON FUNCTION mm.metrics_number(jsonb) IS
+'Internal: a skill or latency of a ticket as the metrics read it (a number within ±1e12, else NULL)';
+REVOKE ALL ON FUNCTION mm.metrics_number(jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mm.metrics_number(jsonb) TO mm_analyst, mm_admin;
+
 -- What the metrics count as a match: one formed and not cancelled while
 -- proposed, that is a match every player accepted or any match of a queue
 -- without acceptance (a live match requeued or expired later stays one).
@@ -346,11 +365,9 @@ COMMENT ON VIEW mm.queue_stats IS 'mm.queue_stats(time_window) over the last hou
 GRANT SELECT ON TABLE mm.queue_stats TO mm_analyst;
 GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE mm.queue_stats TO mm_admin;
 
--- The players of a match: team, skill attribute and latency to the region.
--- A jsonb number can be too small for a float8 (1e-400): it reads as 0, and
--- one beyond the tick's range of ±1e12 (stored before a validation) as
--- missing, so one stored value cannot make a metric fail
--- (mm.match_details_figures reads them the same way for many matches).
+-- The players of a match: team, skill attribute and latency to the region,
+-- read by mm.metrics_number (as mm.match_details_figures reads them for
+-- many matches).
 CREATE FUNCTION mm.match_player_values(match_id bigint, region text, skill_attribute text,
 									   OUT team text, OUT skill float8, OUT latency float8)
 RETURNS SETOF record
@@ -373,13 +390,8 @@ BEGIN
 		  FROM mm.ticket_players x
 		 WHERE x.ticket_id IN (SELECT p.ticket_id FROM p)
 	)
-	SELECT p.team,
-		   CASE WHEN jsonb_typeof(tp.attributes #> skill_path) = 'number'
-				 AND abs((tp.attributes #>> skill_path)::numeric) <= 1e12
-				THEN round((tp.attributes #>> skill_path)::numeric, 12)::float8 END,
-		   CASE WHEN jsonb_typeof(tp.latencies -> match_player_values.region) = 'number'
-				 AND abs((tp.latencies ->> match_player_values.region)::numeric) <= 1e12
-				THEN round((tp.latencies ->> match_player_values.region)::numeric, 12)::float8 END
+	SELECT p.team, mm.metrics_number(tp.attributes #> skill_path),
+		   mm.metrics_number(tp.latencies -> match_player_values.region)
 	  FROM p
 	  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id;
 END
@@ -536,11 +548,7 @@ BEGIN
 				tp_skill := tp_skill || x_skill;
 				tp_latencies := tp_latencies || x_latencies;
 			END IF;
-			-- A skill or latency that is not a number within the tick's range of
-			-- ±1e12 (stored before a validation) is missing, and one too small for
-			-- a float8 (1e-400) reads as 0, so one stored value cannot make a
-			-- metric fail (as mm.match_player_values); a number is read as
-			-- jsonb's numeric, not parsed from text.
+			-- skills and latencies read by mm.metrics_number
 			RETURN QUERY
 			WITH w AS (
 				SELECT * FROM unnest(w_id, w_queue, w_created, w_region, w_quality)
@@ -554,10 +562,7 @@ BEGIN
 			), v AS (
 				-- one row per player: team, skill and latency to the match's region
 				SELECT p.match_id, p.queue, p.team,
-					   CASE WHEN jsonb_typeof(tp.skill) = 'number' AND abs(tp.skill::numeric) <= 1e12
-							THEN round(tp.skill::numeric, 12)::float8 END AS skill,
-					   CASE WHEN jsonb_typeof(l.latency) = 'number' AND abs(l.latency::numeric) <= 1e12
-							THEN round(l.latency::numeric, 12)::float8 END AS latency
+					   mm.metrics_number(tp.skill) AS skill, mm.metrics_number(l.latency) AS latency
 				  FROM p
 				  JOIN w ON w.id = p.match_id AND w.queue = p.queue
 				  LEFT JOIN tp ON tp.ticket_id = p.ticket_id AND tp.player_id = p.player_id

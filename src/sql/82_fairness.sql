@@ -327,7 +327,8 @@ GRANT EXECUTE ON FUNCTION mm.report_result(bigint, jsonb, timestamptz, jsonb) TO
 -- contest's and liglicko2's), Brier score, log loss (natural log, p
 -- clamped to [1e-15, 1 - 1e-15]), accuracy (the favourite won, over the
 -- games with a favourite and a winner; ties counted apart), each beside
--- the naive prediction 0.5, and ten calibration bins over both teams' rows.
+-- the naive prediction 0.5, and the calibration bins (ten of 0.1, the empty
+-- ones left out) over both teams' rows.
 CREATE FUNCTION mm.prediction_figures(p float8[], y float8[])
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -531,14 +532,13 @@ BEGIN
 		 GROUP BY mp.role
 	), latency AS (
 		-- each matched player's latency to the match's region, from the ticket
-		-- (as the metrics read it: a number too small for a float8 is 0)
-		SELECT round((pl.value -> 'latencies' ->> m.region)::numeric, 12)::float8 AS ms
+		-- (as the metrics read it)
+		SELECT mm.metrics_number(pl.value -> 'latencies' -> m.region) AS ms
 		  FROM m JOIN mm.match_players mp ON mp.queue = fairness_report.queue AND mp.match_id = m.id
 		  JOIN mm.tickets t ON t.queue = fairness_report.queue AND t.id = mp.ticket_id
 		 CROSS JOIN LATERAL jsonb_array_elements(t.players) pl
 		 WHERE m.region IS NOT NULL AND pl.value ->> 'id' = mp.player_id
-		   AND jsonb_typeof(pl.value -> 'latencies' -> m.region) = 'number'
-		   AND abs((pl.value -> 'latencies' ->> m.region)::numeric) <= 1e12
+		   AND mm.metrics_number(pl.value -> 'latencies' -> m.region) IS NOT NULL
 	), scored AS (
 		-- the winner's lead over the next team
 		SELECT s.match_id,

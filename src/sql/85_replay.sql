@@ -70,14 +70,9 @@ AS $$
 	-- the matches' players, with their skill value and their list's first role
 	p AS (
 		SELECT mp.match_id, mp.team, mp.role,
-			   -- as the metrics read it: a number too small for a float8 is 0
-			   CASE WHEN jsonb_typeof(e.value -> 'attributes' #> string_to_array(recorded_figures.skill_attribute, '.'))
-						 = 'number'
-						 AND abs((e.value -> 'attributes' #>> string_to_array(recorded_figures.skill_attribute, '.'))::numeric)
-							 <= 1e12
-					THEN round((e.value -> 'attributes' #>> string_to_array(recorded_figures.skill_attribute, '.'))::numeric,
-							   12)::float8
-			   END AS skill,
+			   -- as the metrics read it
+			   mm.metrics_number(e.value -> 'attributes' #> string_to_array(recorded_figures.skill_attribute, '.'))
+				   AS skill,
 			   coalesce(e.value -> 'roles' ->> 0, 'fill') AS first_role
 		  FROM mm.match_players mp
 		  JOIN mm.tickets tk ON tk.id = mp.ticket_id

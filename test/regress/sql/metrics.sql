@@ -363,6 +363,11 @@ SELECT players, skill_spread, latency_avg_ms, worst_latency_ms
   FROM mm.match_details('metrics_extreme', '1 hour', '2041-06-15 12:00:00+00');
 SELECT matches, skill_spread_avg FROM mm.match_stats('1 hour', '2041-06-15 12:00:00+00') WHERE queue = 'metrics_extreme';
 SELECT mm.drop_queue('metrics_extreme', force => true);
+-- how the metrics read a stored skill or latency: a number within ±1e12,
+-- rounded at 12 decimals (so 1e-400 is 0); anything else is missing
+SELECT v, mm.metrics_number(CAST(v AS jsonb)) AS read_as
+  FROM (VALUES ('1e-400'), ('1000.5'), ('-1e12'), ('1.000000000001e12'), ('"12"'), ('null'),
+			   ('true'), ('0.1234567890123456')) t(v);
 
 -- a past now sees the queue as it was then: at 12:00:30 three tickets had
 -- searched 30 s (two were matched at 12:00:40, one timed out at 12:02:01),
