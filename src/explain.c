@@ -39,6 +39,22 @@
 /* The nearest candidates reported. */
 #define MM_EXPLAIN_NEAREST 5
 
+/*
+ * now + seconds (>= 0), or false when that is past the last timestamp (a
+ * `now` near the end of the range): the explanation then shows no time
+ * rather than one computed past int64.
+ */
+static bool
+TimeAfter(TimestampTz now, double seconds, TimestampTz *result)
+{
+	double		usecs = seconds * USECS_PER_SEC;
+
+	if (isnan(usecs) || usecs >= (double) END_TIMESTAMP - (double) now)
+		return false;
+	*result = now + (int64) usecs;
+	return true;
+}
+
 /* A rule's state at an age: on (with its step) or off. */
 static void
 RuleAt(const MmRuleConfig *rule, double age, bool *on, int *step, double *threshold)
@@ -71,7 +87,8 @@ NextChange(const MmRuleConfig *rule, double age)
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		hi = age + d;
+		/* the last probe is the horizon itself: a change after it is not looked for */
+		hi = age + Min(d, MM_EXPLAIN_HORIZON_SECONDS);
 		RuleAt(rule, hi, &on, &step, &thr);
 		if (on != on0 || step != step0)
 			break;
@@ -268,11 +285,13 @@ AppendEstimate(StringInfo out, const MmRuleContext *context, const MmRuleHandler
 					 ", \"estimate_reason\": ", hi / 1000.0);
 	{
 		StringInfoData reason;
+		TimestampTz fits_at;
 
 		initStringInfo(&reason);
 		appendStringInfo(&reason, "no searching ticket fits it now; its rules have widened enough for "
 						 "the tickets searching now at %s",
-						 timestamptz_to_str(now + hi * 1000));
+						 TimeAfter(now, hi / 1000.0, &fits_at) ? timestamptz_to_str(fits_at)
+						 : "a time past the end of the timestamp range");
 		escape_json(out, reason.data);
 	}
 }
@@ -587,6 +606,7 @@ AppendRuleSteps(StringInfo out, MmRuleContext *context, const MmRuleHandler **ha
 		int			step;
 		double		thr,
 					next = NextChange(rule, tickets[self].age_seconds);
+		TimestampTz widens_at;
 
 		RuleAt(rule, tickets[self].age_seconds, &on, &step, &thr);
 		appendStringInfoString(out, r > 0 ? ", {\"name\": " : "{\"name\": ");
@@ -601,11 +621,10 @@ AppendRuleSteps(StringInfo out, MmRuleContext *context, const MmRuleHandler **ha
 		}
 		else
 			appendStringInfoString(out, ", \"on\": false");
-		if (next >= 0)
+		if (next >= 0 && TimeAfter(now, next - tickets[self].age_seconds, &widens_at))
 		{
 			appendStringInfoString(out, ", \"next_widening_at\": ");
-			escape_json(out, timestamptz_to_str(now + (int64) ((next - tickets[self].age_seconds) *
-																USECS_PER_SEC)));
+			escape_json(out, timestamptz_to_str(widens_at));
 		}
 		else
 			appendStringInfoString(out, ", \"next_widening_at\": null");
@@ -614,8 +633,11 @@ AppendRuleSteps(StringInfo out, MmRuleContext *context, const MmRuleHandler **ha
 			int			passing = 0;
 
 			for (i = 0; i < ntickets; i++)
+			{
+				CHECK_FOR_INTERRUPTS();
 				if (i != self && PairPasses(context, r, handlers[r], &states[r], &tickets[self], &tickets[i]))
 					passing++;
+			}
 			appendStringInfo(out, ", \"passing_tickets\": %d}", passing);
 		}
 		else
@@ -646,6 +668,7 @@ AppendNearest(StringInfo out, MmRuleContext *context, const MmRuleHandler **hand
 	{
 		double		c;
 
+		CHECK_FOR_INTERRUPTS();
 		if (i == self)
 			continue;
 		c = MmCandidateCost(context, &tickets[self], &tickets[i], rule_on, threshold);

@@ -258,8 +258,12 @@ void
 MmOpenSkillPredictWin(int teams, const double *team_mu, const double *team_sigma_sq,
 					  double beta, double *probability)
 {
+	/* quadratic in the teams (up to 10,000 of them): cancellable per team */
 	for (int t = 0; t < teams; t++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		probability[t] = OpenSkillWinProbability(t, teams, team_mu, team_sigma_sq, beta);
+	}
 }
 
 /* The standard normal quantile of p in (0, 1), by bisection (one call per game). */
@@ -298,6 +302,9 @@ MmOpenSkillPredictDraw(int teams, int players, const double *team_mu,
 	int			pairs = 0;
 
 	for (int a = 0; a < teams; a++)
+	{
+		/* quadratic in the teams, as MmOpenSkillPredictWin */
+		CHECK_FOR_INTERRUPTS();
 		for (int b = a + 1; b < teams; b++)
 		{
 			double		denominator = sqrt(players * beta * beta + team_sigma_sq[a] + team_sigma_sq[b]);
@@ -307,6 +314,7 @@ MmOpenSkillPredictDraw(int teams, int players, const double *team_mu,
 				StandardNormalCdf((-difference - margin) / denominator);
 			pairs++;
 		}
+	}
 	return pairs > 0 ? sum / pairs : 1.0;
 }
 

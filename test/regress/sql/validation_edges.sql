@@ -147,6 +147,24 @@ SELECT count(*) AS tickets, count(*) FILTER (WHERE status = 'cancelled') AS canc
   FROM mm.tickets WHERE queue = 've_dup';
 SELECT mm.drop_queue('ve_dup', force => true);
 
+-- a rule's next widening past the last timestamp is null in the
+-- explanation (it was computed past the timestamps), at an ordinary now
+-- 3.5 days ahead; one more than a week ahead is not looked for (null)
+SELECT mm.create_queue('ve_far', '{"match_size": {"min": 2, "max": 2}, "rules": [{"name": "skill",
+  "type": "difference", "attribute": "skill", "max": 10,
+  "expansion": {"every_seconds": 300000, "delta": 10, "limit": 100}},
+  {"name": "level", "type": "difference", "attribute": "level", "max": 10,
+  "expansion": {"every_seconds": 900000, "delta": 10, "limit": 100}}]}');
+SELECT mm.create_ticket('ve_far', '[{"id": "far1", "attributes": {"skill": 1, "level": 1}}]',
+						'294276-12-30 00:00:00+00') AS far_ticket \gset
+SELECT r ->> 'name' AS rule, r -> 'next_widening_at' AS next_widening_at
+  FROM jsonb_array_elements(mm.explain_ticket(:far_ticket, '294276-12-30 00:00:00+00') -> 'rules') r;
+SELECT mm.create_ticket('ve_far', '[{"id": "far2", "attributes": {"skill": 1, "level": 1}}]',
+						'2026-01-01 00:00:00+00') AS near_ticket \gset
+SELECT r ->> 'name' AS rule, r -> 'next_widening_at' AS next_widening_at
+  FROM jsonb_array_elements(mm.explain_ticket(:near_ticket, '2026-01-01 00:00:00+00') -> 'rules') r;
+SELECT mm.drop_queue('ve_far', force => true);
+
 SELECT mm.drop_queue('ve', force => true);
 DELETE FROM mm.player_penalties WHERE queue = 've';
 DELETE FROM mm.penalty_history WHERE queue = 've';
