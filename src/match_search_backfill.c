@@ -545,6 +545,9 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 		double		age = Max(member_age, candidates[first].age_seconds);
 		int			before = b.best_players;
 
+		/* a first candidate that fits no set costs no node of the budget */
+		if ((first & 1023) == 1023)
+			CHECK_FOR_INTERRUPTS();
 		level0 = BackfillStartAt(&b, age);
 		for (int k = 0; k < nmembers; k++)
 			BackfillJoin(&b, level0, &members[k]);

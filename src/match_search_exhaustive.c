@@ -158,7 +158,8 @@ Dfs(SearchState *s, int depth, int from, int lo, int hi, const int *sizes,
 			return false;		/* not enough players left */
 		if (--s->dfs_budget < 0 || --s->search_budget < 0)
 			return false;
-		if ((s->search_budget & 4095) == 0)
+		/* a role check can take a millisecond (every choice of compositions) */
+		if ((s->search_budget & (s->roles != NULL ? 63 : 4095)) == 0)
 			CHECK_FOR_INTERRUPTS();
 		if (s->chosen_players + np > hi || t->age_seconds < s->min_age)
 			continue;

@@ -156,6 +156,7 @@ int
 MmSearchGather(SearchState *s, int target, const int *sizes, bool *packing_skipped)
 {
 	int			k;
+	int			interrupt_mask = s->roles != NULL ? 63 : 4095;
 
 	*packing_skipped = false;
 	for (k = 0; k < s->nticket_rules; k++)
@@ -203,8 +204,11 @@ MmSearchGather(SearchState *s, int target, const int *sizes, bool *packing_skipp
 				s->rule_failed[s->main_rule] += s->window_excluded;
 			break;
 		}
-		/* one anchor may scan a large pool, for each target size */
-		if ((k & 4095) == 4095)
+		/*
+		 * one anchor may scan a large pool, for each target size; in a role
+		 * queue each candidate's seating check can take a millisecond
+		 */
+		if ((k & interrupt_mask) == interrupt_mask)
 			CHECK_FOR_INTERRUPTS();
 		np = s->tickets[i].nplayers;
 		if (s->chosen_players + np > target || s->tickets[i].age_seconds < s->min_age)

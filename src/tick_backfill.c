@@ -433,6 +433,8 @@ GatherCandidates(const MmTickQueue *q, const BackfillRequests *reqs, int r, cons
 		const MmTicket *ticket = &q->tickets[i];
 		int			k;
 
+		if ((i & 4095) == 4095)
+			CHECK_FOR_INTERRUPTS();
 		if (taken[i] || ticket->low_priority)
 			continue;
 		for (k = 0; k < reqs->nleavers[r] && !TicketHasPlayer(ticket, reqs->leavers[r][k]); k++)
