@@ -137,7 +137,9 @@ SearchAtAge(SearchState *s, double age)
 		int			got;
 		bool		packing_skipped;
 
-		if (total > reachable || !MmSearchEvenTeamSizes(config, s->team_min, total, max_spread, s->team_size))
+		if (total > reachable ||
+			!MmSearchEvenTeamSizes(config, s->team_min, total, max_spread,
+								   s->tickets[s->anchor].nplayers, s->team_size))
 			continue;
 		/*
 		 * A role queue first gathers players who can all have their first
@@ -189,7 +191,8 @@ SearchAtAge(SearchState *s, double age)
 		double		closeness_sum = 0,
 					weight_sum = 0;
 
-		if (!MmSearchEvenTeamSizes(config, s->team_min, total, max_spread, s->team_size))
+		if (!MmSearchEvenTeamSizes(config, s->team_min, total, max_spread,
+								   s->tickets[s->anchor].nplayers, s->team_size))
 			continue;
 		if (MmSearchExhaustive(s, total, total, s->team_size, &closeness_sum, &weight_sum))
 		{

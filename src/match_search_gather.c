@@ -303,38 +303,72 @@ MmSearchSeatRoles(SearchState *s)
 }
 
 /*
- * Team sizes for a total, as even as the teams' bounds allow (water
- * filling: this minimises the largest team and maximises the smallest at
- * once).  False when the bounds cannot make the total or the spread exceeds
- * max_spread (< 0: no limit).
+ * Water filling: each of `rest` players to the smallest team with room,
+ * from the sizes given.  False when the teams' maximums leave no room.
  */
-bool
-MmSearchEvenTeamSizes(const MmQueueConfig *config, const int *team_min, int total, int max_spread,
-					  int *sizes)
+static bool
+WaterFill(const MmQueueConfig *config, int rest, int *sizes)
 {
-	int			t;
-	int			rest = total;
-	int			lo,
-				hi;
-
-	for (t = 0; t < config->nteams; t++)
-	{
-		sizes[t] = team_min[t];
-		rest -= sizes[t];
-	}
-	if (rest < 0)
-		return false;
 	while (rest > 0)
 	{
 		int			best = -1;
 
-		for (t = 0; t < config->nteams; t++)
+		for (int t = 0; t < config->nteams; t++)
 			if (sizes[t] < config->teams[t].max && (best < 0 || sizes[t] < sizes[best]))
 				best = t;
 		if (best < 0)
 			return false;
 		sizes[best]++;
 		rest--;
+	}
+	return true;
+}
+
+/*
+ * Team sizes for a total, as even as the teams' bounds allow (water
+ * filling: this minimises the largest team and maximises the smallest at
+ * once), with one team of at least `party` players: the anchor's party sits
+ * on one team, so when the even sizes have no room for it (a party of 5
+ * with 7 players over two teams: 4 and 3) the team with the largest
+ * maximum takes it first (5 and 2) and the rest is filled as evenly.  False
+ * when the bounds cannot make the total or the spread exceeds max_spread
+ * (< 0: no limit).
+ */
+bool
+MmSearchEvenTeamSizes(const MmQueueConfig *config, const int *team_min, int total, int max_spread,
+					  int party, int *sizes)
+{
+	int			t;
+	int			rest = total;
+	int			lo,
+				hi,
+				widest = 0;
+
+	for (t = 0; t < config->nteams; t++)
+	{
+		sizes[t] = team_min[t];
+		rest -= sizes[t];
+		if (config->teams[t].max > config->teams[widest].max)
+			widest = t;
+	}
+	if (rest < 0 || !WaterFill(config, rest, sizes))
+		return false;
+	hi = 0;
+	for (t = 0; t < config->nteams; t++)
+		hi = Max(hi, sizes[t]);
+	if (hi < party)
+	{
+		/* no team has room for the party: the widest one takes it first */
+		if (party > config->teams[widest].max)
+			return false;
+		rest = total;
+		for (t = 0; t < config->nteams; t++)
+		{
+			sizes[t] = t == widest ? Max(team_min[t], party) : team_min[t];
+			rest -= sizes[t];
+		}
+		if (rest < 0 || !WaterFill(config, rest, sizes))
+			return false;
 	}
 	lo = hi = sizes[0];
 	for (t = 1; t < config->nteams; t++)

@@ -238,11 +238,12 @@ extern bool MmSearchSeatRoles(SearchState *s);
 /*
  * Team sizes for a total, as even as the teams' bounds allow (water
  * filling: this minimises the largest team and maximises the smallest at
- * once).  False when the bounds cannot make the total or the spread exceeds
- * max_spread (< 0: no limit).
+ * once), with one team of at least `party` players (the anchor's, which
+ * sits on one team).  False when the bounds cannot make the total or the
+ * spread exceeds max_spread (< 0: no limit).
  */
 extern bool MmSearchEvenTeamSizes(const MmQueueConfig *config, const int *team_min, int total, int max_spread,
-								  int *sizes);
+								  int party, int *sizes);
 
 /* Fills chosen_tickets and the balancing ratings of the gathered players. */
 extern int	MmSearchPreparePlayers(SearchState *s);

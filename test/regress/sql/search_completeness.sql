@@ -13,7 +13,10 @@
 --      force over every subset and every placement on teams: a valid match
 --      exists => at least one match forms; every formed match is valid;
 --   3. the same comparison end to end: random pools inserted into a queue,
---      the brute force on the same tickets, then mm.tick.
+--      the brute force on the same tickets, then mm.tick;
+--   4. a party too large for an even split of the match it can form (5 with
+--      2 solos: 4 and 3), in a pool of more candidates than the exhaustive
+--      search ranks, the nearest of which cannot join it (ids restored after).
 -- The two C functions are test tools of the test module matchmaking_test
 -- (test/modules/matchmaking_test, never shipped); created in pg_temp here.
 SET timezone = 'UTC';
@@ -152,3 +155,35 @@ SELECT count(*) AS cases, count(*) FILTER (WHERE valid) > 40 AS many_with_a_matc
 
 SELECT mm.drop_queue(q, force => true)
   FROM unnest(ARRAY['sc_2v2', 'sc_ffa3', 'sc_backtrack']) q;
+
+-- 4. The party of 5 (oldest) fits only with ok1 and ok2, two teams of 5
+-- and 2: the 40 nearer tickets share no region with it.  The even split of
+-- 7 (4 and 3) has no room for the party, so the greedy search gives the
+-- party's team 5 first.
+CREATE TEMP TABLE sc_sequences AS
+SELECT format('%I.%I', schemaname, sequencename) AS seq, last_value FROM pg_sequences WHERE schemaname = 'mm';
+SELECT mm.create_queue('sc_party', '{"match_size": {"min": 2, "max": 10},
+  "teams": [{"name": "red", "min": 1, "max": 5}, {"name": "blue", "min": 1, "max": 5}],
+  "rules": [{"name": "skill", "type": "difference", "attribute": "skill", "max": 1000},
+            {"name": "ping", "type": "latency", "max_ms": 50}]}');
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT 'sc_party', jsonb_agg(jsonb_build_object('id', 'scp' || i, 'attributes', '{"skill": 1000}'::jsonb,
+										  'latencies', '{"eu": 10}'::jsonb)), '2026-01-01 00:00:00+00'
+  FROM generate_series(1, 5) i;
+INSERT INTO mm.tickets (queue, players, created_at)
+SELECT 'sc_party', jsonb_build_array(jsonb_build_object('id', 'scn' || i, 'attributes', jsonb_build_object('skill', 1000 + i),
+														 'latencies', '{"us": 10}'::jsonb)), '2026-01-01 00:00:01+00'
+  FROM generate_series(1, 40) i;
+INSERT INTO mm.tickets (queue, players, created_at) VALUES
+  ('sc_party', '[{"id": "sc_ok1", "attributes": {"skill": 1900}, "latencies": {"eu": 10}}]', '2026-01-01 00:00:02+00'),
+  ('sc_party', '[{"id": "sc_ok2", "attributes": {"skill": 1900}, "latencies": {"eu": 10}}]', '2026-01-01 00:00:02+00');
+SELECT mm.tick('sc_party', '2026-01-01 00:00:10+00') > 0 AS formed;
+SELECT mp.team, count(*) AS players, string_agg(mp.player_id, ', ' ORDER BY mp.player_id) AS who
+  FROM mm.match_players mp
+ WHERE mp.queue = 'sc_party'
+   AND mp.match_id = (SELECT x.match_id FROM mm.match_players x WHERE x.queue = 'sc_party' AND x.player_id = 'scp1')
+ GROUP BY mp.team ORDER BY mp.team;
+SELECT mm.drop_queue('sc_party', force => true);
+SELECT bool_and(CASE WHEN s.last_value IS NULL THEN setval(s.seq::regclass, 1, false) > 0
+					 ELSE setval(s.seq::regclass, s.last_value) > 0 END) AS sequences_restored
+  FROM sc_sequences s;
