@@ -457,6 +457,8 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 	int			best_first = -1;
 	double		best_age = 0;
 	int			present = 0;
+	MmRuleState *level0 = NULL;
+	double		level0_age = 0;
 
 	result = palloc0(sizeof(MmBackfillResult));
 	result->region = -1;
@@ -541,16 +543,25 @@ MmSearchBackfill(const MmRuleContext *context, const MmTicket *members, int nmem
 	 */
 	for (int first = 0; first < ncandidates && b.wanted > 0 && b.budget > 0; first++)
 	{
-		MmRuleState *level0;
 		double		age = Max(member_age, candidates[first].age_seconds);
 		int			before = b.best_players;
 
 		/* a first candidate that fits no set costs no node of the budget */
 		if ((first & 1023) == 1023)
 			CHECK_FOR_INTERRUPTS();
-		level0 = BackfillStartAt(&b, age);
-		for (int k = 0; k < nmembers; k++)
-			BackfillJoin(&b, level0, &members[k]);
+		/*
+		 * Depth 0, the members at the age's steps, only when the age
+		 * changes: once the candidates are younger than every member it is
+		 * the members' age for all the rest (the search reads depth 0 and
+		 * writes only the depths below it).
+		 */
+		if (level0 == NULL || age != level0_age)
+		{
+			level0 = BackfillStartAt(&b, age);
+			for (int k = 0; k < nmembers; k++)
+				BackfillJoin(&b, level0, &members[k]);
+			level0_age = age;
+		}
 		b.nchosen = 0;
 		b.players = 0;
 		/* the set starts with candidate first: BackfillDfs from first, one level down */

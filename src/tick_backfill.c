@@ -28,18 +28,14 @@
 #include "ticket_parse.h"
 #include "tick_internal.h"
 
-/* Whether one of a ticket's players is the given one (a text datum). */
+/* Whether one of a ticket's players is the given one. */
 static bool
-TicketHasPlayer(const MmTicket *ticket, Datum player)
+TicketHasPlayer(const MmTicket *ticket, const char *player_id)
 {
-	char	   *id = TextDatumGetCString(player);
-	bool		found = false;
-	int			p;
-
-	for (p = 0; p < ticket->nplayers && !found; p++)
-		found = strcmp(ticket->player_ids[p], id) == 0;
-	pfree(id);
-	return found;
+	for (int p = 0; p < ticket->nplayers; p++)
+		if (strcmp(ticket->player_ids[p], player_id) == 0)
+			return true;
+	return false;
 }
 
 /* The index of a role name (a text datum), -1 when the queue has no such role. */
@@ -427,7 +423,12 @@ GatherCandidates(const MmTickQueue *q, const BackfillRequests *reqs, int r, cons
 				 MmTicket *candidates, int *candidate_index)
 {
 	int			ncandidates = 0;
+	int			nleavers = reqs->nleavers[r];
+	/* the leavers' ids as strings once, not once per ticket */
+	char	  **leavers = palloc(sizeof(char *) * Max(nleavers, 1));
 
+	for (int k = 0; k < nleavers; k++)
+		leavers[k] = TextDatumGetCString(reqs->leavers[r][k]);
 	for (int i = 0; i < q->ntickets; i++)
 	{
 		const MmTicket *ticket = &q->tickets[i];
@@ -437,13 +438,16 @@ GatherCandidates(const MmTickQueue *q, const BackfillRequests *reqs, int r, cons
 			CHECK_FOR_INTERRUPTS();
 		if (taken[i] || ticket->low_priority)
 			continue;
-		for (k = 0; k < reqs->nleavers[r] && !TicketHasPlayer(ticket, reqs->leavers[r][k]); k++)
+		for (k = 0; k < nleavers && !TicketHasPlayer(ticket, leavers[k]); k++)
 			;
-		if (k < reqs->nleavers[r])
+		if (k < nleavers)
 			continue;
 		candidates[ncandidates] = *ticket;
 		candidate_index[ncandidates++] = i;
 	}
+	for (int k = 0; k < nleavers; k++)
+		pfree(leavers[k]);
+	pfree(leavers);
 	return ncandidates;
 }
 
