@@ -874,6 +874,15 @@ BEGIN
 	IF keep <= '0'::interval THEN
 		RAISE EXCEPTION 'keep must be positive: %', keep USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	-- The comparison above counts a month as 30 days, a run subtracts the
+	-- calendar's: '1 mon -29 days' reaches past now in March, and every run
+	-- of the job would fail then.  No part may be negative.
+	IF extract(year FROM keep) * 12 + extract(month FROM keep) < 0 OR extract(day FROM keep) < 0
+	   OR extract(hour FROM keep) * 3600 + extract(minute FROM keep) * 60 + extract(second FROM keep) < 0 THEN
+		RAISE EXCEPTION 'keep must have no negative part: %', keep
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Subtracted from now, a month is 28 to 31 days: write the interval in one unit, say ''2 days''.';
+	END IF;
 	IF batch_size < 1 OR batch_size > 1000000 THEN
 		RAISE EXCEPTION 'batch_size must be between 1 and 1000000: %', batch_size
 			USING ERRCODE = 'invalid_parameter_value';

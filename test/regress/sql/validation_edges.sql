@@ -51,6 +51,10 @@ SELECT mm.validate_queue_config('{"teams": [{"name": "red", "min": 2, "max": 2, 
 -- a rating decay whose idle reaches before the earliest timestamp is
 -- refused when it is scheduled, not at every run of its job
 SELECT mm.schedule_rating_decay('ve', '200000 years');
+-- so is a retention whose keep has a negative part: '1 mon -29 days' is
+-- positive as intervals compare, but reaches past now in March
+SELECT mm.schedule_retention('1 mon -29 days');
+SELECT mm.schedule_retention('1 day -23 hours');
 
 -- a score float8 cannot hold would make every fairness report of the window fail
 SELECT mm.create_ticket('ve', '[{"id": "ve1"}]', '2026-01-01 00:00:00+00') > 0 AS created,
