@@ -303,13 +303,22 @@ MmSearchSeatRoles(SearchState *s)
 }
 
 /*
- * Water filling: each of `rest` players to the smallest team with room,
- * from the sizes given.  False when the teams' maximums leave no room.
+ * Team sizes for a total by water filling: from each team's minimum (and
+ * `party` on team `widest`, when it is a team), each further player to the
+ * smallest team with room.  False when the bounds cannot make the total.
  */
 static bool
-WaterFill(const MmQueueConfig *config, int rest, int *sizes)
+FillTeamSizes(const MmQueueConfig *config, const int *team_min, int total, int widest, int party,
+			  int *sizes)
 {
-	while (rest > 0)
+	int			rest = total;
+
+	for (int t = 0; t < config->nteams; t++)
+	{
+		sizes[t] = t == widest ? Max(team_min[t], party) : team_min[t];
+		rest -= sizes[t];
+	}
+	for (; rest > 0; rest--)
 	{
 		int			best = -1;
 
@@ -319,9 +328,8 @@ WaterFill(const MmQueueConfig *config, int rest, int *sizes)
 		if (best < 0)
 			return false;
 		sizes[best]++;
-		rest--;
 	}
-	return true;
+	return rest == 0;
 }
 
 /*
@@ -339,37 +347,23 @@ MmSearchEvenTeamSizes(const MmQueueConfig *config, const int *team_min, int tota
 					  int party, int *sizes)
 {
 	int			t;
-	int			rest = total;
 	int			lo,
 				hi,
 				widest = 0;
 
-	for (t = 0; t < config->nteams; t++)
-	{
-		sizes[t] = team_min[t];
-		rest -= sizes[t];
-		if (config->teams[t].max > config->teams[widest].max)
-			widest = t;
-	}
-	if (rest < 0 || !WaterFill(config, rest, sizes))
+	if (!FillTeamSizes(config, team_min, total, -1, 0, sizes))
 		return false;
 	hi = 0;
 	for (t = 0; t < config->nteams; t++)
-		hi = Max(hi, sizes[t]);
-	if (hi < party)
 	{
-		/* no team has room for the party: the widest one takes it first */
-		if (party > config->teams[widest].max)
-			return false;
-		rest = total;
-		for (t = 0; t < config->nteams; t++)
-		{
-			sizes[t] = t == widest ? Max(team_min[t], party) : team_min[t];
-			rest -= sizes[t];
-		}
-		if (rest < 0 || !WaterFill(config, rest, sizes))
-			return false;
+		hi = Max(hi, sizes[t]);
+		if (config->teams[t].max > config->teams[widest].max)
+			widest = t;
 	}
+	/* no team has room for the party: the widest one takes it first */
+	if (hi < party && (party > config->teams[widest].max ||
+					   !FillTeamSizes(config, team_min, total, widest, party, sizes)))
+		return false;
 	lo = hi = sizes[0];
 	for (t = 1; t < config->nteams; t++)
 	{

@@ -26,9 +26,9 @@
 #      floor in its own transaction.  The three are also timed in the
 #      backend's CPU time (1c), which the load of a shared machine moves much
 #      less than their wall-clock times.
-#      For reference (1d, no target): the ended-table floor again with the
-#      two (queue, time) indexes the metrics read on its ended table
-#      (floor_ended_metrics): what the floor costs a product that keeps them.
+#      For reference (1d, no target): the ended-table floor again, its ended
+#      table given for that run the two (queue, time) indexes the metrics
+#      read: what the floor costs a product that keeps them.
 #   2. history: the same tick at 20k searching tickets in two databases, one
 #      with an empty history, one with 1M ended tickets (matched / cancelled /
 #      timed_out) and 100k finished matches with their 1M match_players
@@ -148,11 +148,10 @@ DROP TABLE IF EXISTS bench_core_runs, bench_core_notes;
 CREATE TABLE bench_core_runs (figure text, run int, kind text, value float8);
 CREATE TABLE bench_core_notes (note text);
 -- (a re-run in the same database starts afresh)
-DROP TABLE IF EXISTS floor_tickets, floor_matches, floor_match_players, floor_ended, floor_ended_metrics,
+DROP TABLE IF EXISTS floor_tickets, floor_matches, floor_match_players, floor_ended,
 	strict_tickets, strict_matches, strict_match_players,
 	bench_out_matches, bench_out_players, bench_out_tickets, bench_plain;
 DROP FUNCTION IF EXISTS bench_core_floor(text, timestamptz);
-DROP FUNCTION IF EXISTS bench_core_floor(text, timestamptz, boolean);
 DROP FUNCTION IF EXISTS bench_core_strict_floor(text);
 TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.backfill_requests CASCADE;
 SELECT count(mm.drop_queue(name)) FROM mm.queues WHERE name IN ('bench', 'warm') \gset dummy_
@@ -201,12 +200,6 @@ CREATE TABLE floor_match_players (LIKE mm.match_players INCLUDING DEFAULTS);
 ALTER TABLE floor_match_players ADD PRIMARY KEY (match_id, player_id);
 CREATE TABLE floor_ended (LIKE mm.tickets_ended INCLUDING DEFAULTS INCLUDING GENERATED);
 ALTER TABLE floor_ended ADD PRIMARY KEY (id);
--- the same, with the two (queue, time) indexes of mm.tickets_ended that a
--- matched ticket enters (1d, for reference)
-CREATE TABLE floor_ended_metrics (LIKE floor_ended INCLUDING DEFAULTS INCLUDING GENERATED);
-ALTER TABLE floor_ended_metrics ADD PRIMARY KEY (id);
-CREATE INDEX ON floor_ended_metrics (queue, created_at);
-CREATE INDEX ON floor_ended_metrics (queue, matched_at) WHERE matched_at IS NOT NULL;
 -- the strict floor: the same, with no ended table
 CREATE TABLE strict_tickets (id bigint PRIMARY KEY, queue text NOT NULL, players jsonb NOT NULL,
                              created_at timestamptz NOT NULL);
@@ -222,10 +215,8 @@ CREATE TABLE bench_out_tickets (ticket_id bigint, match_id bigint, team text);
 CREATE TABLE bench_plain (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, queue text NOT NULL,
                           players jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
 
--- The floor, in one transaction (the caller's): read, write the tick's rows
--- (into floor_ended_metrics instead of floor_ended for 1d).
-CREATE FUNCTION bench_core_floor(q text, now timestamptz, metrics_indexes boolean DEFAULT false)
-RETURNS bigint LANGUAGE plpgsql AS $$
+-- The floor, in one transaction (the caller's): read, write the tick's rows.
+CREATE FUNCTION bench_core_floor(q text, now timestamptz) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
 	n bigint;
 	bytes bigint;
@@ -236,14 +227,6 @@ BEGIN
 	         WHERE t.queue = q ORDER BY t.created_at, t.id FOR UPDATE SKIP LOCKED) s;
 	INSERT INTO floor_matches SELECT * FROM bench_out_matches;
 	INSERT INTO floor_match_players SELECT * FROM bench_out_players;
-	IF metrics_indexes THEN
-		WITH moved AS (
-			DELETE FROM floor_tickets t USING bench_out_tickets o WHERE t.id = o.ticket_id
-			RETURNING t.id, t.queue, t.players, t.created_at, o.match_id, o.team)
-		INSERT INTO floor_ended_metrics (id, queue, players, status, created_at, updated_at, matched_at, match_id, team)
-		SELECT id, queue, players, 'matched', created_at, now, now, match_id, team FROM moved;
-		RETURN n;
-	END IF;
 	WITH moved AS (
 		DELETE FROM floor_tickets t USING bench_out_tickets o WHERE t.id = o.ticket_id
 		RETURNING t.id, t.queue, t.players, t.created_at, o.match_id, o.team)
@@ -336,7 +319,7 @@ figure_tick() {
 -- reset
 TRUNCATE mm.tickets, mm.active_players, mm.matches, mm.match_players, mm.match_results, mm.match_scores, mm.match_predictions,
          mm.backfill_requests, floor_tickets, floor_matches, floor_match_players, floor_ended,
-         floor_ended_metrics, strict_tickets, strict_matches, strict_match_players,
+         strict_tickets, strict_matches, strict_match_players,
          bench_out_matches, bench_out_players, bench_out_tickets CASCADE;
 TRUNCATE bench_plain RESTART IDENTITY;
 SELECT setval('mm.tickets_id_seq', 1, false), setval('mm.matches_id_seq', 1, false) \gset dummy_
@@ -409,16 +392,20 @@ INSERT INTO bench_core_runs VALUES ('tick', :run, 'strict_floor_ms', (:t1 - :t0)
 	('tick', :run, 'strict_rows_ok',
 	 (:strict_m = :out_matches AND :strict_p = :out_players AND :strict_left = :left_searching
 	  AND :strict_read = :searching)::int);
--- 1d: the ended-table floor again, its ended table with the metrics' two
--- indexes, over the same tickets (all of the queue's, ended or not)
-TRUNCATE floor_tickets, floor_matches, floor_match_players, floor_ended_metrics;
+-- 1d: the ended-table floor again over the same tickets (all of the
+-- queue's, ended or not), its ended table given the metrics' two indexes
+-- for this run
+TRUNCATE floor_tickets, floor_matches, floor_match_players, floor_ended;
+CREATE INDEX floor_ended_queue_created ON floor_ended (queue, created_at);
+CREATE INDEX floor_ended_queue_matched ON floor_ended (queue, matched_at) WHERE matched_at IS NOT NULL;
 INSERT INTO floor_tickets SELECT id, queue, players, created_at FROM mm.tickets WHERE queue = 'bench';
-VACUUM ANALYZE floor_tickets, floor_matches, floor_match_players, floor_ended_metrics;
+VACUUM ANALYZE floor_tickets, floor_matches, floor_match_players, floor_ended;
 CHECKPOINT;
 SELECT extract(epoch FROM clock_timestamp()) AS t0, bench_cpu_ms() AS c0 \gset
-SELECT bench_core_floor('bench', :'now', true) AS floor_metrics_read \gset
+SELECT bench_core_floor('bench', :'now') AS floor_metrics_read \gset
 SELECT extract(epoch FROM clock_timestamp()) AS t1, bench_cpu_ms() AS c1 \gset
-SELECT (SELECT count(*) FROM floor_ended_metrics) AS floor_metrics_t, (SELECT count(*) FROM floor_tickets) AS floor_metrics_left \gset
+SELECT (SELECT count(*) FROM floor_ended) AS floor_metrics_t, (SELECT count(*) FROM floor_tickets) AS floor_metrics_left \gset
+DROP INDEX floor_ended_queue_created, floor_ended_queue_matched;
 INSERT INTO bench_core_runs VALUES ('tick', :run, 'floor_metrics_ms', (:t1 - :t0) * 1000),
 	('tick', :run, 'floor_metrics_cpu_ms', :c1 - :c0),
 	('tick', :run, 'floor_metrics_rows_ok',
